@@ -1,0 +1,127 @@
+/*
+ * Mnemo C ABI: the types shared by the engine, backend modules and model plugins.
+ *
+ * Everything that crosses a shared-library boundary is declared here in plain C so that a
+ * module built by another compiler (nvcc, a different libstdc++) can still be loaded. Numeric
+ * values of the enums are part of the ABI: append, never renumber. Any incompatible change bumps
+ * MNEMO_ABI_VERSION, and the loaders refuse modules built against another version.
+ */
+#ifndef MNEMO_ABI_H
+#define MNEMO_ABI_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define MNEMO_ABI_VERSION 1u
+
+#if defined(_WIN32)
+#define MNEMO_EXPORT __declspec(dllexport)
+#else
+#define MNEMO_EXPORT __attribute__((visibility("default")))
+#endif
+
+/* Element types. Room is left for block-quantized types (values >= 16). */
+typedef enum mnemo_dtype {
+    MNEMO_DTYPE_F32 = 0,
+    MNEMO_DTYPE_F16 = 1,
+    MNEMO_DTYPE_BF16 = 2,
+    MNEMO_DTYPE_I32 = 3,
+    MNEMO_DTYPE_COUNT_ = 4
+} mnemo_dtype;
+
+typedef enum mnemo_status {
+    MNEMO_OK = 0,
+    MNEMO_ERR_INVALID = 1,     /* bad argument, shape or parameter */
+    MNEMO_ERR_UNSUPPORTED = 2, /* op / dtype / feature not supported by this module */
+    MNEMO_ERR_NO_MEMORY = 3,
+    MNEMO_ERR_DEVICE = 4,      /* driver or device failure */
+    MNEMO_ERR_IO = 5,
+    MNEMO_ERR_CANCELLED = 6
+} mnemo_status;
+
+/* Error text filled by the callee; the caller owns the storage. */
+typedef struct mnemo_error {
+    char message[1024];
+} mnemo_error;
+
+#define MNEMO_MAX_DIMS 4
+#define MNEMO_MAX_INPUTS 8
+#define MNEMO_MAX_PARAMS 8
+
+/*
+ * A tensor as a backend sees it: always contiguous, row-major, shape listed outermost first
+ * (numpy order; shape[ndim-1] is the fastest-varying dimension). `buffer` is the handle the
+ * owning backend returned from buffer_alloc; for host backends it is the base address.
+ */
+typedef struct mnemo_tensor {
+    void* buffer;
+    uint64_t offset; /* bytes from the start of the buffer */
+    int32_t dtype;   /* mnemo_dtype */
+    int32_t ndim;    /* 1..MNEMO_MAX_DIMS */
+    int64_t shape[MNEMO_MAX_DIMS];
+} mnemo_tensor;
+
+/*
+ * The op table. Inputs, parameters and output of each op; N is a row count (tokens), shapes in
+ * numpy order. "float" means f32 activations. Weights (W, tables) may be F32, F16 or BF16 and are
+ * always accumulated in f32. The engine checks every shape rule before a backend sees a node.
+ *
+ *  GET_ROWS   in: table[R,C] (f32/f16/bf16), idx[N] i32            out: [N,C] f32
+ *  MATMUL     in: x[...,K] f32, W[M,K] (f32/f16/bf16)               out: [...,M] f32   y = x W^T
+ *  ADD        in: a[...], b (shape equal to a trailing suffix of a)   out: a's shape    a + b
+ *  MUL        in: a[...], b (suffix-broadcast as ADD)                out: a's shape    a * b
+ *  SCALE      in: x                 f[0]=s                            out: x's shape    s * x
+ *  RMS_NORM   in: x[...,D] [, w[D]] f[0]=eps                          out: x / sqrt(mean(x^2)+eps) * w
+ *  LAYER_NORM in: x[...,D] [, w[D] [, b[D]]] f[0]=eps                 out: (x-mean)/sqrt(var+eps)*w+b
+ *  ROPE       in: x[N,H,D] f32, pos[N] i32, inv_freq[R/2] f32
+ *             i[0]=mode (0: rotate-half pairs (j, j+R/2), HF/NeoX; 1: interleaved pairs (2j, 2j+1))
+ *             i[1]=R rotary dims (R <= D, even; dims >= R pass through)          out: x's shape
+ *             angle(n, j) = pos[n] * inv_freq[j]
+ *  SILU       in: x                                                   out: x * sigmoid(x)
+ *  GELU       in: x (tanh approximation)                              out: x's shape
+ *  SWIGLU     in: gate[...], up[...] (same shape)                     out: silu(gate) * up
+ *  SOFTMAX    in: x[...,D]  f[0]=scale (0 means 1)                    out: softmax(scale*x) over D
+ *  KV_STORE   in: cache[S,H,C,D] f32, src[N,H,D] f32, seq[N] i32, pos[N] i32
+ *             writes cache[seq[n],:,pos[n],:] = src[n]; the output IS the cache (same buffer),
+ *             so readers that take it as input are ordered after the write.
+ *  ATTENTION  in: q[N,Hq,D], k_cache[S,Hkv,C,D], v_cache[S,Hkv,C,Dv], seq[N] i32, pos[N] i32
+ *             f[0]=scale. Query n of head h reads k/v of sequence seq[n], head h/(Hq/Hkv),
+ *             cache positions 0..pos[n] (causal).                 out: [N,Hq,Dv]
+ */
+typedef enum mnemo_op {
+    MNEMO_OP_NONE = 0,
+    MNEMO_OP_GET_ROWS = 1,
+    MNEMO_OP_MATMUL = 2,
+    MNEMO_OP_ADD = 3,
+    MNEMO_OP_MUL = 4,
+    MNEMO_OP_SCALE = 5,
+    MNEMO_OP_RMS_NORM = 6,
+    MNEMO_OP_LAYER_NORM = 7,
+    MNEMO_OP_ROPE = 8,
+    MNEMO_OP_SILU = 9,
+    MNEMO_OP_GELU = 10,
+    MNEMO_OP_SWIGLU = 11,
+    MNEMO_OP_SOFTMAX = 12,
+    MNEMO_OP_KV_STORE = 13,
+    MNEMO_OP_ATTENTION = 14,
+    MNEMO_OP_COUNT_ = 15
+} mnemo_op;
+
+/* One op instance ready to run: its tensors are bound to backend buffers. */
+typedef struct mnemo_node {
+    int32_t op; /* mnemo_op */
+    int32_t n_inputs;
+    mnemo_tensor inputs[MNEMO_MAX_INPUTS];
+    mnemo_tensor output;
+    int64_t iparams[MNEMO_MAX_PARAMS];
+    float fparams[MNEMO_MAX_PARAMS];
+} mnemo_node;
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* MNEMO_ABI_H */

@@ -1,0 +1,120 @@
+/*
+ * Model plugin ABI. A plugin is a shared library (libmnemo-plugin-<name>.so) that exports
+ *
+ *     MNEMO_EXPORT const mnemo_plugin_api* mnemo_plugin_entry(void);
+ *
+ * It declares which config.json "model_type" values it loads. A plugin knows models, never
+ * backends: it reads the config through the host, declares the weights it expects (the engine
+ * checks name, shape and dtype against the checkpoint), declares per-context state (KV caches)
+ * and builds a graph of ops for a batch of N tokens. Plugins normally use the header-only C++
+ * wrapper in mnemo/plugin.hpp rather than these structs directly.
+ */
+#ifndef MNEMO_PLUGIN_ABI_H
+#define MNEMO_PLUGIN_ABI_H
+
+#include "mnemo_abi.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* A tensor handle inside one graph (or a weight/state/constant id); negative means invalid. */
+typedef int32_t mnemo_tid;
+
+/* Per-batch graph inputs the engine fills before every run (all I32, shape [N] or [n_out]). */
+typedef enum mnemo_input_kind {
+    MNEMO_INPUT_TOKENS = 0,    /* [N] token ids */
+    MNEMO_INPUT_POSITIONS = 1, /* [N] position of each token in its sequence */
+    MNEMO_INPUT_SEQ_IDS = 2,   /* [N] sequence slot (0..n_seq-1) of each token */
+    MNEMO_INPUT_OUT_ROWS = 3   /* [n_out] which of the N rows produce logits */
+} mnemo_input_kind;
+
+/* Context parameters a plugin sizes its state with. */
+typedef struct mnemo_context_params {
+    int32_t n_ctx; /* positions per sequence */
+    int32_t n_seq; /* independent sequences decoded together */
+} mnemo_context_params;
+
+/* Model facts the plugin reports after create(). */
+typedef struct mnemo_model_info {
+    int64_t vocab_size;
+    int64_t n_ctx_train;  /* 0 when unknown */
+    int64_t hidden_size;
+    int64_t n_layers;
+    char architecture[64]; /* human-readable, e.g. "llama (GQA 32/8, RoPE llama3)" */
+} mnemo_model_info;
+
+/* What the host offers a plugin while it creates a model. All strings are UTF-8. */
+typedef struct mnemo_host_api {
+    void* host;
+
+    /* config.json lookups by dotted path ("rope_scaling.factor", "eos_token_id").
+     * has: 1 present and not null, 0 absent/null. get_*: MNEMO_OK, or an error naming the
+     * field and what was expected (also when absent). */
+    int32_t (*config_has)(void* host, const char* path);
+    mnemo_status (*config_int)(void* host, const char* path, int64_t* out, mnemo_error* err);
+    mnemo_status (*config_float)(void* host, const char* path, double* out, mnemo_error* err);
+    mnemo_status (*config_bool)(void* host, const char* path, int32_t* out, mnemo_error* err);
+    /* Writes a NUL-terminated copy (truncated to cap) */
+    mnemo_status (*config_string)(void* host, const char* path, char* out, size_t cap,
+                                  mnemo_error* err);
+
+    /* 1 when the checkpoint holds a tensor of that name. */
+    int32_t (*has_weight)(void* host, const char* name);
+    /* Declare an expected checkpoint tensor. dtype_mask: bit (1 << mnemo_dtype) per accepted
+     * dtype. Fails with a message naming the tensor when it is missing or its shape/dtype differ. */
+    mnemo_status (*declare_weight)(void* host, const char* name, uint32_t dtype_mask, int32_t ndim,
+                                   const int64_t* shape, mnemo_tid* out, mnemo_error* err);
+    /* A constant computed by the plugin (e.g. RoPE inverse frequencies); data is copied. */
+    mnemo_status (*declare_constant)(void* host, const char* name, int32_t dtype, int32_t ndim,
+                                     const int64_t* shape, const void* data, mnemo_tid* out,
+                                     mnemo_error* err);
+    /* Per-context state (KV caches), zero-initialised, kept across graph runs. The shape may use
+     * the context params the host passed to create(). */
+    mnemo_status (*declare_state)(void* host, const char* name, int32_t dtype, int32_t ndim,
+                                  const int64_t* shape, mnemo_tid* out, mnemo_error* err);
+} mnemo_host_api;
+
+/* What the host offers a plugin while it builds a graph for one batch shape. */
+typedef struct mnemo_builder_api {
+    void* builder;
+    int64_t n_tokens;  /* N */
+    int64_t n_outputs; /* n_out */
+
+    mnemo_tid (*input)(void* builder, int32_t kind /* mnemo_input_kind */);
+    /* Weight, constant or state id from the host api -> tensor usable in this graph. */
+    mnemo_tid (*param)(void* builder, mnemo_tid id);
+    /* Add an op; the engine infers and checks the output shape. Returns < 0 on error, with the
+     * reason available from last_error. */
+    mnemo_tid (*op)(void* builder, int32_t op, int32_t n_inputs, const mnemo_tid* inputs,
+                    int32_t n_iparams, const int64_t* iparams, int32_t n_fparams,
+                    const float* fparams);
+    /* Same data, new shape (element count must match). */
+    mnemo_tid (*reshape)(void* builder, mnemo_tid t, int32_t ndim, const int64_t* shape);
+    /* Mark the logits tensor [n_out, vocab] f32. */
+    mnemo_status (*set_output)(void* builder, mnemo_tid t);
+    const char* (*last_error)(void* builder);
+} mnemo_builder_api;
+
+typedef struct mnemo_plugin_api {
+    uint32_t abi_version; /* MNEMO_ABI_VERSION */
+    uint32_t struct_size;
+    const char* name;               /* "llama" */
+    const char* description;        /* one line */
+    const char* const* model_types; /* NULL-terminated list of config.json model_type values */
+
+    /* Read config, declare weights/constants/state, fill info. */
+    mnemo_status (*create)(const mnemo_host_api* host, const mnemo_context_params* params,
+                           mnemo_model_info* info, void** out_model, mnemo_error* err);
+    /* Build the forward graph for b->n_tokens tokens; may be called many times. */
+    mnemo_status (*build)(void* model, const mnemo_builder_api* b, mnemo_error* err);
+    void (*destroy)(void* model);
+} mnemo_plugin_api;
+
+typedef const mnemo_plugin_api* (*mnemo_plugin_entry_fn)(void);
+#define MNEMO_PLUGIN_ENTRY_SYMBOL "mnemo_plugin_entry"
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* MNEMO_PLUGIN_ABI_H */

@@ -1,0 +1,113 @@
+// A loaded model bound to one backend device, with its per-context state (KV caches) and the
+// planned graphs. Buffers are planned once per batch shape and reused: decoding a token allocates
+// nothing.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "mnemo/abi/plugin_abi.h"
+#include "mnemo/registry.hpp"
+
+namespace mnemo {
+
+struct SessionOptions {
+    std::string model_dir;
+    std::string backend = "cpu";
+    int32_t device = 0;
+    int32_t n_threads = 0;  // 0: backend default
+    int32_t n_ctx = 0;      // 0: min(n_ctx_train, 4096) (or 4096 when unknown)
+    int32_t n_seq = 1;      // independent sequences
+    int32_t n_ubatch = 256; // max tokens per graph run (prompts are split into chunks)
+    bool profile = false;   // collect per-op timings
+    // Registries to use (nullptr: the global ones).
+    const BackendRegistry* backends = nullptr;
+    const PluginRegistry* plugins = nullptr;
+};
+
+struct ModelSummary {
+    std::string model_dir;
+    std::string model_type;
+    std::string plugin;
+    std::string architecture;
+    int64_t vocab_size = 0;
+    int64_t n_ctx_train = 0;
+    int64_t hidden_size = 0;
+    int64_t n_layers = 0;
+    int64_t n_params = 0;           // elements of all declared weights
+    uint64_t weight_bytes = 0;      // bytes of declared weights as stored
+    uint64_t state_bytes = 0;       // KV caches etc. for the chosen n_ctx, n_seq
+    uint64_t work_bytes = 0;        // largest activation arena planned so far
+    std::string weight_dtypes;      // "f16 (154), f32 (33)"
+    std::string device_name;
+    std::string backend;
+};
+
+// Per-op timing accumulated over runs (when SessionOptions::profile).
+struct OpProfile {
+    std::string op;
+    uint64_t calls = 0;
+    uint64_t total_ns = 0;
+    double flops = 0;
+};
+
+// One row of a batch: token `token` at position `pos` of sequence `seq`.
+struct BatchToken {
+    int32_t token;
+    int32_t pos;
+    int32_t seq;
+    bool want_logits;
+};
+
+class Session {
+public:
+    static std::unique_ptr<Session> open(const SessionOptions& options);
+    ~Session();
+
+    const ModelSummary& summary() const;
+    int32_t n_ctx() const;
+    int32_t n_seq() const;
+    int32_t vocab_size() const;
+
+    // Run one batch (any mix of sequences/positions, at most n_ubatch rows). Returns logits
+    // [count(want_logits), vocab] in row order. Positions must be < n_ctx (else Error "context is
+    // full ..."). Tokens must be < vocab.
+    const std::vector<float>& decode(const std::vector<BatchToken>& batch);
+
+    // Feed `tokens` to sequence `seq` after its current length (split into n_ubatch chunks).
+    // Returns logits of the last token, or of every token when all_logits.
+    const std::vector<float>& append(int32_t seq, const std::vector<int32_t>& tokens, bool all_logits = false);
+    // Positions already filled in sequence `seq`.
+    int32_t seq_length(int32_t seq) const;
+    // Forget a sequence (its cache rows are overwritten by the next append).
+    void reset(int32_t seq);
+    void reset_all();
+
+    // Cancellation: checked between graph runs and between chunks; decode/append throw
+    // mnemo::Cancelled when set.
+    void set_cancel_flag(const std::atomic<bool>* flag);
+
+    std::vector<OpProfile> profile() const;
+    void clear_profile();
+    void set_threads(int32_t n);
+
+    struct Impl;
+
+private:
+    explicit Session(std::unique_ptr<Impl> impl);
+    std::unique_ptr<Impl> impl_;
+};
+
+class Cancelled : public std::runtime_error {
+public:
+    Cancelled() : std::runtime_error("cancelled") {}
+};
+
+// Read config.json's model_type (and nothing else): for `mnemo info` and error messages.
+std::string read_model_type(const std::string& model_dir);
+
+}  // namespace mnemo

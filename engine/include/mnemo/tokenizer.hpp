@@ -1,0 +1,85 @@
+// Tokenizers: byte-level BPE from tokenizer.json (GPT-2 / Llama-3 / OLMo / Qwen style) and
+// SentencePiece tokenizer.model (through Debian's libsentencepiece). Both give the same interface.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace mnemo {
+
+class Tokenizer {
+public:
+    virtual ~Tokenizer() = default;
+
+    // Text -> ids. Special/added tokens written literally in the text ("<|eot_id|>") are matched
+    // when parse_special is true, else they are tokenized as ordinary text.
+    virtual std::vector<int32_t> encode(std::string_view text, bool parse_special) const = 0;
+    // Raw bytes of one token as it contributes to the decoded text (may be part of a UTF-8
+    // character for byte-level tokens; SentencePiece "▁" becomes a space, byte-fallback <0xNN>
+    // becomes that byte). Special tokens give their literal text.
+    virtual std::string token_bytes(int32_t id) const = 0;
+    // Whole-sequence decode (handles leading-space rules of SentencePiece).
+    virtual std::string decode(const std::vector<int32_t>& ids, bool skip_special) const = 0;
+
+    virtual int32_t vocab_size() const = 0;
+    virtual std::optional<int32_t> token_id(std::string_view piece) const = 0;  // exact piece
+    virtual bool is_special(int32_t id) const = 0;
+
+    std::optional<int32_t> bos_id;  // from tokenizer_config.json / model when known
+    std::optional<int32_t> eos_id;
+    std::vector<int32_t> eos_ids;   // every id that ends generation (eos + eot...)
+    bool add_bos = false;           // prepend bos when encoding a prompt
+};
+
+// Loads from a model folder: tokenizer.json (preferred) or tokenizer.model, plus
+// tokenizer_config.json / config.json for bos/eos/add_bos. Errors name the file and field.
+std::unique_ptr<Tokenizer> load_tokenizer(const std::string& model_dir);
+
+// Exposed for tests and the fuzz target: parse a tokenizer.json document.
+std::unique_ptr<Tokenizer> load_bpe_tokenizer_json(std::string_view json_text,
+                                                   const std::string& source);
+std::unique_ptr<Tokenizer> load_sentencepiece(const std::string& model_path);
+
+// Streaming detokenizer: feed ids one at a time, get back only complete UTF-8 text; bytes of a
+// partial character wait for the next token. finish() flushes what remains (invalid bytes become
+// U+FFFD).
+class StreamDecoder {
+public:
+    explicit StreamDecoder(const Tokenizer& tok, bool skip_special = true);
+    std::string push(int32_t id);
+    std::string finish();
+
+private:
+    const Tokenizer& tok_;
+    bool skip_special_;
+    std::string pending_;
+    bool first_ = true;
+};
+
+// Chat templates of the families we load, chosen from tokenizer_config.json's "chat_template"
+// text (recognised by its markers) or by model_type.
+enum class ChatFormat { Raw, Llama3, ChatML, Olmo, Llama2, Plain };
+
+struct ChatMessage {
+    std::string role;  // "system", "user", "assistant"
+    std::string content;
+};
+
+struct ChatTemplate {
+    ChatFormat format = ChatFormat::Raw;
+    std::string name;        // "llama3", "chatml", ... for messages
+    std::string bos_text;    // literal BOS text the template starts with, if any
+    std::vector<std::string> stop_strings;  // end-of-turn markers
+    // Render messages and, when add_generation_prompt, the assistant header.
+    std::string render(const std::vector<ChatMessage>& messages, bool add_generation_prompt) const;
+};
+
+// Detect the template for a model folder. `note` receives a human-readable reason when falling
+// back to Raw ("unknown chat_template in tokenizer_config.json; using raw mode").
+ChatTemplate detect_chat_template(const std::string& model_dir, std::string* note);
+
+}  // namespace mnemo

@@ -1,0 +1,257 @@
+// The op table and the shape rule of every op (see the table in mnemo/abi/mnemo_abi.h).
+#include <array>
+#include <sstream>
+
+#include "mnemo/error.hpp"
+#include "mnemo/ops.hpp"
+
+namespace mnemo {
+namespace {
+
+constexpr std::array<OpInfo, MNEMO_OP_COUNT_> kOps = {{
+    {MNEMO_OP_NONE, "none", 0, 0, false},
+    {MNEMO_OP_GET_ROWS, "get_rows", 2, 2, false},
+    {MNEMO_OP_MATMUL, "matmul", 2, 2, false},
+    {MNEMO_OP_ADD, "add", 2, 2, false},
+    {MNEMO_OP_MUL, "mul", 2, 2, false},
+    {MNEMO_OP_SCALE, "scale", 1, 1, false},
+    {MNEMO_OP_RMS_NORM, "rms_norm", 1, 2, false},
+    {MNEMO_OP_LAYER_NORM, "layer_norm", 1, 3, false},
+    {MNEMO_OP_ROPE, "rope", 3, 3, false},
+    {MNEMO_OP_SILU, "silu", 1, 1, false},
+    {MNEMO_OP_GELU, "gelu", 1, 1, false},
+    {MNEMO_OP_SWIGLU, "swiglu", 2, 2, false},
+    {MNEMO_OP_SOFTMAX, "softmax", 1, 1, false},
+    {MNEMO_OP_KV_STORE, "kv_store", 4, 4, true},
+    {MNEMO_OP_ATTENTION, "attention", 5, 5, false},
+}};
+
+bool is_float_type(DType t) { return t == DType::F32 || t == DType::F16 || t == DType::BF16; }
+
+class Rule {
+public:
+    Rule(int32_t op, std::span<const TensorShape> in) : op_(op), in_(in) {}
+
+    [[noreturn]] void fail(const std::string& what) const {
+        throw Error(std::string(op_info(op_).name) + ": " + what);
+    }
+    [[noreturn]] void fail_input(size_t i, const std::string& expected) const {
+        std::ostringstream s;
+        s << "input " << i << ": expected " << expected << ", got " << in_[i].str();
+        fail(s.str());
+    }
+    const TensorShape& f32(size_t i, int32_t ndim_min, int32_t ndim_max, const char* what) const {
+        const TensorShape& t = in_[i];
+        if (t.dtype != DType::F32 || t.ndim < ndim_min || t.ndim > ndim_max)
+            fail_input(i, dims_text(ndim_min, ndim_max) + " f32 " + what);
+        return t;
+    }
+    const TensorShape& weight(size_t i, int32_t ndim, const char* what) const {
+        const TensorShape& t = in_[i];
+        if (!is_float_type(t.dtype) || t.ndim != ndim)
+            fail_input(i, std::to_string(ndim) + "-D f32/f16/bf16 " + what);
+        return t;
+    }
+    const TensorShape& i32_vec(size_t i, int64_t n, const char* what) const {
+        const TensorShape& t = in_[i];
+        if (t.dtype != DType::I32 || t.ndim != 1 || (n >= 0 && t.shape[0] != n))
+            fail_input(i, "i32[" + (n >= 0 ? std::to_string(n) : std::string("N")) + "] " + what);
+        return t;
+    }
+    static std::string dims_text(int32_t lo, int32_t hi) {
+        return lo == hi ? std::to_string(lo) + "-D" : std::to_string(lo) + "..." + std::to_string(hi) + "-D";
+    }
+
+private:
+    int32_t op_;
+    std::span<const TensorShape> in_;
+};
+
+// b must equal a trailing suffix of a's shape (bias / per-channel scale broadcasting).
+bool suffix_broadcastable(const TensorShape& a, const TensorShape& b) {
+    if (b.ndim > a.ndim) return false;
+    for (int32_t i = 0; i < b.ndim; ++i)
+        if (b.shape[b.ndim - 1 - i] != a.shape[a.ndim - 1 - i]) return false;
+    return true;
+}
+
+bool same_shape(const TensorShape& a, const TensorShape& b) {
+    if (a.ndim != b.ndim) return false;
+    for (int32_t i = 0; i < a.ndim; ++i)
+        if (a.shape[i] != b.shape[i]) return false;
+    return true;
+}
+
+}  // namespace
+
+std::string TensorShape::str() const {
+    std::ostringstream s;
+    s << dtype_name(dtype) << "[";
+    for (int32_t i = 0; i < ndim; ++i) s << (i ? ", " : "") << shape[i];
+    s << "]";
+    return s.str();
+}
+
+TensorShape shape_of(const mnemo_tensor& t) {
+    TensorShape s;
+    s.dtype = static_cast<DType>(t.dtype);
+    s.ndim = t.ndim;
+    for (int32_t i = 0; i < t.ndim && i < MNEMO_MAX_DIMS; ++i) s.shape[i] = t.shape[i];
+    return s;
+}
+
+int32_t op_count() { return MNEMO_OP_COUNT_; }
+
+const OpInfo& op_info(int32_t op) {
+    if (op <= MNEMO_OP_NONE || op >= MNEMO_OP_COUNT_) throw Error("unknown op id " + std::to_string(op));
+    return kOps[static_cast<size_t>(op)];
+}
+
+std::optional<int32_t> op_from_name(std::string_view name) {
+    for (const OpInfo& o : kOps)
+        if (o.op != MNEMO_OP_NONE && name == o.name) return o.op;
+    return std::nullopt;
+}
+
+TensorShape infer_output(int32_t op, std::span<const TensorShape> in, std::span<const int64_t> ip,
+                         std::span<const float> fp) {
+    const OpInfo& info = op_info(op);
+    Rule r(op, in);
+    if (static_cast<int32_t>(in.size()) < info.min_inputs || static_cast<int32_t>(in.size()) > info.max_inputs) {
+        std::ostringstream s;
+        s << "takes " << info.min_inputs << (info.min_inputs == info.max_inputs ? "" : "..")
+          << (info.min_inputs == info.max_inputs ? "" : std::to_string(info.max_inputs)) << " inputs, got "
+          << in.size();
+        r.fail(s.str());
+    }
+    for (size_t i = 0; i < in.size(); ++i) {
+        if (in[i].ndim < 1 || in[i].ndim > MNEMO_MAX_DIMS) r.fail_input(i, "1..4 dimensions");
+        for (int32_t d = 0; d < in[i].ndim; ++d)
+            if (in[i].shape[d] < 0) r.fail_input(i, "non-negative dimensions");
+    }
+    auto need_f = [&](size_t n) {
+        if (fp.size() < n) r.fail("needs " + std::to_string(n) + " float parameter(s)");
+    };
+    auto need_i = [&](size_t n) {
+        if (ip.size() < n) r.fail("needs " + std::to_string(n) + " integer parameter(s)");
+    };
+
+    TensorShape out;
+    switch (op) {
+        case MNEMO_OP_GET_ROWS: {
+            const TensorShape& table = r.weight(0, 2, "table [R, C]");
+            const TensorShape& idx = r.i32_vec(1, -1, "row indices");
+            out.ndim = 2;
+            out.shape[0] = idx.shape[0];
+            out.shape[1] = table.shape[1];
+            return out;
+        }
+        case MNEMO_OP_MATMUL: {
+            const TensorShape& x = r.f32(0, 1, 4, "activations [..., K]");
+            const TensorShape& w = r.weight(1, 2, "weight [M, K]");
+            if (w.shape[1] != x.shape[x.ndim - 1])
+                r.fail("inner dimensions differ: x " + x.str() + " has K=" + std::to_string(x.shape[x.ndim - 1]) +
+                       ", W " + w.str() + " has K=" + std::to_string(w.shape[1]));
+            out = x;
+            out.shape[x.ndim - 1] = w.shape[0];
+            return out;
+        }
+        case MNEMO_OP_ADD:
+        case MNEMO_OP_MUL: {
+            const TensorShape& a = r.f32(0, 1, 4, "a");
+            const TensorShape& b = r.f32(1, 1, 4, "b");
+            if (!suffix_broadcastable(a, b))
+                r.fail("b " + b.str() + " must equal a trailing part of a's shape " + a.str());
+            return a;
+        }
+        case MNEMO_OP_SCALE:
+            need_f(1);
+            return r.f32(0, 1, 4, "x");
+        case MNEMO_OP_SILU:
+        case MNEMO_OP_GELU:
+            return r.f32(0, 1, 4, "x");
+        case MNEMO_OP_SOFTMAX:
+            return r.f32(0, 1, 4, "x");
+        case MNEMO_OP_SWIGLU: {
+            const TensorShape& g = r.f32(0, 1, 4, "gate");
+            const TensorShape& u = r.f32(1, 1, 4, "up");
+            if (!same_shape(g, u)) r.fail("gate " + g.str() + " and up " + u.str() + " differ");
+            return g;
+        }
+        case MNEMO_OP_RMS_NORM:
+        case MNEMO_OP_LAYER_NORM: {
+            need_f(1);
+            const TensorShape& x = r.f32(0, 1, 4, "x [..., D]");
+            const int64_t d = x.shape[x.ndim - 1];
+            for (size_t i = 1; i < in.size(); ++i) {
+                const TensorShape& w = r.weight(i, 1, i == 1 ? "weight [D]" : "bias [D]");
+                if (w.shape[0] != d) r.fail_input(i, "length " + std::to_string(d));
+            }
+            if (!(fp[0] >= 0.0f)) r.fail("eps must be >= 0");
+            return x;
+        }
+        case MNEMO_OP_ROPE: {
+            need_i(2);
+            const TensorShape& x = r.f32(0, 3, 3, "x [N, H, D]");
+            r.i32_vec(1, x.shape[0], "positions");
+            const TensorShape& f = r.f32(2, 1, 1, "inverse frequencies [R/2]");
+            const int64_t rot = ip[1];
+            if (ip[0] != 0 && ip[0] != 1) r.fail("mode must be 0 (rotate half) or 1 (interleaved)");
+            if (rot <= 0 || rot % 2 != 0 || rot > x.shape[2])
+                r.fail("rotary dims " + std::to_string(rot) + " must be even and in 2.." + std::to_string(x.shape[2]));
+            if (f.shape[0] != rot / 2)
+                r.fail("inverse frequencies hold " + std::to_string(f.shape[0]) + " values, rotary dims " +
+                       std::to_string(rot) + " need " + std::to_string(rot / 2));
+            return x;
+        }
+        case MNEMO_OP_KV_STORE: {
+            const TensorShape& cache = r.f32(0, 4, 4, "cache [S, H, C, D]");
+            const TensorShape& src = r.f32(1, 3, 3, "src [N, H, D]");
+            if (src.shape[1] != cache.shape[1] || src.shape[2] != cache.shape[3])
+                r.fail("src " + src.str() + " does not fit cache " + cache.str());
+            r.i32_vec(2, src.shape[0], "sequence ids");
+            r.i32_vec(3, src.shape[0], "positions");
+            return cache;
+        }
+        case MNEMO_OP_ATTENTION: {
+            need_f(1);
+            const TensorShape& q = r.f32(0, 3, 3, "q [N, Hq, D]");
+            const TensorShape& k = r.f32(1, 4, 4, "k cache [S, Hkv, C, D]");
+            const TensorShape& v = r.f32(2, 4, 4, "v cache [S, Hkv, C, Dv]");
+            r.i32_vec(3, q.shape[0], "sequence ids");
+            r.i32_vec(4, q.shape[0], "positions");
+            if (k.shape[3] != q.shape[2]) r.fail("q head dim " + std::to_string(q.shape[2]) + " != k head dim " + std::to_string(k.shape[3]));
+            if (k.shape[0] != v.shape[0] || k.shape[1] != v.shape[1] || k.shape[2] != v.shape[2])
+                r.fail("k cache " + k.str() + " and v cache " + v.str() + " disagree");
+            if (k.shape[1] == 0 || q.shape[1] % k.shape[1] != 0)
+                r.fail("query heads " + std::to_string(q.shape[1]) + " are not a multiple of kv heads " +
+                       std::to_string(k.shape[1]));
+            out.ndim = 3;
+            out.shape[0] = q.shape[0];
+            out.shape[1] = q.shape[1];
+            out.shape[2] = v.shape[3];
+            return out;
+        }
+        default:
+            r.fail("has no shape rule");
+    }
+}
+
+double node_flops(const mnemo_node& n) {
+    const TensorShape out = shape_of(n.output);
+    switch (n.op) {
+        case MNEMO_OP_MATMUL:
+            return 2.0 * static_cast<double>(out.numel()) * static_cast<double>(n.inputs[1].shape[1]);
+        case MNEMO_OP_ATTENTION: {
+            // Causal: on average about half the context; count the keys actually read is data
+            // dependent, so report the upper bound over the cache length.
+            const double heads = static_cast<double>(n.inputs[0].shape[0] * n.inputs[0].shape[1]);
+            return heads * 2.0 * static_cast<double>(n.inputs[1].shape[2]) *
+                   static_cast<double>(n.inputs[0].shape[2] + n.inputs[2].shape[3]);
+        }
+        default:
+            return static_cast<double>(out.numel());
+    }
+}
+
+}  // namespace mnemo
