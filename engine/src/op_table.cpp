@@ -87,7 +87,9 @@ bool same_shape(const TensorShape& a, const TensorShape& b) {
 std::string TensorShape::str() const {
     std::ostringstream s;
     s << dtype_name(dtype) << "[";
-    for (int32_t i = 0; i < ndim; ++i) s << (i ? ", " : "") << shape[i];
+    // A rank outside 1..4 is what error messages report, so never index past the array.
+    for (int32_t i = 0; i < ndim && i < MNEMO_MAX_DIMS; ++i) s << (i ? ", " : "") << shape[i];
+    if (ndim > MNEMO_MAX_DIMS) s << ", ... (" << ndim << " dims)";
     s << "]";
     return s.str();
 }

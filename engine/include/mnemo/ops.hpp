@@ -22,7 +22,7 @@ struct TensorShape {
 
     int64_t numel() const {
         int64_t n = 1;
-        for (int32_t i = 0; i < ndim; ++i) n *= shape[i];
+        for (int32_t i = 0; i < ndim && i < MNEMO_MAX_DIMS; ++i) n *= shape[i];
         return n;
     }
     uint64_t nbytes() const { return static_cast<uint64_t>(numel()) * dtype_size(dtype); }

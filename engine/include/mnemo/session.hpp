@@ -40,6 +40,10 @@ struct ModelSummary {
     int64_t n_layers = 0;
     int64_t n_params = 0;           // elements of all declared weights
     uint64_t weight_bytes = 0;      // bytes of declared weights as stored
+    // Weight bytes one single-token decode step reads: every weight a matmul/norm streams, but
+    // only one row of a table that is just gathered from (an untied embedding). This is the
+    // numerator of the memory-bandwidth roofline.
+    uint64_t decode_weight_bytes = 0;
     uint64_t state_bytes = 0;       // KV caches etc. for the chosen n_ctx, n_seq
     uint64_t work_bytes = 0;        // largest activation arena planned so far
     std::string weight_dtypes;      // "f16 (154), f32 (33)"

@@ -41,7 +41,7 @@ typedef struct mnemo_model_info {
     int64_t n_ctx_train;  /* 0 when unknown */
     int64_t hidden_size;
     int64_t n_layers;
-    char architecture[64]; /* human-readable, e.g. "llama (GQA 32/8, RoPE llama3)" */
+    char architecture[256]; /* human-readable, e.g. "llama (GQA 32/8, RoPE llama3)" */
 } mnemo_model_info;
 
 /* What the host offers a plugin while it creates a model. All strings are UTF-8. */

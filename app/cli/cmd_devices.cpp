@@ -1,0 +1,72 @@
+// `mnemo devices`: every backend module found, its devices, and modules that failed to load.
+#include <cstdio>
+
+#include "commands.hpp"
+#include "common.hpp"
+#include "mnemo/registry.hpp"
+
+namespace mnemo::cli {
+
+namespace {
+
+const char* device_type_name(int32_t t) {
+    switch (t) {
+        case MNEMO_DEVICE_CPU: return "cpu";
+        case MNEMO_DEVICE_GPU: return "gpu";
+        case MNEMO_DEVICE_IGPU: return "integrated gpu";
+        default: return "other";
+    }
+}
+
+std::string caps_text(uint32_t caps) {
+    std::string s;
+    auto add = [&](uint32_t bit, const char* name) {
+        if (caps & bit) s += (s.empty() ? "" : ", ") + std::string(name);
+    };
+    add(MNEMO_CAP_HOST_MEMORY, "host-memory");
+    add(MNEMO_CAP_F16, "f16");
+    add(MNEMO_CAP_BF16, "bf16");
+    add(MNEMO_CAP_PROFILE, "profile");
+    return s.empty() ? "-" : s;
+}
+
+// Fixed-size C strings from a module: never read past the array even without a terminator.
+template <size_t N>
+std::string c_field(const char (&a)[N]) {
+    size_t n = 0;
+    while (n < N && a[n] != '\0') ++n;
+    return std::string(a, n);
+}
+
+}  // namespace
+
+int cmd_devices(int argc, char** argv) {
+    ArgParser p("devices", "mnemo devices", "List the backend modules that were found and their devices.");
+    if (!p.parse(argc, argv, 2)) return 0;
+
+    const BackendRegistry& reg = BackendRegistry::global();
+    const std::vector<DeviceEntry> devices = reg.devices();
+    if (reg.modules().empty()) std::printf("no backend modules found\n");
+    for (const BackendModule& m : reg.modules()) {
+        std::printf("%s  (%s)\n", m.name.c_str(), m.path.c_str());
+        bool any = false;
+        for (const DeviceEntry& d : devices) {
+            if (d.backend != m.name) continue;
+            any = true;
+            std::printf("  [%d] %s  type=%s  memory=%s total, %s free  caps=%s\n", d.index,
+                        c_field(d.info.name).c_str(), device_type_name(d.info.type),
+                        d.info.memory_total ? format_bytes(d.info.memory_total).c_str() : "unknown",
+                        d.info.memory_free ? format_bytes(d.info.memory_free).c_str() : "unknown",
+                        caps_text(d.info.caps).c_str());
+            const std::string desc = c_field(d.info.description);
+            if (!desc.empty()) std::printf("      %s\n", desc.c_str());
+        }
+        if (!any) std::printf("  (no devices)\n");
+    }
+    for (const LoadError& e : reg.load_errors()) {
+        std::printf("failed to load %s: %s\n", e.path.c_str(), e.reason.c_str());
+    }
+    return 0;
+}
+
+}  // namespace mnemo::cli

@@ -1,0 +1,98 @@
+// `mnemo run`: complete a prompt, streaming the text to stdout as it is generated.
+#include <unistd.h>
+
+#include <cstdio>
+
+#include "commands.hpp"
+#include "common.hpp"
+#include "generate.hpp"
+#include "mnemo/error.hpp"
+#include "sampling_flags.hpp"
+
+namespace mnemo::cli {
+
+int cmd_run(int argc, char** argv) {
+    ModelFlags model;
+    SamplingFlags sampling;
+    std::string prompt;
+    bool prompt_given = false;
+    int32_t n_predict = 128;
+    bool no_bos = false;
+    bool raw = false;
+
+    ArgParser p("run", "mnemo run [-m DIR] -p TEXT [options]",
+                "Complete TEXT with the model and stream the result to stdout; timings go to stderr.");
+    add_model_flags(p, model);
+    p.custom_opt("-p,--prompt", "TEXT", "prompt text (required)", [&](const std::string& v) {
+         prompt = v;
+         prompt_given = true;
+     })
+        .int_opt("-n,--n-predict", "N", "tokens to generate at most; -1 = until the context is full (default: 128)",
+                 &n_predict, -1, 1 << 30);
+    add_sampling_flags(p, sampling);
+    p.flag("--no-bos", "do not prepend the BOS token even when the tokenizer asks for it", &no_bos)
+        .flag("--raw", "treat special-token text in the prompt (\"<|eot_id|>\") as plain text", &raw);
+    if (!p.parse(argc, argv, 2)) return 0;
+    if (!prompt_given) throw UsageError("missing -p/--prompt TEXT");
+
+    const std::string dir = resolve_model_dir(model);
+    const auto tok = open_tokenizer(dir);
+    const auto session = open_session(session_options(model, dir));
+
+    std::vector<int32_t> ids;
+    if (tok->add_bos && !no_bos && tok->bos_id) ids.push_back(*tok->bos_id);
+    const std::vector<int32_t> encoded = tok->encode(prompt, /*parse_special=*/!raw);
+    // A prompt that already starts with the BOS text keeps a single BOS.
+    const bool starts_with_bos = !ids.empty() && !encoded.empty() && encoded.front() == ids.front();
+    ids.insert(ids.end(), encoded.begin() + (starts_with_bos ? 1 : 0), encoded.end());
+    if (ids.empty()) throw UsageError("the prompt is empty after tokenization (and no BOS token is added)");
+    if (static_cast<int64_t>(ids.size()) >= session->n_ctx()) {
+        throw Error("prompt has " + std::to_string(ids.size()) + " tokens but the context holds " +
+                    std::to_string(session->n_ctx()) + " (-c), leaving no room to generate");
+    }
+
+    install_interrupt_handler();
+    session->set_cancel_flag(&interrupt_flag());
+
+    const double t0 = now_seconds();
+    const float* logits = nullptr;
+    try {
+        logits = session->append(0, ids).data();
+    } catch (const Cancelled&) {
+        std::fprintf(stderr, "\nmnemo: interrupted while reading the prompt\n");
+        return 130;
+    }
+    const double prompt_seconds = now_seconds() - t0;
+
+    Sampler sampler(sampling.resolved());
+    std::vector<int32_t> fed = ids;
+    GenerateRequest req;
+    req.session = session.get();
+    req.tokenizer = tok.get();
+    req.sampler = &sampler;
+    req.fed = &fed;
+    req.first_logits = logits;
+    req.stop_strings = sampling.stops;
+    req.max_tokens = n_predict;
+    req.cancel = &interrupt_flag();
+    req.emit = [](const std::string& piece) {
+        std::fwrite(piece.data(), 1, piece.size(), stdout);
+        std::fflush(stdout);
+    };
+    const GenerateResult r = generate(req);
+    if (isatty(STDOUT_FILENO)) std::fputc('\n', stdout);
+    std::fflush(stdout);
+
+    if (r.reason == StopReason::ContextFull) {
+        std::fprintf(stderr, "mnemo: the context is full (%d tokens, -c); generation stopped\n", session->n_ctx());
+    } else if (r.reason == StopReason::Cancelled) {
+        std::fprintf(stderr, "mnemo: interrupted\n");
+    }
+    const double pp_rate = prompt_seconds > 0 ? static_cast<double>(ids.size()) / prompt_seconds : 0.0;
+    const double tg_rate = r.seconds > 0 ? r.n_generated / r.seconds : 0.0;
+    std::fprintf(stderr, "prompt: %zu tokens, %.1f tok/s | generation: %d tokens, %.1f tok/s\n", ids.size(),
+                 pp_rate, r.n_generated, tg_rate);
+    return r.reason == StopReason::Cancelled ? 130 : 0;
+}
+
+}  // namespace mnemo::cli

@@ -1,0 +1,83 @@
+#include "generate.hpp"
+
+#include <algorithm>
+
+#include "common.hpp"
+#include "mnemo/error.hpp"
+
+namespace mnemo::cli {
+
+namespace {
+
+bool is_eos(const Tokenizer& tok, int32_t id) {
+    if (tok.eos_id && *tok.eos_id == id) return true;
+    return std::find(tok.eos_ids.begin(), tok.eos_ids.end(), id) != tok.eos_ids.end();
+}
+
+}  // namespace
+
+GenerateResult generate(const GenerateRequest& r) {
+    Session& session = *r.session;
+    std::vector<int32_t>& fed = *r.fed;
+    StreamDecoder decoder(*r.tokenizer, /*skip_special=*/true);
+    StopMatcher stops(r.stop_strings);
+    GenerateResult result;
+    // Models often pad their output layer beyond the tokenizer's vocabulary; ids past it have no
+    // text, so they are never sampled.
+    const int32_t vocab = std::min(session.vocab_size(), r.tokenizer->vocab_size());
+    if (vocab <= 0) throw Error("the tokenizer has an empty vocabulary");
+
+    auto show = [&](const std::string& piece) {
+        if (piece.empty()) return;
+        result.text += piece;
+        if (r.emit) r.emit(piece);
+    };
+
+    const double start = now_seconds();
+    const float* logits = r.first_logits;
+    while (true) {
+        if (r.cancel != nullptr && r.cancel->load()) {
+            result.reason = StopReason::Cancelled;
+            break;
+        }
+        if (r.max_tokens >= 0 && result.n_generated >= r.max_tokens) {
+            result.reason = StopReason::Limit;
+            break;
+        }
+        const int32_t id = r.sampler->sample(logits, vocab, fed);
+        if (is_eos(*r.tokenizer, id)) {
+            result.reason = StopReason::Eos;
+            break;
+        }
+        ++result.n_generated;
+        show(stops.push(decoder.push(id)));
+        if (stops.stopped()) {
+            result.reason = StopReason::StopString;
+            break;
+        }
+        if (r.max_tokens >= 0 && result.n_generated >= r.max_tokens) {
+            result.reason = StopReason::Limit;  // no need to feed the last token back
+            break;
+        }
+        if (static_cast<int32_t>(fed.size()) >= session.n_ctx()) {
+            result.reason = StopReason::ContextFull;
+            break;
+        }
+        try {
+            logits = session.append(r.seq, {id}).data();
+        } catch (const Cancelled&) {
+            result.reason = StopReason::Cancelled;
+            break;
+        }
+        fed.push_back(id);
+    }
+    if (!stops.stopped()) {
+        std::string tail = stops.push(decoder.finish());
+        if (!stops.stopped()) tail += stops.flush();
+        show(tail);
+    }
+    result.seconds = now_seconds() - start;
+    return result;
+}
+
+}  // namespace mnemo::cli

@@ -1,0 +1,37 @@
+// A minimal streaming JSON writer for `mnemo bench --json`: objects, arrays, strings (escaped per
+// RFC 8259), numbers (non-finite values become null) and booleans, with commas placed for us.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace mnemo::cli {
+
+class JsonWriter {
+public:
+    JsonWriter& begin_object();
+    JsonWriter& end_object();
+    JsonWriter& begin_array();
+    JsonWriter& end_array();
+    JsonWriter& key(const std::string& k);  // inside an object, before each value
+    JsonWriter& value(const std::string& s);
+    JsonWriter& value(const char* s) { return value(std::string(s)); }
+    JsonWriter& value(double d);
+    JsonWriter& value(int64_t i);
+    JsonWriter& value(uint64_t u);
+    JsonWriter& value(int32_t i) { return value(static_cast<int64_t>(i)); }
+    JsonWriter& value(bool b);
+    JsonWriter& null();
+
+    const std::string& str() const { return out_; }
+    static std::string escape(const std::string& s);  // with the surrounding quotes
+
+private:
+    void before_value();
+    std::string out_;
+    std::vector<bool> first_;  // per open container: no element written yet
+    bool after_key_ = false;
+};
+
+}  // namespace mnemo::cli

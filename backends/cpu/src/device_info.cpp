@@ -1,0 +1,83 @@
+#include "device_info.hpp"
+
+#include <sys/sysinfo.h>
+
+#include <cstdio>
+#include <cstring>
+#include <fstream>
+#include <string>
+#include <thread>
+
+#include "cpu_features.hpp"
+
+namespace mnemo_cpu {
+namespace {
+
+std::string trim(const std::string& s) {
+    const size_t b = s.find_first_not_of(" \t");
+    if (b == std::string::npos) return {};
+    const size_t e = s.find_last_not_of(" \t\r\n");
+    return s.substr(b, e - b + 1);
+}
+
+// x86 kernels say "model name", arm64 ones often only "CPU part"/"Hardware"; take the first
+// descriptive field present.
+std::string cpu_model_name() {
+    std::ifstream in("/proc/cpuinfo");
+    std::string line;
+    std::string fallback;
+    while (std::getline(in, line)) {
+        const size_t colon = line.find(':');
+        if (colon == std::string::npos) continue;
+        const std::string key = trim(line.substr(0, colon));
+        const std::string value = trim(line.substr(colon + 1));
+        if (value.empty()) continue;
+        if (key == "model name") return value;
+        if ((key == "Hardware" || key == "Processor") && fallback.empty()) fallback = value;
+    }
+    if (!fallback.empty()) return fallback;
+#if defined(__aarch64__)
+    return "arm64 CPU";
+#else
+    return "CPU";
+#endif
+}
+
+void copy_text(char* dst, size_t cap, const std::string& src) {
+    std::snprintf(dst, cap, "%s", src.c_str());
+}
+
+}  // namespace
+
+void fill_device_info(mnemo_device_info* out) {
+    std::memset(out, 0, sizeof(*out));
+    copy_text(out->name, sizeof(out->name), cpu_model_name());
+    const unsigned threads = std::thread::hardware_concurrency();
+    const std::string desc = std::to_string(threads ? threads : 1) + " hardware threads; features: " +
+                             feature_list(cpu_features()) + "; kernels: " + isa_name(best_isa());
+    copy_text(out->description, sizeof(out->description), desc);
+    out->type = MNEMO_DEVICE_CPU;
+    out->caps = MNEMO_CAP_HOST_MEMORY | MNEMO_CAP_F16 | MNEMO_CAP_BF16 | MNEMO_CAP_PROFILE;
+    struct sysinfo si {};
+    if (sysinfo(&si) == 0) {
+        const uint64_t unit = si.mem_unit ? si.mem_unit : 1;
+        out->memory_total = static_cast<uint64_t>(si.totalram) * unit;
+        // freeram ignores the page cache, which the kernel gives back on demand; count it as
+        // free like "available" in free(1) does, approximately, via bufferram.
+        out->memory_free = (static_cast<uint64_t>(si.freeram) + si.bufferram) * unit;
+    }
+    // /proc/meminfo has the kernel's own estimate of what can be allocated without swapping.
+    std::ifstream mi("/proc/meminfo");
+    std::string key;
+    uint64_t kib = 0;
+    std::string unit;
+    while (mi >> key >> kib) {
+        std::getline(mi, unit);
+        if (key == "MemAvailable:") {
+            out->memory_free = kib * 1024ull;
+            break;
+        }
+    }
+}
+
+}  // namespace mnemo_cpu

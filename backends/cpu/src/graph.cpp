@@ -1,0 +1,164 @@
+#include "graph.hpp"
+
+#include <atomic>
+#include <chrono>
+#include <cstdlib>
+#include <cstring>
+#include <memory>
+#include <new>
+#include <vector>
+
+#include "kernels/kernel_api.hpp"
+#include "node_check.hpp"
+
+namespace mnemo_cpu {
+namespace {
+
+struct FreeDeleter {
+    void operator()(float* p) const { std::free(p); }
+};
+
+struct CpuGraph {
+    std::vector<PreparedNode> nodes;
+    size_t scratch_per_thread = 0;  // floats, the largest need of any node
+    std::unique_ptr<float, FreeDeleter> scratch;
+    int scratch_threads = 0;  // threads the scratch was sized for
+    std::atomic<int64_t> next_task{0};
+};
+
+KernelFn select_kernel(PreparedNode& p, Isa isa) {
+    switch (p.node.op) {
+        case MNEMO_OP_MATMUL: return select_matmul(p, isa);
+        case MNEMO_OP_ADD:
+        case MNEMO_OP_MUL:
+        case MNEMO_OP_SCALE:
+        case MNEMO_OP_SILU:
+        case MNEMO_OP_GELU:
+        case MNEMO_OP_SWIGLU: return select_elementwise(p, isa);
+        case MNEMO_OP_RMS_NORM:
+        case MNEMO_OP_LAYER_NORM: return select_norm(p, isa);
+        case MNEMO_OP_SOFTMAX: return select_softmax(p, isa);
+        case MNEMO_OP_ROPE: return select_rope(p, isa);
+        case MNEMO_OP_GET_ROWS:
+        case MNEMO_OP_KV_STORE: return select_rows(p, isa);
+        case MNEMO_OP_ATTENTION: return select_attention(p, isa);
+        default: return nullptr;
+    }
+}
+
+// Resolves a tensor to its address after checking that it lies inside a buffer of this context.
+mnemo_status resolve(const CpuContext& ctx, const mnemo_tensor& t, int32_t index, const char* role, int32_t slot,
+                     bool written, void** out, mnemo_error* err) {
+    const BufferRecord* rec = ctx.buffers.find(t.buffer);
+    if (!rec)
+        return set_error(err, MNEMO_ERR_INVALID, "cpu graph_prepare: node %d: %s %d is not in a buffer of this context",
+                         index, role, slot);
+    uint64_t bytes = 0;
+    tensor_bytes(t, &bytes);
+    if (!range_fits(t.offset, bytes, rec->size))
+        return set_error(err, MNEMO_ERR_INVALID,
+                         "cpu graph_prepare: node %d: %s %d (%llu bytes at offset %llu) overruns its buffer of %llu bytes",
+                         index, role, slot, static_cast<unsigned long long>(bytes),
+                         static_cast<unsigned long long>(t.offset), static_cast<unsigned long long>(rec->size));
+    if (written && !rec->owned)
+        return set_error(err, MNEMO_ERR_INVALID,
+                         "cpu graph_prepare: node %d: %s %d would be written but lives in read-only host memory",
+                         index, role, slot);
+    *out = static_cast<char*>(t.buffer) + t.offset;
+    return MNEMO_OK;
+}
+
+bool ensure_scratch(CpuGraph& g, int threads) {
+    if (g.scratch_per_thread == 0 || g.scratch_threads >= threads) return true;
+    const size_t bytes = g.scratch_per_thread * sizeof(float) * static_cast<size_t>(threads);
+    float* p = static_cast<float*>(std::aligned_alloc(64, (bytes + 63) / 64 * 64));
+    if (!p) return false;
+    g.scratch.reset(p);
+    g.scratch_threads = threads;
+    return true;
+}
+
+void run_kernel(void* arg, int ith, int nth) {
+    const KernelCall& call = *static_cast<const KernelCall*>(arg);
+    call.node->kernel(call, ith, nth);
+}
+
+}  // namespace
+
+int32_t supports_node(const mnemo_node& node) {
+    char message[256];
+    return check_node(node, message, sizeof(message)) ? 1 : 0;
+}
+
+mnemo_status graph_prepare(CpuContext& ctx, const mnemo_node* nodes, int32_t n_nodes, void** out_graph,
+                           mnemo_error* err) {
+    if (n_nodes < 0 || (n_nodes > 0 && !nodes) || !out_graph)
+        return set_error(err, MNEMO_ERR_INVALID, "cpu graph_prepare: invalid node list (%d nodes)", n_nodes);
+    std::unique_ptr<CpuGraph> g;
+    try {
+        g = std::make_unique<CpuGraph>();
+        g->nodes.resize(static_cast<size_t>(n_nodes));
+    } catch (const std::bad_alloc&) {
+        return set_error(err, MNEMO_ERR_NO_MEMORY, "cpu graph_prepare: out of memory");
+    }
+    for (int32_t i = 0; i < n_nodes; ++i) {
+        PreparedNode& p = g->nodes[static_cast<size_t>(i)];
+        p.node = nodes[i];
+        char message[512];
+        if (!check_node(p.node, message, sizeof(message)))
+            return set_error(err, MNEMO_ERR_UNSUPPORTED, "cpu graph_prepare: node %d: %s", i, message);
+        for (int32_t k = 0; k < p.node.n_inputs; ++k) {
+            void* addr = nullptr;
+            // KV_STORE writes its input 0 (the output aliases it).
+            const bool written = p.node.op == MNEMO_OP_KV_STORE && k == 0;
+            if (mnemo_status s = resolve(ctx, p.node.inputs[k], i, "input", k, written, &addr, err); s != MNEMO_OK)
+                return s;
+            p.in[k] = addr;
+        }
+        if (mnemo_status s = resolve(ctx, p.node.output, i, "output", 0, true, &p.out, err); s != MNEMO_OK) return s;
+        p.kernel = select_kernel(p, ctx.isa);
+        if (!p.kernel)
+            return set_error(err, MNEMO_ERR_UNSUPPORTED, "cpu graph_prepare: node %d (%s): no kernel", i,
+                             op_name(p.node.op));
+        if (p.scratch_floats > g->scratch_per_thread) g->scratch_per_thread = p.scratch_floats;
+    }
+    // Round each thread's share to whole cache lines so that threads never share one.
+    g->scratch_per_thread = (g->scratch_per_thread + 15) / 16 * 16;
+    if (!ensure_scratch(*g, ctx.pool->size()))
+        return set_error(err, MNEMO_ERR_NO_MEMORY, "cpu graph_prepare: out of memory for %zu floats of scratch per thread",
+                         g->scratch_per_thread);
+    *out_graph = g.release();
+    return MNEMO_OK;
+}
+
+mnemo_status graph_run(CpuContext& ctx, void* graph, uint64_t* timings_ns, mnemo_error* err) {
+    if (!graph) return set_error(err, MNEMO_ERR_INVALID, "cpu graph_run: graph is null");
+    CpuGraph& g = *static_cast<CpuGraph*>(graph);
+    ThreadPool& pool = *ctx.pool;
+    // Only after set_threads raised the thread count since prepare: the one allocation a run
+    // can make, and only once.
+    if (!ensure_scratch(g, pool.size()))
+        return set_error(err, MNEMO_ERR_NO_MEMORY, "cpu graph_run: out of memory for scratch");
+    char message[512];
+    for (size_t i = 0; i < g.nodes.size(); ++i) {
+        const PreparedNode& p = g.nodes[i];
+        const auto t0 = timings_ns ? std::chrono::steady_clock::now() : std::chrono::steady_clock::time_point{};
+        bool ok = true;
+        if (p.node.op == MNEMO_OP_GET_ROWS || p.node.op == MNEMO_OP_KV_STORE)
+            ok = check_rows_indices(p, message, sizeof(message));
+        else if (p.node.op == MNEMO_OP_ATTENTION)
+            ok = check_attention_indices(p, message, sizeof(message));
+        if (!ok) return set_error(err, MNEMO_ERR_INVALID, "cpu graph_run: node %zu: %s", i, message);
+        g.next_task.store(0, std::memory_order_relaxed);
+        KernelCall call{&p, g.scratch.get(), g.scratch_per_thread, &g.next_task};
+        pool.run(run_kernel, &call);
+        if (timings_ns)
+            timings_ns[i] = static_cast<uint64_t>(
+                std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - t0).count());
+    }
+    return MNEMO_OK;
+}
+
+void graph_release(void* graph) { delete static_cast<CpuGraph*>(graph); }
+
+}  // namespace mnemo_cpu

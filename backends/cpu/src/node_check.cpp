@@ -1,0 +1,222 @@
+#include "node_check.hpp"
+
+#include <cstdio>
+#include <string>
+
+namespace mnemo_cpu {
+namespace {
+
+struct Arity {
+    int32_t min, max;
+};
+
+constexpr Arity kArity[MNEMO_OP_COUNT_] = {
+    {0, 0}, {2, 2}, {2, 2}, {2, 2}, {2, 2}, {1, 1}, {1, 2}, {1, 3},
+    {3, 3}, {1, 1}, {1, 1}, {2, 2}, {1, 1}, {4, 4}, {5, 5},
+};
+
+constexpr const char* kNames[MNEMO_OP_COUNT_] = {
+    "none", "get_rows", "matmul", "add", "mul", "scale", "rms_norm", "layer_norm",
+    "rope", "silu", "gelu", "swiglu", "softmax", "kv_store", "attention",
+};
+
+bool is_float_weight(int32_t dt) {
+    return dt == MNEMO_DTYPE_F32 || dt == MNEMO_DTYPE_F16 || dt == MNEMO_DTYPE_BF16;
+}
+
+std::string shape_text(const mnemo_tensor& t) {
+    static const char* names[] = {"f32", "f16", "bf16", "i32"};
+    std::string s = (t.dtype >= 0 && t.dtype < MNEMO_DTYPE_COUNT_) ? names[t.dtype] : "?";
+    s += "[";
+    for (int32_t i = 0; i < t.ndim && i < MNEMO_MAX_DIMS; ++i) {
+        if (i) s += ", ";
+        s += std::to_string(t.shape[i]);
+    }
+    return s + "]";
+}
+
+class Checker {
+public:
+    Checker(const mnemo_node& n, char* msg, size_t cap) : n_(n), msg_(msg), cap_(cap) {}
+
+    bool fail(const std::string& what) {
+        std::snprintf(msg_, cap_, "%s: %s", op_name(n_.op), what.c_str());
+        return false;
+    }
+    bool input(int i, bool dtype_ok, int32_t ndim_min, int32_t ndim_max, const char* expected) {
+        const mnemo_tensor& t = n_.inputs[i];
+        if (!dtype_ok || t.ndim < ndim_min || t.ndim > ndim_max)
+            return fail("input " + std::to_string(i) + ": expected " + expected + ", got " + shape_text(t));
+        return true;
+    }
+    bool f32(int i, int32_t lo, int32_t hi, const char* expected) {
+        return input(i, n_.inputs[i].dtype == MNEMO_DTYPE_F32, lo, hi, expected);
+    }
+    bool weight(int i, int32_t ndim, const char* expected) {
+        return input(i, is_float_weight(n_.inputs[i].dtype), ndim, ndim, expected);
+    }
+    bool i32_vec(int i, int64_t n, const char* expected) {
+        const mnemo_tensor& t = n_.inputs[i];
+        if (t.dtype != MNEMO_DTYPE_I32 || t.ndim != 1 || t.shape[0] != n)
+            return fail("input " + std::to_string(i) + ": expected i32[" + std::to_string(n) + "] " + expected +
+                        ", got " + shape_text(t));
+        return true;
+    }
+    // The output must be f32 with exactly the given shape.
+    bool output(const mnemo_tensor& want) {
+        const mnemo_tensor& o = n_.output;
+        bool same = o.dtype == MNEMO_DTYPE_F32 && o.ndim == want.ndim;
+        for (int32_t i = 0; same && i < o.ndim; ++i) same = o.shape[i] == want.shape[i];
+        if (!same) {
+            mnemo_tensor w = want;
+            w.dtype = MNEMO_DTYPE_F32;
+            return fail("output: expected " + shape_text(w) + ", got " + shape_text(o));
+        }
+        return true;
+    }
+
+private:
+    const mnemo_node& n_;
+    char* msg_;
+    size_t cap_;
+};
+
+bool suffix_of(const mnemo_tensor& a, const mnemo_tensor& b) {
+    if (b.ndim > a.ndim) return false;
+    for (int32_t i = 0; i < b.ndim; ++i)
+        if (b.shape[b.ndim - 1 - i] != a.shape[a.ndim - 1 - i]) return false;
+    return true;
+}
+
+bool same_shape(const mnemo_tensor& a, const mnemo_tensor& b) {
+    if (a.ndim != b.ndim) return false;
+    for (int32_t i = 0; i < a.ndim; ++i)
+        if (a.shape[i] != b.shape[i]) return false;
+    return true;
+}
+
+bool check_op(const mnemo_node& n, Checker& c) {
+    const mnemo_tensor* in = n.inputs;
+    switch (n.op) {
+        case MNEMO_OP_GET_ROWS: {
+            if (!c.weight(0, 2, "2-D f32/f16/bf16 table [R, C]")) return false;
+            if (!c.i32_vec(1, in[1].ndim == 1 ? in[1].shape[0] : -1, "row indices")) return false;
+            mnemo_tensor o = in[0];
+            o.shape[0] = in[1].shape[0];
+            return c.output(o);
+        }
+        case MNEMO_OP_MATMUL: {
+            if (!c.f32(0, 1, 4, "1..4-D f32 activations [..., K]") || !c.weight(1, 2, "2-D f32/f16/bf16 weight [M, K]"))
+                return false;
+            if (in[1].shape[1] != in[0].shape[in[0].ndim - 1]) return c.fail("inner dimensions differ");
+            mnemo_tensor o = in[0];
+            o.shape[o.ndim - 1] = in[1].shape[0];
+            return c.output(o);
+        }
+        case MNEMO_OP_ADD:
+        case MNEMO_OP_MUL:
+            if (!c.f32(0, 1, 4, "f32 a") || !c.f32(1, 1, 4, "f32 b")) return false;
+            if (!suffix_of(in[0], in[1])) return c.fail("b must equal a trailing part of a's shape");
+            if (in[1].ndim >= 1) {
+                int64_t nb = 1;
+                for (int32_t i = 0; i < in[1].ndim; ++i) nb *= in[1].shape[i];
+                int64_t na = 1;
+                for (int32_t i = 0; i < in[0].ndim; ++i) na *= in[0].shape[i];
+                if (nb == 0 && na != 0) return c.fail("b is empty");
+            }
+            return c.output(in[0]);
+        case MNEMO_OP_SCALE:
+        case MNEMO_OP_SILU:
+        case MNEMO_OP_GELU:
+        case MNEMO_OP_SOFTMAX:
+            return c.f32(0, 1, 4, "f32 x") && c.output(in[0]);
+        case MNEMO_OP_SWIGLU:
+            if (!c.f32(0, 1, 4, "f32 gate") || !c.f32(1, 1, 4, "f32 up")) return false;
+            if (!same_shape(in[0], in[1])) return c.fail("gate and up differ in shape");
+            return c.output(in[0]);
+        case MNEMO_OP_RMS_NORM:
+        case MNEMO_OP_LAYER_NORM: {
+            if (!c.f32(0, 1, 4, "f32 x [..., D]")) return false;
+            for (int i = 1; i < n.n_inputs; ++i) {
+                if (!c.weight(i, 1, "1-D f32/f16/bf16 weight or bias [D]")) return false;
+                if (in[i].shape[0] != in[0].shape[in[0].ndim - 1]) return c.fail("weight/bias length differs from D");
+            }
+            if (!(n.fparams[0] >= 0.0f)) return c.fail("eps must be >= 0");
+            return c.output(in[0]);
+        }
+        case MNEMO_OP_ROPE: {
+            if (!c.f32(0, 3, 3, "3-D f32 x [N, H, D]") || !c.i32_vec(1, in[0].shape[0], "positions") ||
+                !c.f32(2, 1, 1, "1-D f32 inverse frequencies"))
+                return false;
+            const int64_t mode = n.iparams[0], rot = n.iparams[1];
+            if (mode != 0 && mode != 1) return c.fail("mode must be 0 or 1");
+            if (rot <= 0 || rot % 2 != 0 || rot > in[0].shape[2]) return c.fail("rotary dims must be even and <= D");
+            if (in[2].shape[0] != rot / 2) return c.fail("inverse frequencies must hold R/2 values");
+            return c.output(in[0]);
+        }
+        case MNEMO_OP_KV_STORE: {
+            if (!c.f32(0, 4, 4, "4-D f32 cache [S, H, C, D]") || !c.f32(1, 3, 3, "3-D f32 src [N, H, D]")) return false;
+            if (in[1].shape[1] != in[0].shape[1] || in[1].shape[2] != in[0].shape[3])
+                return c.fail("src does not fit the cache");
+            if (!c.i32_vec(2, in[1].shape[0], "sequence ids") || !c.i32_vec(3, in[1].shape[0], "positions"))
+                return false;
+            // The output is the cache itself: same tensor, same place.
+            if (n.output.buffer != in[0].buffer || n.output.offset != in[0].offset)
+                return c.fail("output must be the cache tensor (input 0)");
+            return c.output(in[0]);
+        }
+        case MNEMO_OP_ATTENTION: {
+            if (!c.f32(0, 3, 3, "3-D f32 q [N, Hq, D]") || !c.f32(1, 4, 4, "4-D f32 k cache [S, Hkv, C, D]") ||
+                !c.f32(2, 4, 4, "4-D f32 v cache [S, Hkv, C, Dv]") || !c.i32_vec(3, in[0].shape[0], "sequence ids") ||
+                !c.i32_vec(4, in[0].shape[0], "positions"))
+                return false;
+            if (in[1].shape[3] != in[0].shape[2]) return c.fail("q and k head dims differ");
+            if (in[1].shape[0] != in[2].shape[0] || in[1].shape[1] != in[2].shape[1] || in[1].shape[2] != in[2].shape[2])
+                return c.fail("k and v caches disagree");
+            if (in[1].shape[1] <= 0 || in[0].shape[1] % in[1].shape[1] != 0)
+                return c.fail("query heads must be a multiple of kv heads");
+            mnemo_tensor o = in[0];
+            o.shape[2] = in[2].shape[3];
+            return c.output(o);
+        }
+        default:
+            return c.fail("unknown op");
+    }
+}
+
+}  // namespace
+
+const char* op_name(int32_t op) {
+    return (op >= 0 && op < MNEMO_OP_COUNT_) ? kNames[op] : "op?";
+}
+
+bool tensor_bytes(const mnemo_tensor& t, uint64_t* bytes) {
+    if (t.dtype < 0 || t.dtype >= MNEMO_DTYPE_COUNT_ || t.ndim < 1 || t.ndim > MNEMO_MAX_DIMS) return false;
+    uint64_t n = (t.dtype == MNEMO_DTYPE_F16 || t.dtype == MNEMO_DTYPE_BF16) ? 2 : 4;
+    for (int32_t i = 0; i < t.ndim; ++i) {
+        if (t.shape[i] < 0) return false;
+        if (__builtin_mul_overflow(n, static_cast<uint64_t>(t.shape[i]), &n)) return false;
+    }
+    *bytes = n;
+    return true;
+}
+
+bool check_node(const mnemo_node& node, char* message, size_t cap) {
+    if (node.op <= MNEMO_OP_NONE || node.op >= MNEMO_OP_COUNT_) {
+        std::snprintf(message, cap, "unknown op id %d", node.op);
+        return false;
+    }
+    Checker c(node, message, cap);
+    const Arity a = kArity[node.op];
+    if (node.n_inputs < a.min || node.n_inputs > a.max)
+        return c.fail("takes " + std::to_string(a.min) + ".." + std::to_string(a.max) + " inputs, got " +
+                      std::to_string(node.n_inputs));
+    uint64_t bytes = 0;
+    for (int i = 0; i < node.n_inputs; ++i)
+        if (!tensor_bytes(node.inputs[i], &bytes))
+            return c.fail("input " + std::to_string(i) + " has an invalid dtype, rank or size");
+    if (!tensor_bytes(node.output, &bytes)) return c.fail("output has an invalid dtype, rank or size");
+    return check_op(node, c);
+}
+
+}  // namespace mnemo_cpu

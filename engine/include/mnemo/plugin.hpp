@@ -1,0 +1,205 @@
+// Header-only C++ layer over the plugin C ABI (mnemo/abi/plugin_abi.h). It compiles into the
+// plugin, so the module boundary stays plain C: exceptions never cross it (the entry wrappers
+// below turn them into mnemo_status + message), and no libmnemo symbol is needed.
+//
+// A plugin defines a model class:
+//     struct MyModel {
+//         static std::unique_ptr<MyModel> create(mnemo::plugin::Host&, const mnemo_context_params&,
+//                                                mnemo_model_info&);
+//         void build(mnemo::plugin::Graph&) const;
+//     };
+// and exports it with MNEMO_PLUGIN(MyModel, "name", "description", "model_type_a", "model_type_b").
+#pragma once
+
+#include <cstdio>
+#include <cstring>
+#include <initializer_list>
+#include <memory>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "mnemo/abi/plugin_abi.h"
+
+namespace mnemo::plugin {
+
+class PluginError : public std::runtime_error {
+public:
+    explicit PluginError(const std::string& m) : std::runtime_error(m) {}
+};
+
+constexpr uint32_t dtype_bit(mnemo_dtype t) { return 1u << static_cast<uint32_t>(t); }
+constexpr uint32_t kFloatDTypes = dtype_bit(MNEMO_DTYPE_F32) | dtype_bit(MNEMO_DTYPE_F16) | dtype_bit(MNEMO_DTYPE_BF16);
+
+// Model-creation services: config lookups and tensor declarations.
+class Host {
+public:
+    explicit Host(const mnemo_host_api* api) : api_(api) {}
+
+    bool has(const char* path) const { return api_->config_has(api_->host, path) != 0; }
+    int64_t get_int(const char* path) const {
+        int64_t v = 0;
+        check(api_->config_int(api_->host, path, &v, &err_));
+        return v;
+    }
+    int64_t get_int(const char* path, int64_t fallback) const { return has(path) ? get_int(path) : fallback; }
+    double get_float(const char* path) const {
+        double v = 0;
+        check(api_->config_float(api_->host, path, &v, &err_));
+        return v;
+    }
+    double get_float(const char* path, double fallback) const { return has(path) ? get_float(path) : fallback; }
+    bool get_bool(const char* path, bool fallback) const {
+        if (!has(path)) return fallback;
+        int32_t v = 0;
+        check(api_->config_bool(api_->host, path, &v, &err_));
+        return v != 0;
+    }
+    std::string get_string(const char* path, const std::string& fallback) const {
+        if (!has(path)) return fallback;
+        char buf[512];
+        check(api_->config_string(api_->host, path, buf, sizeof buf, &err_));
+        return buf;
+    }
+
+    bool has_weight(const std::string& name) const { return api_->has_weight(api_->host, name.c_str()) != 0; }
+    mnemo_tid weight(const std::string& name, std::initializer_list<int64_t> shape, uint32_t dtypes = kFloatDTypes) const {
+        std::vector<int64_t> s(shape);
+        mnemo_tid id = -1;
+        check(api_->declare_weight(api_->host, name.c_str(), dtypes, static_cast<int32_t>(s.size()), s.data(), &id, &err_));
+        return id;
+    }
+    mnemo_tid constant_f32(const std::string& name, const std::vector<float>& data) const {
+        const int64_t n = static_cast<int64_t>(data.size());
+        mnemo_tid id = -1;
+        check(api_->declare_constant(api_->host, name.c_str(), MNEMO_DTYPE_F32, 1, &n, data.data(), &id, &err_));
+        return id;
+    }
+    mnemo_tid state(const std::string& name, mnemo_dtype dtype, std::initializer_list<int64_t> shape) const {
+        std::vector<int64_t> s(shape);
+        mnemo_tid id = -1;
+        check(api_->declare_state(api_->host, name.c_str(), dtype, static_cast<int32_t>(s.size()), s.data(), &id, &err_));
+        return id;
+    }
+
+private:
+    void check(mnemo_status st) const {
+        if (st != MNEMO_OK) throw PluginError(err_.message);
+    }
+    const mnemo_host_api* api_;
+    mutable mnemo_error err_{};
+};
+
+// A tensor inside the graph being built.
+struct T {
+    mnemo_tid id = -1;
+};
+
+// Graph-building services with one method per op (names follow the op table in mnemo_abi.h).
+class Graph {
+public:
+    explicit Graph(const mnemo_builder_api* api) : api_(api) {}
+
+    int64_t n_tokens() const { return api_->n_tokens; }
+    int64_t n_outputs() const { return api_->n_outputs; }
+
+    T input(mnemo_input_kind kind) const { return checked(api_->input(api_->builder, kind), "input"); }
+    T tokens() const { return input(MNEMO_INPUT_TOKENS); }
+    T positions() const { return input(MNEMO_INPUT_POSITIONS); }
+    T seq_ids() const { return input(MNEMO_INPUT_SEQ_IDS); }
+    T out_rows() const { return input(MNEMO_INPUT_OUT_ROWS); }
+    T param(mnemo_tid id) const { return checked(api_->param(api_->builder, id), "param"); }
+
+    T op(mnemo_op op, std::initializer_list<T> inputs, std::initializer_list<int64_t> ip = {},
+         std::initializer_list<float> fp = {}) const {
+        mnemo_tid in[MNEMO_MAX_INPUTS];
+        int32_t n = 0;
+        for (T t : inputs) in[n++] = t.id;
+        std::vector<int64_t> ipv(ip);
+        std::vector<float> fpv(fp);
+        return checked(api_->op(api_->builder, op, n, in, static_cast<int32_t>(ipv.size()), ipv.data(),
+                                static_cast<int32_t>(fpv.size()), fpv.data()),
+                       "op");
+    }
+    T reshape(T t, std::initializer_list<int64_t> shape) const {
+        std::vector<int64_t> s(shape);
+        return checked(api_->reshape(api_->builder, t.id, static_cast<int32_t>(s.size()), s.data()), "reshape");
+    }
+    void output(T logits) const {
+        if (api_->set_output(api_->builder, logits.id) != MNEMO_OK) throw PluginError(api_->last_error(api_->builder));
+    }
+
+    T get_rows(T table, T idx) const { return op(MNEMO_OP_GET_ROWS, {table, idx}); }
+    T matmul(T x, T w) const { return op(MNEMO_OP_MATMUL, {x, w}); }
+    T add(T a, T b) const { return op(MNEMO_OP_ADD, {a, b}); }
+    T mul(T a, T b) const { return op(MNEMO_OP_MUL, {a, b}); }
+    T scale(T x, float s) const { return op(MNEMO_OP_SCALE, {x}, {}, {s}); }
+    T rms_norm(T x, T w, float eps) const { return op(MNEMO_OP_RMS_NORM, {x, w}, {}, {eps}); }
+    T layer_norm(T x, T w, T b, float eps) const { return op(MNEMO_OP_LAYER_NORM, {x, w, b}, {}, {eps}); }
+    // mode 0: rotate-half (HF), 1: interleaved; rot = rotary dims
+    T rope(T x, T pos, T inv_freq, int64_t mode, int64_t rot) const {
+        return op(MNEMO_OP_ROPE, {x, pos, inv_freq}, {mode, rot});
+    }
+    T silu(T x) const { return op(MNEMO_OP_SILU, {x}); }
+    T swiglu(T gate, T up) const { return op(MNEMO_OP_SWIGLU, {gate, up}); }
+    T softmax(T x, float scale = 1.0f) const { return op(MNEMO_OP_SOFTMAX, {x}, {}, {scale}); }
+    T kv_store(T cache, T src, T seq, T pos) const { return op(MNEMO_OP_KV_STORE, {cache, src, seq, pos}); }
+    T attention(T q, T k_cache, T v_cache, T seq, T pos, float scale) const {
+        return op(MNEMO_OP_ATTENTION, {q, k_cache, v_cache, seq, pos}, {}, {scale});
+    }
+
+private:
+    T checked(mnemo_tid id, const char* what) const {
+        if (id < 0) throw PluginError(api_->last_error(api_->builder));
+        return T{id};
+    }
+    const mnemo_builder_api* api_;
+};
+
+inline void write_error(mnemo_error* err, const char* msg) {
+    if (err) std::snprintf(err->message, sizeof err->message, "%s", msg);
+}
+
+// C entry points generated for a model class.
+template <class Model>
+struct Entry {
+    static mnemo_status create(const mnemo_host_api* host, const mnemo_context_params* params, mnemo_model_info* info,
+                               void** out_model, mnemo_error* err) {
+        try {
+            Host h(host);
+            std::unique_ptr<Model> m = Model::create(h, *params, *info);
+            *out_model = m.release();
+            return MNEMO_OK;
+        } catch (const std::exception& e) {
+            write_error(err, e.what());
+            return MNEMO_ERR_INVALID;
+        }
+    }
+    static mnemo_status build(void* model, const mnemo_builder_api* b, mnemo_error* err) {
+        try {
+            Graph g(b);
+            static_cast<const Model*>(model)->build(g);
+            return MNEMO_OK;
+        } catch (const std::exception& e) {
+            write_error(err, e.what());
+            return MNEMO_ERR_INVALID;
+        }
+    }
+    static void destroy(void* model) { delete static_cast<Model*>(model); }
+};
+
+}  // namespace mnemo::plugin
+
+#define MNEMO_PLUGIN(ModelClass, NAME, DESCRIPTION, ...)                                              \
+    extern "C" MNEMO_EXPORT const mnemo_plugin_api* mnemo_plugin_entry(void) {                        \
+        static const char* const types[] = {__VA_ARGS__, nullptr};                                     \
+        static const mnemo_plugin_api api = {MNEMO_ABI_VERSION,                                        \
+                                             sizeof(mnemo_plugin_api),                                 \
+                                             NAME,                                                     \
+                                             DESCRIPTION,                                              \
+                                             types,                                                    \
+                                             &mnemo::plugin::Entry<ModelClass>::create,                \
+                                             &mnemo::plugin::Entry<ModelClass>::build,                 \
+                                             &mnemo::plugin::Entry<ModelClass>::destroy};              \
+        return &api;                                                                                   \
+    }

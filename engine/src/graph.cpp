@@ -1,0 +1,237 @@
+#include "graph.hpp"
+
+#include <algorithm>
+#include <map>
+
+#include "mnemo/error.hpp"
+
+namespace mnemo::detail {
+
+GraphBuilder::GraphBuilder(int64_t n_tokens, int64_t n_outputs, ParamShape param_shape)
+    : n_tokens_(n_tokens), n_outputs_(n_outputs), param_shape_(std::move(param_shape)) {
+    api_.builder = this;
+    api_.n_tokens = n_tokens;
+    api_.n_outputs = n_outputs;
+    api_.input = &api_input;
+    api_.param = &api_param;
+    api_.op = &api_op;
+    api_.reshape = &api_reshape;
+    api_.set_output = &api_set_output;
+    api_.last_error = &api_last_error;
+}
+
+mnemo_tid GraphBuilder::fail(const std::string& message) {
+    if (error_.empty()) error_ = message;  // keep the first error: later ones are consequences
+    return -1;
+}
+
+mnemo_tid GraphBuilder::api_input(void* self_, int32_t kind) {
+    auto* self = static_cast<GraphBuilder*>(self_);
+    if (kind < MNEMO_INPUT_TOKENS || kind > MNEMO_INPUT_OUT_ROWS)
+        return self->fail("graph input kind " + std::to_string(kind) + " does not exist");
+    if (self->input_nodes_[kind] >= 0) return self->input_nodes_[kind];
+    GraphNode n;
+    n.kind = NodeKind::Input;
+    n.input_kind = kind;
+    n.shape.dtype = DType::I32;
+    n.shape.ndim = 1;
+    n.shape.shape[0] = kind == MNEMO_INPUT_OUT_ROWS ? self->n_outputs_ : self->n_tokens_;
+    self->nodes_.push_back(n);
+    return self->input_nodes_[kind] = static_cast<mnemo_tid>(self->nodes_.size() - 1);
+}
+
+mnemo_tid GraphBuilder::api_param(void* self_, mnemo_tid id) {
+    auto* self = static_cast<GraphBuilder*>(self_);
+    const TensorShape* shape = self->param_shape_(id);
+    if (!shape) return self->fail("parameter id " + std::to_string(id) + " was never declared");
+    if (static_cast<size_t>(id) < self->param_nodes_.size() && self->param_nodes_[id] >= 0) return self->param_nodes_[id];
+    GraphNode n;
+    n.kind = NodeKind::Param;
+    n.param_id = id;
+    n.shape = *shape;
+    self->nodes_.push_back(n);
+    if (self->param_nodes_.size() <= static_cast<size_t>(id)) self->param_nodes_.resize(id + 1, -1);
+    return self->param_nodes_[id] = static_cast<mnemo_tid>(self->nodes_.size() - 1);
+}
+
+mnemo_tid GraphBuilder::api_op(void* self_, int32_t op, int32_t n_inputs, const mnemo_tid* inputs, int32_t n_ip,
+                               const int64_t* ip, int32_t n_fp, const float* fp) {
+    auto* self = static_cast<GraphBuilder*>(self_);
+    if (n_inputs < 0 || n_inputs > MNEMO_MAX_INPUTS || n_ip < 0 || n_ip > MNEMO_MAX_PARAMS || n_fp < 0 ||
+        n_fp > MNEMO_MAX_PARAMS)
+        return self->fail("op " + std::to_string(op) + ": too many inputs or parameters");
+    GraphNode n;
+    n.kind = NodeKind::Op;
+    n.op = op;
+    std::vector<TensorShape> shapes;
+    for (int32_t i = 0; i < n_inputs; ++i) {
+        if (!self->valid(inputs[i]))
+            return self->fail("op " + std::to_string(op) + ": input " + std::to_string(i) + " is not a tensor of this graph");
+        n.inputs.push_back(inputs[i]);
+        shapes.push_back(self->nodes_[inputs[i]].shape);
+    }
+    std::copy(ip, ip + n_ip, n.iparams);
+    std::copy(fp, fp + n_fp, n.fparams);
+    try {
+        n.shape = infer_output(op, shapes, std::span<const int64_t>(ip, static_cast<size_t>(n_ip)),
+                               std::span<const float>(fp, static_cast<size_t>(n_fp)));
+    } catch (const std::exception& e) {
+        return self->fail(e.what());
+    }
+    if (op_info(op).output_aliases_input0 && self->nodes_[inputs[0]].kind != NodeKind::Param)
+        return self->fail(std::string(op_info(op).name) + ": input 0 must be a state tensor (it is written in place)");
+    self->nodes_.push_back(n);
+    return static_cast<mnemo_tid>(self->nodes_.size() - 1);
+}
+
+mnemo_tid GraphBuilder::api_reshape(void* self_, mnemo_tid t, int32_t ndim, const int64_t* shape) {
+    auto* self = static_cast<GraphBuilder*>(self_);
+    if (!self->valid(t)) return self->fail("reshape: not a tensor of this graph");
+    if (ndim < 1 || ndim > MNEMO_MAX_DIMS) return self->fail("reshape: 1..4 dimensions expected");
+    GraphNode n;
+    n.kind = NodeKind::View;
+    n.shape.dtype = self->nodes_[t].shape.dtype;
+    n.shape.ndim = ndim;
+    for (int32_t i = 0; i < ndim; ++i) {
+        if (shape[i] < 0) return self->fail("reshape: negative dimension");
+        n.shape.shape[i] = shape[i];
+    }
+    if (n.shape.numel() != self->nodes_[t].shape.numel())
+        return self->fail("reshape: " + self->nodes_[t].shape.str() + " cannot become " + n.shape.str() +
+                          " (element counts differ)");
+    n.inputs = {t};
+    self->nodes_.push_back(n);
+    return static_cast<mnemo_tid>(self->nodes_.size() - 1);
+}
+
+mnemo_status GraphBuilder::api_set_output(void* self_, mnemo_tid t) {
+    auto* self = static_cast<GraphBuilder*>(self_);
+    if (!self->valid(t)) {
+        self->fail("set_output: not a tensor of this graph");
+        return MNEMO_ERR_INVALID;
+    }
+    const TensorShape& s = self->nodes_[t].shape;
+    if (s.dtype != DType::F32 || s.ndim != 2 || s.shape[0] != self->n_outputs_) {
+        self->fail("set_output: logits must be f32[" + std::to_string(self->n_outputs_) + ", vocab], got " + s.str());
+        return MNEMO_ERR_INVALID;
+    }
+    self->output_ = t;
+    return MNEMO_OK;
+}
+
+const char* GraphBuilder::api_last_error(void* self_) { return static_cast<GraphBuilder*>(self_)->error_.c_str(); }
+
+// ---------------------------------------------------------------- memory planning
+
+namespace {
+
+// Free-list arena allocator: best fit, coalescing neighbours on free.
+class ArenaAllocator {
+public:
+    explicit ArenaAllocator(uint64_t alignment) : align_(alignment) {}
+
+    uint64_t allocate(uint64_t bytes) {
+        bytes = round_up(std::max<uint64_t>(bytes, 1));
+        auto best = free_.end();
+        for (auto it = free_.begin(); it != free_.end(); ++it)
+            if (it->second >= bytes && (best == free_.end() || it->second < best->second)) best = it;
+        if (best != free_.end()) {
+            const uint64_t off = best->first;
+            const uint64_t left = best->second - bytes;
+            free_.erase(best);
+            if (left) free_[off + bytes] = left;
+            return off;
+        }
+        // Grow: reuse a free block at the very top if there is one.
+        uint64_t off = top_;
+        auto last = free_.empty() ? free_.end() : std::prev(free_.end());
+        if (last != free_.end() && last->first + last->second == top_) {
+            off = last->first;
+            free_.erase(last);
+        }
+        top_ = off + bytes;
+        return off;
+    }
+
+    void release(uint64_t off, uint64_t bytes) {
+        bytes = round_up(std::max<uint64_t>(bytes, 1));
+        auto it = free_.emplace(off, bytes).first;
+        auto next = std::next(it);
+        if (next != free_.end() && it->first + it->second == next->first) {
+            it->second += next->second;
+            free_.erase(next);
+        }
+        if (it != free_.begin()) {
+            auto prev = std::prev(it);
+            if (prev->first + prev->second == it->first) {
+                prev->second += it->second;
+                free_.erase(it);
+            }
+        }
+    }
+
+    uint64_t peak() const { return top_; }
+
+private:
+    uint64_t round_up(uint64_t v) const { return (v + align_ - 1) / align_ * align_; }
+    uint64_t align_;
+    uint64_t top_ = 0;
+    std::map<uint64_t, uint64_t> free_;  // offset -> size
+};
+
+}  // namespace
+
+MemoryPlan plan_memory(const std::vector<GraphNode>& nodes, int32_t output, uint64_t alignment) {
+    const size_t n = nodes.size();
+    // Every node's storage root: itself, or what it views / writes in place.
+    std::vector<int32_t> root(n);
+    for (size_t i = 0; i < n; ++i) {
+        const GraphNode& g = nodes[i];
+        if (g.kind == NodeKind::View || (g.kind == NodeKind::Op && op_info(g.op).output_aliases_input0))
+            root[i] = root[g.inputs[0]];
+        else
+            root[i] = static_cast<int32_t>(i);
+    }
+    // Last step at which each root is read.
+    std::vector<int64_t> last_use(n, -1);
+    for (size_t i = 0; i < n; ++i) {
+        for (int32_t in : nodes[i].inputs) last_use[root[in]] = std::max<int64_t>(last_use[root[in]], static_cast<int64_t>(i));
+        last_use[root[i]] = std::max<int64_t>(last_use[root[i]], static_cast<int64_t>(i));
+    }
+    if (output >= 0) last_use[root[output]] = static_cast<int64_t>(n);  // survives the run
+
+    MemoryPlan plan;
+    plan.where.resize(n);
+    ArenaAllocator arena(alignment);
+    std::vector<uint64_t> offset(n, 0);
+    // Inputs first: they are written before the run starts, so they can't share memory with
+    // anything computed during it.
+    for (size_t i = 0; i < n; ++i)
+        if (nodes[i].kind == NodeKind::Input) offset[i] = arena.allocate(nodes[i].shape.nbytes());
+    std::vector<std::vector<int32_t>> dies_at(n + 1);
+    for (size_t i = 0; i < n; ++i)
+        if (root[i] == static_cast<int32_t>(i) && last_use[i] >= 0 && nodes[i].kind != NodeKind::Param)
+            dies_at[static_cast<size_t>(last_use[i])].push_back(static_cast<int32_t>(i));
+
+    for (size_t i = 0; i < n; ++i) {
+        const GraphNode& g = nodes[i];
+        if (g.kind == NodeKind::Op && root[i] == static_cast<int32_t>(i)) offset[i] = arena.allocate(g.shape.nbytes());
+        // Free after allocating this node's output: kernels never run in place.
+        for (int32_t dead : dies_at[i]) arena.release(offset[dead], nodes[dead].shape.nbytes());
+    }
+    for (size_t i = 0; i < n; ++i) {
+        const GraphNode& r = nodes[root[i]];
+        Location& loc = plan.where[i];
+        if (r.kind == NodeKind::Param) {
+            loc.in_arena = false;
+            loc.param_id = r.param_id;
+            loc.offset = 0;
+        } else {
+            loc.offset = offset[root[i]];
+        }
+    }
+    plan.arena_bytes = arena.peak();
+    return plan;
+}
+
+}  // namespace mnemo::detail

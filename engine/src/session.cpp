@@ -1,0 +1,503 @@
+// Session: a model loaded through its plugin, bound to one backend device, with its KV caches
+// and one memory-planned graph per batch shape (tokens, output rows).
+#include "mnemo/session.hpp"
+
+#include <algorithm>
+#include <filesystem>
+#include <map>
+#include <sstream>
+
+#include "graph.hpp"
+#include "mnemo/error.hpp"
+#include "mnemo/json.hpp"
+#include "mnemo/safetensors.hpp"
+#include "model_host.hpp"
+
+namespace fs = std::filesystem;
+
+namespace mnemo {
+
+using detail::GraphBuilder;
+using detail::MemoryPlan;
+using detail::ModelHost;
+using detail::ParamDecl;
+using detail::ParamKind;
+
+namespace {
+
+constexpr uint64_t kArenaAlignment = 256;  // enough for any backend's storage-buffer offset rule
+constexpr int32_t kDefaultCtx = 4096;
+
+// A backend device context and the buffers made on it, released in reverse order.
+class Device {
+public:
+    Device(const BackendModule& module, int32_t device, int32_t threads) : api_(module.api), name_(module.name) {
+        const int32_t count = api_->device_count();
+        if (device < 0 || device >= count)
+            throw Error("backend '" + name_ + "' has " + std::to_string(count) + " device(s); device " +
+                        std::to_string(device) + " does not exist");
+        if (api_->device_info(device, &info_) != MNEMO_OK) throw Error("backend '" + name_ + "': cannot query device " + std::to_string(device));
+        mnemo_backend_config cfg{threads};
+        mnemo_error err{};
+        if (api_->open(device, &cfg, &ctx_, &err) != MNEMO_OK)
+            throw Error("backend '" + name_ + "': cannot open device " + std::to_string(device) + ": " + err.message);
+    }
+    ~Device() {
+        for (auto it = buffers_.rbegin(); it != buffers_.rend(); ++it) api_->buffer_free(ctx_, *it);
+        if (ctx_) api_->close(ctx_);
+    }
+    Device(const Device&) = delete;
+    Device& operator=(const Device&) = delete;
+
+    const mnemo_backend_api* api() const { return api_; }
+    void* ctx() const { return ctx_; }
+    const mnemo_device_info& info() const { return info_; }
+    const std::string& name() const { return name_; }
+
+    void* alloc(uint64_t bytes, const std::string& what) {
+        void* b = nullptr;
+        mnemo_error err{};
+        if (api_->buffer_alloc(ctx_, std::max<uint64_t>(bytes, 1), &b, &err) != MNEMO_OK)
+            throw Error(name_ + ": cannot allocate " + std::to_string(bytes) + " bytes for " + what + ": " + err.message);
+        buffers_.push_back(b);
+        return b;
+    }
+    // Use host memory in place when the backend can (mmapped weights on the CPU), else copy.
+    void* wrap_or_upload(const void* host, uint64_t bytes, const std::string& what) {
+        if (api_->buffer_from_host && (info_.caps & MNEMO_CAP_HOST_MEMORY)) {
+            void* b = nullptr;
+            mnemo_error err{};
+            if (api_->buffer_from_host(ctx_, const_cast<void*>(host), bytes, &b, &err) == MNEMO_OK) {
+                buffers_.push_back(b);
+                return b;
+            }
+        }
+        void* b = alloc(bytes, what);
+        write(b, 0, host, bytes, what);
+        return b;
+    }
+    void release(void* buffer) {
+        auto it = std::find(buffers_.begin(), buffers_.end(), buffer);
+        if (it != buffers_.end()) {
+            api_->buffer_free(ctx_, buffer);
+            buffers_.erase(it);
+        }
+    }
+    void write(void* buffer, uint64_t offset, const void* src, uint64_t bytes, const std::string& what) {
+        mnemo_error err{};
+        if (api_->buffer_write(ctx_, buffer, offset, src, bytes, &err) != MNEMO_OK)
+            throw Error(name_ + ": writing " + what + ": " + err.message);
+    }
+    void read(void* buffer, uint64_t offset, void* dst, uint64_t bytes, const std::string& what) {
+        mnemo_error err{};
+        if (api_->buffer_read(ctx_, buffer, offset, dst, bytes, &err) != MNEMO_OK)
+            throw Error(name_ + ": reading " + what + ": " + err.message);
+    }
+
+private:
+    const mnemo_backend_api* api_;
+    std::string name_;
+    mnemo_device_info info_{};
+    void* ctx_ = nullptr;
+    std::vector<void*> buffers_;
+};
+
+// A plugin's model instance (destroyed through the plugin).
+struct PluginModel {
+    const mnemo_plugin_api* api = nullptr;
+    void* model = nullptr;
+    ~PluginModel() {
+        if (model) api->destroy(model);
+    }
+};
+
+std::string plural(uint64_t n, const char* what) { return std::to_string(n) + " " + what + (n == 1 ? "" : "s"); }
+
+}  // namespace
+
+struct PlannedGraph {
+    std::vector<detail::GraphNode> nodes;
+    MemoryPlan memory;
+    int32_t output = -1;
+    uint64_t input_offset[4] = {};
+    bool has_input[4] = {};
+    std::vector<int32_t> op_of_node;  // op id of each backend node, for profiles
+    void* backend_graph = nullptr;    // prepared on the current arena
+};
+
+struct Session::Impl {
+    SessionOptions options;
+    json::Value config;
+    Checkpoint checkpoint;
+    const PluginModule* plugin = nullptr;
+    std::unique_ptr<ModelHost> host;
+    PluginModel model;
+    mnemo_model_info info{};
+    std::unique_ptr<Device> device;
+    std::vector<void*> param_buffers;
+    ModelSummary summary;
+    int32_t n_ctx = 0;
+    int32_t n_seq = 1;
+
+    void* arena = nullptr;
+    uint64_t arena_bytes = 0;
+    std::map<std::pair<int64_t, int64_t>, std::unique_ptr<PlannedGraph>> plans;
+
+    std::vector<int32_t> seq_len;
+    std::vector<int32_t> in_tokens, in_pos, in_seq, in_rows;
+    std::vector<float> logits;
+    std::vector<float> chunk_logits;
+    std::vector<BatchToken> chunk;
+    std::vector<uint64_t> timings;
+    std::map<int32_t, OpProfile> profile;
+    const std::atomic<bool>* cancel = nullptr;
+
+    ~Impl() {
+        for (auto& [key, p] : plans)
+            if (p->backend_graph) device->api()->graph_release(device->ctx(), p->backend_graph);
+        plans.clear();
+        param_buffers.clear();
+        device.reset();  // buffers before the mmapped checkpoint and the plugin module go
+    }
+
+    void load();
+    void bind_params();
+    PlannedGraph& plan_for(int64_t n_tokens, int64_t n_out);
+    void prepare(PlannedGraph& p);
+    void run(const std::vector<BatchToken>& batch, std::vector<float>& out);
+    mnemo_tensor bind(const PlannedGraph& p, int32_t node) const;
+    uint64_t streamed_weight_bytes(const PlannedGraph& p) const;
+};
+
+void Session::Impl::load() {
+    const std::string& dir = options.model_dir;
+    if (!fs::is_directory(dir)) throw Error("model folder '" + dir + "' does not exist or is not a folder");
+    const std::string config_path = (fs::path(dir) / "config.json").string();
+    if (!fs::exists(config_path)) throw Error("model folder '" + dir + "' has no config.json");
+    config = json::parse_file(config_path);
+    if (!config.is_object()) throw Error(config_path + ": expected a JSON object at the top level");
+    const json::Value* type = config.find("model_type");
+    if (!type || !type->is_string())
+        throw Error(config_path + ": field 'model_type' is " + (type ? "not a string" : "missing") +
+                    " (it names the architecture, e.g. \"llama\")");
+    summary.model_type = type->as_string();
+    summary.model_dir = dir;
+
+    const PluginRegistry& plugins = options.plugins ? *options.plugins : PluginRegistry::global();
+    const BackendRegistry& backends = options.backends ? *options.backends : BackendRegistry::global();
+    plugin = &plugins.for_model_type(summary.model_type);
+    summary.plugin = plugin->name;
+    const BackendModule& backend = backends.require(options.backend);
+
+    checkpoint = Checkpoint::open(dir);
+
+    n_seq = options.n_seq;
+    if (n_seq < 1) throw Error("the number of sequences must be >= 1, got " + std::to_string(n_seq));
+    n_ctx = options.n_ctx;
+    if (n_ctx <= 0) {
+        const json::Value* mp = config.find("max_position_embeddings");
+        n_ctx = (mp && mp->is_integer() && mp->as_int() > 0) ? static_cast<int32_t>(std::min<int64_t>(mp->as_int(), kDefaultCtx))
+                                                             : kDefaultCtx;
+    }
+    if (options.n_ubatch < 1) throw Error("the batch size (n_ubatch) must be >= 1");
+
+    host = std::make_unique<ModelHost>(config, config_path, checkpoint, plugin->name);
+    mnemo_context_params cp{n_ctx, n_seq};
+    mnemo_error err{};
+    model.api = plugin->api;
+    if (plugin->api->create(host->api(), &cp, &info, &model.model, &err) != MNEMO_OK)
+        throw Error("the " + plugin->name + " plugin cannot load this model: " + err.message);
+
+    device = std::make_unique<Device>(backend, options.device, options.n_threads);
+    bind_params();
+
+    summary.architecture = info.architecture;
+    summary.vocab_size = info.vocab_size;
+    summary.n_ctx_train = info.n_ctx_train;
+    summary.hidden_size = info.hidden_size;
+    summary.n_layers = info.n_layers;
+    summary.device_name = device->info().name;
+    summary.backend = device->name();
+    seq_len.assign(static_cast<size_t>(n_seq), 0);
+    logits.reserve(static_cast<size_t>(info.vocab_size) * static_cast<size_t>(n_seq));
+    // Plan the single-token decode graph now: it sizes the arena, reports plugin graph errors at
+    // load time rather than at the first token, and tells how many weight bytes a step reads.
+    summary.decode_weight_bytes = streamed_weight_bytes(plan_for(1, 1));
+}
+
+uint64_t Session::Impl::streamed_weight_bytes(const PlannedGraph& p) const {
+    const std::vector<ParamDecl>& params = host->params();
+    std::vector<int> gathered(params.size(), 0), streamed(params.size(), 0);
+    for (const detail::GraphNode& g : p.nodes) {
+        if (g.kind != detail::NodeKind::Op) continue;
+        for (size_t k = 0; k < g.inputs.size(); ++k) {
+            const detail::GraphNode& in = p.nodes[g.inputs[k]];
+            if (in.kind != detail::NodeKind::Param || params[in.param_id].kind != ParamKind::Weight) continue;
+            (g.op == MNEMO_OP_GET_ROWS && k == 0 ? gathered : streamed)[in.param_id] = 1;
+        }
+    }
+    uint64_t bytes = 0;
+    for (size_t i = 0; i < params.size(); ++i) {
+        const TensorShape& s = params[i].shape;
+        if (streamed[i])
+            bytes += s.nbytes();
+        else if (gathered[i])
+            bytes += s.nbytes() / static_cast<uint64_t>(std::max<int64_t>(s.shape[0], 1));  // one row per token
+    }
+    return bytes;
+}
+
+void Session::Impl::bind_params() {
+    std::map<DType, uint64_t> dtype_counts;
+    const std::vector<uint8_t> zeros(1 << 20, 0);
+    for (const ParamDecl& p : host->params()) {
+        void* buffer = nullptr;
+        const uint64_t bytes = p.shape.nbytes();
+        switch (p.kind) {
+            case ParamKind::Weight:
+                buffer = device->wrap_or_upload(p.weight->data, bytes, "weight '" + p.name + "'");
+                summary.n_params += p.shape.numel();
+                summary.weight_bytes += bytes;
+                ++dtype_counts[p.shape.dtype];
+                break;
+            case ParamKind::Constant:
+                buffer = device->alloc(bytes, "constant '" + p.name + "'");
+                device->write(buffer, 0, p.constant.data(), bytes, "constant '" + p.name + "'");
+                break;
+            case ParamKind::State:
+                buffer = device->alloc(bytes, "state '" + p.name + "'");
+                for (uint64_t off = 0; off < bytes; off += zeros.size())
+                    device->write(buffer, off, zeros.data(), std::min<uint64_t>(zeros.size(), bytes - off), "state '" + p.name + "'");
+                summary.state_bytes += bytes;
+                break;
+        }
+        param_buffers.push_back(buffer);
+    }
+    std::ostringstream s;
+    bool first = true;
+    for (const auto& [t, n] : dtype_counts) {
+        s << (first ? "" : ", ") << dtype_name(t) << " (" << n << ")";
+        first = false;
+    }
+    summary.weight_dtypes = s.str();
+}
+
+mnemo_tensor Session::Impl::bind(const PlannedGraph& p, int32_t node) const {
+    const detail::Location& loc = p.memory.where[node];
+    const TensorShape& s = p.nodes[node].shape;
+    mnemo_tensor t{};
+    t.buffer = loc.in_arena ? arena : param_buffers[loc.param_id];
+    t.offset = loc.offset;
+    t.dtype = static_cast<int32_t>(s.dtype);
+    t.ndim = s.ndim;
+    for (int32_t i = 0; i < s.ndim; ++i) t.shape[i] = s.shape[i];
+    return t;
+}
+
+void Session::Impl::prepare(PlannedGraph& p) {
+    std::vector<mnemo_node> nodes;
+    p.op_of_node.clear();
+    for (size_t i = 0; i < p.nodes.size(); ++i) {
+        const detail::GraphNode& g = p.nodes[i];
+        if (g.kind != detail::NodeKind::Op) continue;
+        mnemo_node n{};
+        n.op = g.op;
+        n.n_inputs = static_cast<int32_t>(g.inputs.size());
+        for (size_t k = 0; k < g.inputs.size(); ++k) n.inputs[k] = bind(p, g.inputs[k]);
+        n.output = bind(p, static_cast<int32_t>(i));
+        std::copy(std::begin(g.iparams), std::end(g.iparams), n.iparams);
+        std::copy(std::begin(g.fparams), std::end(g.fparams), n.fparams);
+        if (!device->api()->supports_node(device->ctx(), &n))
+            throw Error("backend '" + device->name() + "' cannot run op '" + op_info(n.op).name + "' with output " +
+                        p.nodes[i].shape.str());
+        nodes.push_back(n);
+        p.op_of_node.push_back(n.op);
+    }
+    mnemo_error err{};
+    if (device->api()->graph_prepare(device->ctx(), nodes.data(), static_cast<int32_t>(nodes.size()), &p.backend_graph,
+                                     &err) != MNEMO_OK)
+        throw Error("backend '" + device->name() + "': preparing the graph failed: " + err.message);
+}
+
+PlannedGraph& Session::Impl::plan_for(int64_t n_tokens, int64_t n_out) {
+    auto key = std::make_pair(n_tokens, n_out);
+    auto it = plans.find(key);
+    if (it != plans.end() && it->second->backend_graph) return *it->second;
+    if (it == plans.end()) {
+        auto p = std::make_unique<PlannedGraph>();
+        GraphBuilder builder(n_tokens, n_out, [this](int32_t id) { return host->param_shape(id); });
+        mnemo_error err{};
+        if (plugin->api->build(model.model, builder.api(), &err) != MNEMO_OK)
+            throw Error("the " + plugin->name + " plugin failed to build the graph for " + plural(n_tokens, "token") +
+                        ": " + (builder.error().empty() ? err.message : builder.error()));
+        if (builder.output() < 0) throw Error("the " + plugin->name + " plugin built a graph without logits output");
+        p->nodes = builder.nodes();
+        p->output = builder.output();
+        p->memory = detail::plan_memory(p->nodes, p->output, kArenaAlignment);
+        for (size_t i = 0; i < p->nodes.size(); ++i)
+            if (p->nodes[i].kind == detail::NodeKind::Input) {
+                p->has_input[p->nodes[i].input_kind] = true;
+                p->input_offset[p->nodes[i].input_kind] = p->memory.where[i].offset;
+            }
+        it = plans.emplace(key, std::move(p)).first;
+    }
+    PlannedGraph& p = *it->second;
+    if (p.memory.arena_bytes > arena_bytes) {
+        // Grow the arena once; graphs prepared on the old one are re-prepared lazily.
+        for (auto& [k, other] : plans)
+            if (other->backend_graph) {
+                device->api()->graph_release(device->ctx(), other->backend_graph);
+                other->backend_graph = nullptr;
+            }
+        if (arena) device->release(arena);
+        arena = device->alloc(p.memory.arena_bytes, "the activation arena");
+        arena_bytes = p.memory.arena_bytes;
+        summary.work_bytes = arena_bytes;
+    }
+    prepare(p);
+    return p;
+}
+
+void Session::Impl::run(const std::vector<BatchToken>& batch, std::vector<float>& out) {
+    if (cancel && cancel->load()) throw Cancelled();
+    const int64_t n = static_cast<int64_t>(batch.size());
+    if (n == 0) throw Error("decode: the batch is empty");
+    if (n > options.n_ubatch)
+        throw Error("decode: the batch holds " + plural(n, "token") + ", more than n_ubatch " + std::to_string(options.n_ubatch));
+    in_tokens.clear();
+    in_pos.clear();
+    in_seq.clear();
+    in_rows.clear();
+    for (int64_t i = 0; i < n; ++i) {
+        const BatchToken& b = batch[static_cast<size_t>(i)];
+        if (b.token < 0 || b.token >= info.vocab_size)
+            throw Error("token id " + std::to_string(b.token) + " is outside the vocabulary (0.." + std::to_string(info.vocab_size - 1) + ")");
+        if (b.seq < 0 || b.seq >= n_seq)
+            throw Error("sequence " + std::to_string(b.seq) + " does not exist (this session holds " + std::to_string(n_seq) + ")");
+        if (b.pos < 0 || b.pos >= n_ctx)
+            throw Error("context is full: sequence " + std::to_string(b.seq) + " needs position " + std::to_string(b.pos) +
+                        " but the context holds " + std::to_string(n_ctx) + " positions (raise it with -c/--ctx-size)");
+        in_tokens.push_back(b.token);
+        in_pos.push_back(b.pos);
+        in_seq.push_back(b.seq);
+        if (b.want_logits) in_rows.push_back(static_cast<int32_t>(i));
+    }
+    if (in_rows.empty()) in_rows.push_back(static_cast<int32_t>(n - 1));  // graphs always produce >= 1 row
+    const int64_t n_out = static_cast<int64_t>(in_rows.size());
+    PlannedGraph& p = plan_for(n, n_out);
+
+    const std::vector<int32_t>* inputs[4] = {&in_tokens, &in_pos, &in_seq, &in_rows};
+    for (int k = 0; k < 4; ++k)
+        if (p.has_input[k]) device->write(arena, p.input_offset[k], inputs[k]->data(), inputs[k]->size() * 4, "graph inputs");
+
+    uint64_t* timing = nullptr;
+    if (options.profile) {
+        timings.assign(p.op_of_node.size(), 0);
+        timing = timings.data();
+    }
+    mnemo_error err{};
+    if (device->api()->graph_run(device->ctx(), p.backend_graph, timing, &err) != MNEMO_OK)
+        throw Error("backend '" + device->name() + "': running the graph failed: " + err.message);
+    if (timing)
+        for (size_t i = 0; i < p.op_of_node.size(); ++i) {
+            OpProfile& op = profile[p.op_of_node[i]];
+            op.op = op_info(p.op_of_node[i]).name;
+            ++op.calls;
+            op.total_ns += timings[i];
+        }
+    const uint64_t bytes = static_cast<uint64_t>(n_out) * static_cast<uint64_t>(info.vocab_size) * sizeof(float);
+    out.resize(static_cast<size_t>(bytes / sizeof(float)));
+    device->read(arena, p.memory.where[p.output].offset, out.data(), bytes, "logits");
+}
+
+// ---------------------------------------------------------------- public API
+
+Session::Session(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+Session::~Session() = default;
+
+std::unique_ptr<Session> Session::open(const SessionOptions& options) {
+    auto impl = std::make_unique<Impl>();
+    impl->options = options;
+    try {
+        impl->load();
+    } catch (const Cancelled&) {
+        throw;
+    } catch (const std::exception& e) {
+        throw Error("loading model '" + options.model_dir + "': " + e.what());
+    }
+    return std::unique_ptr<Session>(new Session(std::move(impl)));
+}
+
+const ModelSummary& Session::summary() const { return impl_->summary; }
+int32_t Session::n_ctx() const { return impl_->n_ctx; }
+int32_t Session::n_seq() const { return impl_->n_seq; }
+int32_t Session::vocab_size() const { return static_cast<int32_t>(impl_->info.vocab_size); }
+
+const std::vector<float>& Session::decode(const std::vector<BatchToken>& batch) {
+    impl_->run(batch, impl_->logits);
+    // Sequences are as long as the furthest position written.
+    for (const BatchToken& b : batch) impl_->seq_len[b.seq] = std::max(impl_->seq_len[b.seq], b.pos + 1);
+    return impl_->logits;
+}
+
+const std::vector<float>& Session::append(int32_t seq, const std::vector<int32_t>& tokens, bool all_logits) {
+    Impl& s = *impl_;
+    if (seq < 0 || seq >= s.n_seq) throw Error("sequence " + std::to_string(seq) + " does not exist");
+    if (tokens.empty()) throw Error("append: no tokens given");
+    const int64_t start = s.seq_len[seq];
+    if (start + static_cast<int64_t>(tokens.size()) > s.n_ctx)
+        throw Error("context is full: sequence " + std::to_string(seq) + " holds " + std::to_string(start) + " of " +
+                    std::to_string(s.n_ctx) + " positions and " + plural(tokens.size(), "more token") +
+                    " do not fit (raise it with -c/--ctx-size)");
+    s.logits.clear();
+    const size_t vocab = static_cast<size_t>(s.info.vocab_size);
+    for (size_t begin = 0; begin < tokens.size(); begin += static_cast<size_t>(s.options.n_ubatch)) {
+        const size_t end = std::min(tokens.size(), begin + static_cast<size_t>(s.options.n_ubatch));
+        s.chunk.clear();
+        for (size_t i = begin; i < end; ++i)
+            s.chunk.push_back({tokens[i], static_cast<int32_t>(start + static_cast<int64_t>(i)), seq,
+                               all_logits || i + 1 == tokens.size()});
+        s.run(s.chunk, s.chunk_logits);
+        s.seq_len[seq] = static_cast<int32_t>(start + static_cast<int64_t>(end));
+        if (all_logits || end == tokens.size())
+            s.logits.insert(s.logits.end(), s.chunk_logits.begin(),
+                            s.chunk_logits.begin() + static_cast<long>((all_logits ? end - begin : 1) * vocab));
+    }
+    return s.logits;
+}
+
+int32_t Session::seq_length(int32_t seq) const {
+    if (seq < 0 || seq >= impl_->n_seq) throw Error("sequence " + std::to_string(seq) + " does not exist");
+    return impl_->seq_len[seq];
+}
+
+void Session::reset(int32_t seq) {
+    if (seq < 0 || seq >= impl_->n_seq) throw Error("sequence " + std::to_string(seq) + " does not exist");
+    impl_->seq_len[seq] = 0;  // attention never reads past a query's own position
+}
+
+void Session::reset_all() { std::fill(impl_->seq_len.begin(), impl_->seq_len.end(), 0); }
+void Session::set_cancel_flag(const std::atomic<bool>* flag) { impl_->cancel = flag; }
+
+std::vector<OpProfile> Session::profile() const {
+    std::vector<OpProfile> out;
+    for (const auto& [op, p] : impl_->profile) out.push_back(p);
+    std::sort(out.begin(), out.end(), [](const OpProfile& a, const OpProfile& b) { return a.total_ns > b.total_ns; });
+    return out;
+}
+
+void Session::clear_profile() { impl_->profile.clear(); }
+
+void Session::set_threads(int32_t n) {
+    if (impl_->device->api()->set_threads) impl_->device->api()->set_threads(impl_->device->ctx(), n);
+}
+
+std::string read_model_type(const std::string& model_dir) {
+    const std::string path = (fs::path(model_dir) / "config.json").string();
+    const json::Value cfg = json::parse_file(path);
+    const json::Value* t = cfg.find("model_type");
+    if (!t || !t->is_string()) throw Error(path + ": field 'model_type' is missing or not a string");
+    return t->as_string();
+}
+
+}  // namespace mnemo

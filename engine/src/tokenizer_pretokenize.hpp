@@ -1,0 +1,36 @@
+// Pre-tokenization for byte-level BPE: the regex splits that GPT-2, Llama-3 / OLMo-2 and Qwen2
+// tokenizer.json files declare, implemented as hand-written matchers (std::regex has no \p{..}),
+// and GPT-2's byte <-> printable-character mapping.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace mnemo::tokenizer_detail {
+
+enum class SplitPattern {
+    None,    // the whole segment is one word
+    Gpt2,    // 's|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+
+    Llama3,  // (?i:'s|...)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n]*|...
+    Qwen2,   // as Llama3 but \p{N} one digit at a time
+};
+
+// The exact regex text of each supported pattern, as written in tokenizer.json (after JSON
+// unescaping). Returns nullopt for any other text.
+std::optional<SplitPattern> recognise_split_pattern(std::string_view regex);
+const char* split_pattern_regex(SplitPattern p);
+
+// Split `text` into the consecutive pieces the pattern's findall would return. Every byte of the
+// input belongs to exactly one piece (these patterns match everything), so concatenating the
+// pieces gives the input back. Invalid UTF-8 bytes count as punctuation-like characters.
+std::vector<std::string_view> split_words(std::string_view text, SplitPattern pattern);
+
+// GPT-2's reversible byte -> code point map (printable bytes map to themselves, the rest to
+// U+0100 and up), as UTF-8 text.
+const std::string& byte_to_unicode(unsigned char b);
+// Inverse: code point -> byte, or -1 when the code point is not in the map.
+int unicode_to_byte(char32_t cp);
+
+}  // namespace mnemo::tokenizer_detail

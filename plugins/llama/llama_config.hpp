@@ -1,0 +1,48 @@
+// Hyper-parameters of the Llama family (Llama 2/3, Qwen2, OLMo-2) read from config.json.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "mnemo/plugin.hpp"
+
+namespace mnemo::llama {
+
+enum class Variant { Llama, Qwen2, Olmo2 };
+
+struct RopeScaling {
+    std::string type = "default";  // "default", "linear", "llama3"
+    double factor = 1.0;
+    double low_freq_factor = 1.0;
+    double high_freq_factor = 4.0;
+    double original_max_positions = 8192;
+};
+
+struct LlamaConfig {
+    Variant variant = Variant::Llama;
+    std::string model_type;
+    int64_t hidden = 0;
+    int64_t layers = 0;
+    int64_t heads = 0;
+    int64_t kv_heads = 0;
+    int64_t head_dim = 0;
+    int64_t ffn = 0;
+    int64_t vocab = 0;
+    int64_t max_positions = 0;
+    double rms_eps = 1e-6;
+    double rope_theta = 10000.0;
+    RopeScaling rope_scaling;
+    bool tied_embeddings = false;
+    bool qkv_bias = false;  // Qwen2 always; Llama when attention_bias
+    bool o_bias = false;    // Llama attention_bias also covers o_proj
+    bool mlp_bias = false;
+    bool qk_norm = false;   // OLMo-2: RMSNorm over the whole q / k projections
+    bool post_norms = false;  // OLMo-2: norms after attention / MLP instead of before
+};
+
+// Reads and checks config.json; errors name the field and the expected value.
+LlamaConfig read_config(const plugin::Host& host);
+
+std::string describe(const LlamaConfig& c);
+
+}  // namespace mnemo::llama

@@ -1,0 +1,162 @@
+// The Llama family: Llama 2/3 (RoPE with Llama-3 scaling, GQA, RMSNorm, SwiGLU, tied embeddings),
+// Qwen2 (q/k/v bias) and OLMo-2 (QK-norm, norms after each sub-layer). Memory-layer plugins
+// build on the same blocks.
+//
+// Pre-norm block (Llama, Qwen2), for the hidden state h of every token:
+//   x  = RMSNorm(h) ⊙ g_in                                  RMSNorm(x) = x / sqrt(mean(x²) + ε)
+//   q, k, v = x W_qᵀ (+ b_q), x W_kᵀ (+ b_k), x W_vᵀ (+ b_v)
+//   q, k = RoPE(q, pos), RoPE(k, pos)
+//   a  = softmax(q kᵀ / √d_head + causal mask) v            per head; kv head = head / (H_q / H_kv)
+//   h  = h + a W_oᵀ
+//   h  = h + W_down (SiLU(W_gate x') ⊙ W_up x'),   x' = RMSNorm(h) ⊙ g_post
+// OLMo-2 moves the norms after the sub-layers and normalises q and k over the whole projection:
+//   h = h + RMSNorm(Attn(h)) ⊙ g_post_attn,  h = h + RMSNorm(MLP(h)) ⊙ g_post_ffn,
+//   q = RMSNorm(x W_qᵀ) ⊙ g_q,  k = RMSNorm(x W_kᵀ) ⊙ g_k   (before splitting heads and RoPE)
+// logits = RMSNorm(h) ⊙ g_final W_lmᵀ  (W_lm = W_embed when tied)
+#include <cmath>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "llama_config.hpp"
+#include "mnemo/plugin.hpp"
+#include "rope_frequencies.hpp"
+
+namespace mnemo::llama {
+namespace {
+
+using plugin::Graph;
+using plugin::Host;
+using plugin::T;
+
+struct Linear {
+    mnemo_tid w = -1;
+    mnemo_tid b = -1;  // -1: no bias
+};
+
+struct Layer {
+    mnemo_tid attn_norm = -1, ffn_norm = -1;            // pre-norm variants
+    mnemo_tid post_attn_norm = -1, post_ffn_norm = -1;  // OLMo-2
+    mnemo_tid q_norm = -1, k_norm = -1;                 // OLMo-2
+    Linear q, k, v, o, gate, up, down;
+    mnemo_tid k_cache = -1, v_cache = -1;
+};
+
+class LlamaModel {
+public:
+    static std::unique_ptr<LlamaModel> create(Host& host, const mnemo_context_params& ctx, mnemo_model_info& info) {
+        auto m = std::make_unique<LlamaModel>();
+        m->cfg_ = read_config(host);
+        m->declare(host, ctx);
+        const LlamaConfig& c = m->cfg_;
+        info.vocab_size = c.vocab;
+        info.n_ctx_train = c.max_positions;
+        info.hidden_size = c.hidden;
+        info.n_layers = c.layers;
+        std::snprintf(info.architecture, sizeof info.architecture, "%s", describe(c).c_str());
+        return m;
+    }
+
+    void build(Graph& g) const {
+        const LlamaConfig& c = cfg_;
+        const int64_t n = g.n_tokens();
+        const T pos = g.positions();
+        const T seq = g.seq_ids();
+        const T inv_freq = g.param(inv_freq_);
+        const float eps = static_cast<float>(c.rms_eps);
+        const float attn_scale = 1.0f / std::sqrt(static_cast<float>(c.head_dim));
+
+        T h = g.get_rows(g.param(embed_), g.tokens());  // [N, hidden]
+        for (const Layer& l : layers_) {
+            // --- attention
+            const T x = c.post_norms ? h : g.rms_norm(h, g.param(l.attn_norm), eps);
+            T q = linear(g, x, l.q);
+            T k = linear(g, x, l.k);
+            T v = linear(g, x, l.v);
+            if (c.qk_norm) {
+                q = g.rms_norm(q, g.param(l.q_norm), eps);
+                k = g.rms_norm(k, g.param(l.k_norm), eps);
+            }
+            q = g.rope(g.reshape(q, {n, c.heads, c.head_dim}), pos, inv_freq, 0, c.head_dim);
+            k = g.rope(g.reshape(k, {n, c.kv_heads, c.head_dim}), pos, inv_freq, 0, c.head_dim);
+            v = g.reshape(v, {n, c.kv_heads, c.head_dim});
+            const T kc = g.kv_store(g.param(l.k_cache), k, seq, pos);
+            const T vc = g.kv_store(g.param(l.v_cache), v, seq, pos);
+            const T a = g.attention(q, kc, vc, seq, pos, attn_scale);
+            T o = linear(g, g.reshape(a, {n, c.heads * c.head_dim}), l.o);
+            if (c.post_norms) o = g.rms_norm(o, g.param(l.post_attn_norm), eps);
+            h = g.add(h, o);
+
+            // --- SwiGLU MLP
+            const T x2 = c.post_norms ? h : g.rms_norm(h, g.param(l.ffn_norm), eps);
+            T m = linear(g, g.swiglu(linear(g, x2, l.gate), linear(g, x2, l.up)), l.down);
+            if (c.post_norms) m = g.rms_norm(m, g.param(l.post_ffn_norm), eps);
+            h = g.add(h, m);
+        }
+        // Only the rows that need logits go through the final norm and the (large) LM head.
+        h = g.get_rows(h, g.out_rows());
+        h = g.rms_norm(h, g.param(final_norm_), eps);
+        g.output(g.matmul(h, g.param(lm_head_)));
+    }
+
+private:
+    static T linear(const Graph& g, T x, const Linear& l) {
+        T y = g.matmul(x, g.param(l.w));
+        return l.b >= 0 ? g.add(y, g.param(l.b)) : y;
+    }
+
+    static Linear declare_linear(Host& h, const std::string& name, int64_t out, int64_t in, bool bias) {
+        Linear l;
+        l.w = h.weight(name + ".weight", {out, in});
+        if (bias) l.b = h.weight(name + ".bias", {out});
+        return l;
+    }
+
+    void declare(Host& h, const mnemo_context_params& ctx) {
+        const LlamaConfig& c = cfg_;
+        const int64_t q_dim = c.heads * c.head_dim;
+        const int64_t kv_dim = c.kv_heads * c.head_dim;
+        embed_ = h.weight("model.embed_tokens.weight", {c.vocab, c.hidden});
+        for (int64_t i = 0; i < c.layers; ++i) {
+            const std::string p = "model.layers." + std::to_string(i) + ".";
+            Layer l;
+            if (c.post_norms) {
+                l.post_attn_norm = h.weight(p + "post_attention_layernorm.weight", {c.hidden});
+                l.post_ffn_norm = h.weight(p + "post_feedforward_layernorm.weight", {c.hidden});
+            } else {
+                l.attn_norm = h.weight(p + "input_layernorm.weight", {c.hidden});
+                l.ffn_norm = h.weight(p + "post_attention_layernorm.weight", {c.hidden});
+            }
+            if (c.qk_norm) {
+                l.q_norm = h.weight(p + "self_attn.q_norm.weight", {q_dim});
+                l.k_norm = h.weight(p + "self_attn.k_norm.weight", {kv_dim});
+            }
+            l.q = declare_linear(h, p + "self_attn.q_proj", q_dim, c.hidden, c.qkv_bias);
+            l.k = declare_linear(h, p + "self_attn.k_proj", kv_dim, c.hidden, c.qkv_bias);
+            l.v = declare_linear(h, p + "self_attn.v_proj", kv_dim, c.hidden, c.qkv_bias);
+            l.o = declare_linear(h, p + "self_attn.o_proj", c.hidden, q_dim, c.o_bias);
+            l.gate = declare_linear(h, p + "mlp.gate_proj", c.ffn, c.hidden, c.mlp_bias);
+            l.up = declare_linear(h, p + "mlp.up_proj", c.ffn, c.hidden, c.mlp_bias);
+            l.down = declare_linear(h, p + "mlp.down_proj", c.hidden, c.ffn, c.mlp_bias);
+            // KV cache of this layer: [sequences, kv heads, positions, head dim]
+            l.k_cache = h.state(p + "k_cache", MNEMO_DTYPE_F32, {ctx.n_seq, c.kv_heads, ctx.n_ctx, c.head_dim});
+            l.v_cache = h.state(p + "v_cache", MNEMO_DTYPE_F32, {ctx.n_seq, c.kv_heads, ctx.n_ctx, c.head_dim});
+            layers_.push_back(l);
+        }
+        final_norm_ = h.weight("model.norm.weight", {c.hidden});
+        // Some tied checkpoints still store lm_head.weight; use it when present.
+        lm_head_ = (c.tied_embeddings && !h.has_weight("lm_head.weight")) ? embed_
+                                                                           : h.weight("lm_head.weight", {c.vocab, c.hidden});
+        inv_freq_ = h.constant_f32("rope.inv_freq", rope_inverse_frequencies(c.head_dim, c.rope_theta, c.rope_scaling));
+    }
+
+    LlamaConfig cfg_;
+    mnemo_tid embed_ = -1, final_norm_ = -1, lm_head_ = -1, inv_freq_ = -1;
+    std::vector<Layer> layers_;
+};
+
+}  // namespace
+}  // namespace mnemo::llama
+
+MNEMO_PLUGIN(mnemo::llama::LlamaModel, "llama", "Llama 2/3, Qwen2 and OLMo-2 decoder-only transformers", "llama",
+             "qwen2", "olmo2")

@@ -1,0 +1,49 @@
+#!/usr/bin/env bash
+# Installs every Debian 12 package Mnemo needs. Idempotent: packages already present are left
+# alone and `apt-get update` runs once per call only when something is missing.
+#   scripts/install-deps.sh           build + run (compiler, CMake, libraries)
+#   scripts/install-deps.sh --tests   also the test tools (GoogleTest, Python references, Clang
+#                                     for the sanitizer and fuzz builds)
+set -euo pipefail
+
+want_tests=0
+for arg in "$@"; do
+  case "$arg" in
+    --tests) want_tests=1 ;;
+    -h|--help) sed -n '2,7p' "$0"; exit 0 ;;
+    *) echo "install-deps.sh: unknown option '$arg' (expected --tests)" >&2; exit 2 ;;
+  esac
+done
+
+packages=(
+  build-essential cmake ninja-build pkg-config ccache git
+  libsentencepiece-dev
+  libgtest-dev   # GoogleTest is also needed to configure the tests target
+)
+if [ "$want_tests" = 1 ]; then
+  packages+=(
+    clang libclang-rt-14-dev            # ASan/UBSan build and libFuzzer targets
+    python3 python3-numpy python3-sentencepiece python3-regex   # reference implementations
+  )
+fi
+
+missing=()
+for p in "${packages[@]}"; do
+  if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed"; then
+    missing+=("$p")
+  fi
+done
+if [ "${#missing[@]}" -eq 0 ]; then
+  echo "install-deps: all ${#packages[@]} packages are installed"
+  exit 0
+fi
+
+sudo_cmd=()
+if [ "$(id -u)" -ne 0 ]; then
+  command -v sudo >/dev/null || { echo "install-deps: run as root or install sudo" >&2; exit 1; }
+  sudo_cmd=(sudo)
+fi
+echo "install-deps: installing ${missing[*]}"
+export DEBIAN_FRONTEND=noninteractive
+"${sudo_cmd[@]}" apt-get update -qq
+"${sudo_cmd[@]}" apt-get install -y -qq --no-install-recommends "${missing[@]}"

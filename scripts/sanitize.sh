@@ -1,0 +1,15 @@
+#!/usr/bin/env bash
+# Clang build with AddressSanitizer + UndefinedBehaviorSanitizer for everything, and the
+# libFuzzer targets (tests/fuzz/) run for MNEMO_FUZZ_SECONDS each under ctest.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+jobs=$(nproc)
+launcher=()
+command -v ccache >/dev/null && launcher=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache -DCMAKE_C_COMPILER_LAUNCHER=ccache)
+start=$(date +%s)
+CC=clang CXX=clang++ cmake -S . -B build-sanitize -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+  -DMNEMO_SANITIZE=ON -DMNEMO_FUZZ=ON -DMNEMO_FUZZ_SECONDS="${MNEMO_FUZZ_SECONDS:-20}" "${launcher[@]}"
+cmake --build build-sanitize -j "$jobs"
+export ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
+(cd build-sanitize && ctest --output-on-failure -j "$jobs" --timeout 900)
+echo "sanitize.sh: sanitizer build, tests and fuzzing took $(( $(date +%s) - start )) s"

@@ -1,0 +1,179 @@
+// Shape rules of the op table (engine/src/op_table.cpp): good shapes give the documented output,
+// bad ones are rejected with a message naming the op and the offending input.
+#include <gtest/gtest.h>
+
+#include <initializer_list>
+#include <string>
+#include <vector>
+
+#include "mnemo/error.hpp"
+#include "mnemo/ops.hpp"
+
+namespace {
+
+using mnemo::DType;
+using mnemo::TensorShape;
+
+TensorShape T(DType dt, std::initializer_list<int64_t> dims) {
+    TensorShape s;
+    s.dtype = dt;
+    s.ndim = static_cast<int32_t>(dims.size());
+    // ndim may exceed MNEMO_MAX_DIMS (to test the rank check); only the storable dims are kept.
+    int i = 0;
+    for (int64_t d : dims)
+        if (i < MNEMO_MAX_DIMS) s.shape[i++] = d;
+    return s;
+}
+TensorShape F(std::initializer_list<int64_t> dims) { return T(DType::F32, dims); }
+TensorShape I(std::initializer_list<int64_t> dims) { return T(DType::I32, dims); }
+
+TensorShape infer(int32_t op, const std::vector<TensorShape>& in, std::vector<int64_t> ip = {0, 0},
+                  std::vector<float> fp = {1e-5f}) {
+    return mnemo::infer_output(op, in, ip, fp);
+}
+
+// The error text of a rejected shape ("" when it was accepted).
+std::string rejection(int32_t op, const std::vector<TensorShape>& in, std::vector<int64_t> ip = {0, 0},
+                      std::vector<float> fp = {1e-5f}) {
+    try {
+        infer(op, in, ip, fp);
+    } catch (const mnemo::Error& e) {
+        return e.what();
+    }
+    return "";
+}
+
+#define EXPECT_REJECTS(msg, ...)                                                         \
+    do {                                                                                 \
+        const std::string got_ = (msg);                                                  \
+        ASSERT_FALSE(got_.empty()) << "accepted, expected an error";                     \
+        for (const char* part_ : {__VA_ARGS__})                                          \
+            EXPECT_NE(got_.find(part_), std::string::npos) << "'" << part_ << "' not in: " << got_; \
+    } while (0)
+
+TEST(OpTable, NamesRoundTripAndUnknownIdsThrow) {
+    EXPECT_EQ(mnemo::op_count(), MNEMO_OP_COUNT_);
+    for (int32_t op = 1; op < MNEMO_OP_COUNT_; ++op) {
+        const auto& info = mnemo::op_info(op);
+        EXPECT_EQ(info.op, op);
+        EXPECT_EQ(mnemo::op_from_name(info.name), op);
+    }
+    EXPECT_FALSE(mnemo::op_from_name("none").has_value());
+    EXPECT_FALSE(mnemo::op_from_name("conv2d").has_value());
+    EXPECT_THROW(mnemo::op_info(0), mnemo::Error);
+    EXPECT_THROW(mnemo::op_info(MNEMO_OP_COUNT_), mnemo::Error);
+    EXPECT_TRUE(mnemo::op_info(MNEMO_OP_KV_STORE).output_aliases_input0);
+}
+
+TEST(OpTable, TensorShapeText) { EXPECT_EQ(T(DType::BF16, {4, 8}).str(), "bf16[4, 8]"); }
+
+TEST(OpTable, GetRows) {
+    const TensorShape out = infer(MNEMO_OP_GET_ROWS, {T(DType::BF16, {100, 16}), I({5})});
+    EXPECT_EQ(out.str(), "f32[5, 16]");
+    EXPECT_REJECTS(rejection(MNEMO_OP_GET_ROWS, {F({100, 16}), F({5})}), "get_rows", "input 1");
+    EXPECT_REJECTS(rejection(MNEMO_OP_GET_ROWS, {F({100}), I({5})}), "get_rows", "input 0", "f32[100]");
+}
+
+TEST(OpTable, Matmul) {
+    EXPECT_EQ(infer(MNEMO_OP_MATMUL, {F({2, 3, 64}), T(DType::F16, {17, 64})}).str(), "f32[2, 3, 17]");
+    EXPECT_EQ(infer(MNEMO_OP_MATMUL, {F({64}), F({1, 64})}).str(), "f32[1]");
+    EXPECT_REJECTS(rejection(MNEMO_OP_MATMUL, {F({2, 64}), F({17, 63})}), "matmul", "inner dimensions", "K=64", "K=63");
+    EXPECT_REJECTS(rejection(MNEMO_OP_MATMUL, {F({2, 64}), F({64})}), "matmul", "input 1", "weight");
+    EXPECT_REJECTS(rejection(MNEMO_OP_MATMUL, {T(DType::F16, {2, 64}), F({3, 64})}), "matmul", "input 0", "f16[2, 64]");
+    EXPECT_REJECTS(rejection(MNEMO_OP_MATMUL, {F({2, 64})}), "matmul", "takes 2 inputs, got 1");
+}
+
+TEST(OpTable, AddMulSuffixBroadcast) {
+    for (int32_t op : {MNEMO_OP_ADD, MNEMO_OP_MUL}) {
+        EXPECT_EQ(infer(op, {F({2, 3, 4}), F({4})}).str(), "f32[2, 3, 4]");
+        EXPECT_EQ(infer(op, {F({2, 3, 4}), F({3, 4})}).str(), "f32[2, 3, 4]");
+        EXPECT_EQ(infer(op, {F({2, 3, 4}), F({2, 3, 4})}).str(), "f32[2, 3, 4]");
+        const char* name = op == MNEMO_OP_ADD ? "add" : "mul";
+        EXPECT_REJECTS(rejection(op, {F({2, 3, 4}), F({3})}), name, "trailing");
+        EXPECT_REJECTS(rejection(op, {F({4}), F({2, 4})}), name, "trailing");
+        EXPECT_REJECTS(rejection(op, {F({4}), T(DType::F16, {4})}), name, "input 1");
+    }
+}
+
+TEST(OpTable, ElementwiseUnary) {
+    for (int32_t op : {MNEMO_OP_SILU, MNEMO_OP_GELU, MNEMO_OP_SCALE, MNEMO_OP_SOFTMAX}) {
+        EXPECT_EQ(infer(op, {F({3, 5})}).str(), "f32[3, 5]");
+        EXPECT_REJECTS(rejection(op, {I({3})}), mnemo::op_info(op).name, "input 0", "i32[3]");
+    }
+    EXPECT_REJECTS(rejection(MNEMO_OP_SCALE, {F({3})}, {}, {}), "scale", "float parameter");
+    EXPECT_REJECTS(rejection(MNEMO_OP_SILU, {F({1, 1, 1, 1, 1})}), "silu", "input 0");
+}
+
+TEST(OpTable, Swiglu) {
+    EXPECT_EQ(infer(MNEMO_OP_SWIGLU, {F({2, 8}), F({2, 8})}).str(), "f32[2, 8]");
+    EXPECT_REJECTS(rejection(MNEMO_OP_SWIGLU, {F({2, 8}), F({8})}), "swiglu", "differ");
+}
+
+TEST(OpTable, Norms) {
+    EXPECT_EQ(infer(MNEMO_OP_RMS_NORM, {F({3, 16})}).str(), "f32[3, 16]");
+    EXPECT_EQ(infer(MNEMO_OP_RMS_NORM, {F({3, 16}), T(DType::BF16, {16})}).str(), "f32[3, 16]");
+    EXPECT_EQ(infer(MNEMO_OP_LAYER_NORM, {F({3, 16}), F({16}), T(DType::F16, {16})}).str(), "f32[3, 16]");
+    EXPECT_REJECTS(rejection(MNEMO_OP_RMS_NORM, {F({3, 16}), F({15})}), "rms_norm", "input 1", "length 16");
+    EXPECT_REJECTS(rejection(MNEMO_OP_LAYER_NORM, {F({3, 16}), F({16}), F({8})}), "layer_norm", "input 2");
+    EXPECT_REJECTS(rejection(MNEMO_OP_RMS_NORM, {F({3, 16}), F({16}), F({16})}), "rms_norm", "inputs, got 3");
+    EXPECT_REJECTS(rejection(MNEMO_OP_RMS_NORM, {F({3, 16})}, {}, {-1.0f}), "rms_norm", "eps");
+}
+
+TEST(OpTable, Rope) {
+    EXPECT_EQ(infer(MNEMO_OP_ROPE, {F({4, 2, 64}), I({4}), F({16})}, {0, 32}).str(), "f32[4, 2, 64]");
+    EXPECT_EQ(infer(MNEMO_OP_ROPE, {F({4, 2, 64}), I({4}), F({32})}, {1, 64}).str(), "f32[4, 2, 64]");
+    EXPECT_REJECTS(rejection(MNEMO_OP_ROPE, {F({4, 2, 64}), I({3}), F({32})}, {0, 64}), "rope", "input 1");
+    EXPECT_REJECTS(rejection(MNEMO_OP_ROPE, {F({4, 2, 64}), I({4}), F({32})}, {2, 64}), "rope", "mode");
+    EXPECT_REJECTS(rejection(MNEMO_OP_ROPE, {F({4, 2, 64}), I({4}), F({33})}, {0, 66}), "rope", "rotary dims 66");
+    EXPECT_REJECTS(rejection(MNEMO_OP_ROPE, {F({4, 2, 64}), I({4}), F({16})}, {0, 31}), "rope", "even");
+    EXPECT_REJECTS(rejection(MNEMO_OP_ROPE, {F({4, 2, 64}), I({4}), F({16})}, {0, 64}), "rope", "hold 16", "need 32");
+    EXPECT_REJECTS(rejection(MNEMO_OP_ROPE, {F({4, 128}), I({4}), F({16})}, {0, 32}), "rope", "input 0");
+    EXPECT_REJECTS(rejection(MNEMO_OP_ROPE, {F({4, 2, 64}), I({4}), F({16})}, {0}), "rope", "integer parameter");
+}
+
+TEST(OpTable, KvStore) {
+    EXPECT_EQ(infer(MNEMO_OP_KV_STORE, {F({2, 4, 128, 64}), F({3, 4, 64}), I({3}), I({3})}).str(),
+              "f32[2, 4, 128, 64]");
+    EXPECT_REJECTS(rejection(MNEMO_OP_KV_STORE, {F({2, 4, 128, 64}), F({3, 2, 64}), I({3}), I({3})}), "kv_store",
+                   "does not fit");
+    EXPECT_REJECTS(rejection(MNEMO_OP_KV_STORE, {F({2, 4, 128, 64}), F({3, 4, 64}), I({2}), I({3})}), "kv_store",
+                   "input 2");
+    EXPECT_REJECTS(rejection(MNEMO_OP_KV_STORE, {F({2, 4, 128, 64}), F({3, 4, 64}), I({3}), F({3})}), "kv_store",
+                   "input 3");
+    EXPECT_REJECTS(rejection(MNEMO_OP_KV_STORE, {T(DType::F16, {2, 4, 128, 64}), F({3, 4, 64}), I({3}), I({3})}),
+                   "kv_store", "input 0");
+}
+
+TEST(OpTable, Attention) {
+    const TensorShape q = F({3, 8, 64}), k = F({2, 2, 128, 64}), v = F({2, 2, 128, 32});
+    EXPECT_EQ(infer(MNEMO_OP_ATTENTION, {q, k, v, I({3}), I({3})}).str(), "f32[3, 8, 32]");
+    EXPECT_REJECTS(rejection(MNEMO_OP_ATTENTION, {F({3, 8, 60}), k, v, I({3}), I({3})}), "attention", "head dim");
+    EXPECT_REJECTS(rejection(MNEMO_OP_ATTENTION, {F({3, 7, 64}), k, v, I({3}), I({3})}), "attention",
+                   "not a multiple");
+    EXPECT_REJECTS(rejection(MNEMO_OP_ATTENTION, {q, k, F({2, 2, 64, 32}), I({3}), I({3})}), "attention",
+                   "disagree");
+    EXPECT_REJECTS(rejection(MNEMO_OP_ATTENTION, {q, k, v, I({3}), I({4})}), "attention", "input 4");
+    EXPECT_REJECTS(rejection(MNEMO_OP_ATTENTION, {q, F({2, 0, 128, 64}), F({2, 0, 128, 32}), I({3}), I({3})}),
+                   "attention", "not a multiple");
+}
+
+TEST(OpTable, RejectsBadRankAndNegativeDimensions) {
+    TensorShape none;  // ndim 0
+    EXPECT_REJECTS(rejection(MNEMO_OP_SILU, {none}), "silu", "input 0", "1..4 dimensions");
+    EXPECT_REJECTS(rejection(MNEMO_OP_SILU, {F({3, -1})}), "silu", "input 0", "non-negative");
+}
+
+TEST(OpTable, NodeFlopsOfMatmul) {
+    mnemo_node n{};
+    n.op = MNEMO_OP_MATMUL;
+    n.n_inputs = 2;
+    n.inputs[1].ndim = 2;
+    n.inputs[1].shape[0] = 17;
+    n.inputs[1].shape[1] = 64;
+    n.output.ndim = 2;
+    n.output.shape[0] = 3;
+    n.output.shape[1] = 17;
+    EXPECT_DOUBLE_EQ(mnemo::node_flops(n), 2.0 * 3 * 17 * 64);
+}
+
+}  // namespace
