@@ -46,6 +46,21 @@ KernelFn select_kernel(PreparedNode& p, Isa isa) {
     }
 }
 
+// Below roughly this much work (multiply-adds, or elements touched) a node runs on the calling
+// thread alone: handing it out costs more than it saves (a wake-up and a cache-line ping-pong
+// are a few microseconds; 32k simple operations take about as long).
+constexpr double kParallelWork = 32768.0;
+
+double node_work(const mnemo_node& n) {
+    switch (n.op) {
+        case MNEMO_OP_MATMUL: return static_cast<double>(numel(n.output)) * static_cast<double>(n.inputs[1].shape[1]);
+        case MNEMO_OP_ATTENTION:  // every query row reads up to the whole cache of its sequence
+            return static_cast<double>(numel(n.inputs[0])) * static_cast<double>(n.inputs[1].shape[2]);
+        case MNEMO_OP_KV_STORE: return static_cast<double>(numel(n.inputs[1]));
+        default: return static_cast<double>(numel(n.output));
+    }
+}
+
 // Resolves a tensor to its address after checking that it lies inside a buffer of this context.
 mnemo_status resolve(const CpuContext& ctx, const mnemo_tensor& t, int32_t index, const char* role, int32_t slot,
                      bool written, void** out, mnemo_error* err) {
@@ -121,6 +136,7 @@ mnemo_status graph_prepare(CpuContext& ctx, const mnemo_node* nodes, int32_t n_n
             return set_error(err, MNEMO_ERR_UNSUPPORTED, "cpu graph_prepare: node %d (%s): no kernel", i,
                              op_name(p.node.op));
         if (p.scratch_floats > g->scratch_per_thread) g->scratch_per_thread = p.scratch_floats;
+        p.parallel = node_work(p.node) >= kParallelWork;
     }
     // Round each thread's share to whole cache lines so that threads never share one.
     g->scratch_per_thread = (g->scratch_per_thread + 15) / 16 * 16;
@@ -151,7 +167,7 @@ mnemo_status graph_run(CpuContext& ctx, void* graph, uint64_t* timings_ns, mnemo
         if (!ok) return set_error(err, MNEMO_ERR_INVALID, "cpu graph_run: node %zu: %s", i, message);
         g.next_task.store(0, std::memory_order_relaxed);
         KernelCall call{&p, g.scratch.get(), g.scratch_per_thread, &g.next_task};
-        pool.run(run_kernel, &call);
+        pool.run(run_kernel, &call, p.parallel ? pool.size() : 1);
         if (timings_ns)
             timings_ns[i] = static_cast<uint64_t>(
                 std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - t0).count());

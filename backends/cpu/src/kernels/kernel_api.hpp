@@ -32,6 +32,8 @@ struct PreparedNode {
     void* out;
     KernelFn kernel = nullptr;
     size_t scratch_floats = 0;  // per thread
+    // False for nodes too small to be worth waking other threads for: they run inline.
+    bool parallel = true;
     // Op-specific choices made in prepare (e.g. the matmul tiling); meaning is per kernel family.
     int64_t plan[4] = {0, 0, 0, 0};
 };
