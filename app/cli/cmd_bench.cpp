@@ -44,6 +44,7 @@ struct Row {
     ModelSummary summary;
     double achieved_gbps = 0.0;  // --membw, tg rows only
     double roofline = 0.0;       // achieved / measured read bandwidth
+    std::vector<OpProfile> ops;  // --profile: time per op over the timed runs
 
     double min() const { return *std::min_element(tps.begin(), tps.end()); }
     double max() const { return *std::max_element(tps.begin(), tps.end()); }
@@ -120,6 +121,22 @@ std::string mib(uint64_t b) {
     return buf;
 }
 
+// Per-op time of each test (--profile): where a backend spends its time, op by op.
+void print_profiles(const std::vector<Row>& rows) {
+    for (const Row& r : rows) {
+        if (r.ops.empty()) continue;
+        uint64_t total = 0;
+        for (const OpProfile& op : r.ops) total += op.total_ns;
+        std::printf("\nper-op time, %s B=%d %s (%d runs):\n", r.backend.c_str(), r.batch, r.test.c_str(),
+                    static_cast<int>(r.tps.size()));
+        std::printf("| op | calls | total ms | %% | us/call |\n|---|--:|--:|--:|--:|\n");
+        for (const OpProfile& op : r.ops)
+            std::printf("| %s | %llu | %.2f | %.1f | %.1f |\n", op.op.c_str(), static_cast<unsigned long long>(op.calls),
+                        static_cast<double>(op.total_ns) / 1e6, total ? 100.0 * static_cast<double>(op.total_ns) / static_cast<double>(total) : 0.0,
+                        op.calls ? static_cast<double>(op.total_ns) / 1e3 / static_cast<double>(op.calls) : 0.0);
+    }
+}
+
 void print_table(const std::vector<Row>& rows, bool membw, const Bandwidth* bw) {
     std::printf("| backend | device | B | test | t/s median | t/s min | t/s max | peak RSS MiB | weights MiB | state MiB | work MiB |%s\n",
                 membw ? " GB/s | roofline % |" : "");
@@ -179,6 +196,12 @@ void print_json(const std::vector<Row>& rows, const Bandwidth* bw, const std::st
         j.key("peak_rss_bytes").value(r.peak_rss);
         j.key("weight_bytes").value(r.summary.weight_bytes).key("state_bytes").value(r.summary.state_bytes);
         j.key("work_bytes").value(r.summary.work_bytes);
+        if (!r.ops.empty()) {
+            j.key("ops").begin_array();
+            for (const OpProfile& op : r.ops)
+                j.begin_object().key("op").value(op.op).key("calls").value(op.calls).key("total_ns").value(op.total_ns).end_object();
+            j.end_array();
+        }
         if (bw != nullptr && r.generation) {
             j.key("achieved_gbps").value(r.achieved_gbps).key("roofline_fraction").value(r.roofline);
         }
@@ -196,7 +219,7 @@ int cmd_bench(int argc, char** argv) {
     int32_t p = 128, n = 64, reps = 3, ubatch = 256;
     std::vector<int64_t> batches = {1};
     std::vector<std::string> backends;
-    bool json = false, membw = false, no_warmup = false;
+    bool json = false, membw = false, no_warmup = false, profile = false;
 
     ArgParser ap("bench", "mnemo bench [-m DIR] [-p 128] [-n 64] [-r 3] [--batch 1,8] [--backend a,b] [options]",
                  "Measure prompt processing (pp) and token generation (tg) speed for each backend and batch size.");
@@ -216,7 +239,8 @@ int cmd_bench(int argc, char** argv) {
         .int_opt("--ubatch", "N", "max tokens per decode call (default: 256)", &ubatch, 1, 1 << 16)
         .flag("--json", "print one JSON document instead of the table", &json)
         .flag("--membw", "measure memory read bandwidth and report achieved GB/s and roofline % for tg", &membw)
-        .flag("--no-warmup", "skip the untimed warm-up run of each test", &no_warmup);
+        .flag("--no-warmup", "skip the untimed warm-up run of each test", &no_warmup)
+        .flag("--profile", "also report the time spent in each op (adds a clock read per node)", &profile);
     if (!ap.parse(argc, argv, 2)) return 0;
     if (backends.empty()) backends = {model.backend};
     if (p == 0 && n == 0) throw UsageError("-p and -n are both 0: nothing to measure");
@@ -233,6 +257,7 @@ int cmd_bench(int argc, char** argv) {
             SessionOptions o = session_options(mf, dir);
             o.n_seq = B;
             o.n_ubatch = std::max(ubatch, B);
+            o.profile = profile;
             const int32_t need = std::max(p, kTgPrefill + n);
             if (o.n_ctx == 0) o.n_ctx = need;
             if (o.n_ctx < need) {
@@ -257,7 +282,9 @@ int cmd_bench(int argc, char** argv) {
                     return gen ? run_tg(*session, B, n, o.n_ubatch, toks) : run_pp(*session, B, p, o.n_ubatch, toks);
                 };
                 if (!no_warmup) once();
+                session->clear_profile();
                 for (int32_t i = 0; i < reps; ++i) r.tps.push_back(once());
+                if (profile) r.ops = session->profile();
                 r.peak_rss = peak_rss_bytes();
                 r.summary = session->summary();
                 if (!json) {
@@ -271,7 +298,7 @@ int cmd_bench(int argc, char** argv) {
     Bandwidth bw;
     if (membw) {
         if (!json) std::fprintf(stderr, "measuring memory bandwidth (%d threads)...\n", threads);
-        const auto m = measure_read_bandwidth(threads, size_t{256} << 20, 5);
+        const auto m = measure_read_bandwidth(threads, size_t{1} << 30, 5);  // 1 GiB, as the roofline is defined
         bw.read_gbps = static_cast<double>(m.read_gbps);
         bw.copy_gbps = static_cast<double>(m.copy_gbps);
         bw.threads = static_cast<int64_t>(m.threads);
@@ -292,6 +319,7 @@ int cmd_bench(int argc, char** argv) {
         print_json(rows, membw ? &bw : nullptr, dir, p, n, reps, threads);
     } else {
         print_table(rows, membw, membw ? &bw : nullptr);
+        print_profiles(rows);
     }
     return 0;
 }

@@ -1,3 +1,5 @@
+#include <sys/mman.h>
+
 #include "buffers.hpp"
 
 #include <cstdarg>
@@ -10,6 +12,7 @@ namespace mnemo_cpu {
 
 // 64 bytes: a cache line, and enough for any vector load we issue.
 constexpr uint64_t kAlignment = 64;
+constexpr uint64_t kHugePage = uint64_t{2} << 20;
 
 mnemo_status set_error(mnemo_error* err, mnemo_status status, const char* fmt, ...) {
     if (err) {
@@ -32,8 +35,15 @@ mnemo_status BufferTable::alloc(uint64_t size, void** out, mnemo_error* err) {
                          static_cast<unsigned long long>(size));
     // aligned_alloc wants a multiple of the alignment; a zero-size buffer still gets a unique
     // address so that it can be registered and freed like any other.
-    const uint64_t rounded = size == 0 ? kAlignment : (size + kAlignment - 1) / kAlignment * kAlignment;
-    void* p = std::aligned_alloc(kAlignment, static_cast<size_t>(rounded));
+    // Large buffers (weights, KV caches, activations) are placed on 2 MiB boundaries and asked
+    // for transparent huge pages: streaming a matrix through 4 KiB pages costs a TLB walk per page
+    // and stops the hardware prefetchers at every page boundary.
+    const uint64_t align = size >= kHugePage ? kHugePage : kAlignment;
+    const uint64_t rounded = size == 0 ? align : (size + align - 1) / align * align;
+    void* p = std::aligned_alloc(static_cast<size_t>(align), static_cast<size_t>(rounded));
+#if defined(MADV_HUGEPAGE)
+    if (p && align == kHugePage) madvise(p, static_cast<size_t>(rounded), MADV_HUGEPAGE);  // a hint: failure is fine
+#endif
     if (!p)
         return set_error(err, MNEMO_ERR_NO_MEMORY, "cpu buffer_alloc: out of memory allocating %llu bytes",
                          static_cast<unsigned long long>(size));

@@ -105,6 +105,33 @@ MNEMO_AVX2 void tile_avx2(const float* x, int64_t ldx, const void* w, int64_t ld
 #pragma GCC unroll 4
         for (int r = 0; r < MR; ++r) acc[n][r] = _mm256_setzero_ps();
     int64_t k = k0;
+    if constexpr (NR == 1) {
+        // Decode: one row of x, so the loop is a stream of loads, conversions and FMAs with only
+        // MR dependency chains. A second set of accumulators over the next 8 elements doubles
+        // the independent chains, so FMA latency no longer caps how fast W can stream.
+        __m256 acc2[MR];
+#pragma GCC unroll 4
+        for (int r = 0; r < MR; ++r) acc2[r] = _mm256_setzero_ps();
+        constexpr size_t esize = DT == MNEMO_DTYPE_F32 ? 4 : 2;
+        const char* wb = static_cast<const char*>(w);
+        for (; k + 16 <= k1; k += 16) {
+            // Rows are short (a few KiB), so the hardware prefetcher keeps re-learning four new
+            // streams at every tile; fetch the same place of the next tile's rows ahead of time.
+            // (Prefetches past the end of W are harmless: they never fault.)
+#pragma GCC unroll 4
+            for (int r = 0; r < MR; ++r)
+                _mm_prefetch(wb + (static_cast<size_t>((r + MR) * ldw + k)) * esize, _MM_HINT_T0);
+            const __m256 x0 = _mm256_loadu_ps(x + k);
+            const __m256 x1 = _mm256_loadu_ps(x + k + 8);
+#pragma GCC unroll 4
+            for (int r = 0; r < MR; ++r) {
+                acc[0][r] = _mm256_fmadd_ps(x0, avx2::load8<DT>(w, static_cast<size_t>(r * ldw + k)), acc[0][r]);
+                acc2[r] = _mm256_fmadd_ps(x1, avx2::load8<DT>(w, static_cast<size_t>(r * ldw + k + 8)), acc2[r]);
+            }
+        }
+#pragma GCC unroll 4
+        for (int r = 0; r < MR; ++r) acc[0][r] = _mm256_add_ps(acc[0][r], acc2[r]);
+    }
     for (; k + 8 <= k1; k += 8) {
         __m256 wv[MR];
 #pragma GCC unroll 4
