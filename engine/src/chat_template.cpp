@@ -13,6 +13,7 @@
 #include "mnemo/error.hpp"
 #include "mnemo/json.hpp"
 #include "mnemo/tokenizer.hpp"
+#include "tokenizer_config.hpp"
 
 namespace mnemo {
 namespace {
@@ -25,15 +26,6 @@ std::string trim(std::string_view s) {  // Jinja's |trim / Python's str.strip() 
     if (b == std::string_view::npos) return {};
     const size_t e = s.find_last_not_of(ws);
     return std::string(s.substr(b, e - b + 1));
-}
-
-std::optional<std::string> token_text(const json::Value& cfg, const char* key) {
-    const json::Value* v = cfg.find(key);
-    if (!v) return std::nullopt;
-    if (v->is_string()) return v->as_string();
-    if (v->is_object())
-        if (const json::Value* c = v->find("content"); c && c->is_string()) return c->as_string();
-    return std::nullopt;
 }
 
 std::string render_llama3(const std::vector<ChatMessage>& msgs, bool gen) {

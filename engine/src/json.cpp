@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "mnemo/error.hpp"
+#include "unicode.hpp"
 
 namespace mnemo::json {
 
@@ -404,24 +405,6 @@ private:
         return v;
     }
 
-    static void append_utf8(std::string& out, uint32_t cp) {
-        if (cp < 0x80) {
-            out += static_cast<char>(cp);
-        } else if (cp < 0x800) {
-            out += static_cast<char>(0xC0 | (cp >> 6));
-            out += static_cast<char>(0x80 | (cp & 0x3F));
-        } else if (cp < 0x10000) {
-            out += static_cast<char>(0xE0 | (cp >> 12));
-            out += static_cast<char>(0x80 | ((cp >> 6) & 0x3F));
-            out += static_cast<char>(0x80 | (cp & 0x3F));
-        } else {
-            out += static_cast<char>(0xF0 | (cp >> 18));
-            out += static_cast<char>(0x80 | ((cp >> 12) & 0x3F));
-            out += static_cast<char>(0x80 | ((cp >> 6) & 0x3F));
-            out += static_cast<char>(0x80 | (cp & 0x3F));
-        }
-    }
-
     uint32_t parse_unicode_escape() {
         const size_t start = pos_ - 2;  // at the backslash
         uint32_t cp = parse_hex4();
@@ -502,7 +485,7 @@ private:
                 case 'n': out += '\n'; break;
                 case 'r': out += '\r'; break;
                 case 't': out += '\t'; break;
-                case 'u': append_utf8(out, parse_unicode_escape()); break;
+                case 'u': unicode::append_utf8(out, parse_unicode_escape()); break;
                 default:
                     --pos_;
                     fail("expected one of \\\" \\\\ \\/ \\b \\f \\n \\r \\t \\u after '\\', found " +

@@ -8,6 +8,7 @@
 #include "mnemo/error.hpp"
 #include "mnemo/json.hpp"
 #include "mnemo/tokenizer.hpp"
+#include "tokenizer_config.hpp"
 
 namespace mnemo {
 namespace {
@@ -20,16 +21,6 @@ std::string read_text_file(const fs::path& path) {
     std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
     if (in.bad()) throw Error(path.string() + ": read error");
     return text;
-}
-
-// bos_token / eos_token are written either as "<s>" or as {"content": "<s>", ...}.
-std::optional<std::string> token_text(const json::Value& cfg, const char* key) {
-    const json::Value* v = cfg.find(key);
-    if (!v) return std::nullopt;
-    if (v->is_string()) return v->as_string();
-    if (v->is_object())
-        if (const json::Value* c = v->find("content"); c && c->is_string()) return c->as_string();
-    return std::nullopt;
 }
 
 std::vector<int32_t> id_list(const json::Value& cfg, const char* key, const std::string& file) {
