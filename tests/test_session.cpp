@@ -161,6 +161,18 @@ INSTANTIATE_TEST_SUITE_P(Models, GoldenLogits,
                              return n;
                          });
 
+// The embedded default model (assets/default-model) against its goldens, so the model the README
+// runs is checked too.
+TEST(GoldenLogitsDefault, DefaultModelMatchesTheNumpyReference) {
+    const std::string golden_dir = model_dir("default-model-golden");
+    const std::vector<int32_t> ids = read_ids(golden_dir + "/golden_ids.txt");
+    const test::NpyArray golden = test::load_npy(golden_dir + "/golden_logits.npy");
+    auto s = open_model(std::string(MNEMO_SOURCE_DIR) + "/assets/default-model");
+    const std::vector<float> logits = s->append(0, ids, true);
+    ASSERT_EQ(logits.size(), static_cast<size_t>(golden.numel()));
+    EXPECT_LT(max_rel_error(logits, golden.as_f32()), 1e-4);
+}
+
 // ------------------------------------------------------------------ decoding equivalences
 
 TEST(Session, ChunkedPrefillEqualsOnePass) {
