@@ -81,9 +81,15 @@ std::string render_llama2(const std::vector<ChatMessage>& msgs, const std::strin
             content = "<<SYS>>\n" + system + "\n<</SYS>>\n\n" + content;
         if (m.role == "user") {
             // The first BOS is the tokenizer's (see the BOS convention above).
-            out += (i == first ? std::string() : bos) + "[INST] " + trim(content) + " [/INST]";
+            if (i != first) out += bos;
+            out += "[INST] ";
+            out += trim(content);
+            out += " [/INST]";
         } else {
-            out += " " + trim(content) + " " + eos;
+            out += ' ';
+            out += trim(content);
+            out += ' ';
+            out += eos;
         }
     }
     return out;
