@@ -224,6 +224,16 @@ TEST(Session, BatchedSequencesEqualSeparateRuns) {
     }
 }
 
+TEST(Session, BatchWithoutLogitRowsStillFillsTheCache) {
+    auto a = open_model(model_dir("llama-tiny-f32"));
+    auto b = open_model(model_dir("llama-tiny-f32"));
+    EXPECT_TRUE(a->decode({{1, 0, 0, false}, {2, 1, 0, false}}).empty());
+    const std::vector<float> after = a->append(0, {3});
+    const std::vector<float> ref = b->append(0, {1, 2, 3});
+    EXPECT_EQ(a->seq_length(0), 3);
+    EXPECT_LT(max_rel_error(after, ref), 1e-5);
+}
+
 TEST(Session, ResetSequenceGivesTheSameLogitsAgain) {
     auto s = open_model(model_dir("olmo2-tiny-f32"));
     const std::vector<float> a = s->append(0, {5, 6, 7});

@@ -24,6 +24,9 @@ constexpr std::array<OpInfo, MNEMO_OP_COUNT_> kOps = {{
     {MNEMO_OP_SOFTMAX, "softmax", 1, 1, false},
     {MNEMO_OP_KV_STORE, "kv_store", 4, 4, true},
     {MNEMO_OP_ATTENTION, "attention", 5, 5, false},
+    {MNEMO_OP_ARGTOPK, "argtopk", 1, 1, false},
+    {MNEMO_OP_TAKE_ALONG, "take_along", 2, 2, false},
+    {MNEMO_OP_EMBEDDING_BAG, "embedding_bag", 3, 3, false},
 }};
 
 bool is_float_type(DType t) { return t == DType::F32 || t == DType::F16 || t == DType::BF16; }
@@ -50,6 +53,11 @@ public:
         const TensorShape& t = in_[i];
         if (!is_float_type(t.dtype) || t.ndim != ndim)
             fail_input(i, std::to_string(ndim) + "-D f32/f16/bf16 " + what);
+        return t;
+    }
+    const TensorShape& in_dtype(size_t i, DType dt, const char* what) const {
+        const TensorShape& t = in_[i];
+        if (t.dtype != dt) fail_input(i, std::string(dtype_name(dt)) + " " + what);
         return t;
     }
     const TensorShape& i32_vec(size_t i, int64_t n, const char* what) const {
@@ -234,6 +242,42 @@ TensorShape infer_output(int32_t op, std::span<const TensorShape> in, std::span<
             out.shape[2] = v.shape[3];
             return out;
         }
+        case MNEMO_OP_ARGTOPK: {
+            need_i(1);
+            const TensorShape& x = r.f32(0, 1, 4, "x [..., D]");
+            const int64_t d = x.shape[x.ndim - 1], k = ip[0];
+            if (k < 1 || k > d)
+                r.fail("k = " + std::to_string(k) + " must be in 1..D, and x " + x.str() + " has D = " +
+                       std::to_string(d));
+            out = x;
+            out.dtype = DType::I32;
+            out.shape[x.ndim - 1] = k;
+            return out;
+        }
+        case MNEMO_OP_TAKE_ALONG: {
+            const TensorShape& x = r.f32(0, 1, 4, "x [..., D]");
+            const TensorShape& idx = r.in_dtype(1, DType::I32, "indices [..., k]");
+            bool same_lead = idx.ndim == x.ndim;
+            for (int32_t i = 0; same_lead && i + 1 < x.ndim; ++i) same_lead = idx.shape[i] == x.shape[i];
+            if (!same_lead)
+                r.fail("indices " + idx.str() + " must have the leading dimensions of x " + x.str() +
+                       " (all but the last)");
+            out = idx;
+            out.dtype = DType::F32;
+            return out;
+        }
+        case MNEMO_OP_EMBEDDING_BAG: {
+            const TensorShape& table = r.weight(0, 2, "table [R, C]");
+            const TensorShape& idx = r.in_dtype(1, DType::I32, "bag indices [N, m]");
+            if (idx.ndim != 2) r.fail_input(1, "2-D i32 bag indices [N, m]");
+            const TensorShape& w = r.f32(2, 2, 2, "bag weights [N, m]");
+            if (!same_shape(idx, w))
+                r.fail("bag weights " + w.str() + " must have the shape of the bag indices " + idx.str());
+            out.ndim = 2;
+            out.shape[0] = idx.shape[0];
+            out.shape[1] = table.shape[1];
+            return out;
+        }
         default:
             r.fail("has no shape rule");
     }
@@ -251,6 +295,9 @@ double node_flops(const mnemo_node& n) {
             return heads * 2.0 * static_cast<double>(n.inputs[1].shape[2]) *
                    static_cast<double>(n.inputs[0].shape[2] + n.inputs[2].shape[3]);
         }
+        case MNEMO_OP_EMBEDDING_BAG:  // a multiply-add per bag entry and column
+            return 2.0 * static_cast<double>(n.inputs[1].shape[0]) * static_cast<double>(n.inputs[1].shape[1]) *
+                   static_cast<double>(n.inputs[0].shape[1]);
         default:
             return static_cast<double>(out.numel());
     }

@@ -382,7 +382,8 @@ void Session::Impl::run(const std::vector<BatchToken>& batch, std::vector<float>
         in_seq.push_back(b.seq);
         if (b.want_logits) in_rows.push_back(static_cast<int32_t>(i));
     }
-    if (in_rows.empty()) in_rows.push_back(static_cast<int32_t>(n - 1));  // graphs always produce >= 1 row
+    const bool no_logits_wanted = in_rows.empty();
+    if (no_logits_wanted) in_rows.push_back(static_cast<int32_t>(n - 1));  // graphs always produce >= 1 row
     const int64_t n_out = static_cast<int64_t>(in_rows.size());
     PlannedGraph& p = plan_for(n, n_out);
 
@@ -405,6 +406,10 @@ void Session::Impl::run(const std::vector<BatchToken>& batch, std::vector<float>
             ++op.calls;
             op.total_ns += timings[i];
         }
+    if (no_logits_wanted) {
+        out.clear();
+        return;
+    }
     const uint64_t bytes = static_cast<uint64_t>(n_out) * static_cast<uint64_t>(info.vocab_size) * sizeof(float);
     out.resize(static_cast<size_t>(bytes / sizeof(float)));
     device->read(arena, p.memory.where[p.output].offset, out.data(), bytes, "logits");

@@ -67,6 +67,7 @@ struct BatchToken {
     bool want_logits;
 };
 
+// A Session is used from one thread at a time (the backend may use worker threads inside a run).
 class Session {
 public:
     static std::unique_ptr<Session> open(const SessionOptions& options);
@@ -78,7 +79,7 @@ public:
     int32_t vocab_size() const;
 
     // Run one batch (any mix of sequences/positions, at most n_ubatch rows). Returns logits
-    // [count(want_logits), vocab] in row order. Positions must be < n_ctx (else Error "context is
+    // [count(want_logits), vocab] in row order (empty when no row wants logits). Positions must be < n_ctx (else Error "context is
     // full ..."). Tokens must be < vocab.
     const std::vector<float>& decode(const std::vector<BatchToken>& batch);
 

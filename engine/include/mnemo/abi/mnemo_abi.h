@@ -91,6 +91,20 @@ typedef struct mnemo_tensor {
  *  ATTENTION  in: q[N,Hq,D], k_cache[S,Hkv,C,D], v_cache[S,Hkv,C,Dv], seq[N] i32, pos[N] i32
  *             f[0]=scale. Query n of head h reads k/v of sequence seq[n], head h/(Hq/Hkv),
  *             cache positions 0..pos[n] (causal).                 out: [N,Hq,Dv]
+ *
+ * Memory-layer ops (product-key memory / UltraMem / Memory+ value retrieval):
+ *  ARGTOPK    in: x[...,D] f32  i[0]=k (1 <= k <= D)                 out: i32 [...,k]
+ *             per row, the indices of the k largest values ordered by value, largest first.
+ *             Ties go to the LOWER index first (the order a stable sort of -x gives), so the
+ *             result is deterministic and identical on every backend. NaN ranks below every
+ *             number (-inf included); -0.0 and +0.0 are equal (a tie).
+ *  TAKE_ALONG in: x[...,D] f32, idx[...,k] i32 (same leading dims as x)   out: [...,k] f32
+ *             out[..., j] = x[..., idx[..., j]]. An index outside 0..D-1 is an error.
+ *  EMBEDDING_BAG in: table[R,C] (f32/f16/bf16), idx[N,m] i32, w[N,m] f32   out: [N,C] f32
+ *             out[n,:] = sum_j w[n,j] * table[idx[n,j], :], accumulated in f32 or wider
+ *             (m = 0 gives zeros; repeated indices add up). An index outside 0..R-1
+ *             is an error. The fused gather-weight-sum of a memory layer: no [N,m,C]
+ *             intermediate is ever formed.
  */
 typedef enum mnemo_op {
     MNEMO_OP_NONE = 0,
@@ -108,7 +122,10 @@ typedef enum mnemo_op {
     MNEMO_OP_SOFTMAX = 12,
     MNEMO_OP_KV_STORE = 13,
     MNEMO_OP_ATTENTION = 14,
-    MNEMO_OP_COUNT_ = 15
+    MNEMO_OP_ARGTOPK = 15,
+    MNEMO_OP_TAKE_ALONG = 16,
+    MNEMO_OP_EMBEDDING_BAG = 17,
+    MNEMO_OP_COUNT_ = 18
 } mnemo_op;
 
 /* One op instance ready to run: its tensors are bound to backend buffers. */
