@@ -244,6 +244,24 @@ Comparison compare(const std::vector<float>& got, const std::vector<float>& want
     return r;
 }
 
+// Integer outputs (ARGTOPK's indices) are exact by contract: every element must match bit for
+// bit. NMSE would call index 5 instead of 4 "close".
+std::string compare_exact_i32(const std::vector<uint8_t>& got, const std::vector<uint8_t>& want) {
+    if (got.size() != want.size()) return "output holds " + std::to_string(got.size()) + " bytes, reference " + std::to_string(want.size());
+    for (size_t i = 0; i + 4 <= want.size(); i += 4) {
+        int32_t a, b;
+        std::memcpy(&a, got.data() + i, 4);
+        std::memcpy(&b, want.data() + i, 4);
+        if (a != b) {
+            std::ostringstream s;
+            s << "i32 element " << i / 4 << " of " << want.size() / 4 << " is " << a << ", reference " << b
+              << " (integer outputs must match exactly)";
+            return s.str();
+        }
+    }
+    return "";
+}
+
 std::vector<float> as_floats(const std::vector<uint8_t>& bytes) {
     std::vector<float> v(bytes.size() / 4);
     if (!v.empty()) std::memcpy(v.data(), bytes.data(), v.size() * 4);
@@ -280,7 +298,7 @@ TEST_P(BackendOps, Run) {
         ref.fparams[i] = c.fparams[i];
     }
     mnemo::reference_compute(ref);
-    const std::vector<float> want = as_floats(in_place ? host[0] : host_out);
+    const std::vector<uint8_t>& want_bytes = in_place ? host[0] : host_out;
 
     // Backend side: every tensor in its own guarded buffer.
     std::vector<std::unique_ptr<GuardedBuffer>> bufs;
@@ -320,7 +338,12 @@ TEST_P(BackendOps, Run) {
     const std::string damage = out_buf->guard_damage(all);
     EXPECT_TRUE(damage.empty()) << "output: " << damage << " (out-of-bounds write)";
 
-    const Comparison cmp = compare(as_floats(out_buf->data_of(all)), want, c.max_nmse);
+    if (out_shape.dtype == DType::I32) {
+        const std::string failure = compare_exact_i32(out_buf->data_of(all), want_bytes);
+        EXPECT_TRUE(failure.empty()) << c.name << " on " << p.backend << p.device << ": " << failure;
+        return;
+    }
+    const Comparison cmp = compare(as_floats(out_buf->data_of(all)), as_floats(want_bytes), c.max_nmse);
     EXPECT_TRUE(cmp.failure.empty()) << c.name << " on " << p.backend << p.device << ": " << cmp.failure;
     std::ostringstream nmse_text;
     nmse_text << std::scientific << cmp.nmse;
@@ -363,6 +386,20 @@ TEST(ConformanceCases, EveryCasePassesTheShapeRules) {
         EXPECT_NO_THROW(mnemo::conformance::case_output_shape(c)) << c.name;
         EXPECT_GT(c.max_nmse, 0.0) << c.name;
     }
+}
+
+TEST(ConformanceCases, IntegerOutputsMustMatchExactly) {
+    auto bytes = [](std::vector<int32_t> v) {
+        std::vector<uint8_t> b(v.size() * 4);
+        std::memcpy(b.data(), v.data(), b.size());
+        return b;
+    };
+    EXPECT_TRUE(compare_exact_i32(bytes({3, 1, 2}), bytes({3, 1, 2})).empty());
+    EXPECT_NE(compare_exact_i32(bytes({3, 2, 1}), bytes({3, 1, 2})).find("i32 element 1 of 3 is 2, reference 1"),
+              std::string::npos);
+    // An unwritten output (the harness fills it with 0xFF bytes) reads as -1, never a valid index.
+    EXPECT_FALSE(compare_exact_i32(bytes({-1}), bytes({0})).empty());
+    EXPECT_FALSE(compare_exact_i32(bytes({1, 2}), bytes({1})).empty());
 }
 
 TEST(ConformanceCases, ComparisonCatchesNanInfAndError) {

@@ -157,6 +157,41 @@ TEST(OpTable, Attention) {
                    "attention", "not a multiple");
 }
 
+TEST(OpTable, Argtopk) {
+    EXPECT_EQ(infer(MNEMO_OP_ARGTOPK, {F({3, 100})}, {4}).str(), "i32[3, 4]");
+    EXPECT_EQ(infer(MNEMO_OP_ARGTOPK, {F({2, 3, 7})}, {7}).str(), "i32[2, 3, 7]");
+    EXPECT_EQ(infer(MNEMO_OP_ARGTOPK, {F({1})}, {1}).str(), "i32[1]");
+    EXPECT_REJECTS(rejection(MNEMO_OP_ARGTOPK, {F({3, 100})}, {101}), "argtopk", "k = 101", "D = 100");
+    EXPECT_REJECTS(rejection(MNEMO_OP_ARGTOPK, {F({3, 100})}, {0}), "argtopk", "k = 0");
+    EXPECT_REJECTS(rejection(MNEMO_OP_ARGTOPK, {F({3, 0})}, {1}), "argtopk", "D = 0");
+    EXPECT_REJECTS(rejection(MNEMO_OP_ARGTOPK, {T(DType::F16, {3, 100})}, {4}), "argtopk", "input 0", "f32");
+    EXPECT_REJECTS(rejection(MNEMO_OP_ARGTOPK, {F({3, 100})}, {}), "argtopk", "integer parameter");
+}
+
+TEST(OpTable, TakeAlong) {
+    EXPECT_EQ(infer(MNEMO_OP_TAKE_ALONG, {F({3, 100}), I({3, 4})}).str(), "f32[3, 4]");
+    EXPECT_EQ(infer(MNEMO_OP_TAKE_ALONG, {F({2, 3, 100}), I({2, 3, 200})}).str(), "f32[2, 3, 200]");
+    EXPECT_REJECTS(rejection(MNEMO_OP_TAKE_ALONG, {F({3, 100}), I({2, 4})}), "take_along", "leading dimensions");
+    EXPECT_REJECTS(rejection(MNEMO_OP_TAKE_ALONG, {F({3, 100}), I({3, 1, 4})}), "take_along", "leading dimensions");
+    EXPECT_REJECTS(rejection(MNEMO_OP_TAKE_ALONG, {F({3, 100}), F({3, 4})}), "take_along", "input 1", "i32");
+    EXPECT_REJECTS(rejection(MNEMO_OP_TAKE_ALONG, {I({3, 100}), I({3, 4})}), "take_along", "input 0");
+}
+
+TEST(OpTable, EmbeddingBag) {
+    EXPECT_EQ(infer(MNEMO_OP_EMBEDDING_BAG, {T(DType::BF16, {65536, 256}), I({3, 32}), F({3, 32})}).str(),
+              "f32[3, 256]");
+    EXPECT_EQ(infer(MNEMO_OP_EMBEDDING_BAG, {F({10, 8}), I({1, 0}), F({1, 0})}).str(), "f32[1, 8]");
+    EXPECT_REJECTS(rejection(MNEMO_OP_EMBEDDING_BAG, {F({10, 8}), I({3, 4}), F({3, 5})}), "embedding_bag",
+                   "bag weights f32[3, 5]", "i32[3, 4]");
+    EXPECT_REJECTS(rejection(MNEMO_OP_EMBEDDING_BAG, {F({10, 8}), I({12}), F({12})}), "embedding_bag", "input 1",
+                   "2-D");
+    EXPECT_REJECTS(rejection(MNEMO_OP_EMBEDDING_BAG, {F({10, 8}), F({3, 4}), F({3, 4})}), "embedding_bag", "input 1");
+    EXPECT_REJECTS(rejection(MNEMO_OP_EMBEDDING_BAG, {F({10, 8}), I({3, 4}), T(DType::F16, {3, 4})}),
+                   "embedding_bag", "input 2");
+    EXPECT_REJECTS(rejection(MNEMO_OP_EMBEDDING_BAG, {I({10, 8}), I({3, 4}), F({3, 4})}), "embedding_bag", "input 0");
+    EXPECT_REJECTS(rejection(MNEMO_OP_EMBEDDING_BAG, {F({10, 8}), I({3, 4})}), "embedding_bag", "inputs, got 2");
+}
+
 TEST(OpTable, RejectsBadRankAndNegativeDimensions) {
     TensorShape none;  // ndim 0
     EXPECT_REJECTS(rejection(MNEMO_OP_SILU, {none}), "silu", "input 0", "1..4 dimensions");

@@ -234,6 +234,21 @@ TEST(Session, BatchWithoutLogitRowsStillFillsTheCache) {
     EXPECT_LT(max_rel_error(after, ref), 1e-5);
 }
 
+// The roofline numerator: a decode step streams every matmul weight but reads one row of an
+// embedding table that is only gathered from; a tied table is streamed by the LM head.
+TEST(Session, DecodeWeightBytesCountOnlyWhatAStepReads) {
+    auto untied = open_model(model_dir("llama-tiny-f32"));
+    const ModelSummary& u = untied->summary();
+    Checkpoint ck = Checkpoint::open(model_dir("llama-tiny-f32"));
+    const TensorView* embed = ck.find("model.embed_tokens.weight");
+    ASSERT_NE(embed, nullptr);
+    const uint64_t row = embed->nbytes / static_cast<uint64_t>(embed->shape[0]);
+    EXPECT_EQ(u.decode_weight_bytes, u.weight_bytes - embed->nbytes + row);
+
+    auto tied = open_model(model_dir("llama3-tiny-f32"));
+    EXPECT_EQ(tied->summary().decode_weight_bytes, tied->summary().weight_bytes);
+}
+
 TEST(Session, ResetSequenceGivesTheSameLogitsAgain) {
     auto s = open_model(model_dir("olmo2-tiny-f32"));
     const std::vector<float> a = s->append(0, {5, 6, 7});

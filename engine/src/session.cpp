@@ -226,23 +226,31 @@ void Session::Impl::load() {
 }
 
 uint64_t Session::Impl::streamed_weight_bytes(const PlannedGraph& p) const {
+    // Ops that read only the rows their index input names (input 0 is the table, input 1 the
+    // indices): a decode step reads numel(indices) rows of the table, not all of it.
+    auto gathers = [](int32_t op) { return op == MNEMO_OP_GET_ROWS || op == MNEMO_OP_EMBEDDING_BAG; };
     const std::vector<ParamDecl>& params = host->params();
-    std::vector<int> gathered(params.size(), 0), streamed(params.size(), 0);
+    std::vector<int64_t> gathered_rows(params.size(), 0);
+    std::vector<int> streamed(params.size(), 0);
     for (const detail::GraphNode& g : p.nodes) {
         if (g.kind != detail::NodeKind::Op) continue;
         for (size_t k = 0; k < g.inputs.size(); ++k) {
             const detail::GraphNode& in = p.nodes[g.inputs[k]];
             if (in.kind != detail::NodeKind::Param || params[in.param_id].kind != ParamKind::Weight) continue;
-            (g.op == MNEMO_OP_GET_ROWS && k == 0 ? gathered : streamed)[in.param_id] = 1;
+            if (gathers(g.op) && k == 0)
+                gathered_rows[in.param_id] += p.nodes[g.inputs[1]].shape.numel();
+            else
+                streamed[in.param_id] = 1;
         }
     }
     uint64_t bytes = 0;
     for (size_t i = 0; i < params.size(); ++i) {
         const TensorShape& s = params[i].shape;
+        const uint64_t row_bytes = s.nbytes() / static_cast<uint64_t>(std::max<int64_t>(s.shape[0], 1));
         if (streamed[i])
             bytes += s.nbytes();
-        else if (gathered[i])
-            bytes += s.nbytes() / static_cast<uint64_t>(std::max<int64_t>(s.shape[0], 1));  // one row per token
+        else
+            bytes += std::min(s.nbytes(), row_bytes * static_cast<uint64_t>(gathered_rows[i]));
     }
     return bytes;
 }

@@ -7,6 +7,7 @@
 // counts, vector tails (odd K, D, head dims), large model-like shapes (4096), and GQA ratios.
 #pragma once
 
+#include <algorithm>
 #include <array>
 #include <cmath>
 #include <cstdint>
@@ -378,6 +379,108 @@ inline void attention(std::vector<OpCase>& out) {
     }
 }
 
+inline InputSpec i32_shaped(std::vector<int64_t> shape, std::vector<int32_t> values) {
+    InputSpec s = i32(std::move(values));
+    s.shape = std::move(shape);
+    return s;
+}
+
+// ARGTOPK indices are compared exactly (tests/test_backend_ops.cpp compares i32 outputs bit for
+// bit), so the "ties" cases pin down the tie rule: scores rounded to multiples of 0.5 repeat
+// constantly, and the first row is all zeros with -0.0 mixed in (equal to +0.0: the answer is
+// 0, 1, 2, ...).
+inline void argtopk(std::vector<OpCase>& out) {
+    for (int64_t d : {1, 7, 64, 1000, 16384}) {
+        for (int64_t k : {int64_t{1}, int64_t{4}, int64_t{32}, d}) {
+            if (k > d || (k == d && (k == 1 || k == 4 || k == 32))) continue;  // impossible or listed already
+            for (bool ties : {false, true}) {
+                // Enough rows at D = 1000 and 16384 that the node runs on several threads; a 3-D x at 64.
+                const std::vector<int64_t> shape = d == 64 ? std::vector<int64_t>{2, 3, d}
+                                                 : d == 1000 ? std::vector<int64_t>{33, d}
+                                                 : d == 16384 ? std::vector<int64_t>{3, d} : std::vector<int64_t>{5, d};
+                OpCase c;
+                c.op = MNEMO_OP_ARGTOPK;
+                c.name = "argtopk_" + dims_name(shape) + "_k" + std::to_string(k) + (ties ? "_ties" : "");
+                InputSpec x = f32(shape, 2.0f);
+                if (ties) {
+                    CaseRng rng(name_seed(c.name) ^ 3);
+                    const int64_t n = spec_shape(x).numel();
+                    for (int64_t i = 0; i < n; ++i) {
+                        if (i < d) x.values.push_back(i % 3 == 1 ? -0.0f : 0.0f);
+                        else x.values.push_back(std::round(rng.normalish() * 2.0f) * 0.5f);
+                    }
+                }
+                c.inputs = {x};
+                c.iparams[0] = k;
+                out.push_back(c);
+            }
+        }
+    }
+    {
+        OpCase c;  // NaN ranks below everything, -inf included; +inf first; ties among the NaNs by index
+        c.op = MNEMO_OP_ARGTOPK;
+        c.name = "argtopk_2x7_nan_inf";
+        InputSpec x = f32({2, 7});
+        x.values = {NAN, 1.0f, -INFINITY, NAN, INFINITY, 1.0f, -0.0f,
+                    -INFINITY, NAN, -INFINITY, 2.0f, NAN, 0.0f, -0.0f};
+        c.inputs = {x};
+        c.iparams[0] = 7;
+        out.push_back(c);
+    }
+}
+
+inline void take_along(std::vector<OpCase>& out) {
+    struct Shape { std::vector<int64_t> x; int64_t k; };
+    for (const Shape& s : {Shape{{10}, 3}, Shape{{3, 64}, 4}, Shape{{5, 7}, 7}, Shape{{2, 3, 1000}, 32},
+                           Shape{{1, 16384}, 32}, Shape{{64, 1024}, 80}}) {
+        OpCase c;
+        c.op = MNEMO_OP_TAKE_ALONG;
+        c.name = "take_along_x" + dims_name(s.x) + "_k" + std::to_string(s.k);
+        std::vector<int64_t> ishape = s.x;
+        ishape.back() = s.k;
+        const int64_t d = s.x.back();
+        CaseRng rng(name_seed(c.name) ^ 4);
+        std::vector<int32_t> idx;
+        // Every row starts with the last and the first column (addressing off by one), then random
+        // picks with repeats.
+        const int64_t n = spec_shape(i32_shaped(ishape, {})).numel();
+        for (int64_t i = 0; i < n; ++i)
+            idx.push_back(i % s.k == 0 ? static_cast<int32_t>(d - 1) : i % s.k == 1 ? 0 : rng.below(static_cast<int32_t>(d)));
+        c.inputs = {f32(s.x), i32_shaped(ishape, idx)};
+        out.push_back(c);
+    }
+}
+
+// The memory-layer value read: N bags (tokens x heads) of m rows from a large table. The table
+// size is capped at 4M elements (R = 65536 for narrow rows) to keep the suite quick. Every bag
+// repeats a row (its first two entries), and the first bag touches the first and last rows.
+inline void embedding_bag(std::vector<OpCase>& out) {
+    const int64_t ns[] = {1, 3, 32}, ms[] = {1, 16, 32}, cs[] = {1, 17, 256, 1024};
+    for (size_t in = 0; in < 3; ++in)
+        for (size_t im = 0; im < 3; ++im)
+            for (size_t ic = 0; ic < 4; ++ic) {
+                const int64_t n = ns[in], m = ms[im], cols = cs[ic];
+                const int64_t rows = std::min<int64_t>(65536, (int64_t{1} << 22) / cols);
+                const DType dt = kWeightTypes[(in + im + ic) % 3];  // every (N, C) and (m, C) sees every dtype
+                OpCase c;
+                c.op = MNEMO_OP_EMBEDDING_BAG;
+                c.name = "embedding_bag_R" + std::to_string(rows) + "_C" + std::to_string(cols) + "_N" +
+                         std::to_string(n) + "_m" + std::to_string(m) + "_" + dt_name(dt);
+                CaseRng rng(name_seed(c.name) ^ 5);
+                std::vector<int32_t> idx;
+                for (int64_t b = 0; b < n; ++b)
+                    for (int64_t j = 0; j < m; ++j) {
+                        int32_t r = rng.below(static_cast<int32_t>(rows));
+                        if (j == 1) r = idx.back();
+                        if (b == 0 && j == 2) r = static_cast<int32_t>(rows - 1);
+                        if (b == 0 && j == 3) r = 0;
+                        idx.push_back(r);
+                    }
+                c.inputs = {weight(dt, {rows, cols}), i32_shaped({n, m}, idx), f32({n, m}, 0.5f)};
+                out.push_back(c);
+            }
+}
+
 }  // namespace detail
 
 // Every conformance case, grouped by op. Built once; generating inputs is left to make_inputs.
@@ -393,6 +496,9 @@ inline const std::vector<OpCase>& all_op_cases() {
         detail::softmax(v);
         detail::kv_store(v);
         detail::attention(v);
+        detail::argtopk(v);
+        detail::take_along(v);
+        detail::embedding_bag(v);
         return v;
     }();
     return cases;

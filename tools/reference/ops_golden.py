@@ -7,7 +7,7 @@ Regenerate (from the repository root; needs Debian's python3 with numpy):
     /usr/bin/python3 tools/reference/ops_golden.py tests/data/ops_golden
 
 Each case is a folder <out>/<case>/ holding in<i>.npy (f32 '<f4', i32 '<i4', f16 '<f2', bf16 bit
-patterns as '<u2'), expected.npy (f32) and meta.txt:
+patterns as '<u2'), expected.npy (f32, or i32 for integer results such as argtopk's indices) and meta.txt:
 
     op <op name>
     input <file> <f32|f16|bf16|i32>     (one line per input, in order)
@@ -75,7 +75,10 @@ CASES = []
 
 
 def case(name, op, inputs, expected, iparams=(), fparams=()):
-    CASES.append((name, op, inputs, np.asarray(expected, dtype=np.float64), list(iparams), list(fparams)))
+    # Integer results (argtopk's indices) stay integers and are compared exactly.
+    expected = np.asarray(expected)
+    expected = expected.astype(np.int64 if expected.dtype.kind in "iu" else np.float64)
+    CASES.append((name, op, inputs, expected, list(iparams), list(fparams)))
 
 
 def f32p(v):
@@ -145,6 +148,16 @@ def attention(q, k, v, seq, pos, scale):
             p = np.exp(s - s.max())
             out[n, h] = (p / p.sum()) @ vals
     return out
+
+
+def argtopk(x, k):
+    """Largest first; equal values keep index order (a stable sort), NaN last: numpy's sort
+    puts NaN at the end, and negating keeps it there while reversing the numbers."""
+    return np.argsort(-x, axis=-1, kind="stable")[..., :k]
+
+
+def embedding_bag(table, idx, w):
+    return np.einsum("nm,nmc->nc", w, table[idx])
 
 
 def build():
@@ -223,6 +236,25 @@ def build():
         case(f"attention_{label}", "attention", [q, k, v, seq, pos],
              attention(q.value, k.value, v.value, seq.value, pos.value, scale), fparams=[scale])
 
+    # Memory-layer ops (appended last so that the cases above keep their random draws).
+    x = f32(np.round(normal(3, 9) * 2.0) / 2.0)  # multiples of 0.5: many exact ties
+    x.stored[0, :] = [0.0, -0.0, 1.5, 1.5, np.nan, -np.inf, 1.5, 0.0, np.inf]
+    x.value = x.stored.astype(np.float64)
+    case("argtopk_ties_k4", "argtopk", [x], argtopk(x.value, 4), iparams=[4])
+    case("argtopk_ties_full", "argtopk", [x], argtopk(x.value, 9), iparams=[9])
+    xs = f32(normal(2, 2, 50))
+    case("argtopk_3d_k1", "argtopk", [xs], argtopk(xs.value, 1), iparams=[1])
+
+    x = f32(normal(2, 3, 6))
+    idx = i32(RNG.integers(0, 6, size=(2, 3, 4)))
+    case("take_along", "take_along", [x, idx], np.take_along_axis(x.value, idx.value, axis=-1))
+
+    for dt in ("f32", "f16", "bf16"):
+        table = Weight(normal(11, 5), dt)
+        idx = i32(np.array([[3, 3, 10, 0], [7, 1, 7, 2], [5, 5, 5, 5]]))  # repeated rows add up
+        w = f32(normal(3, 4))
+        case(f"embedding_bag_{dt}", "embedding_bag", [table, idx, w], embedding_bag(table.value, idx.value, w.value))
+
 
 def write(out_dir):
     if os.path.isdir(out_dir):
@@ -238,7 +270,8 @@ def write(out_dir):
             lines.append("iparams " + " ".join(str(int(v)) for v in iparams))
         if fparams:
             lines.append("fparams " + " ".join(repr(float(v)) for v in fparams))
-        np.save(os.path.join(folder, "expected.npy"), expected.astype(np.float32))
+        np.save(os.path.join(folder, "expected.npy"),
+                expected.astype(np.int32 if expected.dtype.kind == "i" else np.float32))
         lines.append("expected expected.npy")
         with open(os.path.join(folder, "meta.txt"), "w") as f:
             f.write("\n".join(lines) + "\n")

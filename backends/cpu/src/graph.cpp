@@ -42,6 +42,9 @@ KernelFn select_kernel(PreparedNode& p, Isa isa) {
         case MNEMO_OP_GET_ROWS:
         case MNEMO_OP_KV_STORE: return select_rows(p, isa);
         case MNEMO_OP_ATTENTION: return select_attention(p, isa);
+        case MNEMO_OP_ARGTOPK:
+        case MNEMO_OP_TAKE_ALONG:
+        case MNEMO_OP_EMBEDDING_BAG: return select_memory_ops(p, isa);
         default: return nullptr;
     }
 }
@@ -57,6 +60,10 @@ double node_work(const mnemo_node& n) {
         case MNEMO_OP_ATTENTION:  // every query row reads up to the whole cache of its sequence
             return static_cast<double>(numel(n.inputs[0])) * static_cast<double>(n.inputs[1].shape[2]);
         case MNEMO_OP_KV_STORE: return static_cast<double>(numel(n.inputs[1]));
+        case MNEMO_OP_ARGTOPK: return static_cast<double>(numel(n.inputs[0]));  // every score is ranked
+        case MNEMO_OP_TAKE_ALONG: return static_cast<double>(numel(n.output));
+        case MNEMO_OP_EMBEDDING_BAG:  // a multiply-add per bag entry and column
+            return static_cast<double>(numel(n.inputs[1])) * static_cast<double>(n.inputs[0].shape[1]);
         default: return static_cast<double>(numel(n.output));
     }
 }
@@ -164,6 +171,8 @@ mnemo_status graph_run(CpuContext& ctx, void* graph, uint64_t* timings_ns, mnemo
             ok = check_rows_indices(p, message, sizeof(message));
         else if (p.node.op == MNEMO_OP_ATTENTION)
             ok = check_attention_indices(p, message, sizeof(message));
+        else if (p.node.op == MNEMO_OP_TAKE_ALONG || p.node.op == MNEMO_OP_EMBEDDING_BAG)
+            ok = check_memory_indices(p, message, sizeof(message));
         if (!ok) return set_error(err, MNEMO_ERR_INVALID, "cpu graph_run: node %zu: %s", i, message);
         g.next_task.store(0, std::memory_order_relaxed);
         KernelCall call{&p, g.scratch.get(), g.scratch_per_thread, &g.next_task};

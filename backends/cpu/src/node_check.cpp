@@ -12,12 +12,14 @@ struct Arity {
 
 constexpr Arity kArity[MNEMO_OP_COUNT_] = {
     {0, 0}, {2, 2}, {2, 2}, {2, 2}, {2, 2}, {1, 1}, {1, 2}, {1, 3},
-    {3, 3}, {1, 1}, {1, 1}, {2, 2}, {1, 1}, {4, 4}, {5, 5},
+    {3, 3}, {1, 1}, {1, 1}, {2, 2}, {1, 1}, {4, 4}, {5, 5}, {1, 1},
+    {2, 2}, {3, 3},
 };
 
 constexpr const char* kNames[MNEMO_OP_COUNT_] = {
     "none", "get_rows", "matmul", "add", "mul", "scale", "rms_norm", "layer_norm",
-    "rope", "silu", "gelu", "swiglu", "softmax", "kv_store", "attention",
+    "rope", "silu", "gelu", "swiglu", "softmax", "kv_store", "attention", "argtopk",
+    "take_along", "embedding_bag",
 };
 
 bool is_float_weight(int32_t dt) {
@@ -62,14 +64,14 @@ public:
                         ", got " + shape_text(t));
         return true;
     }
-    // The output must be f32 with exactly the given shape.
-    bool output(const mnemo_tensor& want) {
+    // The output must have exactly the given shape, f32 unless another dtype is named.
+    bool output(const mnemo_tensor& want, int32_t dtype = MNEMO_DTYPE_F32) {
         const mnemo_tensor& o = n_.output;
-        bool same = o.dtype == MNEMO_DTYPE_F32 && o.ndim == want.ndim;
+        bool same = o.dtype == dtype && o.ndim == want.ndim;
         for (int32_t i = 0; same && i < o.ndim; ++i) same = o.shape[i] == want.shape[i];
         if (!same) {
             mnemo_tensor w = want;
-            w.dtype = MNEMO_DTYPE_F32;
+            w.dtype = dtype;
             return fail("output: expected " + shape_text(w) + ", got " + shape_text(o));
         }
         return true;
@@ -177,6 +179,32 @@ bool check_op(const mnemo_node& n, Checker& c) {
                 return c.fail("query heads must be a multiple of kv heads");
             mnemo_tensor o = in[0];
             o.shape[2] = in[2].shape[3];
+            return c.output(o);
+        }
+        case MNEMO_OP_ARGTOPK: {
+            if (!c.f32(0, 1, 4, "1..4-D f32 x [..., D]")) return false;
+            const int64_t d = in[0].shape[in[0].ndim - 1], k = n.iparams[0];
+            if (k < 1 || k > d) return c.fail("k must be in 1..D");
+            mnemo_tensor o = in[0];
+            o.shape[o.ndim - 1] = k;
+            return c.output(o, MNEMO_DTYPE_I32);
+        }
+        case MNEMO_OP_TAKE_ALONG: {
+            if (!c.f32(0, 1, 4, "1..4-D f32 x [..., D]") ||
+                !c.input(1, in[1].dtype == MNEMO_DTYPE_I32, in[0].ndim, in[0].ndim, "i32 indices [..., k] of x's rank"))
+                return false;
+            for (int32_t i = 0; i + 1 < in[0].ndim; ++i)
+                if (in[1].shape[i] != in[0].shape[i]) return c.fail("indices and x differ in their leading dimensions");
+            return c.output(in[1]);
+        }
+        case MNEMO_OP_EMBEDDING_BAG: {
+            if (!c.weight(0, 2, "2-D f32/f16/bf16 table [R, C]") ||
+                !c.input(1, in[1].dtype == MNEMO_DTYPE_I32, 2, 2, "2-D i32 bag indices [N, m]") ||
+                !c.f32(2, 2, 2, "2-D f32 bag weights [N, m]"))
+                return false;
+            if (!same_shape(in[1], in[2])) return c.fail("bag weights and bag indices differ in shape");
+            mnemo_tensor o = in[1];
+            o.shape[1] = in[0].shape[1];
             return c.output(o);
         }
         default:

@@ -4,6 +4,7 @@
 // the portable kernels on a machine that has AVX2. Exit status 0 only when every case matches.
 #include <dlfcn.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <cstring>
@@ -387,6 +388,79 @@ void test_get_rows(Backend& be) {
     }
 }
 
+// The memory-layer ops. EMBEDDING_BAG at decode (one bag, wide rows: the columns are split over
+// threads) and batched; ARGTOPK's indices must match a stable sort exactly; bad indices of
+// TAKE_ALONG and EMBEDDING_BAG are errors.
+void test_memory_ops(Backend& be) {
+    struct Bag { int64_t r, c, n, m; };
+    for (int32_t dt : {MNEMO_DTYPE_F32, MNEMO_DTYPE_F16, MNEMO_DTYPE_BF16}) {
+        for (const Bag& b : {Bag{300, 4099, 1, 32}, Bag{50, 37, 5, 9}, Bag{7, 64, 2, 0}, Bag{1000, 1030, 3, 40}}) {
+            const HostTensor t = make(dt, {b.r, b.c}, random_floats(static_cast<size_t>(b.r * b.c)));
+            std::vector<int32_t> idx;
+            for (int64_t i = 0; i < b.n * b.m; ++i) idx.push_back(static_cast<int32_t>(g_rng() % static_cast<uint32_t>(b.r)));
+            const HostTensor ix = make_i32({b.n, b.m}, idx);
+            const HostTensor w = make(MNEMO_DTYPE_F32, {b.n, b.m}, random_floats(static_cast<size_t>(b.n * b.m)));
+            std::vector<double> want(static_cast<size_t>(b.n * b.c), 0.0);
+            for (int64_t n = 0; n < b.n; ++n)
+                for (int64_t j = 0; j < b.m; ++j)
+                    for (int64_t c = 0; c < b.c; ++c)
+                        want[static_cast<size_t>(n * b.c + c)] +=
+                            static_cast<double>(w.at(static_cast<size_t>(n * b.m + j))) *
+                            t.at(static_cast<size_t>(idx[static_cast<size_t>(n * b.m + j)] * b.c + c));
+            const mnemo_node node = make_node(MNEMO_OP_EMBEDDING_BAG, {be.upload(t), be.upload(ix), be.upload(w)},
+                                              be.output({b.n, b.c}));
+            run_and_compare(be, std::string("embedding_bag ") + dtype_name(dt) + " C=" + std::to_string(b.c) +
+                                    " N=" + std::to_string(b.n) + " m=" + std::to_string(b.m),
+                            node, want, 1e-5, 1e-5);
+        }
+    }
+    // ARGTOPK: quantised scores (ties everywhere), both the insertion path (k <= 64) and the sort path.
+    for (int64_t k : {1, 5, 64, 65, 700}) {
+        const int64_t rows = 9, d = 700;
+        std::vector<float> x = random_floats(static_cast<size_t>(rows * d), -4.0f, 4.0f);
+        for (float& v : x) v = std::round(v);
+        const HostTensor xt = make(MNEMO_DTYPE_F32, {rows, d}, x);
+        std::vector<int32_t> want;
+        for (int64_t r = 0; r < rows; ++r) {
+            std::vector<int32_t> order(static_cast<size_t>(d));
+            for (int64_t j = 0; j < d; ++j) order[static_cast<size_t>(j)] = static_cast<int32_t>(j);
+            std::stable_sort(order.begin(), order.end(), [&](int32_t a, int32_t b) {
+                return x[static_cast<size_t>(r * d + a)] > x[static_cast<size_t>(r * d + b)];
+            });
+            want.insert(want.end(), order.begin(), order.begin() + k);
+        }
+        const mnemo_tensor out = be.upload(make_i32({rows, k}, std::vector<int32_t>(static_cast<size_t>(rows * k), -1)));
+        mnemo_node node = make_node(MNEMO_OP_ARGTOPK, {be.upload(xt)}, out);
+        node.iparams[0] = k;
+        mnemo_error err{};
+        ++g_checks;
+        if (be.run(node, &err) != MNEMO_OK) {
+            fail(std::string("argtopk: ") + err.message);
+            continue;
+        }
+        const std::vector<float> raw = be.read(out);
+        std::vector<int32_t> got(raw.size());
+        std::memcpy(got.data(), raw.data(), raw.size() * 4);
+        if (got != want) fail("argtopk k=" + std::to_string(k) + ": indices differ from a stable sort");
+    }
+    // Out-of-range indices are errors, never reads past the tensor.
+    const HostTensor t = make(MNEMO_DTYPE_F32, {4, 3}, random_floats(12));
+    for (int32_t bad : {4, -1}) {
+        const HostTensor ix = make_i32({1, 2}, {0, bad});
+        const HostTensor w = make(MNEMO_DTYPE_F32, {1, 2}, {1.0f, 1.0f});
+        mnemo_error err{};
+        ++g_checks;
+        if (be.run(make_node(MNEMO_OP_EMBEDDING_BAG, {be.upload(t), be.upload(ix), be.upload(w)}, be.output({1, 3})), &err) !=
+            MNEMO_ERR_INVALID)
+            fail("embedding_bag with index " + std::to_string(bad) + " was not rejected");
+        const HostTensor tix = make_i32({4, 1}, {0, 1, bad == 4 ? 3 : bad, 2});
+        ++g_checks;
+        if (be.run(make_node(MNEMO_OP_TAKE_ALONG, {be.upload(t), be.upload(tix)}, be.output({4, 1})), &err) !=
+            MNEMO_ERR_INVALID)
+            fail("take_along with index " + std::to_string(bad == 4 ? 3 : bad) + " was not rejected");
+    }
+}
+
 void test_kv_attention(Backend& be) {
     struct Case { int64_t s, hkv, c, d, dv, hq, n; };
     const Case cases[] = {{2, 2, 9, 20, 12, 4, 3}, {1, 1, 40, 64, 64, 1, 1}, {3, 2, 17, 8, 7, 6, 5}, {1, 4, 300, 128, 128, 32, 2}};
@@ -529,6 +603,7 @@ int main() {
         test_softmax(be);
         test_rope(be);
         test_get_rows(be);
+        test_memory_ops(be);
         test_kv_attention(be);
         test_buffers(be);
         std::printf("threads=%d: %d checks, %d failures so far\n", threads, g_checks, g_failures);

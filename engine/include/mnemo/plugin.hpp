@@ -147,6 +147,11 @@ public:
     T attention(T q, T k_cache, T v_cache, T seq, T pos, float scale) const {
         return op(MNEMO_OP_ATTENTION, {q, k_cache, v_cache, seq, pos}, {}, {scale});
     }
+    // Memory layers: rank scores (i32 indices, ties to the lower index), pick the chosen scores,
+    // and the fused weighted bag sum over table rows.
+    T argtopk(T x, int64_t k) const { return op(MNEMO_OP_ARGTOPK, {x}, {k}); }
+    T take_along(T x, T idx) const { return op(MNEMO_OP_TAKE_ALONG, {x, idx}); }
+    T embedding_bag(T table, T idx, T weights) const { return op(MNEMO_OP_EMBEDDING_BAG, {table, idx, weights}); }
 
 private:
     T checked(mnemo_tid id, const char* what) const {

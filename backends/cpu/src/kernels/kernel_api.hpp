@@ -71,8 +71,10 @@ KernelFn select_softmax(PreparedNode& node, Isa isa);
 KernelFn select_rope(PreparedNode& node, Isa isa);
 KernelFn select_rows(PreparedNode& node, Isa isa);         // GET_ROWS KV_STORE
 KernelFn select_attention(PreparedNode& node, Isa isa);
+KernelFn select_memory_ops(PreparedNode& node, Isa isa);  // ARGTOPK TAKE_ALONG EMBEDDING_BAG
 
 bool check_rows_indices(const PreparedNode& node, char* message, size_t cap);
 bool check_attention_indices(const PreparedNode& node, char* message, size_t cap);
+bool check_memory_indices(const PreparedNode& node, char* message, size_t cap);  // TAKE_ALONG EMBEDDING_BAG
 
 }  // namespace mnemo_cpu
