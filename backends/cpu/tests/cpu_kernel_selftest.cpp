@@ -80,7 +80,7 @@ HostTensor make_i32(std::vector<int64_t> shape, const std::vector<int32_t>& valu
     t.dtype = MNEMO_DTYPE_I32;
     t.shape = std::move(shape);
     t.bytes.resize(values.size() * 4);
-    std::memcpy(t.bytes.data(), values.data(), t.bytes.size());
+    if (!values.empty()) std::memcpy(t.bytes.data(), values.data(), t.bytes.size());  // empty: data() may be null
     return t;
 }
 
