@@ -5,7 +5,7 @@ Algorithm (Sennrich et al. 2016 BPE over bytes, as GPT-2 uses it):
   1. Split the corpus into pre-tokens with the GPT-2 pattern (needs Debian's python3-regex for
      \\p{L} / \\p{N}); merges never cross a pre-token boundary.
   2. Write every pre-token as its UTF-8 bytes, each byte as one printable character of the GPT-2
-     byte<->unicode table (bytes_to_unicode below), so the vocabulary is JSON-safe text.
+     byte<->unicode table (bytes_to_unicode, shared with tools/reference/bpe_reference.py), so the vocabulary is JSON-safe text.
   3. Start from the 256 single bytes; repeatedly merge the most frequent adjacent pair (ties
      broken by the smaller pair in code-point order, so training is deterministic) until the
      vocabulary (including the special tokens) reaches --vocab-size or no pair occurs twice.
@@ -36,6 +36,9 @@ except ImportError:  # pragma: no cover - environment problem, explain it
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from safetensors_io import write_text_atomic  # noqa: E402
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "reference"))
+from bpe_reference import bytes_to_unicode  # noqa: E402  (GPT-2's byte -> character table)
+
 # GPT-2's pre-tokenizer: contractions, letters with an optional leading space, numbers, other
 # symbols, and whitespace (trailing whitespace before a non-space is left for the next word).
 GPT2_PATTERN = r"""'s|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+"""
@@ -46,21 +49,6 @@ CHATML_TEMPLATE = (
     "{% endfor %}"
     "{% if add_generation_prompt %}{{ '<|im_start|>assistant\\n' }}{% endif %}"
 )
-
-
-def bytes_to_unicode() -> Dict[int, str]:
-    """GPT-2's reversible byte -> character table: printable Latin-1 bytes map to themselves, the
-    other 68 bytes (controls, space, 0x7f-0xa0, 0xad) to U+0100 onwards in byte order."""
-    keep = list(range(ord("!"), ord("~") + 1)) + list(range(0xA1, 0xAC + 1)) + list(range(0xAE, 0xFF + 1))
-    table = {}
-    extra = 0
-    for b in range(256):
-        if b in keep:
-            table[b] = chr(b)
-        else:
-            table[b] = chr(256 + extra)
-            extra += 1
-    return table
 
 
 BYTE_TO_CHAR = bytes_to_unicode()

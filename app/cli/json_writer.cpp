@@ -1,33 +1,11 @@
 #include "json_writer.hpp"
 
+#include "mnemo/json.hpp"
+
 #include <cmath>
 #include <cstdio>
 
 namespace mnemo::cli {
-
-std::string JsonWriter::escape(const std::string& s) {
-    std::string out = "\"";
-    for (unsigned char c : s) {
-        switch (c) {
-            case '"': out += "\\\""; break;
-            case '\\': out += "\\\\"; break;
-            case '\n': out += "\\n"; break;
-            case '\r': out += "\\r"; break;
-            case '\t': out += "\\t"; break;
-            case '\b': out += "\\b"; break;
-            case '\f': out += "\\f"; break;
-            default:
-                if (c < 0x20) {
-                    char buf[8];
-                    std::snprintf(buf, sizeof buf, "\\u%04x", c);
-                    out += buf;
-                } else {
-                    out += static_cast<char>(c);  // UTF-8 passes through unchanged
-                }
-        }
-    }
-    return out + "\"";
-}
 
 void JsonWriter::before_value() {
     if (after_key_) {
@@ -68,7 +46,7 @@ JsonWriter& JsonWriter::end_array() {
 
 JsonWriter& JsonWriter::key(const std::string& k) {
     before_value();
-    out_ += escape(k);
+    out_ += json::quote(k);
     out_ += ':';
     after_key_ = true;
     return *this;
@@ -76,7 +54,7 @@ JsonWriter& JsonWriter::key(const std::string& k) {
 
 JsonWriter& JsonWriter::value(const std::string& s) {
     before_value();
-    out_ += escape(s);
+    out_ += json::quote(s);
     return *this;
 }
 

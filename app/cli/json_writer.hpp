@@ -25,7 +25,6 @@ public:
     JsonWriter& null();
 
     const std::string& str() const { return out_; }
-    static std::string escape(const std::string& s);  // with the surrounding quotes
 
 private:
     void before_value();

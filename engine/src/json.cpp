@@ -130,7 +130,7 @@ Value Value::make_object(std::vector<std::pair<std::string, Value>> o) {
     return v;
 }
 
-static void dump_string(const std::string& s, std::string& out) {
+static void dump_string(std::string_view s, std::string& out) {
     static const char hex[] = "0123456789abcdef";
     out += '"';
     for (const char ch : s) {
@@ -154,6 +154,12 @@ static void dump_string(const std::string& s, std::string& out) {
         }
     }
     out += '"';
+}
+
+std::string quote(std::string_view s) {
+    std::string out;
+    dump_string(s, out);
+    return out;
 }
 
 static void dump_number(double d, std::string& out) {

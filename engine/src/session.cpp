@@ -505,12 +505,4 @@ void Session::set_threads(int32_t n) {
     if (impl_->device->api()->set_threads) impl_->device->api()->set_threads(impl_->device->ctx(), n);
 }
 
-std::string read_model_type(const std::string& model_dir) {
-    const std::string path = (fs::path(model_dir) / "config.json").string();
-    const json::Value cfg = json::parse_file(path);
-    const json::Value* t = cfg.find("model_type");
-    if (!t || !t->is_string()) throw Error(path + ": field 'model_type' is missing or not a string");
-    return t->as_string();
-}
-
 }  // namespace mnemo

@@ -73,6 +73,9 @@ Value parse(std::string_view text, std::string_view source);
 // Read a file and parse it; errors name the file path.
 Value parse_file(const std::string& path);
 
+// A string as a JSON string literal, quotes included (control characters escaped, UTF-8 kept).
+std::string quote(std::string_view s);
+
 // Type name for messages: "null", "boolean", "number", "string", "array", "object".
 const char* type_name(Type t);
 

@@ -56,7 +56,6 @@ struct OpProfile {
     std::string op;
     uint64_t calls = 0;
     uint64_t total_ns = 0;
-    double flops = 0;
 };
 
 // One row of a batch: token `token` at position `pos` of sequence `seq`.
@@ -112,7 +111,5 @@ public:
     Cancelled() : std::runtime_error("cancelled") {}
 };
 
-// Read config.json's model_type (and nothing else): for `mnemo info` and error messages.
-std::string read_model_type(const std::string& model_dir);
 
 }  // namespace mnemo

@@ -10,17 +10,11 @@
 namespace mnemo_cpu {
 namespace {
 
-constexpr int64_t kParallelMinElements = 1 << 15;
 constexpr float kGeluK = 0.7978845608028654f;  // sqrt(2/pi)
 
 bool my_range(const PreparedNode& p, int ith, int nth, int64_t* begin, int64_t* end) {
-    const int64_t total = numel(p.node.output);
-    if (total < kParallelMinElements) {
-        *begin = 0;
-        *end = ith == 0 ? total : 0;
-    } else {
-        split_range(total, ith, nth, 64, begin, end);
-    }
+    // Small nodes never get here with nth > 1: graph_prepare runs them inline (node_work).
+    split_range(numel(p.node.output), ith, nth, 64, begin, end);
     return *begin < *end;
 }
 

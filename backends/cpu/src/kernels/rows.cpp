@@ -17,17 +17,8 @@ MNEMO_AVX2 void widen_row_avx2(const void* src, int32_t dtype, float* dst, int64
 
 namespace {
 
-constexpr int64_t kParallelMinElements = 1 << 15;
-
 void get_rows_range(const PreparedNode& p, int ith, int nth, int64_t* r0, int64_t* r1) {
-    const int64_t n = p.node.inputs[1].shape[0];
-    const int64_t c = p.node.inputs[0].shape[1];
-    if (n * c < kParallelMinElements) {
-        *r0 = 0;
-        *r1 = ith == 0 ? n : 0;
-    } else {
-        split_range(n, ith, nth, 1, r0, r1);
-    }
+    split_range(p.node.inputs[1].shape[0], ith, nth, 1, r0, r1);  // small nodes run inline (node_work)
 }
 
 template <bool AVX2>
@@ -69,12 +60,7 @@ void kv_store_kernel(const KernelCall& call, int ith, int nth) {
     const int32_t* pos = static_cast<const int32_t*>(p.in[3]);
     float* dst = static_cast<float*>(p.out);  // the cache itself
     int64_t r0, r1;
-    if (n * h * d < kParallelMinElements) {
-        r0 = 0;
-        r1 = ith == 0 ? n * h : 0;
-    } else {
-        split_range(n * h, ith, nth, 1, &r0, &r1);
-    }
+    split_range(n * h, ith, nth, 1, &r0, &r1);
     for (int64_t r = r0; r < r1; ++r) {
         const int64_t t = r / h, head = r % h;
         const int64_t row = (static_cast<int64_t>(seq[t]) * h + head) * c + pos[t];

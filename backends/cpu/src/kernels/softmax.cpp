@@ -8,8 +8,6 @@
 namespace mnemo_cpu {
 namespace {
 
-constexpr int64_t kParallelMinElements = 1 << 14;
-
 struct SoftmaxArgs {
     const float* x;
     float* y;
@@ -21,12 +19,7 @@ SoftmaxArgs softmax_args(const PreparedNode& p, int ith, int nth, int64_t* r0, i
     const mnemo_tensor& t = p.node.inputs[0];
     SoftmaxArgs a{static_cast<const float*>(p.in[0]), static_cast<float*>(p.out), outer_rows(t),
                   t.shape[t.ndim - 1], p.node.fparams[0] == 0.0f ? 1.0f : p.node.fparams[0]};
-    if (a.rows * a.d < kParallelMinElements) {
-        *r0 = 0;
-        *r1 = ith == 0 ? a.rows : 0;
-    } else {
-        split_range(a.rows, ith, nth, 1, r0, r1);
-    }
+    split_range(a.rows, ith, nth, 1, r0, r1);  // small nodes run inline (graph.cpp node_work)
     return a;
 }
 
