@@ -57,6 +57,8 @@ ModelHost::ModelHost(const json::Value& config, std::string config_name, const C
     api_.declare_weight = &declare_weight;
     api_.declare_constant = &declare_constant;
     api_.declare_state = &declare_state;
+    api_.declare_weight_stack = &declare_weight_stack;
+    api_.read_weight = &read_weight;
 }
 
 const json::Value* ModelHost::field(const char* path, mnemo_error* err, const char* expected) const {
@@ -137,29 +139,100 @@ mnemo_status ModelHost::add(ParamDecl decl, mnemo_tid* out) {
     return MNEMO_OK;
 }
 
+const TensorView& ModelHost::checked_weight(const char* name, uint32_t dtype_mask, int32_t ndim,
+                                            const int64_t* shape) const {
+    const TensorView* t = checkpoint_.find(name);
+    if (!t) {
+        const std::string where = checkpoint_.files().size() == 1 ? checkpoint_.files()[0] : "the checkpoint";
+        throw Error(where + ": tensor '" + std::string(name) + "' is missing (the " + plugin_name_ +
+                    " plugin needs it for this config.json)");
+    }
+    const std::vector<int64_t> expected(shape, shape + (ndim > 0 ? ndim : 0));
+    if (t->shape != expected)
+        throw Error(t->file + ": tensor '" + std::string(name) + "' has shape " + shape_text(t->shape) + ", expected " +
+                    shape_text(expected) + " for this config.json");
+    if (!(dtype_mask & (1u << static_cast<uint32_t>(t->dtype))))
+        throw Error(t->file + ": tensor '" + std::string(name) + "' is " + std::string(dtype_name(t->dtype)) +
+                    ", expected " + mask_text(dtype_mask));
+    return *t;
+}
+
 mnemo_status ModelHost::declare_weight(void* self_, const char* name, uint32_t dtype_mask, int32_t ndim,
                                        const int64_t* shape, mnemo_tid* out, mnemo_error* err) {
     ModelHost* self = self_of(self_);
     try {
-        const TensorView* t = self->checkpoint_.find(name);
-        if (!t) {
-            const std::string where = self->checkpoint_.files().size() == 1 ? self->checkpoint_.files()[0] : "the checkpoint";
-            throw Error(where + ": tensor '" + std::string(name) + "' is missing (the " + self->plugin_name_ +
-                        " plugin needs it for this config.json)");
-        }
-        const std::vector<int64_t> expected(shape, shape + (ndim > 0 ? ndim : 0));
-        if (t->shape != expected)
-            throw Error(t->file + ": tensor '" + std::string(name) + "' has shape " + shape_text(t->shape) + ", expected " +
-                        shape_text(expected) + " for this config.json");
-        if (!(dtype_mask & (1u << static_cast<uint32_t>(t->dtype))))
-            throw Error(t->file + ": tensor '" + std::string(name) + "' is " + std::string(dtype_name(t->dtype)) +
-                        ", expected " + mask_text(dtype_mask));
+        const TensorView& t = self->checked_weight(name, dtype_mask, ndim, shape);
         ParamDecl d;
         d.name = name;
         d.kind = ParamKind::Weight;
-        d.shape = make_shape(static_cast<int32_t>(t->dtype), ndim, shape, name);
-        d.weight = t;
+        d.shape = make_shape(static_cast<int32_t>(t.dtype), ndim, shape, name);
+        d.weight = &t;
         return self->add(std::move(d), out);
+    } catch (const std::exception& e) {
+        set_error(err, e.what());
+        return MNEMO_ERR_INVALID;
+    }
+}
+
+mnemo_status ModelHost::declare_weight_stack(void* self_, const char* const* names, int32_t count,
+                                             uint32_t dtype_mask, int32_t ndim, const int64_t* shape, mnemo_tid* out,
+                                             mnemo_error* err) {
+    ModelHost* self = self_of(self_);
+    try {
+        if (count < 1) throw Error("a weight stack needs at least one tensor");
+        if (ndim < 1 || ndim + 1 > MNEMO_MAX_DIMS)
+            throw Error(std::string("weight stack '") + names[0] + "': each part needs 1.." +
+                        std::to_string(MNEMO_MAX_DIMS - 1) + " dimensions");
+        std::vector<const TensorView*> parts;
+        for (int32_t i = 0; i < count; ++i) {
+            const TensorView& t = self->checked_weight(names[i], dtype_mask, ndim, shape);
+            if (!parts.empty() && t.dtype != parts[0]->dtype)
+                throw Error(t.file + ": tensor '" + std::string(names[i]) + "' is " + std::string(dtype_name(t.dtype)) +
+                            ", but '" + names[0] + "' in the same stack is " + std::string(dtype_name(parts[0]->dtype)));
+            parts.push_back(&t);
+        }
+        std::vector<int64_t> stacked{count};
+        stacked.insert(stacked.end(), shape, shape + ndim);
+        ParamDecl d;
+        d.name = std::string(names[0]) + (count > 1 ? " (+" + std::to_string(count - 1) + " stacked)" : "");
+        d.kind = ParamKind::Weight;
+        d.shape = make_shape(static_cast<int32_t>(parts[0]->dtype), ndim + 1, stacked.data(), d.name);
+        const uint64_t part_bytes = d.shape.nbytes() / static_cast<uint64_t>(count);
+        d.owned.resize(d.shape.nbytes());
+        for (int32_t i = 0; i < count; ++i)
+            std::memcpy(d.owned.data() + part_bytes * static_cast<uint64_t>(i), parts[i]->data, part_bytes);
+        return self->add(std::move(d), out);
+    } catch (const std::exception& e) {
+        set_error(err, e.what());
+        return MNEMO_ERR_INVALID;
+    }
+}
+
+mnemo_status ModelHost::read_weight(void* self_, mnemo_tid id, int32_t dtype, void* dst, int64_t count,
+                                    mnemo_error* err) {
+    ModelHost* self = self_of(self_);
+    try {
+        if (id < 0 || static_cast<size_t>(id) >= self->params_.size())
+            throw Error("read_weight: unknown tensor id " + std::to_string(id));
+        const ParamDecl& p = self->params_[static_cast<size_t>(id)];
+        if (p.kind == ParamKind::State) throw Error("read_weight: '" + p.name + "' is per-context state, not a weight");
+        if (count != p.shape.numel())
+            throw Error("read_weight: '" + p.name + "' holds " + std::to_string(p.shape.numel()) + " elements, " +
+                        std::to_string(count) + " requested");
+        const auto* src = static_cast<const uint8_t*>(p.host_data());
+        const DType from = p.shape.dtype;
+        if (dtype == MNEMO_DTYPE_I32) {
+            if (from != DType::I32)
+                throw Error("read_weight: '" + p.name + "' is " + std::string(dtype_name(from)) + ", not i32");
+            std::memcpy(dst, src, static_cast<size_t>(count) * 4);
+        } else if (dtype == MNEMO_DTYPE_F32) {
+            if (from == DType::I32) throw Error("read_weight: '" + p.name + "' is i32, not a float tensor");
+            auto* out = static_cast<float*>(dst);
+            for (int64_t i = 0; i < count; ++i) out[i] = load_as_f32(src, from, static_cast<size_t>(i));
+        } else {
+            throw Error("read_weight: can only convert to f32 or i32");
+        }
+        return MNEMO_OK;
     } catch (const std::exception& e) {
         set_error(err, e.what());
         return MNEMO_ERR_INVALID;
@@ -175,7 +248,7 @@ mnemo_status ModelHost::declare_constant(void* self_, const char* name, int32_t 
         d.kind = ParamKind::Constant;
         d.shape = make_shape(dtype, ndim, shape, std::string("constant '") + name + "'");
         const auto* bytes = static_cast<const uint8_t*>(data);
-        d.constant.assign(bytes, bytes + d.shape.nbytes());
+        d.owned.assign(bytes, bytes + d.shape.nbytes());
         return self->add(std::move(d), out);
     } catch (const std::exception& e) {
         set_error(err, e.what());

@@ -20,8 +20,11 @@ struct ParamDecl {
     std::string name;
     ParamKind kind = ParamKind::Weight;
     TensorShape shape;
-    const TensorView* weight = nullptr;  // Weight: the checkpoint tensor (mmapped)
-    std::vector<uint8_t> constant;       // Constant: the plugin's data
+    const TensorView* weight = nullptr;  // Weight: the checkpoint tensor (mmapped); null when stacked
+    std::vector<uint8_t> owned;          // Constant: the plugin's data; stacked Weight: the engine's copy
+
+    // Where the tensor's bytes are on the host (Weight and Constant).
+    const void* host_data() const { return weight ? weight->data : owned.data(); }
 };
 
 class ModelHost {
@@ -48,6 +51,14 @@ private:
                                          const int64_t* shape, const void* data, mnemo_tid* out, mnemo_error* err);
     static mnemo_status declare_state(void* self, const char* name, int32_t dtype, int32_t ndim,
                                       const int64_t* shape, mnemo_tid* out, mnemo_error* err);
+    static mnemo_status declare_weight_stack(void* self, const char* const* names, int32_t count, uint32_t dtype_mask,
+                                             int32_t ndim, const int64_t* shape, mnemo_tid* out, mnemo_error* err);
+    static mnemo_status read_weight(void* self, mnemo_tid id, int32_t dtype, void* dst, int64_t count,
+                                    mnemo_error* err);
+
+    // The checkpoint tensor `name`, checked against the expected shape and dtypes; throws with
+    // the file and tensor named.
+    const TensorView& checked_weight(const char* name, uint32_t dtype_mask, int32_t ndim, const int64_t* shape) const;
 
     // The config value at `path`, or an error naming the field.
     const json::Value* field(const char* path, mnemo_error* err, const char* expected) const;

@@ -1,5 +1,7 @@
 // The op table and the shape rule of every op (see the table in mnemo/abi/mnemo_abi.h).
 #include <array>
+#include <climits>
+#include <cstdint>
 #include <sstream>
 
 #include "mnemo/error.hpp"
@@ -27,6 +29,13 @@ constexpr std::array<OpInfo, MNEMO_OP_COUNT_> kOps = {{
     {MNEMO_OP_ARGTOPK, "argtopk", 1, 1, false},
     {MNEMO_OP_TAKE_ALONG, "take_along", 2, 2, false},
     {MNEMO_OP_EMBEDDING_BAG, "embedding_bag", 3, 3, false},
+    {MNEMO_OP_PK_SCORE, "pk_score", 2, 3, false},
+    {MNEMO_OP_PK_TOPK, "pk_topk", 1, 8, false},
+    {MNEMO_OP_PK_PAIR_SCORES, "pk_pair_scores", 2, 7, false},
+    {MNEMO_OP_MEM_INDEX, "mem_index", 1, 2, false},
+    {MNEMO_OP_PEER_GATE, "peer_gate", 4, 4, false},
+    {MNEMO_OP_HIVE, "hive", 4, 4, false},
+    {MNEMO_OP_MOE_FFN, "moe_ffn", 6, 6, false},
 }};
 
 bool is_float_type(DType t) { return t == DType::F32 || t == DType::F16 || t == DType::BF16; }
@@ -270,18 +279,174 @@ TensorShape infer_output(int32_t op, std::span<const TensorShape> in, std::span<
             const TensorShape& table = r.weight(0, 2, "table [R, C]");
             const TensorShape& idx = r.in_dtype(1, DType::I32, "bag indices [N, m]");
             if (idx.ndim != 2) r.fail_input(1, "2-D i32 bag indices [N, m]");
-            const TensorShape& w = r.f32(2, 2, 2, "bag weights [N, m]");
-            if (!same_shape(idx, w))
-                r.fail("bag weights " + w.str() + " must have the shape of the bag indices " + idx.str());
+            const TensorShape& w = r.f32(2, 2, 3, "bag weights [N, m] or per-core [N, m, P]");
+            if (w.shape[0] != idx.shape[0] || w.shape[1] != idx.shape[1])
+                r.fail("bag weights " + w.str() + " must start with the shape of the bag indices " + idx.str());
+            const int64_t cols = table.shape[1];
+            if (w.ndim == 3 && (w.shape[2] < 1 || cols % w.shape[2] != 0))
+                r.fail("per-core weights " + w.str() + ": the " + std::to_string(w.shape[2]) +
+                       " cores must divide the table width C = " + std::to_string(cols));
+            const int64_t groups = ip.empty() || ip[0] == 0 ? 1 : ip[0];
+            if (groups < 1) r.fail("group count " + std::to_string(groups) + " must be >= 1");
+            if (groups * table.shape[0] > INT32_MAX)
+                r.fail("groups x table rows = " + std::to_string(groups * table.shape[0]) + " exceeds i32 indices");
             out.ndim = 2;
             out.shape[0] = idx.shape[0];
-            out.shape[1] = table.shape[1];
+            out.shape[1] = groups * cols;
             return out;
+        }
+        case MNEMO_OP_PK_SCORE: {
+            need_i(2);
+            const TensorShape& q = r.f32(0, 4, 4, "queries [N, Q, 2, K]");
+            const TensorShape& keys = r.weight(1, 4, "sub-keys [2H, Nk, K, Rk]");
+            const int64_t heads = ip[0], share = ip[1];
+            if (heads < 1 || share < 1)
+                r.fail("heads " + std::to_string(heads) + " and heads per query " + std::to_string(share) + " must be >= 1");
+            if (q.shape[2] != 2) r.fail_input(0, "queries [N, Q, 2, K] (2 = row and column halves)");
+            if (keys.shape[0] != 2 * heads)
+                r.fail("sub-keys " + keys.str() + " must hold 2H = " + std::to_string(2 * heads) + " banks for H = " +
+                       std::to_string(heads) + " heads");
+            if (keys.shape[2] != q.shape[3])
+                r.fail("sub-key dim " + std::to_string(keys.shape[2]) + " != query half dim " + std::to_string(q.shape[3]));
+            if (q.shape[1] * share < heads)
+                r.fail(std::to_string(q.shape[1]) + " queries shared by " + std::to_string(share) +
+                       " heads each cannot serve " + std::to_string(heads) + " heads");
+            if (in.size() == 3) {
+                need_f(1);
+                const TensorShape& g = r.weight(2, 1, "key-norm gain [K]");
+                if (g.shape[0] != keys.shape[2]) r.fail_input(2, "length " + std::to_string(keys.shape[2]));
+                if (!(fp[0] >= 0.0f)) r.fail("eps must be >= 0");
+            }
+            out.ndim = 4;
+            out.shape[0] = q.shape[0];
+            out.shape[1] = 2 * heads;
+            out.shape[2] = keys.shape[1];
+            out.shape[3] = keys.shape[3];
+            return out;
+        }
+        case MNEMO_OP_PK_TOPK:
+        case MNEMO_OP_PK_PAIR_SCORES: {
+            const TensorShape& sc = r.f32(0, 4, 4, "sub-key scores [N, 2H, Nk, Rk]");
+            if (sc.shape[1] % 2 != 0) r.fail_input(0, "an even second dimension (row and column per head)");
+            const int64_t n = sc.shape[0], heads = sc.shape[1] / 2, nk = sc.shape[2], rank = sc.shape[3];
+            // PK_TOPK: S [, u, v, core...]; PK_PAIR_SCORES: S, idx [, core...]
+            const size_t first_core = op == MNEMO_OP_PK_TOPK ? 3 : 2;
+            if (op == MNEMO_OP_PK_TOPK && (in.size() == 2 || in.size() == 3))
+                r.fail("Tucker scoring takes S, u, v and 1..5 cores; additive scoring takes S alone");
+            if (op == MNEMO_OP_PK_TOPK && in.size() > 1)
+                for (size_t i = 1; i < 3; ++i) {
+                    const TensorShape& uv = r.weight(i, 2, i == 1 ? "row rank-1 vector u [H, Rk]" : "column rank-1 vector v [H, Rk]");
+                    if (uv.shape[0] != heads || uv.shape[1] != rank)
+                        r.fail_input(i, "[" + std::to_string(heads) + ", " + std::to_string(rank) + "]");
+                }
+            const int64_t cores = in.size() > first_core ? static_cast<int64_t>(in.size() - first_core) : 0;
+            for (size_t i = first_core; i < in.size(); ++i) {
+                const TensorShape& core = r.weight(i, 3, "Tucker core [H, Rk, Rk]");
+                if (core.shape[0] != heads || core.shape[1] != rank || core.shape[2] != rank)
+                    r.fail_input(i, "core [" + std::to_string(heads) + ", " + std::to_string(rank) + ", " +
+                                        std::to_string(rank) + "]");
+            }
+            if (cores == 0 && rank != 1)
+                r.fail("additive scoring needs rank-1 scores; rank " + std::to_string(rank) + " needs Tucker cores");
+            if (op == MNEMO_OP_PK_TOPK) {
+                need_i(2);
+                const int64_t m = ip[0], k = ip[1];
+                if (m < 1 || m > nk)
+                    r.fail("candidates per side m = " + std::to_string(m) + " must be in 1.." + std::to_string(nk) +
+                           " (sub-keys per side)");
+                if (k < 1 || k > m * m)
+                    r.fail("k = " + std::to_string(k) + " must be in 1..m*m = " + std::to_string(m * m));
+                if (nk * nk > INT32_MAX) r.fail("Nk*Nk = " + std::to_string(nk * nk) + " virtual keys exceed i32 indices");
+                out.ndim = 3;
+                out.dtype = DType::I32;
+                out.shape[0] = n;
+                out.shape[1] = heads;
+                out.shape[2] = k;
+                return out;
+            }
+            const TensorShape& idx = r.in_dtype(1, DType::I32, "pair indices [N, H, k]");
+            if (idx.ndim != 3 || idx.shape[0] != n || idx.shape[1] != heads)
+                r.fail_input(1, "i32 pair indices [" + std::to_string(n) + ", " + std::to_string(heads) + ", k]");
+            out.ndim = 4;
+            out.shape[0] = n;
+            out.shape[1] = heads;
+            out.shape[2] = idx.shape[2];
+            out.shape[3] = cores == 0 ? 1 : cores;
+            return out;
+        }
+        case MNEMO_OP_MEM_INDEX: {
+            need_i(5);
+            const TensorShape& v = r.in_dtype(0, DType::I32, "virtual indices");
+            if (in.size() == 2) r.i32_vec(1, -1, "shuffle permutation [V]");
+            const int64_t value_num = ip[0], offset = ip[1], rows = ip[2], groups = ip[3], with_group = ip[4];
+            if (value_num < 1 || rows < 1 || groups < 1)
+                r.fail("value_num, table rows and groups must be >= 1 (got " + std::to_string(value_num) + ", " +
+                       std::to_string(rows) + ", " + std::to_string(groups) + ")");
+            if (offset < 0 || offset >= rows)
+                r.fail("offset " + std::to_string(offset) + " is outside the table's 0.." + std::to_string(rows - 1));
+            if (with_group != 0 && with_group != 1) r.fail("with_group must be 0 or 1");
+            if (with_group && groups * rows > INT32_MAX)
+                r.fail("groups x rows = " + std::to_string(groups * rows) + " exceeds i32 indices");
+            return v;
+        }
+        case MNEMO_OP_PEER_GATE: {
+            const TensorShape& table = r.weight(0, 2, "pre-value table [R, P]");
+            const TensorShape& idx = r.in_dtype(1, DType::I32, "indices [N, m]");
+            if (idx.ndim != 2) r.fail_input(1, "2-D i32 indices [N, m]");
+            const TensorShape& x = r.f32(2, 2, 2, "pre-value query [N, P]");
+            const TensorShape& sc = r.f32(3, 2, 3, "scores [N, m] or [N, m, C]");
+            if (x.shape[0] != idx.shape[0] || x.shape[1] != table.shape[1])
+                r.fail("query " + x.str() + " must be [" + std::to_string(idx.shape[0]) + ", " +
+                       std::to_string(table.shape[1]) + "]");
+            if (sc.shape[0] != idx.shape[0] || sc.shape[1] != idx.shape[1])
+                r.fail("scores " + sc.str() + " must start with the shape of the indices " + idx.str());
+            if (!ip.empty() && (ip[0] < 0 || ip[0] > 2)) r.fail("activation must be 0 (none), 1 (GELU erf) or 2 (GELU tanh)");
+            return sc;
+        }
+        case MNEMO_OP_HIVE: {
+            const TensorShape& bank = r.weight(0, 2, "latent bank [R, r]");
+            const TensorShape& idx = r.in_dtype(1, DType::I32, "indices [N, H, m]");
+            if (idx.ndim != 3) r.fail_input(1, "3-D i32 indices [N, H, m]");
+            const TensorShape& w = r.f32(2, 3, 3, "weights [N, H, m]");
+            if (!same_shape(idx, w)) r.fail("weights " + w.str() + " must have the shape of the indices " + idx.str());
+            const TensorShape& proj = r.weight(3, 3, "head projections [H, r, Dh]");
+            if (proj.shape[0] != idx.shape[1] || proj.shape[1] != bank.shape[1])
+                r.fail("head projections " + proj.str() + " must be [" + std::to_string(idx.shape[1]) + ", " +
+                       std::to_string(bank.shape[1]) + ", Dh]");
+            out.ndim = 3;
+            out.shape[0] = idx.shape[0];
+            out.shape[1] = idx.shape[1];
+            out.shape[2] = proj.shape[2];
+            return out;
+        }
+        case MNEMO_OP_MOE_FFN: {
+            const TensorShape& x = r.f32(0, 2, 2, "activations [N, D]");
+            const TensorShape& idx = r.in_dtype(1, DType::I32, "expert ids [N, k]");
+            const TensorShape& w = r.f32(2, 2, 2, "expert weights [N, k]");
+            if (idx.ndim != 2 || idx.shape[0] != x.shape[0]) r.fail_input(1, "i32 expert ids [" + std::to_string(x.shape[0]) + ", k]");
+            if (!same_shape(idx, w)) r.fail("expert weights " + w.str() + " must have the shape of the expert ids " + idx.str());
+            const TensorShape& gate = r.weight(3, 3, "gate [E, F, D]");
+            const TensorShape& up = r.weight(4, 3, "up [E, F, D]");
+            const TensorShape& down = r.weight(5, 3, "down [E, D, F]");
+            const int64_t e = gate.shape[0], f = gate.shape[1], d = x.shape[1];
+            if (gate.shape[2] != d) r.fail_input(3, "gate [E, F, " + std::to_string(d) + "]");
+            if (up.shape[0] != e || up.shape[1] != f || up.shape[2] != d) r.fail_input(4, "up with the shape of gate " + gate.str());
+            if (down.shape[0] != e || down.shape[1] != d || down.shape[2] != f)
+                r.fail_input(5, "down [" + std::to_string(e) + ", " + std::to_string(d) + ", " + std::to_string(f) + "]");
+            return x;
         }
         default:
             r.fail("has no shape rule");
     }
 }
+
+namespace {
+double numel_of(const mnemo_tensor& t) {
+    double v = 1;
+    for (int32_t i = 0; i < t.ndim; ++i) v *= static_cast<double>(t.shape[i]);
+    return v;
+}
+}  // namespace
 
 double node_flops(const mnemo_node& n) {
     const TensorShape out = shape_of(n.output);
@@ -298,6 +463,29 @@ double node_flops(const mnemo_node& n) {
         case MNEMO_OP_EMBEDDING_BAG:  // a multiply-add per bag entry and column
             return 2.0 * static_cast<double>(n.inputs[1].shape[0]) * static_cast<double>(n.inputs[1].shape[1]) *
                    static_cast<double>(n.inputs[0].shape[1]);
+        case MNEMO_OP_PK_SCORE:  // every sub-key of every rank against its query
+            return 2.0 * static_cast<double>(out.numel()) * static_cast<double>(n.inputs[1].shape[2]);
+        case MNEMO_OP_PK_TOPK: {  // m*m candidate pairs per (token, head), each an Rk x Rk form per core
+            const double rank = static_cast<double>(n.inputs[0].shape[3]);
+            const double cores = n.n_inputs > 3 ? n.n_inputs - 3 : 0;
+            const double m = static_cast<double>(n.iparams[0]);
+            const double pairs = static_cast<double>(n.inputs[0].shape[0] * n.inputs[0].shape[1] / 2) * m * m;
+            return numel_of(n.inputs[0]) + pairs * (cores > 0 ? 2.0 * cores * rank * (rank + 1) : 1.0);
+        }
+        case MNEMO_OP_PK_PAIR_SCORES: {
+            const double rank = static_cast<double>(n.inputs[0].shape[3]);
+            return static_cast<double>(out.numel()) * 2.0 * rank * (rank + 1);
+        }
+        case MNEMO_OP_PEER_GATE:  // a dot product per entry
+            return 2.0 * numel_of(n.inputs[1]) * static_cast<double>(n.inputs[0].shape[1]);
+        case MNEMO_OP_HIVE: {  // the latent bag, then one r x Dh projection per (token, head)
+            const double r = static_cast<double>(n.inputs[0].shape[1]);
+            return 2.0 * numel_of(n.inputs[1]) * r +
+                   2.0 * static_cast<double>(out.numel()) * r;
+        }
+        case MNEMO_OP_MOE_FFN:  // three matrix-vector products per chosen expert
+            return 6.0 * numel_of(n.inputs[1]) * static_cast<double>(n.inputs[3].shape[1]) *
+                   static_cast<double>(n.inputs[3].shape[2]);
         default:
             return static_cast<double>(out.numel());
     }

@@ -166,7 +166,12 @@ struct Session::Impl {
     void prepare(PlannedGraph& p);
     void run(const std::vector<BatchToken>& batch, std::vector<float>& out);
     mnemo_tensor bind(const PlannedGraph& p, int32_t node) const;
-    uint64_t streamed_weight_bytes(const PlannedGraph& p) const;
+    // Weights one graph run reads: whole tensors, or only the rows/experts gathering ops name.
+    struct WeightTraffic {
+        uint64_t bytes = 0;
+        int64_t params = 0;
+    };
+    WeightTraffic weight_traffic(const PlannedGraph& p) const;
 };
 
 void Session::Impl::load() {
@@ -222,13 +227,29 @@ void Session::Impl::load() {
     logits.reserve(static_cast<size_t>(info.vocab_size) * static_cast<size_t>(n_seq));
     // Plan the single-token decode graph now: it sizes the arena, reports plugin graph errors at
     // load time rather than at the first token, and tells how many weight bytes a step reads.
-    summary.decode_weight_bytes = streamed_weight_bytes(plan_for(1, 1));
+    const WeightTraffic decode = weight_traffic(plan_for(1, 1));
+    summary.decode_weight_bytes = decode.bytes;
+    summary.activated_params = decode.params;
 }
 
-uint64_t Session::Impl::streamed_weight_bytes(const PlannedGraph& p) const {
-    // Ops that read only the rows their index input names (input 0 is the table, input 1 the
-    // indices): a decode step reads numel(indices) rows of the table, not all of it.
-    auto gathers = [](int32_t op) { return op == MNEMO_OP_GET_ROWS || op == MNEMO_OP_EMBEDDING_BAG; };
+namespace {
+
+// Which input indexes rows of weight input k of `op`: those weights are read only at the rows
+// (or experts) the index names, not in full. -1: the op streams the whole input.
+int gathering_index(int32_t op, size_t k) {
+    switch (op) {
+        case MNEMO_OP_GET_ROWS:
+        case MNEMO_OP_EMBEDDING_BAG:
+        case MNEMO_OP_PEER_GATE:
+        case MNEMO_OP_HIVE: return k == 0 ? 1 : -1;
+        case MNEMO_OP_MOE_FFN: return k >= 3 ? 1 : -1;  // the k chosen experts of each token
+        default: return -1;
+    }
+}
+
+}  // namespace
+
+Session::Impl::WeightTraffic Session::Impl::weight_traffic(const PlannedGraph& p) const {
     const std::vector<ParamDecl>& params = host->params();
     std::vector<int64_t> gathered_rows(params.size(), 0);
     std::vector<int> streamed(params.size(), 0);
@@ -237,22 +258,22 @@ uint64_t Session::Impl::streamed_weight_bytes(const PlannedGraph& p) const {
         for (size_t k = 0; k < g.inputs.size(); ++k) {
             const detail::GraphNode& in = p.nodes[g.inputs[k]];
             if (in.kind != detail::NodeKind::Param || params[in.param_id].kind != ParamKind::Weight) continue;
-            if (gathers(g.op) && k == 0)
-                gathered_rows[in.param_id] += p.nodes[g.inputs[1]].shape.numel();
+            const int idx = gathering_index(g.op, k);
+            if (idx >= 0)
+                gathered_rows[in.param_id] += p.nodes[g.inputs[static_cast<size_t>(idx)]].shape.numel();
             else
                 streamed[in.param_id] = 1;
         }
     }
-    uint64_t bytes = 0;
+    WeightTraffic t;
     for (size_t i = 0; i < params.size(); ++i) {
         const TensorShape& s = params[i].shape;
-        const uint64_t row_bytes = s.nbytes() / static_cast<uint64_t>(std::max<int64_t>(s.shape[0], 1));
-        if (streamed[i])
-            bytes += s.nbytes();
-        else
-            bytes += std::min(s.nbytes(), row_bytes * static_cast<uint64_t>(gathered_rows[i]));
+        const int64_t rows = std::max<int64_t>(s.shape[0], 1);
+        const int64_t read_rows = streamed[i] ? rows : std::min(rows, gathered_rows[i]);
+        t.bytes += s.nbytes() / static_cast<uint64_t>(rows) * static_cast<uint64_t>(read_rows);
+        t.params += s.numel() / rows * read_rows;
     }
-    return bytes;
+    return t;
 }
 
 void Session::Impl::bind_params() {
@@ -263,14 +284,14 @@ void Session::Impl::bind_params() {
         const uint64_t bytes = p.shape.nbytes();
         switch (p.kind) {
             case ParamKind::Weight:
-                buffer = device->wrap_or_upload(p.weight->data, bytes, "weight '" + p.name + "'");
+                buffer = device->wrap_or_upload(p.host_data(), bytes, "weight '" + p.name + "'");
                 summary.n_params += p.shape.numel();
                 summary.weight_bytes += bytes;
                 ++dtype_counts[p.shape.dtype];
                 break;
             case ParamKind::Constant:
                 buffer = device->alloc(bytes, "constant '" + p.name + "'");
-                device->write(buffer, 0, p.constant.data(), bytes, "constant '" + p.name + "'");
+                device->write(buffer, 0, p.owned.data(), bytes, "constant '" + p.name + "'");
                 break;
             case ParamKind::State:
                 buffer = device->alloc(bytes, "state '" + p.name + "'");

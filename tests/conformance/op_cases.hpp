@@ -482,6 +482,14 @@ inline void embedding_bag(std::vector<OpCase>& out) {
 }
 
 }  // namespace detail
+}  // namespace mnemo::conformance
+
+// Later op families keep their cases in their own files; they use the helpers above.
+#include "op_cases_lookup.hpp"
+#include "op_cases_moe.hpp"
+#include "op_cases_product_keys.hpp"
+
+namespace mnemo::conformance {
 
 // Every conformance case, grouped by op. Built once; generating inputs is left to make_inputs.
 inline const std::vector<OpCase>& all_op_cases() {
@@ -499,6 +507,9 @@ inline const std::vector<OpCase>& all_op_cases() {
         detail::argtopk(v);
         detail::take_along(v);
         detail::embedding_bag(v);
+        detail::product_keys(v);
+        detail::lookup(v);
+        detail::moe(v);
         return v;
     }();
     return cases;

@@ -45,6 +45,13 @@ KernelFn select_kernel(PreparedNode& p, Isa isa) {
         case MNEMO_OP_ARGTOPK:
         case MNEMO_OP_TAKE_ALONG:
         case MNEMO_OP_EMBEDDING_BAG: return select_memory_ops(p, isa);
+        case MNEMO_OP_PK_SCORE:
+        case MNEMO_OP_PK_TOPK:
+        case MNEMO_OP_PK_PAIR_SCORES: return select_product_keys(p, isa);
+        case MNEMO_OP_MEM_INDEX:
+        case MNEMO_OP_PEER_GATE:
+        case MNEMO_OP_HIVE: return select_lookup(p, isa);
+        case MNEMO_OP_MOE_FFN: return select_moe(p, isa);
         default: return nullptr;
     }
 }
@@ -173,6 +180,12 @@ mnemo_status graph_run(CpuContext& ctx, void* graph, uint64_t* timings_ns, mnemo
             ok = check_attention_indices(p, message, sizeof(message));
         else if (p.node.op == MNEMO_OP_TAKE_ALONG || p.node.op == MNEMO_OP_EMBEDDING_BAG)
             ok = check_memory_indices(p, message, sizeof(message));
+        else if (p.node.op == MNEMO_OP_PK_PAIR_SCORES)
+            ok = check_product_key_indices(p, message, sizeof(message));
+        else if (p.node.op == MNEMO_OP_MEM_INDEX || p.node.op == MNEMO_OP_PEER_GATE || p.node.op == MNEMO_OP_HIVE)
+            ok = check_lookup_indices(p, message, sizeof(message));
+        else if (p.node.op == MNEMO_OP_MOE_FFN)
+            ok = check_moe_indices(p, message, sizeof(message));
         if (!ok) return set_error(err, MNEMO_ERR_INVALID, "cpu graph_run: node %zu: %s", i, message);
         g.next_task.store(0, std::memory_order_relaxed);
         KernelCall call{&p, g.scratch.get(), g.scratch_per_thread, &g.next_task};

@@ -13,89 +13,16 @@ struct Arity {
 constexpr Arity kArity[MNEMO_OP_COUNT_] = {
     {0, 0}, {2, 2}, {2, 2}, {2, 2}, {2, 2}, {1, 1}, {1, 2}, {1, 3},
     {3, 3}, {1, 1}, {1, 1}, {2, 2}, {1, 1}, {4, 4}, {5, 5}, {1, 1},
-    {2, 2}, {3, 3},
+    {2, 2}, {3, 3}, {2, 3}, {1, 8}, {2, 7}, {1, 2}, {4, 4}, {4, 4},
+    {6, 6},
 };
 
 constexpr const char* kNames[MNEMO_OP_COUNT_] = {
     "none", "get_rows", "matmul", "add", "mul", "scale", "rms_norm", "layer_norm",
     "rope", "silu", "gelu", "swiglu", "softmax", "kv_store", "attention", "argtopk",
-    "take_along", "embedding_bag",
+    "take_along", "embedding_bag", "pk_score", "pk_topk", "pk_pair_scores", "mem_index", "peer_gate",
+    "hive", "moe_ffn",
 };
-
-bool is_float_weight(int32_t dt) {
-    return dt == MNEMO_DTYPE_F32 || dt == MNEMO_DTYPE_F16 || dt == MNEMO_DTYPE_BF16;
-}
-
-std::string shape_text(const mnemo_tensor& t) {
-    static const char* names[] = {"f32", "f16", "bf16", "i32"};
-    std::string s = (t.dtype >= 0 && t.dtype < MNEMO_DTYPE_COUNT_) ? names[t.dtype] : "?";
-    s += "[";
-    for (int32_t i = 0; i < t.ndim && i < MNEMO_MAX_DIMS; ++i) {
-        if (i) s += ", ";
-        s += std::to_string(t.shape[i]);
-    }
-    return s + "]";
-}
-
-class Checker {
-public:
-    Checker(const mnemo_node& n, char* msg, size_t cap) : n_(n), msg_(msg), cap_(cap) {}
-
-    bool fail(const std::string& what) {
-        std::snprintf(msg_, cap_, "%s: %s", op_name(n_.op), what.c_str());
-        return false;
-    }
-    bool input(int i, bool dtype_ok, int32_t ndim_min, int32_t ndim_max, const char* expected) {
-        const mnemo_tensor& t = n_.inputs[i];
-        if (!dtype_ok || t.ndim < ndim_min || t.ndim > ndim_max)
-            return fail("input " + std::to_string(i) + ": expected " + expected + ", got " + shape_text(t));
-        return true;
-    }
-    bool f32(int i, int32_t lo, int32_t hi, const char* expected) {
-        return input(i, n_.inputs[i].dtype == MNEMO_DTYPE_F32, lo, hi, expected);
-    }
-    bool weight(int i, int32_t ndim, const char* expected) {
-        return input(i, is_float_weight(n_.inputs[i].dtype), ndim, ndim, expected);
-    }
-    bool i32_vec(int i, int64_t n, const char* expected) {
-        const mnemo_tensor& t = n_.inputs[i];
-        if (t.dtype != MNEMO_DTYPE_I32 || t.ndim != 1 || t.shape[0] != n)
-            return fail("input " + std::to_string(i) + ": expected i32[" + std::to_string(n) + "] " + expected +
-                        ", got " + shape_text(t));
-        return true;
-    }
-    // The output must have exactly the given shape, f32 unless another dtype is named.
-    bool output(const mnemo_tensor& want, int32_t dtype = MNEMO_DTYPE_F32) {
-        const mnemo_tensor& o = n_.output;
-        bool same = o.dtype == dtype && o.ndim == want.ndim;
-        for (int32_t i = 0; same && i < o.ndim; ++i) same = o.shape[i] == want.shape[i];
-        if (!same) {
-            mnemo_tensor w = want;
-            w.dtype = dtype;
-            return fail("output: expected " + shape_text(w) + ", got " + shape_text(o));
-        }
-        return true;
-    }
-
-private:
-    const mnemo_node& n_;
-    char* msg_;
-    size_t cap_;
-};
-
-bool suffix_of(const mnemo_tensor& a, const mnemo_tensor& b) {
-    if (b.ndim > a.ndim) return false;
-    for (int32_t i = 0; i < b.ndim; ++i)
-        if (b.shape[b.ndim - 1 - i] != a.shape[a.ndim - 1 - i]) return false;
-    return true;
-}
-
-bool same_shape(const mnemo_tensor& a, const mnemo_tensor& b) {
-    if (a.ndim != b.ndim) return false;
-    for (int32_t i = 0; i < a.ndim; ++i)
-        if (a.shape[i] != b.shape[i]) return false;
-    return true;
-}
 
 bool check_op(const mnemo_node& n, Checker& c) {
     const mnemo_tensor* in = n.inputs;
@@ -207,6 +134,13 @@ bool check_op(const mnemo_node& n, Checker& c) {
             o.shape[1] = in[0].shape[1];
             return c.output(o);
         }
+        case MNEMO_OP_PK_SCORE:
+        case MNEMO_OP_PK_TOPK:
+        case MNEMO_OP_PK_PAIR_SCORES: return check_product_key_node(n, c);
+        case MNEMO_OP_MEM_INDEX:
+        case MNEMO_OP_PEER_GATE:
+        case MNEMO_OP_HIVE: return check_lookup_node(n, c);
+        case MNEMO_OP_MOE_FFN: return check_moe_node(n, c);
         default:
             return c.fail("unknown op");
     }

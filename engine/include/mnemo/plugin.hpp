@@ -75,6 +75,34 @@ public:
         check(api_->declare_constant(api_->host, name.c_str(), MNEMO_DTYPE_F32, 1, &n, data.data(), &id, &err_));
         return id;
     }
+    mnemo_tid constant(const std::string& name, mnemo_dtype dtype, const std::vector<int64_t>& shape, const void* data) const {
+        mnemo_tid id = -1;
+        check(api_->declare_constant(api_->host, name.c_str(), dtype, static_cast<int32_t>(shape.size()), shape.data(), data,
+                                     &id, &err_));
+        return id;
+    }
+    // Several checkpoint tensors of one shape as one [count, shape...] tensor (MoE experts).
+    mnemo_tid weight_stack(const std::vector<std::string>& names, std::initializer_list<int64_t> shape,
+                           uint32_t dtypes = kFloatDTypes) const {
+        std::vector<const char*> c;
+        for (const std::string& n : names) c.push_back(n.c_str());
+        std::vector<int64_t> s(shape);
+        mnemo_tid id = -1;
+        check(api_->declare_weight_stack(api_->host, c.data(), static_cast<int32_t>(c.size()), dtypes,
+                                         static_cast<int32_t>(s.size()), s.data(), &id, &err_));
+        return id;
+    }
+    // A declared weight's values at load time (checks such as "is a permutation", folding).
+    std::vector<float> read_f32(mnemo_tid id, int64_t count) const {
+        std::vector<float> v(static_cast<size_t>(count));
+        check(api_->read_weight(api_->host, id, MNEMO_DTYPE_F32, v.data(), count, &err_));
+        return v;
+    }
+    std::vector<int32_t> read_i32(mnemo_tid id, int64_t count) const {
+        std::vector<int32_t> v(static_cast<size_t>(count));
+        check(api_->read_weight(api_->host, id, MNEMO_DTYPE_I32, v.data(), count, &err_));
+        return v;
+    }
     mnemo_tid state(const std::string& name, mnemo_dtype dtype, std::initializer_list<int64_t> shape) const {
         std::vector<int64_t> s(shape);
         mnemo_tid id = -1;
@@ -112,14 +140,7 @@ public:
 
     T op(mnemo_op op, std::initializer_list<T> inputs, std::initializer_list<int64_t> ip = {},
          std::initializer_list<float> fp = {}) const {
-        mnemo_tid in[MNEMO_MAX_INPUTS];
-        int32_t n = 0;
-        for (T t : inputs) in[n++] = t.id;
-        std::vector<int64_t> ipv(ip);
-        std::vector<float> fpv(fp);
-        return checked(api_->op(api_->builder, op, n, in, static_cast<int32_t>(ipv.size()), ipv.data(),
-                                static_cast<int32_t>(fpv.size()), fpv.data()),
-                       "op");
+        return op_list(op, std::vector<T>(inputs), ip, fp);
     }
     T reshape(T t, std::initializer_list<int64_t> shape) const {
         std::vector<int64_t> s(shape);
@@ -152,8 +173,61 @@ public:
     T argtopk(T x, int64_t k) const { return op(MNEMO_OP_ARGTOPK, {x}, {k}); }
     T take_along(T x, T idx) const { return op(MNEMO_OP_TAKE_ALONG, {x, idx}); }
     T embedding_bag(T table, T idx, T weights) const { return op(MNEMO_OP_EMBEDDING_BAG, {table, idx, weights}); }
+    // Bag with G groups (idx = g*R + row; out [N, G*C]) and/or per-core weights [N, m, P].
+    T embedding_bag(T table, T idx, T weights, int64_t groups) const {
+        return op(MNEMO_OP_EMBEDDING_BAG, {table, idx, weights}, {groups});
+    }
+    // Product keys: sub-key scores [N, 2H, Nk, Rk] of queries [N, Q, 2, K] (head h reads query h/share).
+    T pk_score(T q, T keys, int64_t heads, int64_t share) const {
+        return op(MNEMO_OP_PK_SCORE, {q, keys}, {heads, share});
+    }
+    T pk_score(T q, T keys, T key_norm, float eps, int64_t heads, int64_t share) const {
+        return op(MNEMO_OP_PK_SCORE, {q, keys, key_norm}, {heads, share}, {eps});
+    }
+    // Two-stage top-k: additive (scores alone) or Tucker (u, v and cores).
+    T pk_topk(T scores, int64_t m, int64_t k) const { return op(MNEMO_OP_PK_TOPK, {scores}, {m, k}); }
+    T pk_topk(T scores, T u, T v, const std::vector<T>& cores, int64_t m, int64_t k) const {
+        return op_list(MNEMO_OP_PK_TOPK, with(std::vector<T>{scores, u, v}, cores), {m, k});
+    }
+    T pk_pair_scores(T scores, T idx, const std::vector<T>& cores = {}) const {
+        return op_list(MNEMO_OP_PK_PAIR_SCORES, with(std::vector<T>{scores, idx}, cores), {});
+    }
+    T mem_index(T virt, int64_t value_num, int64_t offset, int64_t rows, int64_t groups, bool with_group) const {
+        return op(MNEMO_OP_MEM_INDEX, {virt}, {value_num, offset, rows, groups, with_group ? 1 : 0});
+    }
+    T mem_index(T virt, T shuffle, int64_t value_num, int64_t offset, int64_t rows, int64_t groups, bool with_group) const {
+        return op(MNEMO_OP_MEM_INDEX, {virt, shuffle}, {value_num, offset, rows, groups, with_group ? 1 : 0});
+    }
+    // act: 0 none, 1 GELU (erf), 2 GELU (tanh)
+    T peer_gate(T table, T idx, T x, T scores, int64_t act) const {
+        return op(MNEMO_OP_PEER_GATE, {table, idx, x, scores}, {act});
+    }
+    T hive(T bank, T idx, T weights, T proj) const { return op(MNEMO_OP_HIVE, {bank, idx, weights, proj}); }
+    T moe_ffn(T x, T experts, T weights, T gate, T up, T down) const {
+        return op(MNEMO_OP_MOE_FFN, {x, experts, weights, gate, up, down});
+    }
+    T gelu(T x) const { return op(MNEMO_OP_GELU, {x}); }
+    T layer_norm(T x, float eps) const { return op(MNEMO_OP_LAYER_NORM, {x}, {}, {eps}); }
+    T rms_norm(T x, float eps) const { return op(MNEMO_OP_RMS_NORM, {x}, {}, {eps}); }
+
+    T op_list(mnemo_op op, const std::vector<T>& inputs, std::initializer_list<int64_t> ip,
+              std::initializer_list<float> fp = {}) const {
+        if (inputs.size() > MNEMO_MAX_INPUTS) throw PluginError("too many op inputs");
+        mnemo_tid in[MNEMO_MAX_INPUTS];
+        int32_t n = 0;
+        for (T t : inputs) in[n++] = t.id;
+        std::vector<int64_t> ipv(ip);
+        std::vector<float> fpv(fp);
+        return checked(api_->op(api_->builder, op, n, in, static_cast<int32_t>(ipv.size()), ipv.data(),
+                                static_cast<int32_t>(fpv.size()), fpv.data()),
+                       "op");
+    }
 
 private:
+    static std::vector<T> with(std::vector<T> a, const std::vector<T>& b) {
+        a.insert(a.end(), b.begin(), b.end());
+        return a;
+    }
     T checked(mnemo_tid id, const char* what) const {
         if (id < 0) throw PluginError(api_->last_error(api_->builder));
         return T{id};

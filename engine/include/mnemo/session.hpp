@@ -44,6 +44,7 @@ struct ModelSummary {
     // only one row of a table that is just gathered from (an untied embedding). This is the
     // numerator of the memory-bandwidth roofline.
     uint64_t decode_weight_bytes = 0;
+    int64_t activated_params = 0;   // weight elements one decode token reads (memory rows, experts: only those chosen)
     uint64_t state_bytes = 0;       // KV caches etc. for the chosen n_ctx, n_seq
     uint64_t work_bytes = 0;        // largest activation arena planned so far
     std::string weight_dtypes;      // "f16 (154), f32 (33)"

@@ -16,7 +16,7 @@
 extern "C" {
 #endif
 
-#define MNEMO_ABI_VERSION 1u
+#define MNEMO_ABI_VERSION 2u
 
 #if defined(_WIN32)
 #define MNEMO_EXPORT __declspec(dllexport)
@@ -100,11 +100,66 @@ typedef struct mnemo_tensor {
  *             number (-inf included); -0.0 and +0.0 are equal (a tie).
  *  TAKE_ALONG in: x[...,D] f32, idx[...,k] i32 (same leading dims as x)   out: [...,k] f32
  *             out[..., j] = x[..., idx[..., j]]. An index outside 0..D-1 is an error.
- *  EMBEDDING_BAG in: table[R,C] (f32/f16/bf16), idx[N,m] i32, w[N,m] f32   out: [N,C] f32
- *             out[n,:] = sum_j w[n,j] * table[idx[n,j], :], accumulated in f32 or wider
- *             (m = 0 gives zeros; repeated indices add up). An index outside 0..R-1
- *             is an error. The fused gather-weight-sum of a memory layer: no [N,m,C]
- *             intermediate is ever formed.
+ *  EMBEDDING_BAG in: table[R,C] (f32/f16/bf16), idx[N,m] i32, w[N,m] or w[N,m,P] f32
+ *             i[0]=G groups (optional, default 1)                     out: [N, G*C] f32
+ *             Entry j of bag n reads row r = idx % R of the table and adds into group
+ *             g = idx / R (idx in 0..G*R-1; G = 1 is the plain bag):
+ *               out[n, g*C + c] += w[n,j] * table[r, c]                    (w [N,m])
+ *               out[n, g*C + c] += w[n,j,p] * table[r, c],  p = c / (C/P)  (w [N,m,P]: P "cores",
+ *                                  core p weights its own contiguous C/P slice; P divides C)
+ *             Accumulated in f32 or wider; m = 0 gives zeros; repeated indices add up. An index
+ *             outside 0..G*R-1 is an error. The fused gather-weight-sum of a memory layer:
+ *             no [N,m,C] intermediate is ever formed. Groups are UltraMem's implicit value
+ *             expansion (IVE: out is [E virtual blocks][C], projected by one stacked matrix).
+ *  PK_SCORE   in: q[N,Q,2,K] f32, keys[2H,Nk,K,Rk] (f32/f16/bf16) [, g[K] key-norm gain]
+ *             i[0]=H memory heads, i[1]=s heads sharing one query (head h reads query h/s;
+ *             needs Q >= ceil(H/s))  f[0]=eps (with g)                 out: [N, 2H, Nk, Rk] f32
+ *             Sub-key scores of product-key memory; side t=0 rows, t=1 columns:
+ *               S[n, 2h+t, j, r] = sum_d q[n, h/s, t, d] * k~[2h+t, j, d, r]
+ *             k~ = keys, or with g: keys RMS-normalised over d (per 2h+t, j, r) times g[d]:
+ *               k~[.., d, r] = k[.., d, r] / sqrt(mean_d k[.., d, r]^2 + eps) * g[d].
+ *             No 1/sqrt(K) scaling. Rk is the Tucker rank (1 for additive product keys).
+ *  PK_TOPK    in: S[N,2H,Nk,Rk] f32 (PK_SCORE) [, u[H,Rk], v[H,Rk], core_0[H,Rk,Rk], ...]
+ *             i[0]=m candidates per side, i[1]=k selected  (1 <= m <= Nk, 1 <= k <= m*m)
+ *                                                                     out: i32 [N, H, k]
+ *             Two-stage product-key top-k per (token, head):
+ *               stage 1: s1[j] = sum_r u[h,r] S[n,2h,j,r], s2[j] = sum_r v[h,r] S[n,2h+1,j,r]
+ *                        (Rk = 1 without u, v: s1 = S[n,2h,:,0], s2 = S[n,2h+1,:,0]);
+ *                        I1 = argtopk(s1, m), I2 = argtopk(s2, m) (ARGTOPK order and ties).
+ *               stage 2: for the pair p = a*m + b (a, b in 0..m-1, i = I1[a], j = I2[b])
+ *                        additive (no cores):   t(p) = s1[i] + s2[j]
+ *                        Tucker (C >= 1 cores):  t(p) = sum_c S1[i,:] core_c[h] S2[j,:]^T
+ *                        with S1 = S[n,2h], S2 = S[n,2h+1] (the full rank-Rk scores).
+ *               out[n,h,:] = I1[a]*Nk + I2[b] for the k best pairs by t, best first, ties to
+ *               the lower p. With cores, u and v are required; C = inputs - 3 (1..5).
+ *  PK_PAIR_SCORES in: S[N,2H,Nk,Rk] f32, idx[N,H,k] i32 (virtual i*Nk+j) [, core_0, ...]
+ *                                                                     out: [N, H, k, C] f32
+ *             The scores of chosen pairs: additive (no cores, Rk = 1, C = 1):
+ *               out = S[n,2h,i,0] + S[n,2h+1,j,0]; Tucker: out[..., c] = S1[i,:] core_c[h] S2[j,:]^T
+ *             (per-core scores, not summed). An index outside 0..Nk*Nk-1 is an error.
+ *  MEM_INDEX  in: v[...] i32 (virtual indices) [, shuffle[V] i32]
+ *             i[0]=value_num, i[1]=offset, i[2]=A table rows, i[3]=G groups, i[4]=with_group
+ *                                                                     out: i32, v's shape
+ *             UltraMem's index pipeline: s = shuffle[v] (or v), g = s / value_num,
+ *             row = (s % value_num + offset) % A;  out = with_group ? g*A + row : row.
+ *             v outside 0..V-1 (with shuffle) or g >= G is an error.
+ *  PEER_GATE  in: table[R,P] (f32/f16/bf16), idx[N,m] i32, x[N,P] f32, s[N,m] or s[N,m,C] f32
+ *             i[0]=activation (0 none, 1 GELU erf, 2 GELU tanh)       out: s's shape f32
+ *               out[n,j,...] = act(table[idx[n,j] % R] . x[n]) * s[n,j,...]
+ *             The PEER / UltraMemV2 pre-value gate: a per-entry scalar from a row dot product
+ *             scales that entry's score(s). idx may carry a group (see EMBEDDING_BAG).
+ *  HIVE       in: bank[R,r] (f32/f16/bf16), idx[N,H,m] i32, w[N,H,m] f32, proj[H,r,Dh] (weight)
+ *                                                                     out: [N, H, Dh] f32
+ *             Head-wise implicit value expansion (MIDUS eq. 4): a bag per head over the shared
+ *             latent bank, realised by that head's projection:
+ *               out[n,h,:] = (sum_j w[n,h,j] * bank[idx[n,h,j], :]) proj[h]
+ *             An index outside 0..R-1 is an error.
+ *  MOE_FFN    in: x[N,D] f32, idx[N,k] i32 experts, w[N,k] f32, gate[E,F,D], up[E,F,D],
+ *             down[E,D,F] (weights)                                   out: [N, D] f32
+ *               out[n] = sum_j w[n,j] * down[e] (silu(gate[e] x[n]) * (up[e] x[n])),  e = idx[n,j]
+ *             The routed experts of a mixture-of-experts FFN (OLMoE / Mixtral); the router
+ *             (matmul, softmax, argtopk, take_along) is built from other ops. An expert id
+ *             outside 0..E-1 is an error.
  */
 typedef enum mnemo_op {
     MNEMO_OP_NONE = 0,
@@ -125,7 +180,14 @@ typedef enum mnemo_op {
     MNEMO_OP_ARGTOPK = 15,
     MNEMO_OP_TAKE_ALONG = 16,
     MNEMO_OP_EMBEDDING_BAG = 17,
-    MNEMO_OP_COUNT_ = 18
+    MNEMO_OP_PK_SCORE = 18,
+    MNEMO_OP_PK_TOPK = 19,
+    MNEMO_OP_PK_PAIR_SCORES = 20,
+    MNEMO_OP_MEM_INDEX = 21,
+    MNEMO_OP_PEER_GATE = 22,
+    MNEMO_OP_HIVE = 23,
+    MNEMO_OP_MOE_FFN = 24,
+    MNEMO_OP_COUNT_ = 25
 } mnemo_op;
 
 /* One op instance ready to run: its tensors are bound to backend buffers. */

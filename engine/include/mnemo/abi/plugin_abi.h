@@ -73,6 +73,18 @@ typedef struct mnemo_host_api {
      * the context params the host passed to create(). */
     mnemo_status (*declare_state)(void* host, const char* name, int32_t dtype, int32_t ndim,
                                   const int64_t* shape, mnemo_tid* out, mnemo_error* err);
+
+    /* Declare `count` checkpoint tensors of one shape and dtype as ONE tensor [count, shape...]
+     * (MoE experts stored one tensor per expert). The engine checks each like declare_weight and
+     * copies them, in order, into one buffer it owns. ndim + 1 <= MNEMO_MAX_DIMS. */
+    mnemo_status (*declare_weight_stack)(void* host, const char* const* names, int32_t count,
+                                         uint32_t dtype_mask, int32_t ndim, const int64_t* shape,
+                                         mnemo_tid* out, mnemo_error* err);
+    /* Read a declared weight or constant at load time, converted to MNEMO_DTYPE_F32 or
+     * MNEMO_DTYPE_I32 (`dtype`; I32 only from I32). `count` must equal its element count. For
+     * checks (a stored permutation) and folding (BatchNorm statistics into a scale and shift). */
+    mnemo_status (*read_weight)(void* host, mnemo_tid id, int32_t dtype, void* dst, int64_t count,
+                                mnemo_error* err);
 } mnemo_host_api;
 
 /* What the host offers a plugin while it builds a graph for one batch shape. */

@@ -1,0 +1,8 @@
+"""Golden cases of MOE_FFN for tools/reference/ops_golden.py (own random stream)."""
+import numpy as np
+
+RNG = np.random.default_rng(0)
+
+
+def build(g):
+    """g is the ops_golden module: g.case, g.f32, g.i32, g.Weight, g.f32p."""
