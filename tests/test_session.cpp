@@ -15,61 +15,14 @@
 #include "mnemo/error.hpp"
 #include "mnemo/safetensors.hpp"
 #include "mnemo/session.hpp"
+#include "model_test_util.hpp"
 #include "npy.hpp"
 
 namespace fs = std::filesystem;
 using namespace mnemo;
+using namespace mnemo::test;
 
 namespace {
-
-const BackendRegistry& backends() {
-    static BackendRegistry r({MNEMO_BUILD_BIN});
-    return r;
-}
-const PluginRegistry& plugins() {
-    static PluginRegistry r({MNEMO_BUILD_BIN});
-    return r;
-}
-
-std::string model_dir(const std::string& name) { return std::string(MNEMO_TEST_DATA) + "/models/" + name; }
-
-std::unique_ptr<Session> open_model(const std::string& dir, int32_t n_ctx = 64, int32_t n_seq = 1, int32_t ubatch = 256) {
-    SessionOptions o;
-    o.model_dir = dir;
-    o.n_ctx = n_ctx;
-    o.n_seq = n_seq;
-    o.n_ubatch = ubatch;
-    o.n_threads = 2;
-    o.backends = &backends();
-    o.plugins = &plugins();
-    return Session::open(o);
-}
-
-std::vector<int32_t> read_ids(const std::string& path) {
-    std::ifstream in(path);
-    if (!in) throw Error("cannot read " + path);
-    std::vector<int32_t> ids;
-    std::string item;
-    while (std::getline(in, item, ','))
-        if (!item.empty() && item != "\n") ids.push_back(std::stoi(item));
-    return ids;
-}
-
-// max |a - b| relative to the largest reference magnitude.
-double max_rel_error(const std::vector<float>& a, const std::vector<float>& b) {
-    double diff = 0, scale = 0;
-    for (size_t i = 0; i < a.size(); ++i) {
-        diff = std::max(diff, std::fabs(static_cast<double>(a[i]) - b[i]));
-        scale = std::max(scale, std::fabs(static_cast<double>(b[i])));
-    }
-    return scale > 0 ? diff / scale : diff;
-}
-
-bool all_finite(const std::vector<float>& v) {
-    for (float x : v)
-        if (!std::isfinite(x)) return false;
-    return true;
-}
 
 // A scratch copy of a model folder that tests may corrupt; removed afterwards.
 class ScratchModel {

@@ -21,6 +21,7 @@
 #include "llama_config.hpp"
 #include "mnemo/plugin.hpp"
 #include "rope_frequencies.hpp"
+#include "transformer_blocks.hpp"
 
 namespace mnemo::llama {
 namespace {
@@ -29,17 +30,11 @@ using plugin::Graph;
 using plugin::Host;
 using plugin::T;
 
-struct Linear {
-    mnemo_tid w = -1;
-    mnemo_tid b = -1;  // -1: no bias
-};
-
 struct Layer {
     mnemo_tid attn_norm = -1, ffn_norm = -1;            // pre-norm variants
     mnemo_tid post_attn_norm = -1, post_ffn_norm = -1;  // OLMo-2
-    mnemo_tid q_norm = -1, k_norm = -1;                 // OLMo-2
-    Linear q, k, v, o, gate, up, down;
-    mnemo_tid k_cache = -1, v_cache = -1;
+    blocks::Attention attn;
+    blocks::Mlp mlp;
 };
 
 class LlamaModel {
@@ -59,37 +54,18 @@ public:
 
     void build(Graph& g) const {
         const LlamaConfig& c = cfg_;
-        const int64_t n = g.n_tokens();
-        const T pos = g.positions();
-        const T seq = g.seq_ids();
-        const T inv_freq = g.param(inv_freq_);
+        const blocks::Positions p = blocks::positions(g, inv_freq_);
         const float eps = static_cast<float>(c.rms_eps);
-        const float attn_scale = 1.0f / std::sqrt(static_cast<float>(c.head_dim));
 
         T h = g.get_rows(g.param(embed_), g.tokens());  // [N, hidden]
         for (const Layer& l : layers_) {
-            // --- attention
             const T x = c.post_norms ? h : g.rms_norm(h, g.param(l.attn_norm), eps);
-            T q = linear(g, x, l.q);
-            T k = linear(g, x, l.k);
-            T v = linear(g, x, l.v);
-            if (c.qk_norm) {
-                q = g.rms_norm(q, g.param(l.q_norm), eps);
-                k = g.rms_norm(k, g.param(l.k_norm), eps);
-            }
-            q = g.rope(g.reshape(q, {n, c.heads, c.head_dim}), pos, inv_freq, 0, c.head_dim);
-            k = g.rope(g.reshape(k, {n, c.kv_heads, c.head_dim}), pos, inv_freq, 0, c.head_dim);
-            v = g.reshape(v, {n, c.kv_heads, c.head_dim});
-            const T kc = g.kv_store(g.param(l.k_cache), k, seq, pos);
-            const T vc = g.kv_store(g.param(l.v_cache), v, seq, pos);
-            const T a = g.attention(q, kc, vc, seq, pos, attn_scale);
-            T o = linear(g, g.reshape(a, {n, c.heads * c.head_dim}), l.o);
+            T o = blocks::attention(g, c, l.attn, x, p);
             if (c.post_norms) o = g.rms_norm(o, g.param(l.post_attn_norm), eps);
             h = g.add(h, o);
 
-            // --- SwiGLU MLP
             const T x2 = c.post_norms ? h : g.rms_norm(h, g.param(l.ffn_norm), eps);
-            T m = linear(g, g.swiglu(linear(g, x2, l.gate), linear(g, x2, l.up)), l.down);
+            T m = blocks::mlp(g, l.mlp, x2);
             if (c.post_norms) m = g.rms_norm(m, g.param(l.post_ffn_norm), eps);
             h = g.add(h, m);
         }
@@ -100,22 +76,8 @@ public:
     }
 
 private:
-    static T linear(const Graph& g, T x, const Linear& l) {
-        T y = g.matmul(x, g.param(l.w));
-        return l.b >= 0 ? g.add(y, g.param(l.b)) : y;
-    }
-
-    static Linear declare_linear(Host& h, const std::string& name, int64_t out, int64_t in, bool bias) {
-        Linear l;
-        l.w = h.weight(name + ".weight", {out, in});
-        if (bias) l.b = h.weight(name + ".bias", {out});
-        return l;
-    }
-
     void declare(Host& h, const mnemo_context_params& ctx) {
         const LlamaConfig& c = cfg_;
-        const int64_t q_dim = c.heads * c.head_dim;
-        const int64_t kv_dim = c.kv_heads * c.head_dim;
         embed_ = h.weight("model.embed_tokens.weight", {c.vocab, c.hidden});
         for (int64_t i = 0; i < c.layers; ++i) {
             const std::string p = "model.layers." + std::to_string(i) + ".";
@@ -127,20 +89,8 @@ private:
                 l.attn_norm = h.weight(p + "input_layernorm.weight", {c.hidden});
                 l.ffn_norm = h.weight(p + "post_attention_layernorm.weight", {c.hidden});
             }
-            if (c.qk_norm) {
-                l.q_norm = h.weight(p + "self_attn.q_norm.weight", {q_dim});
-                l.k_norm = h.weight(p + "self_attn.k_norm.weight", {kv_dim});
-            }
-            l.q = declare_linear(h, p + "self_attn.q_proj", q_dim, c.hidden, c.qkv_bias);
-            l.k = declare_linear(h, p + "self_attn.k_proj", kv_dim, c.hidden, c.qkv_bias);
-            l.v = declare_linear(h, p + "self_attn.v_proj", kv_dim, c.hidden, c.qkv_bias);
-            l.o = declare_linear(h, p + "self_attn.o_proj", c.hidden, q_dim, c.o_bias);
-            l.gate = declare_linear(h, p + "mlp.gate_proj", c.ffn, c.hidden, c.mlp_bias);
-            l.up = declare_linear(h, p + "mlp.up_proj", c.ffn, c.hidden, c.mlp_bias);
-            l.down = declare_linear(h, p + "mlp.down_proj", c.hidden, c.ffn, c.mlp_bias);
-            // KV cache of this layer: [sequences, kv heads, positions, head dim]
-            l.k_cache = h.state(p + "k_cache", MNEMO_DTYPE_F32, {ctx.n_seq, c.kv_heads, ctx.n_ctx, c.head_dim});
-            l.v_cache = h.state(p + "v_cache", MNEMO_DTYPE_F32, {ctx.n_seq, c.kv_heads, ctx.n_ctx, c.head_dim});
+            l.attn = blocks::declare_attention(h, c, p, ctx);
+            l.mlp = blocks::declare_mlp(h, c, p);
             layers_.push_back(l);
         }
         final_norm_ = h.weight("model.norm.weight", {c.hidden});

@@ -1,0 +1,74 @@
+#include "transformer_blocks.hpp"
+
+#include <cmath>
+
+namespace mnemo::blocks {
+
+Linear declare_linear(const Host& h, const std::string& name, int64_t out, int64_t in, bool bias) {
+    Linear l;
+    l.w = h.weight(name + ".weight", {out, in});
+    if (bias) l.b = h.weight(name + ".bias", {out});
+    return l;
+}
+
+T linear(const Graph& g, T x, const Linear& l) {
+    T y = g.matmul(x, g.param(l.w));
+    return l.b >= 0 ? g.add(y, g.param(l.b)) : y;
+}
+
+Attention declare_attention(const Host& h, const llama::LlamaConfig& c, const std::string& prefix,
+                            const mnemo_context_params& ctx) {
+    const int64_t q_dim = c.heads * c.head_dim;
+    const int64_t kv_dim = c.kv_heads * c.head_dim;
+    Attention a;
+    if (c.qk_norm) {
+        a.q_norm = h.weight(prefix + "self_attn.q_norm.weight", {q_dim});
+        a.k_norm = h.weight(prefix + "self_attn.k_norm.weight", {kv_dim});
+    }
+    a.q = declare_linear(h, prefix + "self_attn.q_proj", q_dim, c.hidden, c.qkv_bias);
+    a.k = declare_linear(h, prefix + "self_attn.k_proj", kv_dim, c.hidden, c.qkv_bias);
+    a.v = declare_linear(h, prefix + "self_attn.v_proj", kv_dim, c.hidden, c.qkv_bias);
+    a.o = declare_linear(h, prefix + "self_attn.o_proj", c.hidden, q_dim, c.o_bias);
+    a.k_cache = h.state(prefix + "k_cache", MNEMO_DTYPE_F32, {ctx.n_seq, c.kv_heads, ctx.n_ctx, c.head_dim});
+    a.v_cache = h.state(prefix + "v_cache", MNEMO_DTYPE_F32, {ctx.n_seq, c.kv_heads, ctx.n_ctx, c.head_dim});
+    return a;
+}
+
+Positions positions(const Graph& g, mnemo_tid inv_freq) {
+    return Positions{g.positions(), g.seq_ids(), g.param(inv_freq)};
+}
+
+T attention_heads(const Graph& g, const llama::LlamaConfig& c, const Attention& a, T x, const Positions& p) {
+    const int64_t n = g.n_tokens();
+    const float eps = static_cast<float>(c.rms_eps);
+    T q = linear(g, x, a.q);
+    T k = linear(g, x, a.k);
+    T v = linear(g, x, a.v);
+    if (c.qk_norm) {
+        q = g.rms_norm(q, g.param(a.q_norm), eps);
+        k = g.rms_norm(k, g.param(a.k_norm), eps);
+    }
+    q = g.rope(g.reshape(q, {n, c.heads, c.head_dim}), p.pos, p.inv_freq, 0, c.head_dim);
+    k = g.rope(g.reshape(k, {n, c.kv_heads, c.head_dim}), p.pos, p.inv_freq, 0, c.head_dim);
+    v = g.reshape(v, {n, c.kv_heads, c.head_dim});
+    const T kc = g.kv_store(g.param(a.k_cache), k, p.seq, p.pos);
+    const T vc = g.kv_store(g.param(a.v_cache), v, p.seq, p.pos);
+    const T out = g.attention(q, kc, vc, p.seq, p.pos, 1.0f / std::sqrt(static_cast<float>(c.head_dim)));
+    return g.reshape(out, {n, c.heads * c.head_dim});
+}
+
+T attention(const Graph& g, const llama::LlamaConfig& c, const Attention& a, T x, const Positions& p) {
+    return linear(g, attention_heads(g, c, a, x, p), a.o);
+}
+
+Mlp declare_mlp(const Host& h, const llama::LlamaConfig& c, const std::string& prefix) {
+    Mlp m;
+    m.gate = declare_linear(h, prefix + "mlp.gate_proj", c.ffn, c.hidden, c.mlp_bias);
+    m.up = declare_linear(h, prefix + "mlp.up_proj", c.ffn, c.hidden, c.mlp_bias);
+    m.down = declare_linear(h, prefix + "mlp.down_proj", c.hidden, c.ffn, c.mlp_bias);
+    return m;
+}
+
+T mlp(const Graph& g, const Mlp& m, T x) { return linear(g, g.swiglu(linear(g, x, m.gate), linear(g, x, m.up)), m.down); }
+
+}  // namespace mnemo::blocks

@@ -1,0 +1,57 @@
+// The decoder pieces every plugin of this repository builds on: linear layers, the
+// Llama/Qwen2/OLMo-2 attention block with its KV cache, and the SwiGLU MLP. Memory-layer plugins
+// replace or extend the MLP, and MIDUS reads the attention output before its projection, so the
+// attention is split into "heads" (a' in MIDUS eq. 3) and "output projection".
+#pragma once
+
+#include <string>
+
+#include "llama_config.hpp"
+#include "mnemo/plugin.hpp"
+
+namespace mnemo::blocks {
+
+using plugin::Graph;
+using plugin::Host;
+using plugin::T;
+
+struct Linear {
+    mnemo_tid w = -1;
+    mnemo_tid b = -1;  // -1: no bias
+};
+
+Linear declare_linear(const Host& h, const std::string& name, int64_t out, int64_t in, bool bias);
+// y = x Wᵀ (+ b)
+T linear(const Graph& g, T x, const Linear& l);
+
+struct Attention {
+    mnemo_tid q_norm = -1, k_norm = -1;  // OLMo-2: RMSNorm over the whole q / k projections
+    Linear q, k, v, o;
+    mnemo_tid k_cache = -1, v_cache = -1;
+};
+
+// Tensors `<prefix>self_attn.{q,k,v,o}_proj.*` (+ q_norm/k_norm for OLMo-2) and this layer's KV
+// cache "<prefix>k_cache" / "<prefix>v_cache" [sequences, kv heads, positions, head dim].
+Attention declare_attention(const Host& h, const llama::LlamaConfig& c, const std::string& prefix,
+                            const mnemo_context_params& ctx);
+
+// Per-token inputs every attention reads, fetched once per graph.
+struct Positions {
+    T pos, seq, inv_freq;
+};
+Positions positions(const Graph& g, mnemo_tid inv_freq);
+
+// softmax(q kᵀ/√d + causal mask) v for every head of the (already normed) input x, before the
+// output projection: [N, heads * head_dim], heads concatenated (MIDUS a'(x), eq. 3).
+T attention_heads(const Graph& g, const llama::LlamaConfig& c, const Attention& a, T x, const Positions& p);
+// The full attention sub-layer output: attention_heads(x) W_oᵀ (+ b_o).
+T attention(const Graph& g, const llama::LlamaConfig& c, const Attention& a, T x, const Positions& p);
+
+struct Mlp {
+    Linear gate, up, down;
+};
+Mlp declare_mlp(const Host& h, const llama::LlamaConfig& c, const std::string& prefix);  // <prefix>mlp.*_proj
+// W_down (SiLU(W_gate x) ⊙ W_up x)
+T mlp(const Graph& g, const Mlp& m, T x);
+
+}  // namespace mnemo::blocks

@@ -1,0 +1,73 @@
+// Memory-layer and MoE models (plugins pkm, memory_plus, ultramem, midus_hml, moe) against the
+// goldens of their torch references (tools/reference/*_ref.py). Every folder under
+// tests/data/models whose config.json names one of these model types and holds
+// golden_logits.npy is a case, so a new tiny checkpoint is tested by adding its folder.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <set>
+
+#include "mnemo/json.hpp"
+#include "model_test_util.hpp"
+#include "npy.hpp"
+
+namespace fs = std::filesystem;
+using namespace mnemo;
+using namespace mnemo::test;
+
+namespace {
+
+const std::set<std::string>& memory_model_types() {
+    static const std::set<std::string> t = {"pkm", "memory_plus", "ultramem", "ultramem_v2", "midus_hml",
+                                            "moe", "olmoe", "mixtral"};
+    return t;
+}
+
+std::vector<std::string> memory_model_folders() {
+    std::vector<std::string> out;
+    for (const auto& e : fs::directory_iterator(std::string(MNEMO_TEST_DATA) + "/models")) {
+        const fs::path cfg = e.path() / "config.json";
+        if (!fs::exists(cfg) || !fs::exists(e.path() / "golden_logits.npy")) continue;
+        const json::Value v = json::parse_file(cfg.string());
+        const json::Value* type = v.find_path("model_type");
+        if (type && type->is_string() && memory_model_types().count(type->as_string()))
+            out.push_back(e.path().filename().string());
+    }
+    std::sort(out.begin(), out.end());
+    return out;
+}
+
+class MemoryModelGoldens : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(MemoryModelGoldens, MatchTheTorchReference) {
+    const std::string dir = model_dir(GetParam());
+    const std::vector<int32_t> ids = read_ids(dir + "/golden_ids.txt");
+    const test::NpyArray golden = test::load_npy(dir + "/golden_logits.npy");
+    auto s = open_model(dir);
+    ASSERT_EQ(golden.shape.size(), 2u);
+    ASSERT_EQ(golden.shape[0], static_cast<int64_t>(ids.size()));
+    ASSERT_EQ(golden.shape[1], s->vocab_size());
+    const std::vector<float> logits = s->append(0, ids, /*all_logits=*/true);
+    ASSERT_TRUE(all_finite(logits));
+    EXPECT_LT(max_rel_error(logits, golden.as_f32()), 1e-4) << GetParam();
+
+    // Token by token (decode graphs, N = 1) must give the same logits as the prompt at once.
+    auto d = open_model(dir);
+    std::vector<float> stepwise;
+    for (int32_t id : ids) {
+        const std::vector<float> l = d->append(0, {id}, true);
+        stepwise.insert(stepwise.end(), l.begin(), l.end());
+    }
+    EXPECT_LT(max_rel_error(stepwise, golden.as_f32()), 1e-4) << GetParam() << " decoded token by token";
+}
+
+INSTANTIATE_TEST_SUITE_P(Models, MemoryModelGoldens, ::testing::ValuesIn(memory_model_folders()),
+                         [](const auto& info) {
+                             std::string n = info.param;
+                             for (char& c : n)
+                                 if (c == '-') c = '_';
+                             return n;
+                         });
+GTEST_ALLOW_UNINSTANTIATED_PARAMETERIZED_TEST(MemoryModelGoldens);
+
+}  // namespace
