@@ -171,6 +171,8 @@ void print_json(const std::vector<Row>& rows, const Bandwidth* bw, const std::st
     if (m != nullptr) {
         j.key("model_type").value(m->model_type).key("architecture").value(m->architecture);
         j.key("n_params").value(m->n_params).key("weight_bytes").value(m->weight_bytes);
+        j.key("activated_params").value(m->activated_params);
+        j.key("decode_weight_bytes").value(static_cast<int64_t>(m->decode_weight_bytes));
         j.key("weight_dtypes").value(m->weight_dtypes);
     }
     j.end_object();

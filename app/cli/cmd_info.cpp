@@ -41,6 +41,14 @@ int cmd_info(int argc, char** argv) {
     const double params = static_cast<double>(s.n_params);
     std::printf("parameters:     %lld (%.3f B%s)\n", static_cast<long long>(s.n_params), params / 1e9,
                 params < 1e8 ? (" = " + std::to_string(static_cast<int64_t>(params / 1e3 + 0.5)) + " K").c_str() : "");
+    // Memory layers and MoE read only the rows / experts a token selects: what one decode token
+    // touches is the cost that matters (UltraMem appendix B), next to what must be stored.
+    if (s.activated_params > 0 && s.n_params > 0)
+        std::printf("activated:      %lld per token (%.1f%% of the parameters)\n",
+                    static_cast<long long>(s.activated_params),
+                    100.0 * static_cast<double>(s.activated_params) / static_cast<double>(s.n_params));
+    std::printf("read per token: %llu weight bytes (%s) for one decode token at batch 1\n",
+                static_cast<unsigned long long>(s.decode_weight_bytes), format_bytes(s.decode_weight_bytes).c_str());
     std::printf("weight dtypes:  %s\n", s.weight_dtypes.c_str());
     std::printf("weight bytes:   %llu (%s)\n", static_cast<unsigned long long>(s.weight_bytes),
                 format_bytes(s.weight_bytes).c_str());
