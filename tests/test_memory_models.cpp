@@ -61,6 +61,17 @@ TEST_P(MemoryModelGoldens, MatchTheTorchReference) {
     EXPECT_LT(max_rel_error(stepwise, golden.as_f32()), 1e-4) << GetParam() << " decoded token by token";
 }
 
+// A memory or MoE model reads only the rows / experts a token selects: the activated parameters
+// `mnemo info` reports must be a strict part of the total, and every weight byte counted as read
+// must belong to a declared weight.
+TEST_P(MemoryModelGoldens, ActivatedParametersArePartOfTheTotal) {
+    auto s = open_model(model_dir(GetParam()));
+    const ModelSummary& m = s->summary();
+    EXPECT_GT(m.activated_params, 0);
+    EXPECT_LT(m.activated_params, m.n_params) << GetParam();
+    EXPECT_LT(m.decode_weight_bytes, m.weight_bytes) << GetParam();
+}
+
 INSTANTIATE_TEST_SUITE_P(Models, MemoryModelGoldens, ::testing::ValuesIn(memory_model_folders()),
                          [](const auto& info) {
                              std::string n = info.param;

@@ -2,6 +2,8 @@
 // broken ones (tests/modules/) for each failure the loaders must report clearly.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
 #include <filesystem>
 
 #include "mnemo/error.hpp"
@@ -100,7 +102,10 @@ TEST(Registry, ModuleWithoutEntryPointIsReported) {
 
 TEST(Registry, TwoPluginsClaimingOneTypeNameBoth) {
     PluginRegistry reg({MNEMO_BUILD_BIN, test_module_dir("mnemo-plugin-dupllama")});
-    ASSERT_EQ(reg.modules().size(), 2u) << all_errors(reg.load_errors());
+    // The build's own plugins plus the duplicate; the duplicate must have loaded.
+    ASSERT_TRUE(std::any_of(reg.modules().begin(), reg.modules().end(),
+                            [](const auto& m) { return m.name == "dupllama"; }))
+        << all_errors(reg.load_errors());
     try {
         reg.for_model_type("llama");
         FAIL() << "expected an error";

@@ -77,11 +77,25 @@ const Value* Value::find(std::string_view key) const {
     return nullptr;
 }
 
+namespace {
+
+// One step of a dotted path: an object member, or an array element when the step is a decimal
+// index ("memory_anchors.1"), so plugins can read list-valued config fields element by element.
+const Value* path_step(const Value* cur, std::string_view step) {
+    if (!cur->is_array()) return cur->find(step);
+    size_t i = 0;
+    const char* end = step.data() + step.size();
+    if (step.empty() || std::from_chars(step.data(), end, i).ptr != end) return nullptr;
+    return i < cur->as_array().size() ? &cur->as_array()[i] : nullptr;
+}
+
+}  // namespace
+
 const Value* Value::find_path(std::string_view dotted) const {
     const Value* cur = this;
     while (true) {
         const size_t dot = dotted.find('.');
-        cur = cur->find(dotted.substr(0, dot));
+        cur = path_step(cur, dotted.substr(0, dot));
         if (cur == nullptr || dot == std::string_view::npos) return cur;
         dotted.remove_prefix(dot + 1);
     }

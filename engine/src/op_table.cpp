@@ -1,4 +1,5 @@
 // The op table and the shape rule of every op (see the table in mnemo/abi/mnemo_abi.h).
+#include <algorithm>
 #include <array>
 #include <climits>
 #include <cstdint>
@@ -187,7 +188,10 @@ TensorShape infer_output(int32_t op, std::span<const TensorShape> in, std::span<
             need_f(1);
             return r.f32(0, 1, 4, "x");
         case MNEMO_OP_SILU:
+            return r.f32(0, 1, 4, "x");
         case MNEMO_OP_GELU:
+            if (!ip.empty() && ip[0] != 0 && ip[0] != 1)
+                r.fail("form i[0] must be 0 (tanh approximation) or 1 (exact erf), got " + std::to_string(ip[0]));
             return r.f32(0, 1, 4, "x");
         case MNEMO_OP_SOFTMAX:
             return r.f32(0, 1, 4, "x");
@@ -288,8 +292,9 @@ TensorShape infer_output(int32_t op, std::span<const TensorShape> in, std::span<
                        " cores must divide the table width C = " + std::to_string(cols));
             const int64_t groups = ip.empty() || ip[0] == 0 ? 1 : ip[0];
             if (groups < 1) r.fail("group count " + std::to_string(groups) + " must be >= 1");
-            if (groups * table.shape[0] > INT32_MAX)
-                r.fail("groups x table rows = " + std::to_string(groups * table.shape[0]) + " exceeds i32 indices");
+            if (groups > INT32_MAX / std::max<int64_t>(1, table.shape[0]))
+                r.fail(std::to_string(groups) + " groups x " + std::to_string(table.shape[0]) +
+                       " table rows exceed i32 indices");
             out.ndim = 2;
             out.shape[0] = idx.shape[0];
             out.shape[1] = groups * cols;
@@ -351,12 +356,14 @@ TensorShape infer_output(int32_t op, std::span<const TensorShape> in, std::span<
             if (op == MNEMO_OP_PK_TOPK) {
                 need_i(2);
                 const int64_t m = ip[0], k = ip[1];
+                // Nk first (by division: Nk*Nk could overflow), so that m*m below cannot.
+                if (nk > 0 && nk > INT32_MAX / nk)
+                    r.fail("Nk*Nk virtual keys (Nk = " + std::to_string(nk) + ") exceed i32 indices");
                 if (m < 1 || m > nk)
                     r.fail("candidates per side m = " + std::to_string(m) + " must be in 1.." + std::to_string(nk) +
                            " (sub-keys per side)");
                 if (k < 1 || k > m * m)
                     r.fail("k = " + std::to_string(k) + " must be in 1..m*m = " + std::to_string(m * m));
-                if (nk * nk > INT32_MAX) r.fail("Nk*Nk = " + std::to_string(nk * nk) + " virtual keys exceed i32 indices");
                 out.ndim = 3;
                 out.dtype = DType::I32;
                 out.shape[0] = n;
@@ -385,8 +392,9 @@ TensorShape infer_output(int32_t op, std::span<const TensorShape> in, std::span<
             if (offset < 0 || offset >= rows)
                 r.fail("offset " + std::to_string(offset) + " is outside the table's 0.." + std::to_string(rows - 1));
             if (with_group != 0 && with_group != 1) r.fail("with_group must be 0 or 1");
-            if (with_group && groups * rows > INT32_MAX)
-                r.fail("groups x rows = " + std::to_string(groups * rows) + " exceeds i32 indices");
+            if (rows > INT32_MAX) r.fail("table rows " + std::to_string(rows) + " exceed i32 indices");
+            if (with_group && groups > INT32_MAX / rows)
+                r.fail(std::to_string(groups) + " groups x " + std::to_string(rows) + " rows exceed i32 indices");
             return v;
         }
         case MNEMO_OP_PEER_GATE: {

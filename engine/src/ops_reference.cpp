@@ -72,6 +72,10 @@ double gelu_tanh(double x) {
     return 0.5 * x * (1.0 + std::tanh(k * (x + 0.044715 * x * x * x)));
 }
 
+// x Phi(x) written with erfc: equal to 0.5 x (1 + erf(x / sqrt 2)) but without the cancellation
+// of 1 + erf in the negative tail.
+double gelu_erf(double x) { return 0.5 * x * std::erfc(-x / std::numbers::sqrt2); }
+
 void rms_norm(const Ctx& c) {
     const In& x = c.in[0];
     const In* w = c.in.size() > 1 ? &c.in[1] : nullptr;
@@ -286,7 +290,7 @@ void reference_compute(const mnemo_node& node) {
         case MNEMO_OP_LAYER_NORM: return layer_norm(c);
         case MNEMO_OP_ROPE: return rope(c);
         case MNEMO_OP_SILU: return unary(c, silu);
-        case MNEMO_OP_GELU: return unary(c, gelu_tanh);
+        case MNEMO_OP_GELU: return node.iparams[0] == 1 ? unary(c, gelu_erf) : unary(c, gelu_tanh);
         case MNEMO_OP_SWIGLU: return swiglu(c);
         case MNEMO_OP_SOFTMAX: return softmax(c);
         case MNEMO_OP_KV_STORE: return kv_store(c);

@@ -251,27 +251,33 @@ int gathering_index(int32_t op, size_t k) {
 
 Session::Impl::WeightTraffic Session::Impl::weight_traffic(const PlannedGraph& p) const {
     const std::vector<ParamDecl>& params = host->params();
-    std::vector<int64_t> gathered_rows(params.size(), 0);
+    // Elements read from each weight: all of it when any op streams it, else the rows (or
+    // experts) the gathering ops select, counted in the shape the op sees (a view may regroup).
+    std::vector<int64_t> gathered(params.size(), 0);
     std::vector<int> streamed(params.size(), 0);
     for (const detail::GraphNode& g : p.nodes) {
         if (g.kind != detail::NodeKind::Op) continue;
         for (size_t k = 0; k < g.inputs.size(); ++k) {
-            const detail::GraphNode& in = p.nodes[g.inputs[k]];
-            if (in.kind != detail::NodeKind::Param || params[in.param_id].kind != ParamKind::Weight) continue;
+            // A weight may reach the op through reshapes (views): follow them to the parameter.
+            const detail::GraphNode& seen = p.nodes[g.inputs[k]];
+            const detail::GraphNode* in = &seen;
+            while (in->kind == detail::NodeKind::View) in = &p.nodes[in->inputs[0]];
+            if (in->kind != detail::NodeKind::Param || params[in->param_id].kind != ParamKind::Weight) continue;
             const int idx = gathering_index(g.op, k);
-            if (idx >= 0)
-                gathered_rows[in.param_id] += p.nodes[g.inputs[static_cast<size_t>(idx)]].shape.numel();
-            else
-                streamed[in.param_id] = 1;
+            if (idx < 0) {
+                streamed[in->param_id] = 1;
+                continue;
+            }
+            const int64_t row_elements = seen.shape.numel() / std::max<int64_t>(seen.shape.shape[0], 1);
+            gathered[in->param_id] += p.nodes[g.inputs[static_cast<size_t>(idx)]].shape.numel() * row_elements;
         }
     }
     WeightTraffic t;
     for (size_t i = 0; i < params.size(); ++i) {
         const TensorShape& s = params[i].shape;
-        const int64_t rows = std::max<int64_t>(s.shape[0], 1);
-        const int64_t read_rows = streamed[i] ? rows : std::min(rows, gathered_rows[i]);
-        t.bytes += s.nbytes() / static_cast<uint64_t>(rows) * static_cast<uint64_t>(read_rows);
-        t.params += s.numel() / rows * read_rows;
+        const int64_t elements = streamed[i] ? s.numel() : std::min(s.numel(), gathered[i]);
+        t.params += elements;
+        t.bytes += static_cast<uint64_t>(elements) * dtype_size(s.dtype);
     }
     return t;
 }

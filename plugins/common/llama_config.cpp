@@ -82,4 +82,18 @@ std::string describe(const LlamaConfig& c) {
     return s.str();
 }
 
+std::vector<int64_t> read_int_list(const plugin::Host& h, const std::string& field) {
+    require(h.has(field.c_str()), "field '" + field + "' is missing (expected a list of integers)");
+    // The host resolves "field.i" to the i-th element of a list; a scalar or an empty list has no
+    // element 0.
+    require(h.has((field + ".0").c_str()), "field '" + field + "' must be a non-empty list of integers");
+    std::vector<int64_t> out;
+    for (size_t i = 0;; ++i) {
+        const std::string path = field + "." + std::to_string(i);
+        if (!h.has(path.c_str())) break;
+        out.push_back(h.get_int(path.c_str()));
+    }
+    return out;
+}
+
 }  // namespace mnemo::llama

@@ -3,6 +3,7 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "mnemo/plugin.hpp"
 
@@ -44,5 +45,9 @@ struct LlamaConfig {
 LlamaConfig read_config(const plugin::Host& host);
 
 std::string describe(const LlamaConfig& c);
+
+// A config.json list of integers ("memory_anchors": [1, 3]) read element by element. Errors name
+// the field: absent, not a non-empty list, or an element that is not an integer.
+std::vector<int64_t> read_int_list(const plugin::Host& host, const std::string& field);
 
 }  // namespace mnemo::llama

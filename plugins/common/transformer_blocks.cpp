@@ -34,11 +34,33 @@ Attention declare_attention(const Host& h, const llama::LlamaConfig& c, const st
     return a;
 }
 
+Attention declare_attention_heads(const Host& h, const llama::LlamaConfig& c, const std::string& prefix,
+                                  const mnemo_context_params& ctx) {
+    const int64_t q_dim = c.heads * c.head_dim;
+    const int64_t kv_dim = c.kv_heads * c.head_dim;
+    Attention a;
+    if (c.qk_norm) {
+        a.q_norm = h.weight(prefix + "self_attn.q_norm.weight", {q_dim});
+        a.k_norm = h.weight(prefix + "self_attn.k_norm.weight", {kv_dim});
+    }
+    a.q = declare_linear(h, prefix + "self_attn.q_proj", q_dim, c.hidden, c.qkv_bias);
+    a.k = declare_linear(h, prefix + "self_attn.k_proj", kv_dim, c.hidden, c.qkv_bias);
+    a.v = declare_linear(h, prefix + "self_attn.v_proj", kv_dim, c.hidden, c.qkv_bias);
+    a.k_cache = h.state(prefix + "k_cache", MNEMO_DTYPE_F32, {ctx.n_seq, c.kv_heads, ctx.n_ctx, c.head_dim});
+    a.v_cache = h.state(prefix + "v_cache", MNEMO_DTYPE_F32, {ctx.n_seq, c.kv_heads, ctx.n_ctx, c.head_dim});
+    return a;
+}
+
 Positions positions(const Graph& g, mnemo_tid inv_freq) {
     return Positions{g.positions(), g.seq_ids(), g.param(inv_freq)};
 }
 
 T attention_heads(const Graph& g, const llama::LlamaConfig& c, const Attention& a, T x, const Positions& p) {
+    return attention_heads(g, c, a, x, p, /*rope_mode=*/0);
+}
+
+T attention_heads(const Graph& g, const llama::LlamaConfig& c, const Attention& a, T x, const Positions& p,
+                  int64_t rope_mode) {
     const int64_t n = g.n_tokens();
     const float eps = static_cast<float>(c.rms_eps);
     T q = linear(g, x, a.q);
@@ -48,8 +70,8 @@ T attention_heads(const Graph& g, const llama::LlamaConfig& c, const Attention& 
         q = g.rms_norm(q, g.param(a.q_norm), eps);
         k = g.rms_norm(k, g.param(a.k_norm), eps);
     }
-    q = g.rope(g.reshape(q, {n, c.heads, c.head_dim}), p.pos, p.inv_freq, 0, c.head_dim);
-    k = g.rope(g.reshape(k, {n, c.kv_heads, c.head_dim}), p.pos, p.inv_freq, 0, c.head_dim);
+    q = g.rope(g.reshape(q, {n, c.heads, c.head_dim}), p.pos, p.inv_freq, rope_mode, c.head_dim);
+    k = g.rope(g.reshape(k, {n, c.kv_heads, c.head_dim}), p.pos, p.inv_freq, rope_mode, c.head_dim);
     v = g.reshape(v, {n, c.kv_heads, c.head_dim});
     const T kc = g.kv_store(g.param(a.k_cache), k, p.seq, p.pos);
     const T vc = g.kv_store(g.param(a.v_cache), v, p.seq, p.pos);
@@ -59,6 +81,25 @@ T attention_heads(const Graph& g, const llama::LlamaConfig& c, const Attention& 
 
 T attention(const Graph& g, const llama::LlamaConfig& c, const Attention& a, T x, const Positions& p) {
     return linear(g, attention_heads(g, c, a, x, p), a.o);
+}
+
+T attention(const Graph& g, const llama::LlamaConfig& c, const Attention& a, T x, const Positions& p,
+            int64_t rope_mode) {
+    return linear(g, attention_heads(g, c, a, x, p, rope_mode), a.o);
+}
+
+Attention declare_attention(const Host& h, const llama::LlamaConfig& c, const AttentionNames& n,
+                            const mnemo_context_params& ctx) {
+    const int64_t q_dim = c.heads * c.head_dim;
+    const int64_t kv_dim = c.kv_heads * c.head_dim;
+    Attention a;
+    a.q = declare_linear(h, n.q, q_dim, c.hidden, c.qkv_bias);
+    a.k = declare_linear(h, n.k, kv_dim, c.hidden, c.qkv_bias);
+    a.v = declare_linear(h, n.v, kv_dim, c.hidden, c.qkv_bias);
+    a.o = declare_linear(h, n.o, c.hidden, q_dim, c.o_bias);
+    a.k_cache = h.state(n.cache + "k_cache", MNEMO_DTYPE_F32, {ctx.n_seq, c.kv_heads, ctx.n_ctx, c.head_dim});
+    a.v_cache = h.state(n.cache + "v_cache", MNEMO_DTYPE_F32, {ctx.n_seq, c.kv_heads, ctx.n_ctx, c.head_dim});
+    return a;
 }
 
 Mlp declare_mlp(const Host& h, const llama::LlamaConfig& c, const std::string& prefix) {

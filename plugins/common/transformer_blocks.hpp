@@ -35,6 +35,12 @@ struct Attention {
 Attention declare_attention(const Host& h, const llama::LlamaConfig& c, const std::string& prefix,
                             const mnemo_context_params& ctx);
 
+// The same attention without an output projection (q/k/v (+ norms), KV cache; `o` stays unset):
+// the attention of a MIDUS memory block, whose head outputs a'(x) query the memory directly
+// (MIDUS eq. 3). Only attention_heads() may be called on it.
+Attention declare_attention_heads(const Host& h, const llama::LlamaConfig& c, const std::string& prefix,
+                                  const mnemo_context_params& ctx);
+
 // Per-token inputs every attention reads, fetched once per graph.
 struct Positions {
     T pos, seq, inv_freq;
@@ -46,6 +52,23 @@ Positions positions(const Graph& g, mnemo_tid inv_freq);
 T attention_heads(const Graph& g, const llama::LlamaConfig& c, const Attention& a, T x, const Positions& p);
 // The full attention sub-layer output: attention_heads(x) W_oᵀ (+ b_o).
 T attention(const Graph& g, const llama::LlamaConfig& c, const Attention& a, T x, const Positions& p);
+
+// The same with the RoPE pair layout chosen (ROPE op mode): 0 rotate-half pairs (j, j+d/2) as HF
+// checkpoints store q/k, 1 interleaved pairs (2j, 2j+1), the complex-number form of Meta's
+// original Llama and lingua checkpoints. The overloads above use 0.
+T attention_heads(const Graph& g, const llama::LlamaConfig& c, const Attention& a, T x, const Positions& p,
+                  int64_t rope_mode);
+T attention(const Graph& g, const llama::LlamaConfig& c, const Attention& a, T x, const Positions& p,
+            int64_t rope_mode);
+
+// Checkpoints whose attention tensors are not named like HF Llama (lingua: "layers.3.attention.wq").
+// q, k, v, o are full tensor names without ".weight"/".bias"; cache prefixes the KV cache state
+// names ("<cache>k_cache"). Biases follow c.qkv_bias / c.o_bias; no QK-norm.
+struct AttentionNames {
+    std::string q, k, v, o, cache;
+};
+Attention declare_attention(const Host& h, const llama::LlamaConfig& c, const AttentionNames& names,
+                            const mnemo_context_params& ctx);
 
 struct Mlp {
     Linear gate, up, down;

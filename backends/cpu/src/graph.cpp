@@ -71,6 +71,26 @@ double node_work(const mnemo_node& n) {
         case MNEMO_OP_TAKE_ALONG: return static_cast<double>(numel(n.output));
         case MNEMO_OP_EMBEDDING_BAG:  // a multiply-add per bag entry and column
             return static_cast<double>(numel(n.inputs[1])) * static_cast<double>(n.inputs[0].shape[1]);
+        case MNEMO_OP_PK_SCORE:  // a K-long dot product per output element
+            return static_cast<double>(numel(n.output)) * static_cast<double>(n.inputs[1].shape[2]);
+        case MNEMO_OP_PK_TOPK: {  // every score is ranked, then m*m pairs per (token, head)
+            const double m = static_cast<double>(n.iparams[0]);
+            return static_cast<double>(numel(n.inputs[0])) +
+                   static_cast<double>(numel(n.output)) / static_cast<double>(n.iparams[1]) * m * m;
+        }
+        case MNEMO_OP_PK_PAIR_SCORES: {  // an Rk x Rk bilinear form per output element
+            const double rank = static_cast<double>(n.inputs[0].shape[3]);
+            return static_cast<double>(numel(n.output)) * rank * rank;
+        }
+        case MNEMO_OP_MEM_INDEX: return static_cast<double>(numel(n.output));  // a few integer operations per index
+        case MNEMO_OP_PEER_GATE:  // a P-long dot product per entry
+            return static_cast<double>(numel(n.inputs[1])) * static_cast<double>(n.inputs[0].shape[1]);
+        case MNEMO_OP_HIVE:  // the latent bag (m x r per head), then an r x Dh projection per head
+            return static_cast<double>(numel(n.inputs[1])) * static_cast<double>(n.inputs[0].shape[1]) +
+                   static_cast<double>(numel(n.output)) * static_cast<double>(n.inputs[0].shape[1]);
+        case MNEMO_OP_MOE_FFN:  // three F x D matrix-vector products per (token, choice)
+            return 3.0 * static_cast<double>(numel(n.inputs[1])) * static_cast<double>(n.inputs[3].shape[1]) *
+                   static_cast<double>(n.inputs[3].shape[2]);
         default: return static_cast<double>(numel(n.output));
     }
 }

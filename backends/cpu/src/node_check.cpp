@@ -1,5 +1,6 @@
 #include "node_check.hpp"
 
+#include <climits>
 #include <cstdio>
 #include <string>
 
@@ -54,9 +55,11 @@ bool check_op(const mnemo_node& n, Checker& c) {
                 if (nb == 0 && na != 0) return c.fail("b is empty");
             }
             return c.output(in[0]);
+        case MNEMO_OP_GELU:
+            if (n.iparams[0] != 0 && n.iparams[0] != 1) return c.fail("form i[0] must be 0 (tanh) or 1 (erf)");
+            return c.f32(0, 1, 4, "f32 x") && c.output(in[0]);
         case MNEMO_OP_SCALE:
         case MNEMO_OP_SILU:
-        case MNEMO_OP_GELU:
         case MNEMO_OP_SOFTMAX:
             return c.f32(0, 1, 4, "f32 x") && c.output(in[0]);
         case MNEMO_OP_SWIGLU:
@@ -127,11 +130,22 @@ bool check_op(const mnemo_node& n, Checker& c) {
         case MNEMO_OP_EMBEDDING_BAG: {
             if (!c.weight(0, 2, "2-D f32/f16/bf16 table [R, C]") ||
                 !c.input(1, in[1].dtype == MNEMO_DTYPE_I32, 2, 2, "2-D i32 bag indices [N, m]") ||
-                !c.f32(2, 2, 2, "2-D f32 bag weights [N, m]"))
+                !c.f32(2, 2, 3, "f32 bag weights [N, m] or per-core weights [N, m, P]"))
                 return false;
-            if (!same_shape(in[1], in[2])) return c.fail("bag weights and bag indices differ in shape");
+            if (in[2].shape[0] != in[1].shape[0] || in[2].shape[1] != in[1].shape[1])
+                return c.fail("bag weights " + shape_text(in[2]) + " must start with the shape of the bag indices " +
+                              shape_text(in[1]));
+            if (in[2].ndim == 3 && (in[2].shape[2] < 1 || in[0].shape[1] % in[2].shape[2] != 0))
+                return c.fail("the " + std::to_string(in[2].shape[2]) + " cores of the per-core weights must divide C = " +
+                              std::to_string(in[0].shape[1]));
+            const int64_t groups = n.iparams[0] == 0 ? 1 : n.iparams[0];
+            if (groups < 1) return c.fail("group count " + std::to_string(groups) + " must be >= 1");
+            // Indices are i32, so groups x rows must fit one.
+            if (groups > INT32_MAX / (in[0].shape[0] > 0 ? in[0].shape[0] : 1))
+                return c.fail(std::to_string(groups) + " groups x " + std::to_string(in[0].shape[0]) +
+                              " table rows exceed i32 indices");
             mnemo_tensor o = in[1];
-            o.shape[1] = in[0].shape[1];
+            if (__builtin_mul_overflow(groups, in[0].shape[1], &o.shape[1])) return c.fail("G x C overflows");
             return c.output(o);
         }
         case MNEMO_OP_PK_SCORE:

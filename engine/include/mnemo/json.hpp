@@ -39,7 +39,8 @@ public:
 
     // Object member or nullptr (also nullptr when this is not an object).
     const Value* find(std::string_view key) const;
-    // Dotted path lookup ("rope_scaling.factor"); nullptr when any step is missing.
+    // Dotted path lookup ("rope_scaling.factor"; a decimal step indexes an array: "anchors.0");
+    // nullptr when any step is missing.
     const Value* find_path(std::string_view dotted) const;
 
     size_t size() const;  // array/object element count, 0 otherwise

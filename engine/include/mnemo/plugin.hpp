@@ -207,6 +207,8 @@ public:
         return op(MNEMO_OP_MOE_FFN, {x, experts, weights, gate, up, down});
     }
     T gelu(T x) const { return op(MNEMO_OP_GELU, {x}); }
+    // mode 0: tanh approximation (as gelu(x)), 1: exact 0.5 x (1 + erf(x / sqrt 2)) (XLM, BERT)
+    T gelu(T x, int64_t mode) const { return op(MNEMO_OP_GELU, {x}, {mode}); }
     T layer_norm(T x, float eps) const { return op(MNEMO_OP_LAYER_NORM, {x}, {}, {eps}); }
     T rms_norm(T x, float eps) const { return op(MNEMO_OP_RMS_NORM, {x}, {}, {eps}); }
 

@@ -1,14 +1,334 @@
-// MEM_INDEX, PEER_GATE, HIVE: not written yet (placeholder so the module links while the kernels are written).
+// MEM_INDEX (UltraMem's virtual index -> table row pipeline), PEER_GATE (the pre-value gate of
+// PEER / UltraMemV2) and HIVE (MIDUS's head-wise bag over a shared latent bank).
+//
+// MEM_INDEX is a few integer operations per index. PEER_GATE is one dot product of a gathered
+// row per entry: entries are split between threads, and each row is read once. HIVE is a bag over
+// the latent bank (bag.hpp, as EMBEDDING_BAG) followed by that head's small r x Dh projection;
+// its tasks run head by head so that a thread keeps one head's projection in cache.
+#include <climits>
+#include <cmath>
+#include <cstdio>
+#include <string>
+
 #include "../node_check.hpp"
+#include "bag.hpp"
+#include "dot.hpp"
 #include "kernel_api.hpp"
+#include "scalar_math.hpp"
+#include "simd_avx2.hpp"
 
 namespace mnemo_cpu {
+namespace {
 
-KernelFn select_lookup(PreparedNode&, Isa) { return nullptr; }
-bool check_lookup_indices(const PreparedNode&, char* message, size_t cap) {
-    std::snprintf(message, cap, "not implemented");
-    return false;
+// ------------------------------------------------------------------ MEM_INDEX
+
+struct MemIndexParams {
+    int64_t value_num, offset, rows, groups;
+    bool with_group;
+};
+
+MemIndexParams mem_index_params(const mnemo_node& n) {
+    return {n.iparams[0], n.iparams[1], n.iparams[2], n.iparams[3], n.iparams[4] != 0};
 }
-bool check_lookup_node(const mnemo_node&, Checker& c) { return c.fail("not implemented on the CPU backend yet"); }
+
+// Indices were validated before the run (check_lookup_indices), so every s here is in
+// 0..G*value_num-1.
+void mem_index_kernel(const KernelCall& call, int ith, int nth) {
+    const PreparedNode& p = *call.node;
+    const MemIndexParams q = mem_index_params(p.node);
+    const int32_t* v = static_cast<const int32_t*>(p.in[0]);
+    const int32_t* shuffle = p.node.n_inputs > 1 ? static_cast<const int32_t*>(p.in[1]) : nullptr;
+    auto* out = static_cast<int32_t*>(p.out);
+    int64_t i0, i1;
+    split_range(numel(p.node.inputs[0]), ith, nth, 16, &i0, &i1);
+    for (int64_t i = i0; i < i1; ++i) {
+        const int64_t s = shuffle ? shuffle[v[i]] : v[i];
+        const int64_t g = s / q.value_num, row = (s - g * q.value_num + q.offset) % q.rows;
+        out[i] = static_cast<int32_t>(q.with_group ? g * q.rows + row : row);
+    }
+}
+
+bool check_mem_index(const PreparedNode& p, char* message, size_t cap) {
+    const MemIndexParams q = mem_index_params(p.node);
+    const int32_t* v = static_cast<const int32_t*>(p.in[0]);
+    const bool shuffled = p.node.n_inputs > 1;
+    const int32_t* shuffle = shuffled ? static_cast<const int32_t*>(p.in[1]) : nullptr;
+    const int64_t size = shuffled ? p.node.inputs[1].shape[0] : 0;
+    const int64_t count = numel(p.node.inputs[0]);
+    for (int64_t i = 0; i < count; ++i) {
+        if (shuffled && (v[i] < 0 || v[i] >= size)) {
+            std::snprintf(message, cap, "mem_index: virtual index %lld is %d, outside the shuffle's 0..%lld",
+                          static_cast<long long>(i), v[i], static_cast<long long>(size - 1));
+            return false;
+        }
+        const int64_t s = shuffled ? shuffle[v[i]] : v[i];
+        if (s < 0 || s / q.value_num >= q.groups) {
+            std::snprintf(message, cap,
+                          "mem_index: virtual index %lld %s %lld, whose group s / value_num = %lld is outside 0..%lld "
+                          "(value_num %lld, %lld groups)",
+                          static_cast<long long>(i), shuffled ? "shuffles to" : "is", static_cast<long long>(s),
+                          static_cast<long long>(s < 0 ? -1 : s / q.value_num), static_cast<long long>(q.groups - 1),
+                          static_cast<long long>(q.value_num), static_cast<long long>(q.groups));
+            return false;
+        }
+    }
+    return true;
+}
+
+// ------------------------------------------------------------------ PEER_GATE
+
+enum Activation : int64_t { kActNone = 0, kActGeluErf = 1, kActGeluTanh = 2 };
+
+inline float activate(float v, int64_t act) {
+    if (act == kActGeluErf) return 0.5f * v * (1.0f + std::erf(v * 0.70710678118654752f));
+    if (act == kActGeluTanh) return gelu_tanh_scalar(v);
+    return v;
+}
+
+template <int DT>
+float row_dot_scalar(const void* row, const float* x, int64_t width) {
+    float a0 = 0, a1 = 0, a2 = 0, a3 = 0;
+    int64_t d = 0;
+    for (; d + 4 <= width; d += 4) {
+        a0 += weight_at<DT>(row, static_cast<size_t>(d)) * x[d];
+        a1 += weight_at<DT>(row, static_cast<size_t>(d + 1)) * x[d + 1];
+        a2 += weight_at<DT>(row, static_cast<size_t>(d + 2)) * x[d + 2];
+        a3 += weight_at<DT>(row, static_cast<size_t>(d + 3)) * x[d + 3];
+    }
+    for (; d < width; ++d) a0 += weight_at<DT>(row, static_cast<size_t>(d)) * x[d];
+    return (a0 + a1) + (a2 + a3);
+}
+
+#if defined(MNEMO_HAVE_AVX2_KERNELS)
+template <int DT>
+MNEMO_AVX2 float row_dot_avx2(const void* row, const float* x, int64_t width) {
+    __m256 a0 = _mm256_setzero_ps(), a1 = _mm256_setzero_ps(), a2 = _mm256_setzero_ps(), a3 = _mm256_setzero_ps();
+    int64_t d = 0;
+    for (; d + 32 <= width; d += 32) {
+        const size_t at = static_cast<size_t>(d);
+        a0 = _mm256_fmadd_ps(avx2::load8<DT>(row, at), _mm256_loadu_ps(x + d), a0);
+        a1 = _mm256_fmadd_ps(avx2::load8<DT>(row, at + 8), _mm256_loadu_ps(x + d + 8), a1);
+        a2 = _mm256_fmadd_ps(avx2::load8<DT>(row, at + 16), _mm256_loadu_ps(x + d + 16), a2);
+        a3 = _mm256_fmadd_ps(avx2::load8<DT>(row, at + 24), _mm256_loadu_ps(x + d + 24), a3);
+    }
+    for (; d + 8 <= width; d += 8)
+        a0 = _mm256_fmadd_ps(avx2::load8<DT>(row, static_cast<size_t>(d)), _mm256_loadu_ps(x + d), a0);
+    float sum = avx2::hsum(_mm256_add_ps(_mm256_add_ps(a0, a1), _mm256_add_ps(a2, a3)));
+    for (; d < width; ++d) sum += avx2::load1<DT>(row, static_cast<size_t>(d)) * x[d];
+    return sum;
+}
+#endif
+
+template <int DT, bool AVX2>
+void peer_gate_kernel(const KernelCall& call, int ith, int nth) {
+    const PreparedNode& p = *call.node;
+    const mnemo_tensor& table = p.node.inputs[0];
+    const mnemo_tensor& sc = p.node.inputs[3];
+    const int64_t rows = table.shape[0], width = table.shape[1];
+    const int64_t m = p.node.inputs[1].shape[1], per_entry = sc.ndim == 3 ? sc.shape[2] : 1;
+    const int64_t act = p.node.iparams[0];
+    const size_t row_bytes = static_cast<size_t>(width) * (DT == MNEMO_DTYPE_F32 ? 4 : 2);
+    const char* base = static_cast<const char*>(p.in[0]);
+    const int32_t* idx = static_cast<const int32_t*>(p.in[1]);
+    const float* x = static_cast<const float*>(p.in[2]);
+    const float* s = static_cast<const float*>(p.in[3]);
+    float* out = static_cast<float*>(p.out);
+    int64_t e0, e1;
+    split_range(numel(p.node.inputs[1]), ith, nth, 1, &e0, &e1);
+    for (int64_t e = e0; e < e1; ++e) {
+        const char* row = base + static_cast<size_t>(idx[e] % rows) * row_bytes;
+        const float* xn = x + (e / m) * width;
+        float dot;
+#if defined(MNEMO_HAVE_AVX2_KERNELS)
+        if constexpr (AVX2) {
+            if (e + 1 < e1) _mm_prefetch(base + static_cast<size_t>(idx[e + 1] % rows) * row_bytes, _MM_HINT_T0);
+            dot = row_dot_avx2<DT>(row, xn, width);
+        } else
+#endif
+        {
+            dot = row_dot_scalar<DT>(row, xn, width);
+        }
+        const float a = activate(dot, act);
+        for (int64_t k = 0; k < per_entry; ++k) out[e * per_entry + k] = a * s[e * per_entry + k];
+    }
+}
+
+bool check_peer_gate(const PreparedNode& p, char* message, size_t cap) {
+    const int32_t* idx = static_cast<const int32_t*>(p.in[1]);
+    const int64_t count = numel(p.node.inputs[1]), m = p.node.inputs[1].shape[1];
+    for (int64_t i = 0; i < count; ++i) {
+        if (idx[i] < 0) {
+            std::snprintf(message, cap, "peer_gate: token %lld entry %lld is index %d; indices must be >= 0",
+                          static_cast<long long>(i / m), static_cast<long long>(i % m), idx[i]);
+            return false;
+        }
+        if (p.node.inputs[0].shape[0] == 0) {
+            std::snprintf(message, cap, "peer_gate: the pre-value table has no rows, but the indices name entries");
+            return false;
+        }
+    }
+    return true;
+}
+
+// ------------------------------------------------------------------ HIVE
+
+// Per-thread scratch of a HIVE task: the gathered bank rows and their weights, the head's
+// projection rows, and the latent vector that weights them.
+struct HiveScratch {
+    const char** bank_rows;
+    const char** proj_rows;
+    float* w;
+    float* latent;
+};
+
+HiveScratch hive_scratch(const KernelCall& call, int ith, int64_t m, int64_t rank) {
+    float* base = call.scratch + static_cast<size_t>(ith) * call.scratch_stride;
+    HiveScratch s;
+    s.bank_rows = reinterpret_cast<const char**>(base);
+    s.proj_rows = reinterpret_cast<const char**>(base + 2 * m);  // a pointer takes the room of two floats
+    s.w = base + 2 * m + 2 * rank;
+    s.latent = s.w + m;
+    return s;
+}
+
+size_t hive_scratch_floats(int64_t m, int64_t rank) { return static_cast<size_t>(3 * m + 3 * rank); }
+
+template <bool AVX2>
+void hive_kernel(const KernelCall& call, int ith, int nth) {
+    const PreparedNode& p = *call.node;
+    const mnemo_tensor& bank = p.node.inputs[0];
+    const mnemo_tensor& proj = p.node.inputs[3];
+    const int64_t rank = bank.shape[1], n_tok = p.node.inputs[1].shape[0], heads = p.node.inputs[1].shape[1];
+    const int64_t m = p.node.inputs[1].shape[2], dh = proj.shape[2];
+    const size_t bank_row_bytes = static_cast<size_t>(rank) * (bank.dtype == MNEMO_DTYPE_F32 ? 4 : 2);
+    const size_t proj_row_bytes = static_cast<size_t>(dh) * (proj.dtype == MNEMO_DTYPE_F32 ? 4 : 2);
+    const char* bank_base = static_cast<const char*>(p.in[0]);
+    const char* proj_base = static_cast<const char*>(p.in[3]);
+    const int32_t* idx = static_cast<const int32_t*>(p.in[1]);
+    const float* w = static_cast<const float*>(p.in[2]);
+    float* out = static_cast<float*>(p.out);
+    const HiveScratch s = hive_scratch(call, ith, m, rank);
+    int64_t t0, t1, have_head = -1;
+    split_range(heads * n_tok, ith, nth, 1, &t0, &t1);
+    for (int64_t t = t0; t < t1; ++t) {
+        const int64_t h = t / n_tok, n = t % n_tok, bag = n * heads + h;
+        if (h != have_head) {
+            for (int64_t k = 0; k < rank; ++k) s.proj_rows[k] = proj_base + static_cast<size_t>(h * rank + k) * proj_row_bytes;
+            have_head = h;
+        }
+        for (int64_t j = 0; j < m; ++j) {
+            s.bank_rows[j] = bank_base + static_cast<size_t>(idx[bag * m + j]) * bank_row_bytes;
+            s.w[j] = w[bag * m + j];
+        }
+        bag_columns_for(AVX2, bank.dtype, BagRows{s.bank_rows, s.w, m}, 0, rank, s.latent);
+        // latent [r] x proj[h] [r, Dh]: the same weighted row sum, over the projection's rows.
+        bag_columns_for(AVX2, proj.dtype, BagRows{s.proj_rows, s.latent, rank}, 0, dh, out + bag * dh);
+    }
+}
+
+bool check_hive(const PreparedNode& p, char* message, size_t cap) {
+    const int32_t* idx = static_cast<const int32_t*>(p.in[1]);
+    const mnemo_tensor& it = p.node.inputs[1];
+    const int64_t rows = p.node.inputs[0].shape[0], heads = it.shape[1], m = it.shape[2];
+    for (int64_t i = 0; i < numel(it); ++i)
+        if (idx[i] < 0 || idx[i] >= rows) {
+            std::snprintf(message, cap, "hive: token %lld head %lld entry %lld is row %d, the bank has %lld rows",
+                          static_cast<long long>(i / (heads * m)), static_cast<long long>(i / m % heads),
+                          static_cast<long long>(i % m), idx[i], static_cast<long long>(rows));
+            return false;
+        }
+    return true;
+}
+
+template <template <int, bool> class Kernel, bool AVX2>
+KernelFn by_dtype(int32_t dtype) {
+    switch (dtype) {
+        case MNEMO_DTYPE_F16: return Kernel<MNEMO_DTYPE_F16, AVX2>::fn;
+        case MNEMO_DTYPE_BF16: return Kernel<MNEMO_DTYPE_BF16, AVX2>::fn;
+        default: return Kernel<MNEMO_DTYPE_F32, AVX2>::fn;
+    }
+}
+
+template <int DT, bool AVX2>
+struct PeerGate {
+    static constexpr KernelFn fn = peer_gate_kernel<DT, AVX2>;
+};
+
+}  // namespace
+
+KernelFn select_lookup(PreparedNode& p, Isa isa) {
+    p.scratch_floats = 0;
+#if defined(MNEMO_HAVE_AVX2_KERNELS)
+    const bool avx2 = isa == Isa::Avx2;
+#else
+    (void)isa;
+    const bool avx2 = false;
+#endif
+    switch (p.node.op) {
+        case MNEMO_OP_MEM_INDEX: return mem_index_kernel;
+        case MNEMO_OP_PEER_GATE:
+            return avx2 ? by_dtype<PeerGate, true>(p.node.inputs[0].dtype) : by_dtype<PeerGate, false>(p.node.inputs[0].dtype);
+        case MNEMO_OP_HIVE:
+            p.scratch_floats = hive_scratch_floats(p.node.inputs[1].shape[2], p.node.inputs[0].shape[1]);
+            return avx2 ? hive_kernel<true> : hive_kernel<false>;
+        default: return nullptr;
+    }
+}
+
+bool check_lookup_indices(const PreparedNode& p, char* message, size_t cap) {
+    switch (p.node.op) {
+        case MNEMO_OP_MEM_INDEX: return check_mem_index(p, message, cap);
+        case MNEMO_OP_PEER_GATE: return check_peer_gate(p, message, cap);
+        case MNEMO_OP_HIVE: return check_hive(p, message, cap);
+        default: return true;
+    }
+}
+
+bool check_lookup_node(const mnemo_node& n, Checker& c) {
+    const mnemo_tensor* in = n.inputs;
+    switch (n.op) {
+        case MNEMO_OP_MEM_INDEX: {
+            if (!c.input(0, in[0].dtype == MNEMO_DTYPE_I32, 1, 4, "i32 virtual indices")) return false;
+            if (n.n_inputs > 1 && !c.input(1, in[1].dtype == MNEMO_DTYPE_I32, 1, 1, "1-D i32 shuffle permutation [V]"))
+                return false;
+            const int64_t value_num = n.iparams[0], offset = n.iparams[1], rows = n.iparams[2], groups = n.iparams[3];
+            if (value_num < 1 || rows < 1 || groups < 1) return c.fail("value_num, table rows and groups must be >= 1");
+            if (offset < 0 || offset >= rows) return c.fail("offset must be in 0..rows-1");
+            if (n.iparams[4] != 0 && n.iparams[4] != 1) return c.fail("with_group must be 0 or 1");
+            if (rows > INT32_MAX) return c.fail("table rows exceed i32 indices");
+            if (n.iparams[4] == 1 && groups > INT32_MAX / rows) return c.fail("groups x rows exceed i32 indices");
+            return c.output(in[0], MNEMO_DTYPE_I32);
+        }
+        case MNEMO_OP_PEER_GATE: {
+            if (!c.weight(0, 2, "2-D f32/f16/bf16 pre-value table [R, P]") ||
+                !c.input(1, in[1].dtype == MNEMO_DTYPE_I32, 2, 2, "2-D i32 indices [N, m]") ||
+                !c.f32(2, 2, 2, "2-D f32 pre-value query [N, P]") || !c.f32(3, 2, 3, "f32 scores [N, m] or [N, m, C]"))
+                return false;
+            if (in[2].shape[0] != in[1].shape[0] || in[2].shape[1] != in[0].shape[1])
+                return c.fail("query " + shape_text(in[2]) + " must be [N, P] with N of the indices " + shape_text(in[1]) +
+                              " and P of the table " + shape_text(in[0]));
+            if (in[3].shape[0] != in[1].shape[0] || in[3].shape[1] != in[1].shape[1])
+                return c.fail("scores " + shape_text(in[3]) + " must start with the shape of the indices " + shape_text(in[1]));
+            if (n.iparams[0] < 0 || n.iparams[0] > 2)
+                return c.fail("activation " + std::to_string(n.iparams[0]) + " must be 0 (none), 1 (GELU erf) or 2 (GELU tanh)");
+            return c.output(in[3]);
+        }
+        case MNEMO_OP_HIVE: {
+            if (!c.weight(0, 2, "2-D f32/f16/bf16 latent bank [R, r]") ||
+                !c.input(1, in[1].dtype == MNEMO_DTYPE_I32, 3, 3, "3-D i32 indices [N, H, m]") ||
+                !c.f32(2, 3, 3, "3-D f32 weights [N, H, m]") || !c.weight(3, 3, "3-D f32/f16/bf16 head projections [H, r, Dh]"))
+                return false;
+            if (!same_shape(in[1], in[2])) return c.fail("weights and indices differ in shape");
+            if (in[3].shape[0] != in[1].shape[1] || in[3].shape[1] != in[0].shape[1])
+                return c.fail("head projections " + shape_text(in[3]) + " must be [H, r, Dh] with H of the indices " +
+                              shape_text(in[1]) + " and r of the bank " + shape_text(in[0]));
+            mnemo_tensor o = in[1];
+            o.dtype = MNEMO_DTYPE_F32;
+            o.shape[2] = in[3].shape[2];
+            return c.output(o);
+        }
+        default: return c.fail("not a lookup op");
+    }
+}
 
 }  // namespace mnemo_cpu

@@ -4,16 +4,18 @@
 // ARGTOPK must return exactly the reference's indices (ties to the lower index, NaN last; see
 // mnemo_abi.h), so it compares order-preserving integer keys, never floats with tolerance.
 // EMBEDDING_BAG is bandwidth-bound on the table rows it gathers: each output segment is kept in
-// registers while every row of its bag streams past once.
+// registers while every row of its bag streams past once (bag.hpp).
 #include <algorithm>
 #include <climits>
 #include <cmath>
 #include <cstdio>
 #include <cstring>
 
+#include "bag.hpp"
 #include "kernel_api.hpp"
 #include "scalar_math.hpp"
 #include "simd_avx2.hpp"
+#include "topk_order.hpp"
 
 namespace mnemo_cpu {
 namespace {
@@ -25,16 +27,8 @@ namespace {
 // insertion would cost O(D k).
 constexpr int64_t kInsertionMaxK = 64;
 
-// An integer that orders like the value under ARGTOPK's rules: larger key = ranks first. NaN is
-// below every number; -0.0 is folded into +0.0 so that the two tie.
-inline int32_t rank_key(float v) {
-    if (std::isnan(v)) return INT32_MIN;
-    if (v == 0.0f) v = 0.0f;
-    int32_t bits;
-    std::memcpy(&bits, &v, 4);
-    // Negative floats order backwards as integers: flip their magnitude bits.
-    return bits ^ ((bits >> 31) & 0x7FFFFFFF);
-}
+// Integers that order like the values under ARGTOPK's rules (shared with PK_TOPK).
+using topk::rank_key;
 
 struct Ranked {
     int32_t key;
@@ -102,105 +96,88 @@ void take_along_kernel(const KernelCall& call, int ith, int nth) {
 
 // ------------------------------------------------------------------ EMBEDDING_BAG
 
-// Work is split into (bag, column block) tasks. With as many bags as threads a task is a whole
-// bag; with fewer (decode: one bag, C in the thousands) the columns are split too so that every
-// thread streams its share of each gathered row. Blocks are multiples of 64 columns (8 vectors),
-// and the per-column sum order (over j) is the same for any split, so results never depend on
-// the thread count.
-int64_t column_block(int64_t n_bags, int64_t cols, int nth) {
-    if (n_bags >= nth || cols <= 64) return cols > 0 ? cols : 1;
-    const int64_t per_bag = (static_cast<int64_t>(nth) * 2 + n_bags - 1) / n_bags;  // ~2 tasks per thread
-    const int64_t block = (cols + per_bag - 1) / per_bag;
-    return std::max<int64_t>(64, (block + 63) / 64 * 64);
+// Work is split into (bag, group, column block) tasks. With as many (bag, group) segments as
+// threads a task is a whole segment; with fewer (decode: one bag, C in the hundreds) the columns
+// are split too so that every thread streams its share of each gathered row. A block is at least
+// 128 bytes of a row (two cache lines, what the adjacent-line prefetcher fetches together), and
+// the per-column sum order (entries in bag order) is the same for any split, so results never
+// depend on the thread count.
+int64_t column_block(int64_t segments, int64_t cols, int32_t dtype, int nth) {
+    const int64_t min_block = dtype == MNEMO_DTYPE_F32 ? 32 : 64;
+    if (segments >= nth || cols <= min_block) return cols > 0 ? cols : 1;
+    const int64_t per_segment = (static_cast<int64_t>(nth) * 2 + segments - 1) / segments;  // ~2 tasks per thread
+    const int64_t block = (cols + per_segment - 1) / per_segment;
+    return std::max<int64_t>(min_block, (block + min_block - 1) / min_block * min_block);
 }
 
-struct BagArgs {
-    const char* table;
-    size_t row_bytes;
-    const int32_t* idx;  // this bag's m indices
-    const float* w;      // this bag's m weights
-    int64_t m;
+int64_t bag_groups(const mnemo_node& n) { return n.iparams[0] == 0 ? 1 : n.iparams[0]; }
+
+// Per-thread scratch of an EMBEDDING_BAG task: the rows and weights of the entries of one
+// (bag, group) segment, in bag order.
+struct BagScratch {
+    const char** rows;
+    float* w;
+    int32_t* entry;  // j of each selected entry, to find its (per-core) weight
 };
 
-void bag_columns_scalar(const BagArgs& b, int32_t dtype, int64_t c0, int64_t c1, float* y) {
-    for (int64_t c = c0; c < c1; ++c) y[c] = 0.0f;
-    for (int64_t j = 0; j < b.m; ++j) {
-        const void* row = b.table + static_cast<size_t>(b.idx[j]) * b.row_bytes;
-        const float wj = b.w[j];
-        for (int64_t c = c0; c < c1; ++c) y[c] += wj * load_weight(row, dtype, static_cast<size_t>(c));
-    }
+BagScratch bag_scratch(const KernelCall& call, int ith, int64_t m) {
+    float* base = call.scratch + static_cast<size_t>(ith) * call.scratch_stride;
+    BagScratch s;
+    s.rows = reinterpret_cast<const char**>(base);
+    s.w = base + 2 * m;  // a pointer takes the room of two floats
+    s.entry = reinterpret_cast<int32_t*>(s.w + m);
+    return s;
 }
 
-#if defined(MNEMO_HAVE_AVX2_KERNELS)
-// 32 columns at a time in four accumulators held across the whole bag; then 8 at a time; the
-// last < 8 columns in scalar code with the same per-column order.
-template <int DT>
-MNEMO_AVX2 void bag_columns_avx2(const BagArgs& b, int64_t c0, int64_t c1, float* y) {
-    int64_t c = c0;
-    for (; c + 32 <= c1; c += 32) {
-        __m256 a0 = _mm256_setzero_ps(), a1 = _mm256_setzero_ps(), a2 = _mm256_setzero_ps(), a3 = _mm256_setzero_ps();
-        for (int64_t j = 0; j < b.m; ++j) {
-            const void* row = b.table + static_cast<size_t>(b.idx[j]) * b.row_bytes;
-            const __m256 wj = _mm256_set1_ps(b.w[j]);
-            a0 = _mm256_fmadd_ps(wj, avx2::load8<DT>(row, static_cast<size_t>(c)), a0);
-            a1 = _mm256_fmadd_ps(wj, avx2::load8<DT>(row, static_cast<size_t>(c + 8)), a1);
-            a2 = _mm256_fmadd_ps(wj, avx2::load8<DT>(row, static_cast<size_t>(c + 16)), a2);
-            a3 = _mm256_fmadd_ps(wj, avx2::load8<DT>(row, static_cast<size_t>(c + 24)), a3);
-        }
-        _mm256_storeu_ps(y + c, a0);
-        _mm256_storeu_ps(y + c + 8, a1);
-        _mm256_storeu_ps(y + c + 16, a2);
-        _mm256_storeu_ps(y + c + 24, a3);
-    }
-    for (; c + 8 <= c1; c += 8) {
-        __m256 a = _mm256_setzero_ps();
-        for (int64_t j = 0; j < b.m; ++j) {
-            const void* row = b.table + static_cast<size_t>(b.idx[j]) * b.row_bytes;
-            a = _mm256_fmadd_ps(_mm256_set1_ps(b.w[j]), avx2::load8<DT>(row, static_cast<size_t>(c)), a);
-        }
-        _mm256_storeu_ps(y + c, a);
-    }
-    for (; c < c1; ++c) {
-        float a = 0.0f;
-        for (int64_t j = 0; j < b.m; ++j) {
-            const void* row = b.table + static_cast<size_t>(b.idx[j]) * b.row_bytes;
-            a = std::fma(b.w[j], avx2::load1<DT>(row, static_cast<size_t>(c)), a);
-        }
-        y[c] = a;
-    }
-}
-#endif
+size_t bag_scratch_floats(int64_t m) { return static_cast<size_t>(4 * m); }
 
 template <bool AVX2>
 void embedding_bag_kernel(const KernelCall& call, int ith, int nth) {
     const PreparedNode& p = *call.node;
     const mnemo_tensor& table = p.node.inputs[0];
-    const int64_t cols = table.shape[1];
+    const mnemo_tensor& wt = p.node.inputs[2];
+    const int64_t rows = table.shape[0], cols = table.shape[1];
     const int64_t n_bags = p.node.inputs[1].shape[0], m = p.node.inputs[1].shape[1];
+    const int64_t groups = bag_groups(p.node);
+    const int64_t cores = wt.ndim == 3 ? wt.shape[2] : 1, core_cols = cols / cores;
     const int32_t dtype = table.dtype;
-    const size_t esize = dtype == MNEMO_DTYPE_F32 ? 4 : 2;
-    const int64_t block = column_block(n_bags, cols, nth);
-    const int64_t blocks_per_bag = (cols + block - 1) / block;
+    const size_t row_bytes = static_cast<size_t>(cols) * (dtype == MNEMO_DTYPE_F32 ? 4 : 2);
+    const int64_t block = column_block(n_bags * groups, cols, dtype, nth);
+    const int64_t blocks = (cols + block - 1) / block;
     int64_t t0, t1;
-    split_range(n_bags * blocks_per_bag, ith, nth, 1, &t0, &t1);
+    split_range(n_bags * groups * blocks, ith, nth, 1, &t0, &t1);
+    const char* base = static_cast<const char*>(p.in[0]);
+    const int32_t* idx = static_cast<const int32_t*>(p.in[1]);
+    const float* w = static_cast<const float*>(p.in[2]);
     float* out = static_cast<float*>(p.out);
+    const BagScratch s = bag_scratch(call, ith, m);
+    int64_t have_segment = -1, have_core = -1, count = 0;
     for (int64_t t = t0; t < t1; ++t) {
-        const int64_t n = t / blocks_per_bag;
-        const int64_t c0 = (t % blocks_per_bag) * block, c1 = std::min(cols, c0 + block);
-        const BagArgs b{static_cast<const char*>(p.in[0]), static_cast<size_t>(cols) * esize,
-                        static_cast<const int32_t*>(p.in[1]) + n * m, static_cast<const float*>(p.in[2]) + n * m, m};
-        float* y = out + n * cols;
-#if defined(MNEMO_HAVE_AVX2_KERNELS)
-        if constexpr (AVX2) {
-            switch (dtype) {
-                case MNEMO_DTYPE_F16: bag_columns_avx2<MNEMO_DTYPE_F16>(b, c0, c1, y); break;
-                case MNEMO_DTYPE_BF16: bag_columns_avx2<MNEMO_DTYPE_BF16>(b, c0, c1, y); break;
-                default: bag_columns_avx2<MNEMO_DTYPE_F32>(b, c0, c1, y); break;
+        const int64_t segment = t / blocks, n = segment / groups, g = segment % groups;
+        if (segment != have_segment) {
+            // The entries of bag n that fall in group g: indices g*R .. g*R + R-1.
+            const int64_t first = g * rows;
+            count = 0;
+            for (int64_t j = 0; j < m; ++j) {
+                const int64_t row = static_cast<int64_t>(idx[n * m + j]) - first;
+                if (row < 0 || row >= rows) continue;
+                s.rows[count] = base + static_cast<size_t>(row) * row_bytes;
+                s.entry[count++] = static_cast<int32_t>(j);
             }
-            continue;
+            have_segment = segment;
+            have_core = -1;
         }
-#endif
-        bag_columns_scalar(b, dtype, c0, c1, y);
+        const int64_t c0 = (t % blocks) * block, c1 = std::min(cols, c0 + block);
+        float* y = out + segment * cols;  // out[n, g*C ...]: segments are laid out bag-major, then group
+        // Core p weights columns [p*C/P, (p+1)*C/P): a block may straddle a core boundary.
+        for (int64_t core = c0 / core_cols; core < cores && core * core_cols < c1; ++core) {
+            if (core != have_core) {
+                for (int64_t e = 0; e < count; ++e) s.w[e] = w[(n * m + s.entry[e]) * cores + core];
+                have_core = core;
+            }
+            const int64_t a = std::max(c0, core * core_cols), b = std::min(c1, (core + 1) * core_cols);
+            bag_columns_for(AVX2, dtype, BagRows{s.rows, s.w, count}, a, b, y);
+        }
     }
 }
 
@@ -224,7 +201,8 @@ bool check_memory_indices(const PreparedNode& p, char* message, size_t cap) {
         return check_range(data, numel(idx), x.shape[x.ndim - 1], "take_along (x has D columns)", message, cap);
     }
     if (p.node.op == MNEMO_OP_EMBEDDING_BAG)
-        return check_range(data, numel(idx), p.node.inputs[0].shape[0], "embedding_bag (table rows)", message, cap);
+        return check_range(data, numel(idx), bag_groups(p.node) * p.node.inputs[0].shape[0],
+                           "embedding_bag (groups x table rows)", message, cap);
     return true;
 }
 
@@ -240,6 +218,7 @@ KernelFn select_memory_ops(PreparedNode& p, Isa isa) {
         }
         case MNEMO_OP_TAKE_ALONG: return take_along_kernel;
         case MNEMO_OP_EMBEDDING_BAG:
+            p.scratch_floats = bag_scratch_floats(p.node.inputs[1].shape[1]);
 #if defined(MNEMO_HAVE_AVX2_KERNELS)
             if (isa == Isa::Avx2) return embedding_bag_kernel<true>;
 #endif

@@ -82,7 +82,8 @@ typedef struct mnemo_tensor {
  *             i[1]=R rotary dims (R <= D, even; dims >= R pass through)          out: x's shape
  *             angle(n, j) = pos[n] * inv_freq[j]
  *  SILU       in: x                                                   out: x * sigmoid(x)
- *  GELU       in: x (tanh approximation)                              out: x's shape
+ *  GELU       in: x  i[0]=form (0: tanh approximation, default; 1: exact erf)   out: x's shape
+ *             0: 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3)));  1: 0.5 x (1 + erf(x / sqrt(2)))
  *  SWIGLU     in: gate[...], up[...] (same shape)                     out: silu(gate) * up
  *  SOFTMAX    in: x[...,D]  f[0]=scale (0 means 1)                    out: softmax(scale*x) over D
  *  KV_STORE   in: cache[S,H,C,D] f32, src[N,H,D] f32, seq[N] i32, pos[N] i32

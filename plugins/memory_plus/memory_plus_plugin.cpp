@@ -1,0 +1,112 @@
+// Memory+ (Berges et al. 2024, "Memory Layers at Scale"; code facebookresearch/memory on lingua):
+// a Llama-style pre-norm decoder in which the FFN of the layers listed in mem_layers is replaced by
+// a product-key memory (hashing_memory.hpp). Tensor names are lingua's own, so a converted
+// checkpoint is its state dict:
+//   x = RMSNorm(h) ⊙ attention_norm;  h = h + Attn(x)            RoPE on interleaved pairs
+//   x = RMSNorm(h) ⊙ ffn_norm;        h = h + FFN(x)  or  h + Memory(x) in a memory layer
+//   FFN(x) = w2 (silu(w1 x) ⊙ w3 x);  logits = output(RMSNorm(h) ⊙ norm)
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "hashing_memory.hpp"
+#include "memory_plus_config.hpp"
+#include "mnemo/plugin.hpp"
+#include "rope_frequencies.hpp"
+#include "transformer_blocks.hpp"
+
+namespace mnemo::memory_plus {
+namespace {
+
+using plugin::Graph;
+using plugin::Host;
+using plugin::T;
+
+struct Layer {
+    mnemo_tid attn_norm = -1, ffn_norm = -1;
+    blocks::Attention attn;
+    bool memory = false;
+    blocks::Mlp mlp;      // dense layers
+    HashingMemory mem;    // memory layers
+};
+
+class MemoryPlusModel {
+public:
+    static std::unique_ptr<MemoryPlusModel> create(Host& host, const mnemo_context_params& ctx, mnemo_model_info& info) {
+        auto m = std::make_unique<MemoryPlusModel>();
+        m->cfg_ = read_memory_plus_config(host);
+        m->declare(host, ctx);
+        const llama::LlamaConfig& b = m->cfg_.base;
+        info.vocab_size = b.vocab;
+        info.n_ctx_train = b.max_positions;
+        info.hidden_size = b.hidden;
+        info.n_layers = b.layers;
+        std::snprintf(info.architecture, sizeof info.architecture, "%s", describe(m->cfg_).c_str());
+        return m;
+    }
+
+    void build(Graph& g) const {
+        const llama::LlamaConfig& b = cfg_.base;
+        const blocks::Positions p = blocks::positions(g, inv_freq_);
+        const float eps = static_cast<float>(b.rms_eps);
+        const int64_t rope_mode = cfg_.rope_interleaved ? 1 : 0;
+
+        T h = g.get_rows(g.param(embed_), g.tokens());  // [N, D]
+        for (const Layer& l : layers_) {
+            h = g.add(h, blocks::attention(g, b, l.attn, g.rms_norm(h, g.param(l.attn_norm), eps), p, rope_mode));
+            const T x = g.rms_norm(h, g.param(l.ffn_norm), eps);
+            h = g.add(h, l.memory ? hashing_memory(g, cfg_, l.mem, gate_, x) : blocks::mlp(g, l.mlp, x));
+        }
+        h = g.get_rows(h, g.out_rows());
+        h = g.rms_norm(h, g.param(final_norm_), eps);
+        g.output(g.matmul(h, g.param(lm_head_)));
+    }
+
+private:
+    void declare(Host& h, const mnemo_context_params& ctx) {
+        const llama::LlamaConfig& b = cfg_.base;
+        embed_ = h.weight("tok_embeddings.weight", {b.vocab, b.hidden});
+        const ValueTables* shared = nullptr;
+        for (int64_t i = 0; i < b.layers; ++i) {
+            const std::string p = "layers." + std::to_string(i) + ".";
+            Layer l;
+            l.attn_norm = h.weight(p + "attention_norm.weight", {b.hidden});
+            l.ffn_norm = h.weight(p + "ffn_norm.weight", {b.hidden});
+            const std::string a = p + "attention.";
+            l.attn = blocks::declare_attention(h, b, blocks::AttentionNames{a + "wq", a + "wk", a + "wv", a + "wo", p}, ctx);
+            l.memory = cfg_.is_memory_layer(i);
+            const std::string f = p + "feed_forward.";
+            if (l.memory) {
+                l.mem = declare_hashing_memory(h, cfg_, f, shared);
+                if (cfg_.share_values && !shared) {
+                    shared_tables_ = l.mem.tables;
+                    shared = &shared_tables_;
+                }
+            } else {
+                // lingua's FeedForward: w1 gate, w3 up, w2 down, no biases.
+                l.mlp.gate = blocks::declare_linear(h, f + "w1", b.ffn, b.hidden, b.mlp_bias);
+                l.mlp.up = blocks::declare_linear(h, f + "w3", b.ffn, b.hidden, b.mlp_bias);
+                l.mlp.down = blocks::declare_linear(h, f + "w2", b.hidden, b.ffn, b.mlp_bias);
+            }
+            layers_.push_back(l);
+        }
+        final_norm_ = h.weight("norm.weight", {b.hidden});
+        lm_head_ = (b.tied_embeddings && !h.has_weight("output.weight")) ? embed_
+                                                                          : h.weight("output.weight", {b.vocab, b.hidden});
+        inv_freq_ = h.constant_f32("rope.inv_freq", llama::rope_inverse_frequencies(b.head_dim, b.rope_theta, b.rope_scaling));
+        if (cfg_.gated) gate_ = declare_gate_constants(h, b.hidden);
+    }
+
+    MemoryPlusConfig cfg_;
+    mnemo_tid embed_ = -1, final_norm_ = -1, lm_head_ = -1, inv_freq_ = -1;
+    ValueTables shared_tables_;
+    GateConstants gate_;
+    std::vector<Layer> layers_;
+};
+
+}  // namespace
+}  // namespace mnemo::memory_plus
+
+MNEMO_PLUGIN(mnemo::memory_plus::MemoryPlusModel, "memory_plus",
+             "Memory+ (Meta memory layers at scale, lingua checkpoints): product-key memory layers in a Llama decoder",
+             "memory_plus")

@@ -1,0 +1,269 @@
+// The ultramem plugin's load-time checks: a copy of a tiny UltraMem / UltraMemV2 test model with one
+// config field or tensor broken must fail Session::open with a message naming the problem (the
+// configs the official code cannot run, and checkpoints whose buffers are damaged).
+#include <gtest/gtest.h>
+
+#include <unistd.h>
+
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <functional>
+#include <sstream>
+
+#include "mnemo/error.hpp"
+#include "mnemo/safetensors.hpp"
+#include "mnemo/session.hpp"
+#include "model_test_util.hpp"
+
+namespace fs = std::filesystem;
+using namespace mnemo;
+using namespace mnemo::test;
+
+namespace {
+
+const char* const kV1 = "ultramem-tiny-f32";
+const char* const kV2 = "ultramem_v2-tiny-f32";
+
+// A scratch copy of a model folder; removed afterwards.
+class Scratch {
+public:
+    explicit Scratch(const std::string& name) {
+        static int counter = 0;
+        dir_ = (fs::temp_directory_path() /
+                ("mnemo-ultramem-" + std::to_string(::getpid()) + "-" + std::to_string(counter++)))
+                   .string();
+        fs::create_directories(dir_);
+        for (const auto& e : fs::directory_iterator(model_dir(name)))
+            fs::copy(e.path(), dir_ + "/" + e.path().filename().string());
+    }
+    ~Scratch() {
+        std::error_code ec;
+        fs::remove_all(dir_, ec);
+    }
+    const std::string& dir() const { return dir_; }
+
+    // Replaces the value of a top-level config.json field (json.dumps layout: "key": value,).
+    void set(const std::string& key, const std::string& value) const {
+        std::string cfg = read("config.json");
+        const std::string quoted = "\"" + key + "\"";
+        const size_t at = cfg.find(quoted);
+        if (at == std::string::npos) {
+            const size_t brace = cfg.find('{');
+            cfg.insert(brace + 1, "\n  " + quoted + ": " + value + ",");
+        } else {
+            const size_t colon = cfg.find(':', at + quoted.size());
+            const size_t end = cfg.find_first_of(",\n}", colon);
+            cfg.replace(colon + 1, end - colon - 1, " " + value);
+        }
+        std::ofstream(dir_ + "/config.json", std::ios::binary | std::ios::trunc) << cfg;
+    }
+
+    // Rewrites the checkpoint with `edit` applied to every tensor (false drops it).
+    void edit(const std::function<bool(TensorToWrite&, std::vector<uint8_t>&)>& fn) const {
+        std::vector<std::vector<uint8_t>> storage;
+        std::vector<TensorToWrite> out;
+        {
+            Checkpoint ck = Checkpoint::open(dir_);
+            for (const TensorView& t : ck.tensors()) {
+                storage.emplace_back(static_cast<const uint8_t*>(t.data), static_cast<const uint8_t*>(t.data) + t.nbytes);
+                TensorToWrite w{t.name, t.dtype, t.shape, nullptr};
+                if (!fn(w, storage.back())) {
+                    storage.pop_back();
+                    continue;
+                }
+                out.push_back(w);
+            }
+        }
+        for (size_t i = 0; i < out.size(); ++i) out[i].data = storage[i].data();
+        write_safetensors(dir_ + "/model.safetensors", out);
+    }
+
+    std::string read(const std::string& file) const {
+        std::ifstream in(dir_ + "/" + file, std::ios::binary);
+        std::stringstream s;
+        s << in.rdbuf();
+        return s.str();
+    }
+
+private:
+    std::string dir_;
+};
+
+std::string open_error(const Scratch& m) {
+    try {
+        open_model(m.dir());
+    } catch (const Error& e) {
+        return e.what();
+    }
+    return "";
+}
+
+#define EXPECT_MENTIONS(text, part) EXPECT_NE((text).find(part), std::string::npos) << (text)
+
+int32_t* i32_data(std::vector<uint8_t>& bytes) { return reinterpret_cast<int32_t*>(bytes.data()); }
+
+}  // namespace
+
+TEST(UltraMemPlugin, TinyModelsOpenAndDescribeThemselves) {
+    auto v1 = open_model(model_dir(kV1));
+    EXPECT_MENTIONS(v1->summary().architecture, "UltraMem V1");
+    EXPECT_MENTIONS(v1->summary().architecture, "0:2/3:3");
+    auto v2 = open_model(model_dir(kV2));
+    EXPECT_MENTIONS(v2->summary().architecture, "UltraMemV2");
+    EXPECT_MENTIONS(v2->summary().architecture, "linear");
+}
+
+// ------------------------------------------------------------------ configs the official code cannot run
+
+TEST(UltraMemPlugin, V1WithMoreThanTwoHeads) {
+    Scratch m(kV1);
+    m.set("mem_head", "3");
+    const std::string e = open_error(m);
+    EXPECT_MENTIONS(e, "mem_head = 3");
+    EXPECT_MENTIONS(e, "more than 2 heads");
+}
+
+TEST(UltraMemPlugin, V2WithTooManyHeadsForItsQueryBlocks) {
+    Scratch m(kV2);
+    m.set("mem_head", "5");
+    const std::string e = open_error(m);
+    EXPECT_MENTIONS(e, "mem_head = 5");
+    EXPECT_MENTIONS(e, "at most 4 heads");
+}
+
+TEST(UltraMemPlugin, V2WithoutQueriesPerTuckerRank) {
+    Scratch m(kV2);
+    m.set("mem_q_for_each_tucker_rank", "false");
+    EXPECT_MENTIONS(open_error(m), "mem_q_for_each_tucker_rank is false");
+}
+
+TEST(UltraMemPlugin, V2WithTuckerRankOtherThanTwo) {
+    Scratch m(kV2);
+    m.set("mem_tucker_rank", "3");
+    EXPECT_MENTIONS(open_error(m), "mem_tucker_rank = 3");
+}
+
+TEST(UltraMemPlugin, KnnLargerThanTheSubKeys) {
+    Scratch m(kV1);
+    m.set("mem_knn", "9");  // Nk = 2 * knum = 8
+    const std::string e = open_error(m);
+    EXPECT_MENTIONS(e, "mem_knn = 9");
+    EXPECT_MENTIONS(e, "1..8");
+}
+
+TEST(UltraMemPlugin, V2ValueExpansionNeitherOneNorKeyExpansionSquared) {
+    Scratch m(kV2);
+    m.set("mem_value_expand_time", "2");
+    const std::string e = open_error(m);
+    EXPECT_MENTIONS(e, "mem_value_expand_time = 2");
+    EXPECT_MENTIONS(e, "mem_key_expand_time^2 = 4");
+}
+
+TEST(UltraMemPlugin, V2ShareRatioOutOfRange) {
+    Scratch m(kV2);
+    m.set("mem_share_ratio", "1.5");
+    EXPECT_MENTIONS(open_error(m), "mem_share_ratio must be in (0, 1]");
+}
+
+TEST(UltraMemPlugin, ValueWidthNotSplitByTheCores) {
+    Scratch m(kV1);
+    m.set("mem_tucker_multihead", "3");
+    EXPECT_MENTIONS(open_error(m), "mem_vdim (8) must be a positive multiple of mem_tucker_multihead (3)");
+}
+
+TEST(UltraMemPlugin, InsertWayPairsOutOfRangeOrOverlapping) {
+    {
+        Scratch m(kV1);
+        m.set("mem_insert_way", "\"0:4\"");
+        EXPECT_MENTIONS(open_error(m), "mem_insert_way pair 0:4 needs a <= b < num_hidden_layers (4)");
+    }
+    {
+        Scratch m(kV1);
+        m.set("mem_insert_way", "\"0:2/1:3\"");
+        const std::string e = open_error(m);
+        EXPECT_MENTIONS(e, "pairs 0:2 and 1:3 overlap");
+        EXPECT_MENTIONS(e, "would be dropped");
+    }
+    {
+        Scratch m(kV1);
+        m.set("mem_insert_way", "\"2-5\"");
+        EXPECT_MENTIONS(open_error(m), "\"2-5\" is not a pair");
+    }
+}
+
+// ------------------------------------------------------------------ damaged tensors
+
+TEST(UltraMemPlugin, MissingRankOneBuffer) {
+    Scratch m(kV1);
+    m.edit([](TensorToWrite& t, std::vector<uint8_t>&) { return t.name != "model.mem_blocks.1.tucker_core_v"; });
+    const std::string e = open_error(m);
+    EXPECT_MENTIONS(e, "'model.mem_blocks.1.tucker_core_v' is missing");
+    EXPECT_MENTIONS(e, "set by training");
+}
+
+TEST(UltraMemPlugin, AllZeroRankOneBuffer) {
+    Scratch m(kV2);
+    m.edit([](TensorToWrite& t, std::vector<uint8_t>& b) {
+        if (t.name == "model.mem_blocks.2.tucker_core_u") std::memset(b.data(), 0, b.size());
+        return true;
+    });
+    const std::string e = open_error(m);
+    EXPECT_MENTIONS(e, "'model.mem_blocks.2.tucker_core_u' is all zero for memory head 0");
+}
+
+TEST(UltraMemPlugin, ShuffleIndexWithARepeatedValue) {
+    Scratch m(kV1);
+    m.edit([](TensorToWrite& t, std::vector<uint8_t>& b) {
+        if (t.name == "model.mem_blocks.0.shuffle_index") i32_data(b)[5] = i32_data(b)[2];
+        return true;
+    });
+    const std::string e = open_error(m);
+    EXPECT_MENTIONS(e, "model.mem_blocks.0.shuffle_index is not a permutation of 0..63");
+    EXPECT_MENTIONS(e, "appears at entries 2 and 5");
+}
+
+TEST(UltraMemPlugin, ShuffleIndexOutOfRange) {
+    Scratch m(kV2);
+    m.edit([](TensorToWrite& t, std::vector<uint8_t>& b) {
+        if (t.name == "model.mem_blocks.1.shuffle_index") i32_data(b)[7] = 144;  // 4 groups x 36 rows
+        return true;
+    });
+    const std::string e = open_error(m);
+    EXPECT_MENTIONS(e, "model.mem_blocks.1.shuffle_index is not a permutation of 0..143");
+    EXPECT_MENTIONS(e, "entry 7 is 144");
+}
+
+TEST(UltraMemPlugin, ShuffleIndexStoredAsFloat) {
+    Scratch m(kV1);
+    m.edit([](TensorToWrite& t, std::vector<uint8_t>& b) {
+        if (t.name == "model.mem_blocks.0.shuffle_index") {
+            t.dtype = DType::F32;
+            for (size_t i = 0; i < b.size() / 4; ++i) {
+                const float f = static_cast<float>(i32_data(b)[i]);
+                std::memcpy(b.data() + 4 * i, &f, 4);
+            }
+        }
+        return true;
+    });
+    const std::string e = open_error(m);
+    EXPECT_MENTIONS(e, "model.mem_blocks.0.shuffle_index");
+    EXPECT_MENTIONS(e, "is f32, expected i32");
+}
+
+TEST(UltraMemPlugin, SharedTableOfTheWrongSize) {
+    // 3 memory layers instead of 4 (skip-layer insertion) make the shared table 48 rows, not 64.
+    Scratch m(kV2);
+    m.set("mem_insert_way", "\"0:0/1:1/2:3\"");
+    const std::string e = open_error(m);
+    EXPECT_MENTIONS(e, "model.full_memory_layer.values_for_look_up");
+    EXPECT_MENTIONS(e, "[48, 8]");
+}
+
+TEST(UltraMemPlugin, KeysOfTheWrongShape) {
+    Scratch m(kV1);
+    m.set("mem_knum", "5");  // Nk = 10 sub-keys per side expected, the checkpoint has 8
+    const std::string e = open_error(m);
+    EXPECT_MENTIONS(e, "model.mem_blocks.0.keys");
+    EXPECT_MENTIONS(e, "[4, 10, 8, 2]");
+}

@@ -1,0 +1,417 @@
+"""Independent torch forward pass (CPU, float64) for the Mnemo folders of UltraMem (model_type
+"ultramem", arXiv 2411.12364) and UltraMemV2 ("ultramem_v2", arXiv 2508.18756).
+
+Written from the two papers and the notes on the official code
+(/work/shared/notes/memory-layers-reference-code.md sections 1, 2 and 8), never from the C++
+plugin, so that the goldens it writes are a second opinion. Where the official code and the papers
+disagree we follow the code (docs/models/ultramem.md and ultramem_v2.md list every such place).
+
+Backbone: the OLMo "sequential" block of the official fork (olmo/model.py): pre-norm RMSNorm,
+fused q/k/v projection, QK-norm applied PER HEAD (q_norm/k_norm are [head_dim] and run after the
+split into heads, before RoPE), rotate-half RoPE, SwiGLU act(gate) * x, optional tied embeddings.
+
+Memory layer (one per entry of mem_insert_way; it reads x = the block's ff_norm output):
+  TDQKR (UltraMem eqs. 4-10):
+    q = query_proj(x), split into consecutive kdim chunks, each RMS-normed with query_norm;
+    memory head h reads the 2*kdim block number h//2 (two heads share a query): its first kdim
+    values are the row query, the next kdim the column query.
+    K~ = keys RMS-normed over kdim (keys_norm gain), S_row[h,n,r] = q_row . K~[h,row,n,:,r],
+    S_col likewise (eq. 4, no 1/sqrt(d)).
+    Stage 1 (eqs. 6-9): s1 = u[h] . S_row, s2 = v[h] . S_col with u, v the stored rank-1 buffers,
+    I1 = top-m(s1), I2 = top-m(s2), m = knn.
+    Stage 2 (eqs. 10, 16): T_c(i,j) = S_row[I1_i] C_c S_col[I2_j]^T, ranked by sum_c T_c, the
+    best knn pairs kept; virtual index I1*Nk + I2 and the per-core scores T_c (raw: no softmax).
+  IVE + MCS (eqs. 13-17): s = shuffle[virtual], group g = s // value_num,
+    row = (s % value_num + offset) % A; out[g, core c's 1/C slice] += T_c * V[row, same slice];
+    y = values_proj(out flattened g-major)  (= sum_g W_g^T (V^T s_g), eq. 15).
+  V2: memory after every block ("full"), one value table shared by all layers with a window of
+    value_num rows per layer starting at offset_l = l * knum^2; pre-value gate (PEER, eq. 15 of
+    the V2 paper) scales every score by act(pre_values[row] . pre_values_proj(x)), act = identity
+    unless mem_use_glu_act (then GELU erf); with value_expand_time == 1 the Ek^2 groups are summed
+    before the single values_proj (eq. 12).
+
+Top-k order: largest first, ties to the lower index (a stable sort), the order of the Mnemo op
+ARGTOPK; `stats` reports how close any selection came to a tie so the goldens can avoid ones that
+a float32 engine could resolve differently.
+
+Usage:  logits = forward(model_dir, ids)      # -> np.ndarray [T, V] float64
+        /usr/bin/python3 tools/reference/ultramem_ref.py MODEL_DIR 1,2,3
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import sys
+from dataclasses import dataclass, field
+from typing import Dict, List, Optional, Sequence, Tuple
+
+import numpy as np
+import torch
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+import safetensors_io  # noqa: E402  (tools/safetensors_io.py)
+
+SUPPORTED = ("ultramem", "ultramem_v2")
+F64 = torch.float64
+
+
+# ----------------------------------------------------------------------------------------------
+# Configuration
+# ----------------------------------------------------------------------------------------------
+
+def parse_insert_way(text: str, n_layers: int) -> List[Tuple[int, int]]:
+    """mem_insert_way -> [(read_block, add_block)] in memory-layer order.
+
+    'full': memory l reads block l and adds after block l. "a:b/c:d": memory i is the i-th pair
+    of the string (olmo/model.py parse_memory_layer_path keeps the string order); it reads block
+    a's ff_norm output and its output is added to the residual after block b.
+    """
+    if text == "full":
+        return [(i, i) for i in range(n_layers)]
+    if text in ("", "no_mem"):
+        return []
+    pairs = []
+    for part in text.split("/"):
+        a, b = part.split(":")
+        pairs.append((int(a), int(b)))
+    # The official loop keeps ONE pending output: a pair whose add block comes before its read
+    # block, or another read inside (a, b], would silently lose a memory's output. Such configs
+    # are rejected here (and by the plugin) rather than reproduced.
+    for i, (a, b) in enumerate(pairs):
+        if not (0 <= a <= b < n_layers):
+            raise ValueError(f"mem_insert_way pair {a}:{b} needs 0 <= a <= b < {n_layers}")
+        for j, (a2, _) in enumerate(pairs):
+            if j != i and (a2 == a or a < a2 <= b):
+                raise ValueError(f"mem_insert_way pairs {a}:{b} and {a2}:{pairs[j][1]} overlap")
+    return pairs
+
+
+@dataclass
+class Config:
+    model_type: str
+    hidden: int
+    layers: int
+    heads: int
+    kv_heads: int
+    head_dim: int
+    ffn: int
+    vocab: int
+    eps: float
+    rope_theta: float
+    tied: bool
+    qk_norm: bool
+    insert: List[Tuple[int, int]]
+    knum: int
+    kdim: int
+    vdim: int
+    knn: int
+    mem_heads: int
+    rank: int
+    cores: int
+    value_expand: int
+    # derived per architecture
+    key_expand: int = 1
+    nk: int = 0               # sub-keys per side (expanded)
+    value_num: int = 0        # rows of one layer's window
+    table_rows: int = 0       # A: rows of the (shared) value table
+    virtual: int = 0          # shuffle length
+    groups: int = 1           # virtual blocks the bag output is grouped into
+    queries: int = 1          # kdim chunks per side in query_proj (V2 q_for_each: rank)
+    pre_vdim: int = 0
+    glu_act: bool = False
+    share_ratio: float = 1.0
+
+    @staticmethod
+    def load(model_dir: str) -> "Config":
+        with open(os.path.join(model_dir, "config.json"), "r", encoding="utf-8") as f:
+            c = json.load(f)
+        mt = c.get("model_type")
+        if mt not in SUPPORTED:
+            raise ValueError(f"{model_dir}/config.json: model_type {mt!r} is not one of {SUPPORTED}")
+        heads = int(c["num_attention_heads"])
+        hidden = int(c["hidden_size"])
+        layers = int(c["num_hidden_layers"])
+        v2 = mt == "ultramem_v2"
+        cfg = Config(
+            model_type=mt, hidden=hidden, layers=layers, heads=heads,
+            kv_heads=int(c.get("num_key_value_heads") or heads),
+            head_dim=int(c.get("head_dim") or hidden // heads), ffn=int(c["intermediate_size"]),
+            vocab=int(c["vocab_size"]), eps=float(c.get("rms_norm_eps", 1e-5)),
+            rope_theta=float(c.get("rope_theta", 10000.0)), tied=bool(c.get("tie_word_embeddings", False)),
+            qk_norm=bool(c.get("qk_norm", True)),
+            insert=parse_insert_way(str(c.get("mem_insert_way", "full" if v2 else "")), layers),
+            knum=int(c["mem_knum"]), kdim=int(c["mem_kdim"]), vdim=int(c["mem_vdim"]),
+            knn=int(c["mem_knn"]), mem_heads=int(c.get("mem_head", 1)),
+            rank=int(c.get("mem_tucker_rank", 2)), cores=int(c.get("mem_tucker_multihead", 2)),
+            value_expand=int(c.get("mem_value_expand_time", 1 if v2 else 4)),
+        )
+        n_mem = len(cfg.insert)
+        if not v2:
+            # UltraMemLayerV1: key_expand = int(sqrt(E)), Nk = key_expand * knum, one table of
+            # knum^2 rows per layer, E virtual blocks, shuffle over E * knum^2.
+            cfg.key_expand = int(cfg.value_expand ** 0.5)
+            cfg.nk = cfg.key_expand * cfg.knum
+            cfg.value_num = cfg.knum * cfg.knum
+            cfg.table_rows = cfg.value_num
+            cfg.virtual = cfg.value_expand * cfg.value_num
+            cfg.groups = cfg.value_expand
+            cfg.queries = 1
+        else:
+            # UltraMemLayerV2: A = knum^2 * L_mem rows shared by all layers, each layer a window of
+            # knum_r^2 rows (knum_r = int(sqrt(A * share_ratio)), float sqrt then truncation).
+            cfg.share_ratio = float(c["mem_share_ratio"])
+            cfg.key_expand = int(c.get("mem_key_expand_time", 1))
+            cfg.table_rows = cfg.knum * cfg.knum * n_mem
+            knum_r = int((cfg.table_rows * cfg.share_ratio) ** 0.5)
+            cfg.value_num = knum_r * knum_r
+            cfg.nk = cfg.key_expand * knum_r
+            cfg.groups = cfg.key_expand * cfg.key_expand
+            cfg.virtual = cfg.groups * cfg.value_num
+            cfg.queries = cfg.rank if c.get("mem_q_for_each_tucker_rank", False) else 1
+            cfg.pre_vdim = int(c.get("mem_pre_vdim", 0))
+            cfg.glu_act = bool(c.get("mem_use_glu_act", False))
+            if cfg.queries * cfg.kdim != 2 * cfg.kdim:
+                # The CUDA path slices half = queries*kdim/2 values per side: only rank-2 queries
+                # give the kdim the keys have (notes 2.2).
+                raise ValueError("ultramem_v2 needs mem_q_for_each_tucker_rank with tucker rank 2")
+        return cfg
+
+
+def window_offset(cfg: Config, layer: int) -> int:
+    """Start of memory layer `layer`'s window in the value table (always 0 for V1)."""
+    return layer * cfg.knum * cfg.knum if cfg.model_type == "ultramem_v2" else 0
+
+
+# ----------------------------------------------------------------------------------------------
+# Building blocks
+# ----------------------------------------------------------------------------------------------
+
+def rms_norm(x: torch.Tensor, g: torch.Tensor, eps: float) -> torch.Tensor:
+    """RMSLayerNorm of OLMo: x / sqrt(mean(x^2) + eps) * g over the last axis."""
+    return x / torch.sqrt((x * x).mean(dim=-1, keepdim=True) + eps) * g
+
+
+def rope(x: torch.Tensor, pos: torch.Tensor, theta: float) -> torch.Tensor:
+    """Rotate-half RoPE of OLMo's RotaryEmbedding: x [T, H, d] at positions pos [T]."""
+    d = x.shape[-1]
+    inv = 1.0 / (theta ** (torch.arange(0, d, 2, dtype=F64) / d))
+    ang = pos.to(F64)[:, None] * inv[None, :]
+    ang = torch.cat([ang, ang], dim=-1)[:, None, :]
+    x1, x2 = x[..., : d // 2], x[..., d // 2:]
+    rotated = torch.cat([-x2, x1], dim=-1)
+    return x * torch.cos(ang) + rotated * torch.sin(ang)
+
+
+def topk_stable(x: torch.Tensor, k: int) -> Tuple[torch.Tensor, torch.Tensor]:
+    """Largest k along the last axis, largest first, ties to the lower index."""
+    order = torch.sort(-x, dim=-1, stable=True).indices[..., :k]
+    return torch.gather(x, -1, order), order
+
+
+def boundary_gap(x: torch.Tensor, k: int) -> float:
+    """Smallest (k-th largest - (k+1)-th largest) / max|x| over the rows: how near a tie the
+    top-k selection of each row came (inf when k covers the whole row)."""
+    if k >= x.shape[-1]:
+        return math.inf
+    s = torch.sort(x, dim=-1, descending=True).values
+    scale = s.abs().amax(dim=-1).clamp_min(1e-300)
+    return float(((s[..., k - 1] - s[..., k]) / scale).min())
+
+
+@dataclass
+class Stats:
+    """How close the memory selections came to ties (relative gaps), over one forward."""
+    min_gap_stage1: float = math.inf
+    min_gap_stage2: float = math.inf
+
+    def min_gap(self) -> float:
+        return min(self.min_gap_stage1, self.min_gap_stage2)
+
+
+# ----------------------------------------------------------------------------------------------
+# Model
+# ----------------------------------------------------------------------------------------------
+
+class UltraMemRef:
+    def __init__(self, model_dir: str):
+        self.cfg = Config.load(model_dir)
+        raw = safetensors_io.read_checkpoint(model_dir)
+        self.w: Dict[str, torch.Tensor] = {}
+        self.i: Dict[str, torch.Tensor] = {}
+        for name, t in raw.items():
+            if t.dtype == "I32":
+                self.i[name] = torch.from_numpy(np.array(t.data, dtype=np.int64))
+            else:
+                self.w[name] = torch.from_numpy(t.to_float64())
+        self.stats = Stats()
+
+    # --- memory layer ------------------------------------------------------------------------
+
+    def _mem(self, l: int, suffix: str) -> torch.Tensor:
+        return self.w[f"model.mem_blocks.{l}.{suffix}"]
+
+    def query(self, l: int, x: torch.Tensor) -> Tuple[torch.Tensor, torch.Tensor]:
+        """Row and column queries [T, H, kdim] of memory layer l for inputs x [T, D]."""
+        c = self.cfg
+        T = x.shape[0]
+        q = x @ self._mem(l, "query_proj.weight").T                     # [T, 2*queries*kdim]
+        q = rms_norm(q.view(T, -1, c.kdim), self._mem(l, "query_norm.weight"), c.eps)
+        blocks = q.reshape(T, -1, 2 * c.kdim)                           # consecutive 2*kdim blocks
+        if (c.mem_heads - 1) // 2 >= blocks.shape[1]:
+            raise ValueError(f"memory head {c.mem_heads - 1} needs query block {(c.mem_heads - 1) // 2}, "
+                             f"query_proj has {blocks.shape[1]}")
+        heads = [blocks[:, h // 2, :] for h in range(c.mem_heads)]
+        qh = torch.stack(heads, dim=1)                                  # [T, H, 2*kdim]
+        return qh[..., : c.kdim], qh[..., c.kdim:]
+
+    def subkey_scores(self, l: int, q_row: torch.Tensor, q_col: torch.Tensor):
+        """S_row, S_col [T, H, Nk, R] (UltraMem eq. 4 with normalised keys)."""
+        c = self.cfg
+        keys = self._mem(l, "keys").view(c.mem_heads, 2, c.nk, c.kdim, c.rank)
+        # keys_norm over kdim for every (head, side, key, rank); the same gain everywhere.
+        kt = keys.transpose(-1, -2)                                     # [H, 2, Nk, R, kdim]
+        kn = rms_norm(kt, self._mem(l, "keys_norm.weight"), c.eps).transpose(-1, -2)
+        s_row = torch.einsum("thd,hndr->thnr", q_row, kn[:, 0])
+        s_col = torch.einsum("thd,hndr->thnr", q_col, kn[:, 1])
+        return s_row, s_col
+
+    def tdqkr(self, l: int, x: torch.Tensor):
+        """Tucker-decomposed retrieval: virtual indices [T, H, knn] (best first) and the per-core
+        scores [T, H, knn, C] of memory layer l."""
+        c = self.cfg
+        q_row, q_col = self.query(l, x)
+        s_row, s_col = self.subkey_scores(l, q_row, q_col)
+        u = self._mem(l, "tucker_core_u").view(c.mem_heads, c.rank)
+        v = self._mem(l, "tucker_core_v").view(c.mem_heads, c.rank)
+        cores = torch.stack([self._mem(l, f"tucker_core.{i}") for i in range(c.cores)])  # [C, H, R, R]
+        m = k = c.knn
+        # Stage 1: rank-1 approximation of the summed core (eqs. 6-9), top-m per side.
+        s1 = torch.einsum("thnr,hr->thn", s_row, u)
+        s2 = torch.einsum("thnr,hr->thn", s_col, v)
+        _, i1 = topk_stable(s1, m)
+        _, i2 = topk_stable(s2, m)
+        self.stats.min_gap_stage1 = min(self.stats.min_gap_stage1, boundary_gap(s1, m), boundary_gap(s2, m))
+        # Stage 2: exact bilinear scores of the m*m candidate pairs, per core (eq. 16).
+        r_sel = torch.gather(s_row, 2, i1[..., None].expand(-1, -1, -1, c.rank))   # [T, H, m, R]
+        c_sel = torch.gather(s_col, 2, i2[..., None].expand(-1, -1, -1, c.rank))
+        per_core = torch.einsum("thar,chrs,thbs->cthab", r_sel, cores, c_sel)       # [C, T, H, m, m]
+        per_core = per_core.reshape(c.cores, *per_core.shape[1:3], m * m)
+        total = per_core.sum(dim=0)                                                 # [T, H, m*m]
+        _, best = topk_stable(total, k)
+        self.stats.min_gap_stage2 = min(self.stats.min_gap_stage2, boundary_gap(total, k))
+        virt = torch.gather(i1, 2, best // m) * c.nk + torch.gather(i2, 2, best % m)
+        scores = torch.stack([torch.gather(per_core[i], 2, best) for i in range(c.cores)], dim=-1)
+        return virt, scores
+
+    def physical(self, l: int, virt: torch.Tensor) -> Tuple[torch.Tensor, torch.Tensor]:
+        """Index pipeline: (group, table row) of virtual indices (notes 8.3)."""
+        c = self.cfg
+        s = self.i[f"model.mem_blocks.{l}.shuffle_index"][virt]
+        group = s // c.value_num
+        row = (s % c.value_num + window_offset(c, l)) % c.table_rows
+        return group, row
+
+    def value_table(self, l: int) -> torch.Tensor:
+        if self.cfg.model_type == "ultramem_v2":
+            return self.w["model.full_memory_layer.values_for_look_up"]
+        return self._mem(l, "values_for_look_up")
+
+    def memory(self, l: int, x: torch.Tensor) -> torch.Tensor:
+        """Output [T, D] of memory layer l for its input x [T, D] (a block's ff_norm output)."""
+        c = self.cfg
+        T = x.shape[0]
+        virt, scores = self.tdqkr(l, x)
+        virt = virt.reshape(T, -1)                    # heads concatenated: a bag of H*knn entries
+        scores = scores.reshape(T, -1, c.cores)
+        group, row = self.physical(l, virt)
+        if c.pre_vdim > 0:
+            # PEER pre-values (V2 paper eq. 15): a scalar per entry from a row dot product.
+            p = x @ self._mem(l, "pre_values_proj.weight").T                        # [T, pre_vdim]
+            pre = self.w["model.full_memory_layer.pre_values_for_look_up"][row]     # [T, B, pre_vdim]
+            gate = torch.einsum("tbp,tp->tb", pre, p)
+            if c.glu_act:
+                gate = torch.nn.functional.gelu(gate)
+            scores = scores * gate[..., None]
+        table = self.value_table(l)
+        vals = table[row].view(T, -1, c.cores, c.vdim // c.cores)                   # core c: own slice
+        weighted = (vals * scores[..., None]).reshape(T, -1, c.vdim)
+        out = torch.zeros(T, c.groups, c.vdim, dtype=F64)
+        out.scatter_add_(1, group[..., None].expand(-1, -1, c.vdim), weighted)
+        if c.model_type == "ultramem_v2" and c.value_expand == 1:
+            out = out.sum(dim=1, keepdim=True)        # one projector for all virtual blocks
+        return out.reshape(T, -1) @ self._mem(l, "values_proj.weight").T
+
+    # --- backbone ----------------------------------------------------------------------------
+
+    def _blk(self, i: int, suffix: str) -> torch.Tensor:
+        return self.w[f"model.layers.{i}.{suffix}"]
+
+    def attention(self, i: int, x: torch.Tensor) -> torch.Tensor:
+        c = self.cfg
+        T = x.shape[0]
+        q = (x @ self._blk(i, "self_attn.q_proj.weight").T).view(T, c.heads, c.head_dim)
+        k = (x @ self._blk(i, "self_attn.k_proj.weight").T).view(T, c.kv_heads, c.head_dim)
+        v = (x @ self._blk(i, "self_attn.v_proj.weight").T).view(T, c.kv_heads, c.head_dim)
+        if c.qk_norm:
+            q = rms_norm(q, self._blk(i, "self_attn.q_norm.weight"), c.eps)
+            k = rms_norm(k, self._blk(i, "self_attn.k_norm.weight"), c.eps)
+        pos = torch.arange(T)
+        q, k = rope(q, pos, c.rope_theta), rope(k, pos, c.rope_theta)
+        rep = c.heads // c.kv_heads
+        k = k.repeat_interleave(rep, dim=1)
+        v = v.repeat_interleave(rep, dim=1)
+        att = torch.einsum("qhd,khd->hqk", q, k) / math.sqrt(c.head_dim)
+        mask = torch.triu(torch.ones(T, T, dtype=torch.bool), diagonal=1)
+        att = att.masked_fill(mask, -math.inf).softmax(dim=-1)
+        o = torch.einsum("hqk,khd->qhd", att, v).reshape(T, c.heads * c.head_dim)
+        return o @ self._blk(i, "self_attn.o_proj.weight").T
+
+    def forward(self, ids: Sequence[int]) -> np.ndarray:
+        c = self.cfg
+        h = self.w["model.embed_tokens.weight"][torch.tensor(list(ids), dtype=torch.long)]
+        reads = {a: l for l, (a, _) in enumerate(c.insert)}
+        pending: Dict[int, List[torch.Tensor]] = {}
+        for i in range(c.layers):
+            h = h + self.attention(i, rms_norm(h, self._blk(i, "input_layernorm.weight"), c.eps))
+            x = rms_norm(h, self._blk(i, "post_attention_layernorm.weight"), c.eps)
+            gate = x @ self._blk(i, "mlp.gate_proj.weight").T
+            up = x @ self._blk(i, "mlp.up_proj.weight").T
+            h = h + (torch.nn.functional.silu(gate) * up) @ self._blk(i, "mlp.down_proj.weight").T
+            if i in reads:
+                l = reads[i]
+                pending.setdefault(c.insert[l][1], []).append(self.memory(l, x))
+            for y in pending.pop(i, []):
+                h = h + y
+        h = rms_norm(h, self.w["model.norm.weight"], c.eps)
+        head = self.w["model.embed_tokens.weight"] if c.tied and "lm_head.weight" not in self.w \
+            else self.w["lm_head.weight"]
+        return (h @ head.T).numpy()
+
+
+def forward(model_dir: str, ids: Sequence[int], stats: Optional[Stats] = None) -> np.ndarray:
+    """Logits [T, vocab] (float64) at every position of `ids`; `stats` receives the tie gaps."""
+    m = UltraMemRef(model_dir)
+    out = m.forward(ids)
+    if stats is not None:
+        stats.min_gap_stage1 = m.stats.min_gap_stage1
+        stats.min_gap_stage2 = m.stats.min_gap_stage2
+    return out
+
+
+def main(argv: List[str]) -> int:
+    if len(argv) != 2:
+        print("usage: ultramem_ref.py MODEL_DIR id,id,...", file=sys.stderr)
+        return 2
+    ids = [int(t) for t in argv[1].split(",") if t]
+    st = Stats()
+    logits = forward(argv[0], ids, st)
+    print("argmax", logits.argmax(axis=1).tolist())
+    print("logits[-1][:8]", np.round(logits[-1][:8], 6).tolist())
+    print(f"closest selection to a tie: stage 1 {st.min_gap_stage1:.3g}, stage 2 {st.min_gap_stage2:.3g}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main(sys.argv[1:]))
