@@ -5,14 +5,14 @@ Four decoders on one backbone (hidden 512, 8 blocks, 8 heads, vocab 8192, f32):
 
   dense        SwiGLU FFN of width 2048 in every block
   moe          16 experts of width 1024, top-2: activated FFN compute = dense; ~5x the parameters
-  ultramem     UltraMem V1: FFN width 1536 + 4 skip-layer memories (0:1/2:3/4:5/6:7), H = 2 heads,
+  ultramem     UltraMem V1: FFN width 1344 + 4 skip-layer memories (0:1/2:3/4:5/6:7), H = 2 heads,
                Tucker rank 2, 2 cores, E = 4 virtual blocks, knum 415, kdim 128, vdim 256, knn 32
-  ultramem_v2  UltraMemV2: FFN width 1536 + a memory in every block over one shared table
+  ultramem_v2  UltraMemV2: FFN width 1408 + a memory in every block over one shared table
                (knum 262 per layer, share ratio 1/8), H = 1, Ek = 2, kdim 128, vdim 256,
                pre-value dim 64, knn 32
 
-The memory models give up 512 of FFN width so that their activated parameters match the dense
-model's (the query/key/value-projection work of the memory layers takes its place), and their
+The memory models give up FFN width so that their activated parameters match the dense model's
+within 1% (the query/key/value-projection work of the memory layers takes its place), and their
 tables are sized so that their total parameters match the MoE's: the comparison of the paper,
 equal activated compute and equal total parameters.
 
@@ -35,10 +35,10 @@ MODELS = {
               "--seed", "101"],
     "moe": [PY, "tools/make_moe_checkpoint.py", "--arch", "moe", *BACKBONE, "--ffn", "1024", "--experts", "16",
             "--top-k", "2", "--router", "softmax_topk", "--dtype", "f32", "--seed", "102"],
-    "ultramem": [PY, "tools/make_ultramem_checkpoint.py", "--type", "ultramem", *BACKBONE, "--ffn", "1536",
+    "ultramem": [PY, "tools/make_ultramem_checkpoint.py", "--type", "ultramem", *BACKBONE, "--ffn", "1344",
                  "--insert", "0:1/2:3/4:5/6:7", "--knum", "415", "--kdim", "128", "--vdim", "256", "--knn", "32",
                  "--mem-heads", "2", "--rank", "2", "--cores", "2", "--value-expand", "4", "--seed", "103"],
-    "ultramem_v2": [PY, "tools/make_ultramem_checkpoint.py", "--type", "ultramem_v2", *BACKBONE, "--ffn", "1536",
+    "ultramem_v2": [PY, "tools/make_ultramem_checkpoint.py", "--type", "ultramem_v2", *BACKBONE, "--ffn", "1408",
                     "--insert", "full", "--knum", "262", "--kdim", "128", "--vdim", "256", "--knn", "32",
                     "--mem-heads", "1", "--pre-vdim", "64", "--share-ratio", "0.125", "--key-expand", "2",
                     "--value-expand", "1", "--seed", "104"],

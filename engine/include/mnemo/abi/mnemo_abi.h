@@ -126,11 +126,14 @@ typedef struct mnemo_tensor {
  *             Two-stage product-key top-k per (token, head):
  *               stage 1: s1[j] = sum_r u[h,r] S[n,2h,j,r], s2[j] = sum_r v[h,r] S[n,2h+1,j,r]
  *                        (Rk = 1 without u, v: s1 = S[n,2h,:,0], s2 = S[n,2h+1,:,0]);
+ *                        s1, s2 are summed exactly (or in double) and rounded ONCE to f32,
+ *                        then ranked as f32 values, so every backend selects the same keys;
  *                        I1 = argtopk(s1, m), I2 = argtopk(s2, m) (ARGTOPK order and ties).
  *               stage 2: for the pair p = a*m + b (a, b in 0..m-1, i = I1[a], j = I2[b])
  *                        additive (no cores):   t(p) = s1[i] + s2[j]
  *                        Tucker (C >= 1 cores):  t(p) = sum_c S1[i,:] core_c[h] S2[j,:]^T
- *                        with S1 = S[n,2h], S2 = S[n,2h+1] (the full rank-Rk scores).
+ *                        with S1 = S[n,2h], S2 = S[n,2h+1] (the full rank-Rk scores);
+ *                        t is computed and ranked in double (s1 + s2 of two f32 is exact).
  *               out[n,h,:] = I1[a]*Nk + I2[b] for the k best pairs by t, best first, ties to
  *               the lower p. With cores, u and v are required; C = inputs - 3 (1..5).
  *  PK_PAIR_SCORES in: S[N,2H,Nk,Rk] f32, idx[N,H,k] i32 (virtual i*Nk+j) [, core_0, ...]
