@@ -217,6 +217,19 @@ TEST(JsonValue, DottedPathLookup) {
     EXPECT_EQ(json::parse("[1]", "t").find("x"), nullptr);  // not an object
 }
 
+// A decimal step indexes an array, so plugins can read list fields ("memory_anchors.1").
+TEST(JsonValue, DottedPathIndexesArrays) {
+    const auto v = json::parse(R"({"anchors": [3, 7, {"x": 5}], "m": {"0": 9}})", "t");
+    EXPECT_EQ(v.find_path("anchors.0")->as_int(), 3);
+    EXPECT_EQ(v.find_path("anchors.1")->as_int(), 7);
+    EXPECT_EQ(v.find_path("anchors.2.x")->as_int(), 5);
+    EXPECT_EQ(v.find_path("anchors.3"), nullptr);    // past the end
+    EXPECT_EQ(v.find_path("anchors.-1"), nullptr);   // not a decimal index
+    EXPECT_EQ(v.find_path("anchors.1x"), nullptr);
+    EXPECT_EQ(v.find_path("anchors."), nullptr);
+    EXPECT_EQ(v.find_path("m.0")->as_int(), 9);      // an object member named "0" stays a member
+}
+
 TEST(JsonValue, DumpIsCompactAndRoundTrips) {
     const std::string text =
         R"({"a":[1,-2,3.5,1e+20,true,false,null],"s":"q\"\\\n\u0001\u00e9","o":{"x":{}},"f":2.0})";

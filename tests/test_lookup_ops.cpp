@@ -6,6 +6,7 @@
 
 #include <cmath>
 #include <cstring>
+#include <random>
 #include <string>
 #include <vector>
 
@@ -39,12 +40,12 @@ std::string reference_error(const mnemo_node& node) {
 // error message ("" on success) and leaves the output in `out_bytes`.
 class CpuBackend {
 public:
-    CpuBackend() : registry_({MNEMO_BUILD_BIN}) {
+    explicit CpuBackend(int threads = 2) : registry_({MNEMO_BUILD_BIN}) {
         const mnemo::BackendModule* m = registry_.find("cpu");
         if (!m) return;
         api_ = m->api;
         mnemo_backend_config cfg{};
-        cfg.n_threads = 2;
+        cfg.n_threads = threads;
         mnemo_error err{};
         if (api_->open(0, &cfg, &ctx_, &err) != MNEMO_OK) ctx_ = nullptr;
     }
@@ -319,6 +320,73 @@ TEST(LookupOps, MoeFfnMatchesHandComputedExpertsAndRejectsUnknownExpert) {
     }
     idx[1] = 2;
     expect_both_reject(n, {"moe_ffn", "token 0 choice 1 is expert 2", "0..1"});
+}
+
+// ------------------------------------------------------------------ thread count
+
+// The kernels split bags by column blocks and MoE work into a queue of dependent items, both sized
+// from the thread count; the sums inside never change order, so every thread count must give the
+// same bits (and the reference's values).
+TEST(LookupOps, ResultsDoNotDependOnTheThreadCount) {
+    std::mt19937 rng(5);
+    std::normal_distribution<float> normal(0.0f, 1.0f);
+    auto fill = [&](size_t n, float sd) {
+        std::vector<float> v(n);
+        for (float& x : v) x = sd * normal(rng);
+        return v;
+    };
+    // A decode bag in UltraMem's form: 2 groups, 2 cores of 100 columns (blocks straddle the boundary).
+    std::vector<float> table = fill(300 * 200, 1.0f), bag_w = fill(40 * 2, 0.5f), bag_out(400);
+    std::vector<int32_t> bag_idx(40);
+    for (int32_t& v : bag_idx) v = static_cast<int32_t>(rng() % 600);
+    mnemo_node bag{};
+    bag.op = MNEMO_OP_EMBEDDING_BAG;
+    bag.n_inputs = 3;
+    bag.inputs[0] = host_tensor(table.data(), DType::F32, {300, 200});
+    bag.inputs[1] = host_tensor(bag_idx.data(), DType::I32, {1, 40});
+    bag.inputs[2] = host_tensor(bag_w.data(), DType::F32, {1, 40, 2});
+    bag.output = host_tensor(bag_out.data(), DType::F32, {1, 400});
+    bag.iparams[0] = 2;
+    // A batch of 9 tokens over 4 experts with odd sizes.
+    const int64_t n = 9, e = 4, d = 40, f = 52;
+    std::vector<float> x = fill(n * d, 1.0f), moe_w = fill(n * 2, 0.5f), gate = fill(e * f * d, 0.15f),
+                       up = fill(e * f * d, 0.15f), down = fill(e * d * f, 0.15f), moe_out(n * d);
+    std::vector<int32_t> experts(n * 2);
+    for (int64_t t = 0; t < n; ++t) {
+        experts[t * 2] = static_cast<int32_t>(t % e);
+        experts[t * 2 + 1] = static_cast<int32_t>((t * 3 + 1) % e);
+    }
+    mnemo_node moe{};
+    moe.op = MNEMO_OP_MOE_FFN;
+    moe.n_inputs = 6;
+    moe.inputs[0] = host_tensor(x.data(), DType::F32, {n, d});
+    moe.inputs[1] = host_tensor(experts.data(), DType::I32, {n, 2});
+    moe.inputs[2] = host_tensor(moe_w.data(), DType::F32, {n, 2});
+    moe.inputs[3] = host_tensor(gate.data(), DType::F32, {e, f, d});
+    moe.inputs[4] = host_tensor(up.data(), DType::F32, {e, f, d});
+    moe.inputs[5] = host_tensor(down.data(), DType::F32, {e, d, f});
+    moe.output = host_tensor(moe_out.data(), DType::F32, {n, d});
+
+    for (mnemo_node* node : {&bag, &moe}) {
+        mnemo::reference_compute(*node);
+        const std::vector<float> want(static_cast<float*>(node->output.buffer),
+                                      static_cast<float*>(node->output.buffer) + mnemo::shape_of(node->output).numel());
+        double norm = 0.0;
+        for (float v : want) norm += static_cast<double>(v) * v;
+        std::vector<uint8_t> first;
+        for (int threads : {1, 3, 8}) {
+            CpuBackend b(threads);
+            ASSERT_TRUE(b.available());
+            std::vector<uint8_t> out;
+            ASSERT_EQ(b.run(*node, out), "") << threads << " threads";
+            if (first.empty()) first = out;
+            EXPECT_TRUE(out == first) << mnemo::op_info(node->op).name << ": " << threads << " threads differ from 1 thread";
+            const std::vector<float> got = as<float>(out);
+            double err = 0.0;
+            for (size_t i = 0; i < want.size(); ++i) err += (static_cast<double>(got[i]) - want[i]) * (got[i] - want[i]);
+            EXPECT_LT(err, 1e-10 * norm) << mnemo::op_info(node->op).name << " with " << threads << " threads";
+        }
+    }
 }
 
 }  // namespace

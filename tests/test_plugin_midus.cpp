@@ -155,9 +155,11 @@ TEST(MidusPlugin, BatchedSequencesDecodeAsEachAlone) {
     }
     const std::vector<float> both = s->decode(batch);
     const size_t v = static_cast<size_t>(s->vocab_size());
-    std::vector<float> got_a, got_b;
-    for (size_t r = 0; r < batch.size(); ++r)
-        (r % 2 == 0 ? got_a : got_b).insert((r % 2 == 0 ? got_a : got_b).end(), both.begin() + r * v, both.begin() + (r + 1) * v);
+    std::vector<float> got_a, got_b;  // rows alternate between the two sequences
+    for (size_t r = 0; r < batch.size(); ++r) {
+        std::vector<float>& dst = r % 2 == 0 ? got_a : got_b;
+        dst.insert(dst.end(), both.begin() + static_cast<ptrdiff_t>(r * v), both.begin() + static_cast<ptrdiff_t>((r + 1) * v));
+    }
     EXPECT_LT(max_rel_error(got_a, alone_a), 1e-5);
     EXPECT_LT(max_rel_error(got_b, alone_b), 1e-5);
 }

@@ -78,9 +78,11 @@ private:
             layers_[static_cast<size_t>(cfg_.anchors[j])].memory = static_cast<int64_t>(j);
         }
         final_norm_ = h.weight("model.norm.weight", {b.hidden});
-        lm_head_ = (b.tied_embeddings && !h.has_weight("lm_head.weight")) ? embed_
-                                                                           : h.weight("lm_head.weight", {b.vocab, b.hidden});
-        inv_freq_ = h.constant_f32("rope.inv_freq", llama::rope_inverse_frequencies(b.head_dim, b.rope_theta, b.rope_scaling));
+        // Some tied checkpoints still store lm_head.weight; use it when present.
+        const bool tied = b.tied_embeddings && !h.has_weight("lm_head.weight");
+        lm_head_ = tied ? embed_ : h.weight("lm_head.weight", {b.vocab, b.hidden});
+        inv_freq_ = h.constant_f32("rope.inv_freq",
+                                   llama::rope_inverse_frequencies(b.head_dim, b.rope_theta, b.rope_scaling));
     }
 
     MidusConfig cfg_;

@@ -3,8 +3,8 @@
 //
 // These ops are bound by the gathered rows, which sit at random places in a table far larger than
 // any cache. Each output segment is therefore held in registers while every row streams past
-// once, rows are widened from f16/bf16 on the fly, and the row a few entries ahead is prefetched
-// because the hardware prefetcher cannot guess a random row. The sum over e runs in entry order
+// once, rows are widened from f16/bf16 on the fly, and rows are prefetched ahead of use because
+// the hardware prefetcher cannot guess a random row. The sum over e runs in entry order
 // for every column, whatever the column range, so results do not depend on how a kernel splits
 // its columns between threads.
 #pragma once
@@ -44,27 +44,34 @@ inline void bag_columns_scalar_any(int32_t dtype, const BagRows& b, int64_t c0, 
 #if defined(MNEMO_HAVE_AVX2_KERNELS)
 namespace avx2 {
 
-// How many entries ahead the next rows are fetched: enough to cover a DRAM miss at the rate
+// How many entries ahead the first pass fetches rows: enough to cover a DRAM miss at the rate
 // one 32-column step consumes a row, few enough to stay within the line fill buffers.
 constexpr int64_t kBagPrefetchAhead = 6;
+
+// The 32 columns of one row a pass reads: one cache line of f16/bf16, two of f32.
+template <size_t ESIZE>
+MNEMO_AVX2_INLINE void prefetch_line(const char* p) {
+    _mm_prefetch(p, _MM_HINT_T0);
+    if constexpr (ESIZE == 4) _mm_prefetch(p + 64, _MM_HINT_T0);
+}
 
 // 32 columns at a time in four accumulators held across the whole bag; then 8 at a time; the
 // last < 8 columns in scalar code (fma, so every column is rounded the same way).
 template <int DT>
 MNEMO_AVX2 void bag_columns(const BagRows& b, int64_t c0, int64_t c1, float* y) {
     constexpr size_t esize = DT == MNEMO_DTYPE_F32 ? 4 : 2;
-    // The first pass over the entries fetches the whole [c0, c1) segment of the row a few entries
-    // ahead, so later passes find every row in cache and all its lines are in flight at once.
-    const size_t seg0 = static_cast<size_t>(c0) * esize, seg1 = static_cast<size_t>(c1) * esize;
+    // Rows sit at random places, so the hardware prefetcher cannot help. The first pass over the
+    // entries fetches its line of the row a few entries ahead; every pass also fetches the same
+    // row's line for the next pass, so from the second pass on all of a pass's lines are already
+    // in flight, however short the bag.
     int64_t c = c0;
     for (; c + 32 <= c1; c += 32) {
         __m256 a0 = _mm256_setzero_ps(), a1 = _mm256_setzero_ps(), a2 = _mm256_setzero_ps(), a3 = _mm256_setzero_ps();
         const size_t at = static_cast<size_t>(c);
+        const bool first_pass = c == c0, next_pass = c + 32 < c1;
         for (int64_t e = 0; e < b.count; ++e) {
-            if (c == c0 && e + kBagPrefetchAhead < b.count) {
-                const char* ahead = b.rows[e + kBagPrefetchAhead];
-                for (size_t off = seg0; off < seg1; off += 64) _mm_prefetch(ahead + off, _MM_HINT_T0);
-            }
+            if (first_pass && e + kBagPrefetchAhead < b.count) prefetch_line<esize>(b.rows[e + kBagPrefetchAhead] + at * esize);
+            if (next_pass) prefetch_line<esize>(b.rows[e] + (at + 32) * esize);
             const char* row = b.rows[e];
             const __m256 we = _mm256_set1_ps(b.w[e]);
             a0 = _mm256_fmadd_ps(we, load8<DT>(row, at), a0);

@@ -13,7 +13,6 @@
 
 #include "bag.hpp"
 #include "kernel_api.hpp"
-#include "scalar_math.hpp"
 #include "simd_avx2.hpp"
 #include "topk_order.hpp"
 
@@ -99,11 +98,11 @@ void take_along_kernel(const KernelCall& call, int ith, int nth) {
 // Work is split into (bag, group, column block) tasks. With as many (bag, group) segments as
 // threads a task is a whole segment; with fewer (decode: one bag, C in the hundreds) the columns
 // are split too so that every thread streams its share of each gathered row. A block is at least
-// 128 bytes of a row (two cache lines, what the adjacent-line prefetcher fetches together), and
-// the per-column sum order (entries in bag order) is the same for any split, so results never
-// depend on the thread count.
-int64_t column_block(int64_t segments, int64_t cols, int32_t dtype, int nth) {
-    const int64_t min_block = dtype == MNEMO_DTYPE_F32 ? 32 : 64;
+// one 32-column pass of the bag loop (bag.hpp: a cache line of f16/bf16, two of f32), and the
+// per-column sum order (entries in bag order) is the same for any split, so results never depend
+// on the thread count.
+int64_t column_block(int64_t segments, int64_t cols, int nth) {
+    constexpr int64_t min_block = 32;
     if (segments >= nth || cols <= min_block) return cols > 0 ? cols : 1;
     const int64_t per_segment = (static_cast<int64_t>(nth) * 2 + segments - 1) / segments;  // ~2 tasks per thread
     const int64_t block = (cols + per_segment - 1) / per_segment;
@@ -142,7 +141,7 @@ void embedding_bag_kernel(const KernelCall& call, int ith, int nth) {
     const int64_t cores = wt.ndim == 3 ? wt.shape[2] : 1, core_cols = cols / cores;
     const int32_t dtype = table.dtype;
     const size_t row_bytes = static_cast<size_t>(cols) * (dtype == MNEMO_DTYPE_F32 ? 4 : 2);
-    const int64_t block = column_block(n_bags * groups, cols, dtype, nth);
+    const int64_t block = column_block(n_bags * groups, cols, nth);
     const int64_t blocks = (cols + block - 1) / block;
     int64_t t0, t1;
     split_range(n_bags * groups * blocks, ith, nth, 1, &t0, &t1);

@@ -146,7 +146,7 @@ typedef struct mnemo_tensor {
  *                                                                     out: i32, v's shape
  *             UltraMem's index pipeline: s = shuffle[v] (or v), g = s / value_num,
  *             row = (s % value_num + offset) % A;  out = with_group ? g*A + row : row.
- *             v outside 0..V-1 (with shuffle) or g >= G is an error.
+ *             v outside 0..V-1 (with shuffle), a negative s, or g >= G is an error.
  *  PEER_GATE  in: table[R,P] (f32/f16/bf16), idx[N,m] i32, x[N,P] f32, s[N,m] or s[N,m,C] f32
  *             i[0]=activation (0 none, 1 GELU erf, 2 GELU tanh)       out: s's shape f32
  *               out[n,j,...] = act(table[idx[n,j] % R] . x[n]) * s[n,j,...]

@@ -48,7 +48,8 @@ typedef struct mnemo_model_info {
 typedef struct mnemo_host_api {
     void* host;
 
-    /* config.json lookups by dotted path ("rope_scaling.factor", "eos_token_id").
+    /* config.json lookups by dotted path ("rope_scaling.factor", "eos_token_id"; a decimal step
+     * indexes an array: "memory_anchors.1").
      * has: 1 present and not null, 0 absent/null. get_*: MNEMO_OK, or an error naming the
      * field and what was expected (also when absent). */
     int32_t (*config_has)(void* host, const char* path);
