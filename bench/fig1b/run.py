@@ -174,6 +174,7 @@ def write_markdown(result: dict, path: str) -> None:
 
 def plot(result: dict, path: str) -> None:
     import matplotlib
+    import matplotlib.ticker
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
     fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(11, 4.2))
@@ -185,6 +186,10 @@ def plot(result: dict, path: str) -> None:
                               (ax2, "Weight bytes read per token (modelled)", "MiB per token")):
         ax.set_xscale("log", base=2)
         ax.set_yscale("log")
+        ax.set_xticks(result["batches"])
+        ax.xaxis.set_major_formatter(matplotlib.ticker.ScalarFormatter())
+        ax.yaxis.set_major_formatter(matplotlib.ticker.ScalarFormatter())
+        ax.yaxis.set_minor_formatter(matplotlib.ticker.ScalarFormatter())
         ax.set_xlabel("batch size")
         ax.set_ylabel(ylabel)
         ax.set_title(title)

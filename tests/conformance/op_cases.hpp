@@ -143,7 +143,10 @@ inline InputSpec i32(std::vector<int32_t> values) {
 inline std::string dt_name(DType t) { return std::string(dtype_name(t)); }
 inline std::string dims_name(const std::vector<int64_t>& shape) {
     std::string s;
-    for (size_t i = 0; i < shape.size(); ++i) s += (i ? "x" : "") + std::to_string(shape[i]);
+    for (size_t i = 0; i < shape.size(); ++i) {
+        if (i) s += 'x';  // (not "x" + to_string(...): GCC 12 warns falsely on that, -Wrestrict)
+        s += std::to_string(shape[i]);
+    }
     return s;
 }
 
