@@ -31,15 +31,16 @@ MidusConfig read_midus_config(const plugin::Host& h) {
         const int64_t a = c.anchors[j];
         require(a >= 0 && a < b.layers, "memory_anchors[" + std::to_string(j) + "] = " + std::to_string(a) +
                                              " is not a base block index 0.." + std::to_string(b.layers - 1));
-        require(j == 0 || a > c.anchors[j - 1],
-                "memory_anchors must be strictly increasing (one memory block before each anchor block), but [" +
-                    std::to_string(j - 1) + "] = " + std::to_string(c.anchors[j - 1]) + " and [" + std::to_string(j) +
-                    "] = " + std::to_string(a));
+        if (j > 0)  // (the message reads anchors[j - 1]: build it only when there is one)
+            require(a > c.anchors[j - 1],
+                    "memory_anchors must be strictly increasing (one memory block before each anchor block), but [" +
+                        std::to_string(j - 1) + "] = " + std::to_string(c.anchors[j - 1]) + " and [" +
+                        std::to_string(j) + "] = " + std::to_string(a));
     }
 
     c.n_keys = h.get_int("memory_n_keys");
     // n² composite keys are addressed by i32 indices.
-    require(c.n_keys >= 1 && c.n_keys * c.n_keys <= INT32_MAX,
+    require(c.n_keys >= 1 && c.n_keys <= 46340,  // (46340² <= INT32_MAX; no n² that could overflow)
             "memory_n_keys must be in 1..46340 (n² composite keys fit i32 indices), got " + std::to_string(c.n_keys));
     c.topk = h.get_int("memory_topk");
     require(c.topk >= 1 && c.topk <= c.n_keys, "memory_topk (" + std::to_string(c.topk) +

@@ -92,7 +92,7 @@ inline std::vector<std::vector<uint8_t>> make_inputs(const OpCase& c) {
         std::vector<uint8_t> bytes(shape.nbytes());
         if (s.dtype == DType::I32) {
             if (s.ints.size() != n) throw Error(c.name + ": i32 input needs " + std::to_string(n) + " values");
-            std::memcpy(bytes.data(), s.ints.data(), n * 4);
+            if (n > 0) std::memcpy(bytes.data(), s.ints.data(), n * 4);  // (empty vectors may hold null)
         } else {
             if (!s.values.empty() && s.values.size() != n)
                 throw Error(c.name + ": explicit input needs " + std::to_string(n) + " values");
