@@ -3,8 +3,8 @@
 // Shapes follow the models that use these ops: UltraMem V1 (H = 2 heads sharing one query,
 // Nk = 1616, K = 192, Tucker rank 2 with 2 cores, knn 80), UltraMemV2 (H = 1, Nk = 256, K = 512,
 // knn 32) and PKM (4 heads with their own queries, Nk = 128..512, K = 64, additive, knn 32), at
-// decode (N = 1) and prefill (N up to 32), plus odd sizes that leave every vector tail non-empty
-// and ranks that the vector kernels do not specialise (3, 5).
+// decode (N = 1), prefill (N up to 32) and batched steps (N up to 300), plus odd sizes that leave every
+// vector tail non-empty, and ranks that the vector kernels do not specialise (3, 5).
 //
 // PK_TOPK's indices are compared exactly. Random f32 scores make exact ties between candidates
 // vanishingly rare, and where one happens additive scoring still agrees bit for bit (backends
@@ -51,6 +51,10 @@ inline void pk_score_cases(std::vector<OpCase>& out) {
         {1, 1, 1, 1, 3, 9, 8, false, DType::F16},        // rank 8, fewer keys than one tile
         {32, 1, 1, 1, 8, 64, 1, true, DType::F32},       // few keys, many tokens: tokens split over tasks
         {20, 1, 1, 1, 24, 1024, 2, true, DType::F32},    // queries in two chunks (20 x 2048 floats)
+        // Many tokens (N >= 16): packed key blocks of 32; Nk not a multiple of the block
+        {256, 1, 2, 2, 830, 128, 2, true, DType::F32},   // fig1b UltraMem at batch 256
+        {64, 2, 3, 2, 45, 19, 3, true, DType::BF16},     // rank 3, K tail, H = 3 over 2 queries
+        {300, 4, 4, 1, 70, 64, 1, false, DType::F16},    // PKM, two token groups (more than 256)
     };
     for (const Cfg& g : cfgs) {
         OpCase c;

@@ -9,6 +9,8 @@
 // key-norm gain, S = (q*g) . k / rms(k): g is folded into the expanded query and each key's
 // inverse RMS is computed once per key block, not once per token (at decode, from the same loads
 // as the dot product).
+// From kLargeN tokens on, the cost is the multiply-adds instead: keys are packed into contiguous,
+// already normalised f32 rows and multiplied with the matmul register tile (pk_score_packed).
 //
 // PK_TOPK must return exactly the reference's indices (engine/src/ops_reference_product_keys.cpp),
 // so it ranks integer keys under the same order rules: stage 1 ranks s1, s2 as f32 (formed in
@@ -26,6 +28,7 @@
 #include <string>
 
 #include "../node_check.hpp"
+#include "dot.hpp"
 #include "kernel_api.hpp"
 #include "scalar_math.hpp"
 #include "simd_avx2.hpp"
@@ -322,6 +325,138 @@ MNEMO_AVX2 void score_block_avx2(const ScoreArgs& a, int64_t b, int64_t j0, int6
 
 #endif  // MNEMO_HAVE_AVX2_KERNELS
 
+// --- Many tokens: a packed GEMM. With N tokens every key is used N times, so the cost is the
+// N*Nk*K*Rk multiply-adds, not the key stream. The (j, r) key vectors are strided by Rk in memory
+// (keys[b, j, d, r]); a block of them is packed once into contiguous f32 rows [j*Rk + r][d],
+// already divided by their RMS, and the gain is folded into a copy of the bank's queries, so
+// S[n, b, j, r] = q'[n] . packed[j*Rk + r] is a plain row-times-row product: the matmul register
+// tile of dot.hpp does it. For one token n and bank b the block's outputs are contiguous
+// (j*Rk + r), which is the tile's row layout.
+constexpr int64_t kLargeN = 16;          // tokens from which PK_SCORE takes the packed path
+constexpr int64_t kPackKeys = 32;        // keys per packed block: 32 x Rk x K f32 (32 KiB at K=128, Rk=2)
+constexpr int64_t kPackTokens = 256;     // most tokens of one bank's queries held at once
+
+struct PackPlan {
+    int64_t blocks, groups, group_size;
+};
+
+// Tasks are (bank, token group, key block), key block innermost so that consecutive tasks of a
+// thread reuse its copy of the queries; tokens are split into more groups only when there are
+// too few key blocks to keep every thread busy.
+inline PackPlan pack_plan(int64_t n, int64_t banks, int64_t nk, int nth) {
+    PackPlan pl{};
+    pl.blocks = (nk + kPackKeys - 1) / kPackKeys;
+    const int64_t key_tasks = banks * pl.blocks, want = 4 * static_cast<int64_t>(nth);
+    int64_t groups = (n + kPackTokens - 1) / kPackTokens;
+    if (key_tasks * groups < want) groups = std::min((want + key_tasks - 1) / key_tasks, (n + 3) / 4);
+    pl.group_size = (n + groups - 1) / groups;
+    pl.groups = (n + pl.group_size - 1) / pl.group_size;
+    return pl;
+}
+
+// packed[(j - j0)*Rk + r][d] = k[b, j, d, r] / rms(k[b, j, :, r]) (no division without key norm).
+template <int DT>
+void pack_keys(const ScoreArgs& a, int64_t b, int64_t j0, int64_t j1, float* packed) {
+    const int64_t rk = a.rank, kd = a.kdim;
+    for (int64_t j = j0; j < j1; ++j) {
+        const size_t k0 = static_cast<size_t>((b * a.nk + j) * a.len);
+        float* rows = packed + (j - j0) * rk * kd;
+        for (int64_t d = 0; d < kd; ++d)
+            for (int64_t r = 0; r < rk; ++r) rows[r * kd + d] = key_at<DT>(a.keys, k0 + static_cast<size_t>(d * rk + r));
+        if (!a.gain) continue;
+        for (int64_t r = 0; r < rk; ++r) {
+            float* row = rows + r * kd;
+            float s[4] = {0, 0, 0, 0};
+            int64_t d = 0;
+            for (; d + 4 <= kd; d += 4)
+                for (int l = 0; l < 4; ++l) s[l] += row[d + l] * row[d + l];
+            for (; d < kd; ++d) s[0] += row[d] * row[d];
+            const float inv = inv_rms((s[0] + s[1]) + (s[2] + s[3]), kd, a.eps);
+            for (d = 0; d < kd; ++d) row[d] *= inv;
+        }
+    }
+}
+
+// qg[t][d] = q[n0 + t, src/2, src%2, d] * g[d].
+void gained_queries(const ScoreArgs& a, int64_t src, int64_t n0, int64_t n1, float* qg) {
+    for (int64_t n = n0; n < n1; ++n) {
+        const float* q = a.q + ((n * a.nq + src / 2) * 2 + src % 2) * a.kdim;
+        float* row = qg + (n - n0) * a.kdim;
+        for (int64_t d = 0; d < a.kdim; ++d)
+            row[d] = a.gain ? q[d] * load_weight(a.gain, a.gain_dt, static_cast<size_t>(d)) : q[d];
+    }
+}
+
+// Portable product of `tokens` query rows by `rows` packed rows (8 running sums per dot product,
+// a loop the compiler can vectorise for the baseline ISA).
+void packed_product_scalar(const float* qg, int64_t tokens, const float* packed, int64_t rows, int64_t kd, float* out,
+                           int64_t ldo) {
+    for (int64_t t = 0; t < tokens; ++t) {
+        const float* x = qg + t * kd;
+        for (int64_t i = 0; i < rows; ++i) {
+            const float* w = packed + i * kd;
+            float acc[8] = {0, 0, 0, 0, 0, 0, 0, 0};
+            int64_t d = 0;
+            for (; d + 8 <= kd; d += 8)
+                for (int l = 0; l < 8; ++l) acc[l] += x[d + l] * w[d + l];
+            float s = ((acc[0] + acc[1]) + (acc[2] + acc[3])) + ((acc[4] + acc[5]) + (acc[6] + acc[7]));
+            for (; d < kd; ++d) s += x[d] * w[d];
+            out[t * ldo + i] = s;
+        }
+    }
+}
+
+#if defined(MNEMO_HAVE_AVX2_KERNELS)
+// Tiles of 4 tokens by 4 packed rows; the packed block (a few tens of KiB) stays in L1/L2 while
+// the tokens stream past it.
+MNEMO_AVX2 void packed_product_avx2(const float* qg, int64_t tokens, const float* packed, int64_t rows, int64_t kd,
+                                    float* out, int64_t ldo) {
+    for (int64_t t = 0; t < tokens; t += 4) {
+        const int nr = static_cast<int>(tokens - t < 4 ? tokens - t : 4);
+        const float* x = qg + t * kd;
+        float* y = out + t * ldo;
+        int64_t i = 0;
+        for (; i + 4 <= rows; i += 4)
+            avx2::tile_rows_avx2<MNEMO_DTYPE_F32, 4>(nr, x, kd, packed + i * kd, kd, y + i, ldo, 0, kd, false);
+        for (; i < rows; ++i)
+            avx2::tile_rows_avx2<MNEMO_DTYPE_F32, 1>(nr, x, kd, packed + i * kd, kd, y + i, ldo, 0, kd, false);
+    }
+}
+#endif
+
+template <int DT, bool AVX2>
+void pk_score_packed(const KernelCall& call, const ScoreArgs& a, int ith, int nth) {
+    const int64_t banks = 2 * a.heads;
+    const PackPlan pl = pack_plan(a.n, banks, a.nk, nth);
+    float* qg = call.scratch + static_cast<size_t>(ith) * call.scratch_stride;
+    float* packed = qg + call.node->plan[kPlanChunk] * a.kdim;
+    const int64_t ldo = banks * a.nk * a.rank;  // one token's outputs
+    int64_t have_src = -1, have_group = -1;
+    int64_t t0, t1;
+    split_range(banks * pl.groups * pl.blocks, ith, nth, 1, &t0, &t1);
+    for (int64_t t = t0; t < t1; ++t) {
+        const int64_t blk = t % pl.blocks, group = t / pl.blocks % pl.groups, b = t / (pl.blocks * pl.groups);
+        const int64_t src = (b / 2) / a.share * 2 + b % 2;
+        const int64_t n0 = group * pl.group_size, n1 = std::min(a.n, n0 + pl.group_size);
+        if (src != have_src || group != have_group) {
+            gained_queries(a, src, n0, n1, qg);
+            have_src = src;
+            have_group = group;
+        }
+        const int64_t j0 = blk * kPackKeys, j1 = std::min(a.nk, j0 + kPackKeys);
+        pack_keys<DT>(a, b, j0, j1, packed);
+        float* out = a.out + ((n0 * banks + b) * a.nk + j0) * a.rank;
+        const int64_t rows = (j1 - j0) * a.rank;
+#if defined(MNEMO_HAVE_AVX2_KERNELS)
+        if (AVX2) {
+            packed_product_avx2(qg, n1 - n0, packed, rows, a.kdim, out, ldo);
+            continue;
+        }
+#endif
+        packed_product_scalar(qg, n1 - n0, packed, rows, a.kdim, out, ldo);
+    }
+}
+
 // Tasks are (bank, key block, token group), token group innermost. Key blocks shrink (32 -> 8)
 // and tokens are split into groups only when there are too few tasks to keep every thread busy
 // (few keys, many tokens: then each group's task computes its block's inverse RMS again, a
@@ -332,6 +467,7 @@ void pk_score_kernel(const KernelCall& call, int ith, int nth) {
     const PreparedNode& p = *call.node;
     const ScoreArgs a = score_args(p);
     if (a.n == 0 || a.nk == 0 || a.rank == 0) return;
+    if (a.n >= kLargeN) return pk_score_packed<DT, AVX2>(call, a, ith, nth);
     const int64_t banks = 2 * a.heads, want = 4 * static_cast<int64_t>(nth);
     int64_t block = kKeyBlockMax;
     while (block > kKeyBlockMin && banks * ((a.nk + block - 1) / block) < want) block /= 2;
@@ -816,11 +952,17 @@ KernelFn select_product_keys(PreparedNode& p, Isa isa) {
     switch (nd.op) {
         case MNEMO_OP_PK_SCORE: {
             const int64_t n = nd.inputs[0].shape[0], rank = nd.inputs[1].shape[3];
-            const int64_t len = nd.inputs[1].shape[2] * rank;
-            const int64_t chunk = std::max<int64_t>(1, std::min<int64_t>(n, kQueryFloats / std::max<int64_t>(len, 1)));
-            p.plan[kPlanChunk] = chunk;
-            // expanded queries, one inverse RMS per (key of a block, rank), one key's rank sums
-            p.scratch_floats = static_cast<size_t>(chunk * len + kKeyBlockMax * rank + rank);
+            const int64_t kdim = nd.inputs[1].shape[2], len = kdim * rank;
+            if (n >= kLargeN) {
+                // a group of gained queries and one packed key block (see pk_score_packed)
+                p.plan[kPlanChunk] = std::min(n, kPackTokens);
+                p.scratch_floats = static_cast<size_t>((p.plan[kPlanChunk] + kPackKeys * rank) * kdim);
+            } else {
+                const int64_t chunk = std::max<int64_t>(1, std::min<int64_t>(n, kQueryFloats / std::max<int64_t>(len, 1)));
+                p.plan[kPlanChunk] = chunk;
+                // expanded queries, one inverse RMS per (key of a block, rank), one key's rank sums
+                p.scratch_floats = static_cast<size_t>(chunk * len + kKeyBlockMax * rank + rank);
+            }
 #if defined(MNEMO_HAVE_AVX2_KERNELS)
             if (isa == Isa::Avx2) return score_kernel_for<true>(nd.inputs[1].dtype);
 #endif
