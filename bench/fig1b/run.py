@@ -15,7 +15,7 @@ R (1 - (1 - 1/R)^s) (experts: E (1 - (1 - k/E)^B), each token's k experts being 
 Per-token bytes are the step bytes / B.
 
 Writes <out>.json, <out>.md and <out>.png (default docs/benchmarks/ultramem-fig1b).
-Usage: run.py [--models bench-models/fig1b] [--batches 1,2,...,256] [--threads N]
+Usage: run.py [--models bench-models/fig1b] [--batches 1,2,...,256] [--threads N] [--replot]
 """
 from __future__ import annotations
 
@@ -103,7 +103,14 @@ def main() -> None:
     p.add_argument("--reps", type=int, default=3)
     p.add_argument("--threads", type=int, default=0)
     p.add_argument("--out", default=os.path.join(REPO, "docs", "benchmarks", "ultramem-fig1b"))
+    p.add_argument("--replot", action="store_true", help="only rewrite <out>.md and <out>.png from <out>.json")
     a = p.parse_args()
+    if a.replot:
+        with open(a.out + ".json", encoding="utf-8") as f:
+            result = json.load(f)
+        write_markdown(result, a.out + ".md")
+        plot(result, a.out + ".png")
+        return
     batches = [int(b) for b in a.batches.split(",")]
 
     result = {"machine": {"cpu": "", "platform": platform.platform()}, "batches": batches, "models": {}}
@@ -188,8 +195,9 @@ def plot(result: dict, path: str) -> None:
         ax.set_yscale("log")
         ax.set_xticks(result["batches"])
         ax.xaxis.set_major_formatter(matplotlib.ticker.ScalarFormatter())
-        ax.yaxis.set_major_formatter(matplotlib.ticker.ScalarFormatter())
-        ax.yaxis.set_minor_formatter(matplotlib.ticker.ScalarFormatter())
+        ax.yaxis.set_major_locator(matplotlib.ticker.LogLocator(base=10, subs=(1.0, 2.0, 5.0)))
+        ax.yaxis.set_major_formatter(matplotlib.ticker.FormatStrFormatter("%g"))
+        ax.yaxis.set_minor_formatter(matplotlib.ticker.NullFormatter())
         ax.set_xlabel("batch size")
         ax.set_ylabel(ylabel)
         ax.set_title(title)
