@@ -24,51 +24,12 @@ using namespace mnemo::test;
 namespace {
 
 // A scratch copy of a model folder that a test may corrupt; removed afterwards.
-class ScratchModel {
+// The shared scratch copy, with this file's names for its config edits.
+class ScratchModel : public ModelCopy {
 public:
-    explicit ScratchModel(const std::string& from) {
-        static int counter = 0;
-        dir_ = (fs::temp_directory_path() /
-                ("mnemo-memplus-" + std::to_string(::getpid()) + "-" + std::to_string(counter++)))
-                   .string();
-        fs::create_directories(dir_);
-        for (const auto& e : fs::directory_iterator(from)) fs::copy(e.path(), dir_ + "/" + e.path().filename().string());
-    }
-    ~ScratchModel() {
-        std::error_code ec;
-        fs::remove_all(dir_, ec);
-    }
-    const std::string& dir() const { return dir_; }
-
-    // Replace the value of a top-level config.json field (a scalar, or a [...] list).
-    void set(const std::string& key, const std::string& value) const {
-        std::string cfg = read("config.json");
-        const size_t at = cfg.find("\"" + key + "\":");
-        ASSERT_NE(at, std::string::npos) << key;
-        size_t begin = cfg.find(':', at) + 1;
-        while (cfg[begin] == ' ') ++begin;
-        const size_t end = cfg[begin] == '[' ? cfg.find(']', begin) + 1 : cfg.find_first_of(",\n}", begin);
-        cfg.replace(begin, end - begin, value);
-        write("config.json", cfg);
-    }
-    // Add a top-level field.
-    void add(const std::string& key, const std::string& value) const {
-        std::string cfg = read("config.json");
-        cfg.insert(cfg.find('{') + 1, "\n  \"" + key + "\": " + value + ",");
-        write("config.json", cfg);
-    }
-    std::string read(const std::string& file) const {
-        std::ifstream in(dir_ + "/" + file, std::ios::binary);
-        std::stringstream s;
-        s << in.rdbuf();
-        return s.str();
-    }
-    void write(const std::string& file, const std::string& text) const {
-        std::ofstream(dir_ + "/" + file, std::ios::binary | std::ios::trunc) << text;
-    }
-
-private:
-    std::string dir_;
+    using ModelCopy::ModelCopy;
+    void set(const std::string& key, const std::string& value) const { set_config(key, value); }
+    void add(const std::string& key, const std::string& value) const { set_config(key, value); }
 };
 
 std::string open_error(const std::string& dir) {

@@ -26,78 +26,11 @@ namespace {
 const char* const kModel = "midus_hml-tiny-f32";
 
 // A scratch copy of the test model that a test may corrupt; removed afterwards.
-class Scratch {
+// A scratch copy of the tiny MIDUS model (tests/model_test_util.hpp ModelCopy).
+class Scratch : public ModelCopy {
 public:
-    Scratch() {
-        static int counter = 0;
-        dir_ = (fs::temp_directory_path() / ("mnemo-midus-" + std::to_string(::getpid()) + "-" + std::to_string(counter++)))
-                   .string();
-        fs::create_directories(dir_);
-        for (const auto& e : fs::directory_iterator(model_dir(kModel)))
-            fs::copy(e.path(), dir_ + "/" + e.path().filename().string());
-    }
-    ~Scratch() {
-        std::error_code ec;
-        fs::remove_all(dir_, ec);
-    }
-    const std::string& dir() const { return dir_; }
-
-    // Replaces the value of a top-level config.json field (JSON text; may span lines, e.g. a
-    // list), or adds the field when absent; an empty value removes it.
-    void set_config(const std::string& key, const std::string& value) const {
-        std::string cfg = read_config();
-        const size_t at = cfg.find("\"" + key + "\"");
-        if (at == std::string::npos) {
-            if (!value.empty()) cfg.insert(cfg.find('{') + 1, "\n  \"" + key + "\": " + value + ",");
-        } else {
-            size_t end = cfg.find(':', at) + 1;
-            for (int depth = 0; end < cfg.size(); ++end) {  // the value ends at a top-level , or }
-                const char c = cfg[end];
-                if (c == '[' || c == '{') ++depth;
-                if (c == ']' || c == '}') {
-                    if (depth == 0) break;
-                    --depth;
-                }
-                if (c == ',' && depth == 0) break;
-            }
-            if (value.empty() && cfg[end] == ',') {
-                cfg.erase(at, end + 1 - at);
-            } else if (value.empty()) {  // the last member: drop the comma before it instead
-                const size_t comma = cfg.rfind(',', at);
-                cfg.erase(comma, end - comma);
-            } else {
-                cfg.replace(cfg.find(':', at) + 1, end - cfg.find(':', at) - 1, " " + value);
-            }
-        }
-        std::ofstream(dir_ + "/config.json", std::ios::binary | std::ios::trunc) << cfg;
-    }
-
-    // Rewrites model.safetensors with `edit` applied to every tensor's bytes (false drops it).
-    void rewrite(const std::function<bool(TensorToWrite&, std::vector<uint8_t>&)>& edit) const {
-        std::vector<std::vector<uint8_t>> storage;
-        std::vector<TensorToWrite> out;
-        {
-            Checkpoint ck = Checkpoint::open(dir_);
-            for (const TensorView& t : ck.tensors()) {
-                TensorToWrite w{t.name, t.dtype, t.shape, nullptr};
-                std::vector<uint8_t> bytes(static_cast<const uint8_t*>(t.data), static_cast<const uint8_t*>(t.data) + t.nbytes);
-                if (!edit(w, bytes)) continue;
-                storage.push_back(std::move(bytes));
-                out.push_back(w);
-            }
-        }
-        for (size_t i = 0; i < out.size(); ++i) out[i].data = storage[i].data();
-        write_safetensors(dir_ + "/model.safetensors", out);
-    }
-
-private:
-    std::string read_config() const {
-        std::ifstream in(dir_ + "/config.json", std::ios::binary);
-        std::stringstream s;
-        s << in.rdbuf();
-        return s.str();
-    }
-    std::string dir_;
+    Scratch() : ModelCopy(model_dir(kModel)) {}
+    void rewrite(const std::function<bool(TensorToWrite&, std::vector<uint8_t>&)>& edit) const { rewrite_tensors(edit); }
 };
 
 std::string open_error(const std::string& dir) {

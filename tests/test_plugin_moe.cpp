@@ -25,62 +25,14 @@ using namespace mnemo::test;
 namespace {
 
 // A scratch copy of a test model that a test may corrupt; removed afterwards.
-class ScratchCopy {
+// A scratch copy of a test model (tests/model_test_util.hpp ModelCopy).
+class ScratchCopy : public ModelCopy {
 public:
-    explicit ScratchCopy(const std::string& model) {
-        static int counter = 0;
-        dir_ = (fs::temp_directory_path() /
-                ("mnemo-moe-" + std::to_string(::getpid()) + "-" + std::to_string(counter++)))
-                   .string();
-        fs::create_directories(dir_);
-        for (const auto& e : fs::directory_iterator(model_dir(model)))
-            fs::copy(e.path(), dir_ + "/" + e.path().filename().string());
-    }
-    ~ScratchCopy() {
-        std::error_code ec;
-        fs::remove_all(dir_, ec);
-    }
-    const std::string& dir() const { return dir_; }
-
-    // Sets a top-level scalar field of config.json (value as JSON text), adding it when absent.
-    void set_config(const std::string& key, const std::string& value) const {
-        std::string cfg = read("config.json");
-        const size_t at = cfg.find("\"" + key + "\"");
-        if (at == std::string::npos) {
-            cfg.insert(cfg.find('{') + 1, "\n  \"" + key + "\": " + value + ",");
-        } else {
-            const size_t colon = cfg.find(':', at);
-            const size_t end = cfg.find_first_of(",}\n", colon);
-            cfg.replace(colon + 1, end - colon - 1, " " + value);
-        }
-        std::ofstream(dir_ + "/config.json", std::ios::binary | std::ios::trunc) << cfg;
-    }
-
+    explicit ScratchCopy(const std::string& model) : ModelCopy(model_dir(model)) {}
     // Rewrites model.safetensors with `edit` applied to every tensor (false drops it).
     void rewrite(const std::function<bool(TensorToWrite&)>& edit) const {
-        std::vector<std::vector<uint8_t>> storage;
-        std::vector<TensorToWrite> out;
-        {
-            Checkpoint ck = Checkpoint::open(dir_);
-            for (const TensorView& t : ck.tensors()) {
-                TensorToWrite w{t.name, t.dtype, t.shape, nullptr};
-                if (!edit(w)) continue;
-                storage.emplace_back(static_cast<const uint8_t*>(t.data), static_cast<const uint8_t*>(t.data) + t.nbytes);
-                out.push_back(w);
-            }
-        }
-        for (size_t i = 0; i < out.size(); ++i) out[i].data = storage[i].data();
-        write_safetensors(dir_ + "/model.safetensors", out);
+        rewrite_tensors([&](TensorToWrite& w, std::vector<uint8_t>&) { return edit(w); });
     }
-
-private:
-    std::string read(const std::string& file) const {
-        std::ifstream in(dir_ + "/" + file, std::ios::binary);
-        std::stringstream s;
-        s << in.rdbuf();
-        return s.str();
-    }
-    std::string dir_;
 };
 
 std::string open_error(const std::string& dir) {

@@ -25,70 +25,14 @@ namespace {
 const char* kModel = "pkm-tiny-f32";  // D 32, 3 layers, memories "0:after" and "1:in", query BN
 
 // A scratch copy of the tiny pkm folder that a test may corrupt; removed afterwards.
-class Scratch {
+// A scratch copy of the tiny PKM model (tests/model_test_util.hpp ModelCopy).
+class Scratch : public ModelCopy {
 public:
-    Scratch() {
-        static int counter = 0;
-        dir_ = (fs::temp_directory_path() /
-                ("mnemo-pkm-test-" + std::to_string(::getpid()) + "-" + std::to_string(counter++)))
-                   .string();
-        fs::create_directories(dir_);
-        for (const auto& e : fs::directory_iterator(model_dir(kModel)))
-            fs::copy(e.path(), dir_ + "/" + e.path().filename().string());
-        std::ifstream in(dir_ + "/config.json");
-        std::stringstream s;
-        s << in.rdbuf();
-        config_ = s.str();
-    }
-    ~Scratch() {
-        std::error_code ec;
-        fs::remove_all(dir_, ec);
-    }
-    const std::string& dir() const { return dir_; }
-
-    // Replace the JSON value of top-level `key` (a scalar, or a bracketed array) with `value`, or
-    // add the key when absent; then write config.json.
-    void set(const std::string& key, const std::string& value) {
-        const std::string tag = "\"" + key + "\":";
-        const size_t at = config_.find(tag);
-        if (at == std::string::npos) {
-            config_.insert(config_.find('{') + 1, "\n  " + tag + " " + value + ",");
-        } else {
-            size_t b = at + tag.size();
-            while (config_[b] == ' ') ++b;
-            size_t e = b;
-            if (config_[b] == '[') {
-                e = config_.find(']', b) + 1;
-            } else {
-                while (config_[e] != ',' && config_[e] != '\n' && config_[e] != '}') ++e;
-            }
-            config_.replace(b, e - b, value);
-        }
-        std::ofstream(dir_ + "/config.json", std::ios::binary | std::ios::trunc) << config_;
-    }
-
-    // Rewrite model.safetensors with `edit` applied to every tensor (return false to drop it).
+    Scratch() : ModelCopy(model_dir(kModel)) {}
+    void set(const std::string& key, const std::string& value) const { set_config(key, value); }
     void edit_tensors(const std::function<bool(TensorToWrite&, std::vector<uint8_t>&)>& edit) const {
-        std::vector<std::vector<uint8_t>> storage;
-        std::vector<TensorToWrite> out;
-        {
-            Checkpoint ck = Checkpoint::open(dir_);
-            for (const TensorView& t : ck.tensors()) {
-                std::vector<uint8_t> bytes(static_cast<const uint8_t*>(t.data),
-                                           static_cast<const uint8_t*>(t.data) + t.nbytes);
-                TensorToWrite w{t.name, t.dtype, t.shape, nullptr};
-                if (!edit(w, bytes)) continue;
-                storage.push_back(std::move(bytes));
-                out.push_back(w);
-            }
-        }
-        for (size_t i = 0; i < out.size(); ++i) out[i].data = storage[i].data();
-        write_safetensors(dir_ + "/model.safetensors", out);
+        rewrite_tensors(edit);
     }
-
-private:
-    std::string dir_;
-    std::string config_;
 };
 
 std::string open_error(const std::string& dir, int32_t n_ctx = 64) {

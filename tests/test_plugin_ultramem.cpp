@@ -26,68 +26,12 @@ const char* const kV1 = "ultramem-tiny-f32";
 const char* const kV2 = "ultramem_v2-tiny-f32";
 
 // A scratch copy of a model folder; removed afterwards.
-class Scratch {
+// A scratch copy of a test model (tests/model_test_util.hpp ModelCopy).
+class Scratch : public ModelCopy {
 public:
-    explicit Scratch(const std::string& name) {
-        static int counter = 0;
-        dir_ = (fs::temp_directory_path() /
-                ("mnemo-ultramem-" + std::to_string(::getpid()) + "-" + std::to_string(counter++)))
-                   .string();
-        fs::create_directories(dir_);
-        for (const auto& e : fs::directory_iterator(model_dir(name)))
-            fs::copy(e.path(), dir_ + "/" + e.path().filename().string());
-    }
-    ~Scratch() {
-        std::error_code ec;
-        fs::remove_all(dir_, ec);
-    }
-    const std::string& dir() const { return dir_; }
-
-    // Replaces the value of a top-level config.json field (json.dumps layout: "key": value,).
-    void set(const std::string& key, const std::string& value) const {
-        std::string cfg = read("config.json");
-        const std::string quoted = "\"" + key + "\"";
-        const size_t at = cfg.find(quoted);
-        if (at == std::string::npos) {
-            const size_t brace = cfg.find('{');
-            cfg.insert(brace + 1, "\n  " + quoted + ": " + value + ",");
-        } else {
-            const size_t colon = cfg.find(':', at + quoted.size());
-            const size_t end = cfg.find_first_of(",\n}", colon);
-            cfg.replace(colon + 1, end - colon - 1, " " + value);
-        }
-        std::ofstream(dir_ + "/config.json", std::ios::binary | std::ios::trunc) << cfg;
-    }
-
-    // Rewrites the checkpoint with `edit` applied to every tensor (false drops it).
-    void edit(const std::function<bool(TensorToWrite&, std::vector<uint8_t>&)>& fn) const {
-        std::vector<std::vector<uint8_t>> storage;
-        std::vector<TensorToWrite> out;
-        {
-            Checkpoint ck = Checkpoint::open(dir_);
-            for (const TensorView& t : ck.tensors()) {
-                storage.emplace_back(static_cast<const uint8_t*>(t.data), static_cast<const uint8_t*>(t.data) + t.nbytes);
-                TensorToWrite w{t.name, t.dtype, t.shape, nullptr};
-                if (!fn(w, storage.back())) {
-                    storage.pop_back();
-                    continue;
-                }
-                out.push_back(w);
-            }
-        }
-        for (size_t i = 0; i < out.size(); ++i) out[i].data = storage[i].data();
-        write_safetensors(dir_ + "/model.safetensors", out);
-    }
-
-    std::string read(const std::string& file) const {
-        std::ifstream in(dir_ + "/" + file, std::ios::binary);
-        std::stringstream s;
-        s << in.rdbuf();
-        return s.str();
-    }
-
-private:
-    std::string dir_;
+    explicit Scratch(const std::string& name) : ModelCopy(model_dir(name)) {}
+    void set(const std::string& key, const std::string& value) const { set_config(key, value); }
+    void edit(const std::function<bool(TensorToWrite&, std::vector<uint8_t>&)>& fn) const { rewrite_tensors(fn); }
 };
 
 std::string open_error(const Scratch& m) {

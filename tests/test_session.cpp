@@ -25,32 +25,7 @@ using namespace mnemo::test;
 namespace {
 
 // A scratch copy of a model folder that tests may corrupt; removed afterwards.
-class ScratchModel {
-public:
-    explicit ScratchModel(const std::string& from) {
-        static int counter = 0;
-        dir_ = (fs::temp_directory_path() / ("mnemo-test-" + std::to_string(::getpid()) + "-" + std::to_string(counter++))).string();
-        fs::create_directories(dir_);
-        for (const auto& e : fs::directory_iterator(from)) fs::copy(e.path(), dir_ + "/" + e.path().filename().string());
-    }
-    ~ScratchModel() {
-        std::error_code ec;
-        fs::remove_all(dir_, ec);
-    }
-    const std::string& dir() const { return dir_; }
-    void write(const std::string& file, const std::string& text) const {
-        std::ofstream(dir_ + "/" + file, std::ios::binary | std::ios::trunc) << text;
-    }
-    std::string read(const std::string& file) const {
-        std::ifstream in(dir_ + "/" + file, std::ios::binary);
-        std::stringstream s;
-        s << in.rdbuf();
-        return s.str();
-    }
-
-private:
-    std::string dir_;
-};
+using ScratchModel = ModelCopy;
 
 std::string open_error(const std::string& dir) {
     try {
@@ -61,25 +36,6 @@ std::string open_error(const std::string& dir) {
     return "";
 }
 
-// Rewrite a checkpoint with one tensor changed by `edit` (or dropped when edit returns false).
-void rewrite_checkpoint(const ScratchModel& m, const std::function<bool(TensorToWrite&, std::vector<uint8_t>&)>& edit) {
-    std::vector<std::vector<uint8_t>> storage;
-    std::vector<TensorToWrite> out;
-    {
-        Checkpoint ck = Checkpoint::open(m.dir());
-        for (const TensorView& t : ck.tensors()) {
-            storage.emplace_back(static_cast<const uint8_t*>(t.data), static_cast<const uint8_t*>(t.data) + t.nbytes);
-            TensorToWrite w{t.name, t.dtype, t.shape, nullptr};
-            if (!edit(w, storage.back())) {
-                storage.pop_back();
-                continue;
-            }
-            out.push_back(w);
-        }
-    }
-    for (size_t i = 0; i < out.size(); ++i) out[i].data = storage[i].data();
-    write_safetensors(m.dir() + "/model.safetensors", out);
-}
 
 }  // namespace
 
@@ -287,14 +243,14 @@ TEST(BadModel, ConfigFieldOfTheWrongType) {
 
 TEST(BadModel, MissingTensor) {
     ScratchModel m(model_dir("llama-tiny-f32"));
-    rewrite_checkpoint(m, [](TensorToWrite& t, std::vector<uint8_t>&) { return t.name != "model.layers.1.mlp.up_proj.weight"; });
+    m.rewrite_tensors([](TensorToWrite& t, std::vector<uint8_t>&) { return t.name != "model.layers.1.mlp.up_proj.weight"; });
     const std::string e = open_error(m.dir());
     EXPECT_NE(e.find("'model.layers.1.mlp.up_proj.weight' is missing"), std::string::npos) << e;
 }
 
 TEST(BadModel, WrongShape) {
     ScratchModel m(model_dir("llama-tiny-f32"));
-    rewrite_checkpoint(m, [](TensorToWrite& t, std::vector<uint8_t>& bytes) {
+    m.rewrite_tensors([](TensorToWrite& t, std::vector<uint8_t>& bytes) {
         if (t.name == "model.norm.weight") {
             t.shape = {t.shape[0] / 2};
             bytes.resize(bytes.size() / 2);
@@ -308,7 +264,7 @@ TEST(BadModel, WrongShape) {
 
 TEST(BadModel, WrongDtype) {
     ScratchModel m(model_dir("llama-tiny-f32"));
-    rewrite_checkpoint(m, [](TensorToWrite& t, std::vector<uint8_t>&) {
+    m.rewrite_tensors([](TensorToWrite& t, std::vector<uint8_t>&) {
         if (t.name == "model.norm.weight") t.dtype = DType::I32;  // same byte size as f32
         return true;
     });

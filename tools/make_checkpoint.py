@@ -209,13 +209,17 @@ def tensor_rng(seed: int, name: str) -> np.random.Generator:
     return np.random.default_rng(np.random.SeedSequence(seed, spawn_key=(zlib.crc32(name.encode()),)))
 
 
-def generate(a: argparse.Namespace) -> List[str]:
-    plan = tensor_plan(a)
+def write_planned(out: str, plan, seed: int, config: dict, generator: str, shard_bytes: int = 0,
+                  shards: int = 0) -> List[str]:
+    """Write the (TensorSpec, kind, std) plan as a checkpoint plus config.json. Each tensor draws
+    from its own generator (tensor_rng), in row chunks that bound the RAM (the draw does not depend
+    on the chunking): kind "normal" is N(0, std^2), "norm" is 1 + N(0, std^2). Shared by the
+    other seeded generators (tools/make_moe_checkpoint.py)."""
     info = {spec.name: (kind, std) for spec, kind, std in plan}
 
     def produce(spec: st.TensorSpec, w: st.StreamingWriter) -> None:
         kind, std = info[spec.name]
-        rng = tensor_rng(a.seed, spec.name)
+        rng = tensor_rng(seed, spec.name)
         rows = spec.shape[0]
         cols = int(np.prod(spec.shape[1:], dtype=np.int64)) if len(spec.shape) > 1 else 1
         step = max(1, CHUNK_ELEMENTS // cols)
@@ -228,12 +232,16 @@ def generate(a: argparse.Namespace) -> List[str]:
             w.write_chunk(spec.name, st.encode(x, spec.dtype))
         w.end_tensor(spec.name)
 
-    os.makedirs(a.out, exist_ok=True)
-    files = st.write_checkpoint(a.out, [s for s, _, _ in plan], produce, shard_bytes=a.shard_bytes,
-                                shards=a.shards, metadata={"generator": "mnemo tools/make_checkpoint.py",
-                                                           "seed": str(a.seed)})
-    st.write_text_atomic(os.path.join(a.out, "config.json"), json.dumps(make_config(a), indent=2) + "\n")
+    os.makedirs(out, exist_ok=True)
+    files = st.write_checkpoint(out, [s for s, _, _ in plan], produce, shard_bytes=shard_bytes, shards=shards,
+                                metadata={"generator": generator, "seed": str(seed)})
+    st.write_text_atomic(os.path.join(out, "config.json"), json.dumps(config, indent=2) + "\n")
     return files
+
+
+def generate(a: argparse.Namespace) -> List[str]:
+    return write_planned(a.out, tensor_plan(a), a.seed, make_config(a), "mnemo tools/make_checkpoint.py",
+                         shard_bytes=a.shard_bytes, shards=a.shards)
 
 
 def main(argv: List[str]) -> int:

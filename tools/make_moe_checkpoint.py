@@ -21,20 +21,18 @@ Example:
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import sys
-import zlib
 from typing import List
 
 import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import make_checkpoint  # noqa: E402  (write_planned: the seeded, chunked tensor writer)
 import safetensors_io as st  # noqa: E402
 
 ARCH_CLASS = {"olmoe": "OlmoeForCausalLM", "mixtral": "MixtralForCausalLM", "moe": "MnemoMoeForCausalLM"}
-CHUNK_ELEMENTS = 1 << 23  # elements per generated chunk (32 MB of f32)
-TORCH_DTYPE = {"f32": "float32", "f16": "float16", "bf16": "bfloat16"}
+TORCH_DTYPE = make_checkpoint.TORCH_DTYPE
 
 
 def parse_args(argv: List[str]) -> argparse.Namespace:
@@ -151,33 +149,9 @@ def tensor_plan(a: argparse.Namespace):
     return plan
 
 
-def tensor_rng(seed: int, name: str) -> np.random.Generator:
-    return np.random.default_rng(np.random.SeedSequence(seed, spawn_key=(zlib.crc32(name.encode()),)))
-
-
 def generate(a: argparse.Namespace) -> List[str]:
-    plan = tensor_plan(a)
-    info = {spec.name: (kind, std) for spec, kind, std in plan}
-
-    def produce(spec: st.TensorSpec, w: st.StreamingWriter) -> None:
-        # Row chunks bound the RAM for benchmark-sized tables; the draw does not depend on them.
-        kind, std = info[spec.name]
-        rng = tensor_rng(a.seed, spec.name)
-        rows, cols = spec.shape[0], int(np.prod(spec.shape[1:], dtype=np.int64))
-        step = max(1, CHUNK_ELEMENTS // cols)
-        for r0 in range(0, rows, step):
-            shape = (min(step, rows - r0),) + tuple(spec.shape[1:])
-            x = rng.standard_normal(shape, dtype=np.float32) * np.float32(std)
-            if kind == "norm":
-                x += np.float32(1.0)
-            w.write_chunk(spec.name, st.encode(x, spec.dtype))
-        w.end_tensor(spec.name)
-
-    os.makedirs(a.out, exist_ok=True)
-    files = st.write_checkpoint(a.out, [s for s, _, _ in plan], produce,
-                                metadata={"generator": "mnemo tools/make_moe_checkpoint.py", "seed": str(a.seed)})
-    st.write_text_atomic(os.path.join(a.out, "config.json"), json.dumps(make_config(a), indent=2) + "\n")
-    return files
+    return make_checkpoint.write_planned(a.out, tensor_plan(a), a.seed, make_config(a),
+                                         "mnemo tools/make_moe_checkpoint.py")
 
 
 def main(argv: List[str]) -> int:

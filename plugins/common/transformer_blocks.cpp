@@ -1,6 +1,9 @@
 #include "transformer_blocks.hpp"
 
 #include <cmath>
+#include <cstdio>
+
+#include "rope_frequencies.hpp"
 
 namespace mnemo::blocks {
 
@@ -111,5 +114,31 @@ Mlp declare_mlp(const Host& h, const llama::LlamaConfig& c, const std::string& p
 }
 
 T mlp(const Graph& g, const Mlp& m, T x) { return linear(g, g.swiglu(linear(g, x, m.gate), linear(g, x, m.up)), m.down); }
+
+DecoderEnds declare_ends(const Host& h, const llama::LlamaConfig& c, const EndNames& names) {
+    DecoderEnds e;
+    e.embed = h.weight(names.embed, {c.vocab, c.hidden});
+    e.final_norm = h.weight(names.norm, {c.hidden});
+    e.lm_head = (c.tied_embeddings && !h.has_weight(names.head)) ? e.embed : h.weight(names.head, {c.vocab, c.hidden});
+    e.inv_freq =
+        h.constant_f32("rope.inv_freq", llama::rope_inverse_frequencies(c.head_dim, c.rope_theta, c.rope_scaling));
+    return e;
+}
+
+T embed_tokens(const Graph& g, const DecoderEnds& e) { return g.get_rows(g.param(e.embed), g.tokens()); }
+
+void output_logits(const Graph& g, const DecoderEnds& e, T h, float eps) {
+    h = g.get_rows(h, g.out_rows());
+    h = g.rms_norm(h, g.param(e.final_norm), eps);
+    g.output(g.matmul(h, g.param(e.lm_head)));
+}
+
+void fill_info(mnemo_model_info& info, const llama::LlamaConfig& c, const std::string& architecture, int64_t n_layers) {
+    info.vocab_size = c.vocab;
+    info.n_ctx_train = c.max_positions;
+    info.hidden_size = c.hidden;
+    info.n_layers = n_layers < 0 ? c.layers : n_layers;
+    std::snprintf(info.architecture, sizeof info.architecture, "%s", architecture.c_str());
+}
 
 }  // namespace mnemo::blocks

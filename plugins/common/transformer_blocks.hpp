@@ -77,4 +77,25 @@ Mlp declare_mlp(const Host& h, const llama::LlamaConfig& c, const std::string& p
 // W_down (SiLU(W_gate x) ⊙ W_up x)
 T mlp(const Graph& g, const Mlp& m, T x);
 
+// The two ends of a decoder and its RoPE table: token embedding, final RMSNorm and LM head. The
+// head is the embedding when the config ties them and the checkpoint stores no separate head
+// (some tied checkpoints still do; then it is used).
+struct EndNames {
+    std::string embed = "model.embed_tokens.weight";
+    std::string norm = "model.norm.weight";
+    std::string head = "lm_head.weight";
+};
+struct DecoderEnds {
+    mnemo_tid embed = -1, final_norm = -1, lm_head = -1, inv_freq = -1;
+};
+DecoderEnds declare_ends(const Host& h, const llama::LlamaConfig& c, const EndNames& names = {});
+// [N, hidden] embeddings of the batch's tokens.
+T embed_tokens(const Graph& g, const DecoderEnds& e);
+// Logits of the rows that ask for them: only those go through the final norm and the (large) head.
+void output_logits(const Graph& g, const DecoderEnds& e, T h, float eps);
+
+// What a Llama-backbone plugin reports after create(); n_layers < 0 means c.layers.
+void fill_info(mnemo_model_info& info, const llama::LlamaConfig& c, const std::string& architecture,
+               int64_t n_layers = -1);
+
 }  // namespace mnemo::blocks

@@ -20,7 +20,6 @@
 
 #include "llama_config.hpp"
 #include "mnemo/plugin.hpp"
-#include "rope_frequencies.hpp"
 #include "transformer_blocks.hpp"
 
 namespace mnemo::llama {
@@ -44,20 +43,16 @@ public:
         m->cfg_ = read_config(host);
         m->declare(host, ctx);
         const LlamaConfig& c = m->cfg_;
-        info.vocab_size = c.vocab;
-        info.n_ctx_train = c.max_positions;
-        info.hidden_size = c.hidden;
-        info.n_layers = c.layers;
-        std::snprintf(info.architecture, sizeof info.architecture, "%s", describe(c).c_str());
+        blocks::fill_info(info, c, describe(c));
         return m;
     }
 
     void build(Graph& g) const {
         const LlamaConfig& c = cfg_;
-        const blocks::Positions p = blocks::positions(g, inv_freq_);
+        const blocks::Positions p = blocks::positions(g, ends_.inv_freq);
         const float eps = static_cast<float>(c.rms_eps);
 
-        T h = g.get_rows(g.param(embed_), g.tokens());  // [N, hidden]
+        T h = blocks::embed_tokens(g, ends_);  // [N, hidden]
         for (const Layer& l : layers_) {
             const T x = c.post_norms ? h : g.rms_norm(h, g.param(l.attn_norm), eps);
             T o = blocks::attention(g, c, l.attn, x, p);
@@ -69,16 +64,13 @@ public:
             if (c.post_norms) m = g.rms_norm(m, g.param(l.post_ffn_norm), eps);
             h = g.add(h, m);
         }
-        // Only the rows that need logits go through the final norm and the (large) LM head.
-        h = g.get_rows(h, g.out_rows());
-        h = g.rms_norm(h, g.param(final_norm_), eps);
-        g.output(g.matmul(h, g.param(lm_head_)));
+        blocks::output_logits(g, ends_, h, eps);
     }
 
 private:
     void declare(Host& h, const mnemo_context_params& ctx) {
         const LlamaConfig& c = cfg_;
-        embed_ = h.weight("model.embed_tokens.weight", {c.vocab, c.hidden});
+        ends_ = blocks::declare_ends(h, c);
         for (int64_t i = 0; i < c.layers; ++i) {
             const std::string p = "model.layers." + std::to_string(i) + ".";
             Layer l;
@@ -93,15 +85,10 @@ private:
             l.mlp = blocks::declare_mlp(h, c, p);
             layers_.push_back(l);
         }
-        final_norm_ = h.weight("model.norm.weight", {c.hidden});
-        // Some tied checkpoints still store lm_head.weight; use it when present.
-        lm_head_ = (c.tied_embeddings && !h.has_weight("lm_head.weight")) ? embed_
-                                                                           : h.weight("lm_head.weight", {c.vocab, c.hidden});
-        inv_freq_ = h.constant_f32("rope.inv_freq", rope_inverse_frequencies(c.head_dim, c.rope_theta, c.rope_scaling));
     }
 
     LlamaConfig cfg_;
-    mnemo_tid embed_ = -1, final_norm_ = -1, lm_head_ = -1, inv_freq_ = -1;
+    blocks::DecoderEnds ends_;
     std::vector<Layer> layers_;
 };
 

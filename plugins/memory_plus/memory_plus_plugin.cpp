@@ -12,7 +12,6 @@
 #include "hashing_memory.hpp"
 #include "memory_plus_config.hpp"
 #include "mnemo/plugin.hpp"
-#include "rope_frequencies.hpp"
 #include "transformer_blocks.hpp"
 
 namespace mnemo::memory_plus {
@@ -37,35 +36,29 @@ public:
         m->cfg_ = read_memory_plus_config(host);
         m->declare(host, ctx);
         const llama::LlamaConfig& b = m->cfg_.base;
-        info.vocab_size = b.vocab;
-        info.n_ctx_train = b.max_positions;
-        info.hidden_size = b.hidden;
-        info.n_layers = b.layers;
-        std::snprintf(info.architecture, sizeof info.architecture, "%s", describe(m->cfg_).c_str());
+        blocks::fill_info(info, b, describe(m->cfg_));
         return m;
     }
 
     void build(Graph& g) const {
         const llama::LlamaConfig& b = cfg_.base;
-        const blocks::Positions p = blocks::positions(g, inv_freq_);
+        const blocks::Positions p = blocks::positions(g, ends_.inv_freq);
         const float eps = static_cast<float>(b.rms_eps);
         const int64_t rope_mode = cfg_.rope_interleaved ? 1 : 0;
 
-        T h = g.get_rows(g.param(embed_), g.tokens());  // [N, D]
+        T h = blocks::embed_tokens(g, ends_);  // [N, D]
         for (const Layer& l : layers_) {
             h = g.add(h, blocks::attention(g, b, l.attn, g.rms_norm(h, g.param(l.attn_norm), eps), p, rope_mode));
             const T x = g.rms_norm(h, g.param(l.ffn_norm), eps);
             h = g.add(h, l.memory ? hashing_memory(g, cfg_, l.mem, gate_, x) : blocks::mlp(g, l.mlp, x));
         }
-        h = g.get_rows(h, g.out_rows());
-        h = g.rms_norm(h, g.param(final_norm_), eps);
-        g.output(g.matmul(h, g.param(lm_head_)));
+        blocks::output_logits(g, ends_, h, eps);
     }
 
 private:
     void declare(Host& h, const mnemo_context_params& ctx) {
         const llama::LlamaConfig& b = cfg_.base;
-        embed_ = h.weight("tok_embeddings.weight", {b.vocab, b.hidden});
+        ends_ = blocks::declare_ends(h, b, {"tok_embeddings.weight", "norm.weight", "output.weight"});
         const ValueTables* shared = nullptr;
         for (int64_t i = 0; i < b.layers; ++i) {
             const std::string p = "layers." + std::to_string(i) + ".";
@@ -90,15 +83,11 @@ private:
             }
             layers_.push_back(l);
         }
-        final_norm_ = h.weight("norm.weight", {b.hidden});
-        lm_head_ = (b.tied_embeddings && !h.has_weight("output.weight")) ? embed_
-                                                                          : h.weight("output.weight", {b.vocab, b.hidden});
-        inv_freq_ = h.constant_f32("rope.inv_freq", llama::rope_inverse_frequencies(b.head_dim, b.rope_theta, b.rope_scaling));
         if (cfg_.gated) gate_ = declare_gate_constants(h, b.hidden);
     }
 
     MemoryPlusConfig cfg_;
-    mnemo_tid embed_ = -1, final_norm_ = -1, lm_head_ = -1, inv_freq_ = -1;
+    blocks::DecoderEnds ends_;
     ValueTables shared_tables_;
     GateConstants gate_;
     std::vector<Layer> layers_;

@@ -12,7 +12,6 @@
 #include "head_memory.hpp"
 #include "midus_config.hpp"
 #include "mnemo/plugin.hpp"
-#include "rope_frequencies.hpp"
 #include "transformer_blocks.hpp"
 
 namespace mnemo::midus {
@@ -36,34 +35,28 @@ public:
         m->cfg_ = read_midus_config(host);
         m->declare(host, ctx);
         const llama::LlamaConfig& b = m->cfg_.base;
-        info.vocab_size = b.vocab;
-        info.n_ctx_train = b.max_positions;
-        info.hidden_size = b.hidden;
-        info.n_layers = b.layers + static_cast<int64_t>(m->cfg_.anchors.size());
-        std::snprintf(info.architecture, sizeof info.architecture, "%s", describe(m->cfg_).c_str());
+        blocks::fill_info(info, b, describe(m->cfg_), b.layers + static_cast<int64_t>(m->cfg_.anchors.size()));
         return m;
     }
 
     void build(Graph& g) const {
         const llama::LlamaConfig& b = cfg_.base;
-        const blocks::Positions p = blocks::positions(g, inv_freq_);
+        const blocks::Positions p = blocks::positions(g, ends_.inv_freq);
         const float eps = static_cast<float>(b.rms_eps);
 
-        T h = g.get_rows(g.param(embed_), g.tokens());  // [N, hidden]
+        T h = blocks::embed_tokens(g, ends_);  // [N, hidden]
         for (const BaseBlock& l : layers_) {
             if (l.memory >= 0) h = memory_block(g, cfg_, memory_[static_cast<size_t>(l.memory)], h, p);
             h = g.add(h, blocks::attention(g, b, l.attn, g.rms_norm(h, g.param(l.attn_norm), eps), p));
             h = g.add(h, blocks::mlp(g, l.mlp, g.rms_norm(h, g.param(l.ffn_norm), eps)));
         }
-        h = g.get_rows(h, g.out_rows());  // only the rows that need logits
-        h = g.rms_norm(h, g.param(final_norm_), eps);
-        g.output(g.matmul(h, g.param(lm_head_)));
+        blocks::output_logits(g, ends_, h, eps);
     }
 
 private:
     void declare(Host& h, const mnemo_context_params& ctx) {
         const llama::LlamaConfig& b = cfg_.base;
-        embed_ = h.weight("model.embed_tokens.weight", {b.vocab, b.hidden});
+        ends_ = blocks::declare_ends(h, b);
         for (int64_t i = 0; i < b.layers; ++i) {
             const std::string p = "model.layers." + std::to_string(i) + ".";
             BaseBlock l;
@@ -77,16 +70,10 @@ private:
             memory_.push_back(declare_memory_block(h, cfg_, j, ctx));
             layers_[static_cast<size_t>(cfg_.anchors[j])].memory = static_cast<int64_t>(j);
         }
-        final_norm_ = h.weight("model.norm.weight", {b.hidden});
-        // Some tied checkpoints still store lm_head.weight; use it when present.
-        const bool tied = b.tied_embeddings && !h.has_weight("lm_head.weight");
-        lm_head_ = tied ? embed_ : h.weight("lm_head.weight", {b.vocab, b.hidden});
-        inv_freq_ = h.constant_f32("rope.inv_freq",
-                                   llama::rope_inverse_frequencies(b.head_dim, b.rope_theta, b.rope_scaling));
     }
 
     MidusConfig cfg_;
-    mnemo_tid embed_ = -1, final_norm_ = -1, lm_head_ = -1, inv_freq_ = -1;
+    blocks::DecoderEnds ends_;
     std::vector<BaseBlock> layers_;
     std::vector<MemoryBlock> memory_;
 };

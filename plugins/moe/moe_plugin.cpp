@@ -19,7 +19,6 @@
 #include "mnemo/plugin.hpp"
 #include "moe_block.hpp"
 #include "moe_config.hpp"
-#include "rope_frequencies.hpp"
 #include "transformer_blocks.hpp"
 
 namespace mnemo::moe {
@@ -42,34 +41,27 @@ public:
         m->cfg_ = read_moe_config(host, ctx.n_ctx);
         m->declare(host, ctx);
         const llama::LlamaConfig& c = m->cfg_.attn;
-        info.vocab_size = c.vocab;
-        info.n_ctx_train = c.max_positions;
-        info.hidden_size = c.hidden;
-        info.n_layers = c.layers;
-        std::snprintf(info.architecture, sizeof info.architecture, "%s", describe(m->cfg_).c_str());
+        blocks::fill_info(info, c, describe(m->cfg_));
         return m;
     }
 
     void build(Graph& g) const {
         const llama::LlamaConfig& c = cfg_.attn;
-        const blocks::Positions p = blocks::positions(g, inv_freq_);
+        const blocks::Positions p = blocks::positions(g, ends_.inv_freq);
         const float eps = static_cast<float>(c.rms_eps);
 
-        T h = g.get_rows(g.param(embed_), g.tokens());  // [N, hidden]
+        T h = blocks::embed_tokens(g, ends_);  // [N, hidden]
         for (const Layer& l : layers_) {
             h = g.add(h, blocks::attention(g, c, l.attn, g.rms_norm(h, g.param(l.attn_norm), eps), p));
             h = g.add(h, moe_ffn(g, cfg_, l.moe, g.rms_norm(h, g.param(l.ffn_norm), eps)));
         }
-        // Only the rows that need logits go through the final norm and the LM head.
-        h = g.get_rows(h, g.out_rows());
-        h = g.rms_norm(h, g.param(final_norm_), eps);
-        g.output(g.matmul(h, g.param(lm_head_)));
+        blocks::output_logits(g, ends_, h, eps);
     }
 
 private:
     void declare(Host& h, const mnemo_context_params& ctx) {
         const llama::LlamaConfig& c = cfg_.attn;
-        embed_ = h.weight("model.embed_tokens.weight", {c.vocab, c.hidden});
+        ends_ = blocks::declare_ends(h, c);
         for (int64_t i = 0; i < c.layers; ++i) {
             const std::string p = "model.layers." + std::to_string(i) + ".";
             Layer l;
@@ -79,15 +71,10 @@ private:
             l.moe = declare_moe(h, cfg_, p);
             layers_.push_back(l);
         }
-        final_norm_ = h.weight("model.norm.weight", {c.hidden});
-        lm_head_ = (c.tied_embeddings && !h.has_weight("lm_head.weight")) ? embed_
-                                                                           : h.weight("lm_head.weight", {c.vocab, c.hidden});
-        inv_freq_ = h.constant_f32("rope.inv_freq",
-                                   llama::rope_inverse_frequencies(c.head_dim, c.rope_theta, c.rope_scaling));
     }
 
     MoeConfig cfg_;
-    mnemo_tid embed_ = -1, final_norm_ = -1, lm_head_ = -1, inv_freq_ = -1;
+    blocks::DecoderEnds ends_;
     std::vector<Layer> layers_;
 };
 

@@ -16,7 +16,6 @@
 
 #include "mnemo/plugin.hpp"
 #include "olmo_attention.hpp"
-#include "rope_frequencies.hpp"
 #include "transformer_blocks.hpp"
 #include "ultramem_config.hpp"
 #include "ultramem_memory.hpp"
@@ -41,20 +40,16 @@ public:
         m->cfg_ = read_ultramem_config(host);
         m->declare(host, ctx);
         const llama::LlamaConfig& b = m->cfg_.base;
-        info.vocab_size = b.vocab;
-        info.n_ctx_train = b.max_positions;
-        info.hidden_size = b.hidden;
-        info.n_layers = b.layers;
-        std::snprintf(info.architecture, sizeof info.architecture, "%s", describe(m->cfg_).c_str());
+        blocks::fill_info(info, b, describe(m->cfg_));
         return m;
     }
 
     void build(Graph& g) const {
         const llama::LlamaConfig& b = cfg_.base;
-        const blocks::Positions p = blocks::positions(g, inv_freq_);
+        const blocks::Positions p = blocks::positions(g, ends_.inv_freq);
         const float eps = static_cast<float>(b.rms_eps);
 
-        T h = g.get_rows(g.param(embed_), g.tokens());  // [N, D]
+        T h = blocks::embed_tokens(g, ends_);  // [N, D]
         std::map<int64_t, std::vector<T>> pending;      // add block -> memory outputs to add after it
         for (int64_t i = 0; i < b.layers; ++i) {
             const Block& blk = blocks_[static_cast<size_t>(i)];
@@ -69,15 +64,13 @@ public:
                 pending.erase(it);
             }
         }
-        h = g.get_rows(h, g.out_rows());
-        h = g.rms_norm(h, g.param(final_norm_), eps);
-        g.output(g.matmul(h, g.param(lm_head_)));
+        blocks::output_logits(g, ends_, h, eps);
     }
 
 private:
     void declare(Host& h, const mnemo_context_params& ctx) {
         const llama::LlamaConfig& b = cfg_.base;
-        embed_ = h.weight("model.embed_tokens.weight", {b.vocab, b.hidden});
+        ends_ = blocks::declare_ends(h, b);
         for (int64_t i = 0; i < b.layers; ++i) {
             const std::string p = "model.layers." + std::to_string(i) + ".";
             Block blk;
@@ -87,17 +80,13 @@ private:
             blk.mlp = blocks::declare_mlp(h, b, p);
             blocks_.push_back(blk);
         }
-        final_norm_ = h.weight("model.norm.weight", {b.hidden});
-        lm_head_ = (b.tied_embeddings && !h.has_weight("lm_head.weight")) ? embed_
-                                                                           : h.weight("lm_head.weight", {b.vocab, b.hidden});
-        inv_freq_ = h.constant_f32("rope.inv_freq", llama::rope_inverse_frequencies(b.head_dim, b.rope_theta, b.rope_scaling));
         shared_ = declare_shared_tables(h, cfg_);
         for (int64_t l = 0; l < static_cast<int64_t>(cfg_.memories.size()); ++l)
             memories_.push_back(declare_memory_layer(h, cfg_, l));
     }
 
     UltraMemConfig cfg_;
-    mnemo_tid embed_ = -1, final_norm_ = -1, lm_head_ = -1, inv_freq_ = -1;
+    blocks::DecoderEnds ends_;
     std::vector<Block> blocks_;
     SharedTables shared_;
     std::vector<MemoryLayer> memories_;
