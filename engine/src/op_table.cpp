@@ -456,6 +456,17 @@ double numel_of(const mnemo_tensor& t) {
 }
 }  // namespace
 
+int gathering_input(int32_t op, size_t k) {
+    switch (op) {
+        case MNEMO_OP_GET_ROWS:
+        case MNEMO_OP_EMBEDDING_BAG:
+        case MNEMO_OP_PEER_GATE:
+        case MNEMO_OP_HIVE: return k == 0 ? 1 : -1;
+        case MNEMO_OP_MOE_FFN: return k >= 3 ? 1 : -1;  // the k chosen experts of each token
+        default: return -1;
+    }
+}
+
 double node_flops(const mnemo_node& n) {
     const TensorShape out = shape_of(n.output);
     switch (n.op) {

@@ -232,23 +232,6 @@ void Session::Impl::load() {
     summary.activated_params = decode.params;
 }
 
-namespace {
-
-// Which input indexes rows of weight input k of `op`: those weights are read only at the rows
-// (or experts) the index names, not in full. -1: the op streams the whole input.
-int gathering_index(int32_t op, size_t k) {
-    switch (op) {
-        case MNEMO_OP_GET_ROWS:
-        case MNEMO_OP_EMBEDDING_BAG:
-        case MNEMO_OP_PEER_GATE:
-        case MNEMO_OP_HIVE: return k == 0 ? 1 : -1;
-        case MNEMO_OP_MOE_FFN: return k >= 3 ? 1 : -1;  // the k chosen experts of each token
-        default: return -1;
-    }
-}
-
-}  // namespace
-
 Session::Impl::WeightTraffic Session::Impl::weight_traffic(const PlannedGraph& p) const {
     const std::vector<ParamDecl>& params = host->params();
     // Elements read from each weight: all of it when any op streams it, else the rows (or
@@ -263,7 +246,7 @@ Session::Impl::WeightTraffic Session::Impl::weight_traffic(const PlannedGraph& p
             const detail::GraphNode* in = &seen;
             while (in->kind == detail::NodeKind::View) in = &p.nodes[in->inputs[0]];
             if (in->kind != detail::NodeKind::Param || params[in->param_id].kind != ParamKind::Weight) continue;
-            const int idx = gathering_index(g.op, k);
+            const int idx = gathering_input(g.op, k);
             if (idx < 0) {
                 streamed[in->param_id] = 1;
                 continue;

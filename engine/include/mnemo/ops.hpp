@@ -55,4 +55,9 @@ void reference_compute(const mnemo_node& node);
 // Floating-point operations of a node (for GFLOP/s in profiles); 0 when not meaningful.
 double node_flops(const mnemo_node& node);
 
+// The input whose indices select the rows (or experts) an op reads of its input `k`, or -1 when
+// the op reads input k whole. Gathering ops read a table only where their index points: memory
+// values, latent banks, pre-values, embeddings, experts (what "activated parameters" counts).
+int gathering_input(int32_t op, size_t k);
+
 }  // namespace mnemo
