@@ -18,13 +18,6 @@ constexpr Arity kArity[MNEMO_OP_COUNT_] = {
     {6, 6},
 };
 
-constexpr const char* kNames[MNEMO_OP_COUNT_] = {
-    "none", "get_rows", "matmul", "add", "mul", "scale", "rms_norm", "layer_norm",
-    "rope", "silu", "gelu", "swiglu", "softmax", "kv_store", "attention", "argtopk",
-    "take_along", "embedding_bag", "pk_score", "pk_topk", "pk_pair_scores", "mem_index", "peer_gate",
-    "hive", "moe_ffn",
-};
-
 bool check_op(const mnemo_node& n, Checker& c) {
     const mnemo_tensor* in = n.inputs;
     switch (n.op) {
@@ -163,7 +156,7 @@ bool check_op(const mnemo_node& n, Checker& c) {
 }  // namespace
 
 const char* op_name(int32_t op) {
-    return (op >= 0 && op < MNEMO_OP_COUNT_) ? kNames[op] : "op?";
+    return mnemo_op_name(op);
 }
 
 bool tensor_bytes(const mnemo_tensor& t, uint64_t* bytes) {

@@ -194,6 +194,17 @@ typedef enum mnemo_op {
     MNEMO_OP_COUNT_ = 25
 } mnemo_op;
 
+/* The op's lower-case name ("matmul"), for messages in every module; "op?" when unknown. */
+static inline const char* mnemo_op_name(int32_t op) {
+    static const char* const names[MNEMO_OP_COUNT_] = {
+        "none", "get_rows", "matmul", "add", "mul", "scale", "rms_norm", "layer_norm",
+        "rope", "silu", "gelu", "swiglu", "softmax", "kv_store", "attention", "argtopk",
+        "take_along", "embedding_bag", "pk_score", "pk_topk", "pk_pair_scores", "mem_index", "peer_gate",
+        "hive", "moe_ffn",
+    };
+    return (op >= 0 && op < MNEMO_OP_COUNT_) ? names[op] : "op?";
+}
+
 /* One op instance ready to run: its tensors are bound to backend buffers. */
 typedef struct mnemo_node {
     int32_t op; /* mnemo_op */

@@ -1,0 +1,110 @@
+// One opened Vulkan device: queue, memory, staging, the status word kernels report bad indices
+// through, and the lazily created pipelines. A context is used from one thread at a time.
+#pragma once
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "instance.hpp"
+#include "vk_functions.hpp"
+
+namespace mnemo_vk {
+
+// A buffer handed to the engine as its opaque handle. Kernels address it by device pointer.
+struct Buffer {
+    VkBuffer buffer = VK_NULL_HANDLE;
+    VkDeviceMemory memory = VK_NULL_HANDLE;
+    uint64_t size = 0;
+    uint64_t address = 0;       // vkGetBufferDeviceAddress
+    uint8_t* mapped = nullptr;  // host pointer when the memory is host-visible and we map it
+};
+
+// What a kernel writes when it meets a bad index (see shaders/common.glsl).
+struct KernelStatus {
+    uint32_t code;  // 0: fine; 1: index out of range
+    uint32_t node;  // index of the node in its graph
+    int32_t value;  // the offending value
+    int32_t limit;  // the valid range is 0..limit-1
+};
+
+struct PipelineKey {
+    std::string shader;
+    std::vector<uint32_t> spec;  // specialization constants 0..n-1
+    bool operator<(const PipelineKey& o) const { return shader != o.shader ? shader < o.shader : spec < o.spec; }
+};
+
+class Context {
+public:
+    // Throws std::runtime_error with the reason.
+    explicit Context(int32_t device_index);
+    ~Context();
+    Context(const Context&) = delete;
+    Context& operator=(const Context&) = delete;
+
+    const PhysicalDevice& physical() const { return *physical_; }
+    const DeviceFeatures& features() const { return physical_->features; }
+    const DeviceFunctions& vk() const { return vk_; }
+    VkDevice device() const { return device_; }
+
+    // Buffers (errors as text in why; nullptr / false on failure).
+    Buffer* alloc(uint64_t size, std::string& why);
+    void release(Buffer* b);
+    bool owns(const void* handle) const;
+    bool write(Buffer* b, uint64_t offset, const void* src, uint64_t size, std::string& why);
+    bool read(Buffer* b, uint64_t offset, void* dst, uint64_t size, std::string& why);
+
+    // Command buffers from the context's pool.
+    VkCommandBuffer new_command_buffer(std::string& why);
+    void free_command_buffer(VkCommandBuffer cb);
+    // Submits the pending uploads and then `cb` in one batch, waits for both, and checks the
+    // kernels' status word (status_out gets it; the caller turns a nonzero code into a message).
+    bool run(VkCommandBuffer cb, KernelStatus* status_out, std::string& why);
+
+    VkPipeline pipeline(const PipelineKey& key, std::string& why);
+    VkPipelineLayout pipeline_layout() const { return layout_; }
+    VkDescriptorSet status_set() const { return status_set_; }
+
+    static constexpr uint32_t kPushConstantBytes = 128;
+
+private:
+    void destroy();    // releases everything; safe to call twice
+    bool flush(std::string& why);  // submit pending uploads and wait
+    bool stage_copy(VkBuffer src, uint64_t src_off, VkBuffer dst, uint64_t dst_off, uint64_t size, std::string& why);
+    bool submit_wait(const VkCommandBuffer* cbs, uint32_t n, std::string& why);
+    void load_pipeline_cache();
+    void save_pipeline_cache();
+    std::string cache_path() const;
+    Buffer* make_buffer(uint64_t size, bool host_side, std::string& why);
+    void destroy_buffer(Buffer* b);
+
+    const PhysicalDevice* physical_ = nullptr;
+    DeviceFunctions vk_{};
+    VkDevice device_ = VK_NULL_HANDLE;
+    VkQueue queue_ = VK_NULL_HANDLE;
+    VkCommandPool pool_ = VK_NULL_HANDLE;
+    VkFence fence_ = VK_NULL_HANDLE;
+    VkMemoryPropertyFlags memory_flags_[VK_MAX_MEMORY_TYPES] = {};
+    uint32_t memory_type_count_ = 0;
+    bool map_device_buffers_ = false;  // UMA: kernels' buffers are host-visible, read/written in place
+
+    // Staging for device-only buffers: writes are copied here and uploaded with the next
+    // submission (no wait for small writes); reads copy through it and wait.
+    Buffer* staging_ = nullptr;
+    uint64_t staging_used_ = 0;
+    VkCommandBuffer upload_cb_ = VK_NULL_HANDLE;
+    bool upload_open_ = false;
+
+    Buffer* status_ = nullptr;
+    VkDescriptorSetLayout set_layout_ = VK_NULL_HANDLE;
+    VkDescriptorPool descriptor_pool_ = VK_NULL_HANDLE;
+    VkDescriptorSet status_set_ = VK_NULL_HANDLE;
+    VkPipelineLayout layout_ = VK_NULL_HANDLE;
+    VkPipelineCache cache_ = VK_NULL_HANDLE;
+    bool cache_dirty_ = false;
+    std::map<PipelineKey, VkPipeline> pipelines_;
+    std::map<const void*, std::unique_ptr<Buffer>> buffers_;
+};
+
+}  // namespace mnemo_vk

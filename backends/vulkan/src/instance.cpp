@@ -1,0 +1,205 @@
+#include "instance.hpp"
+
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <mutex>
+#include <set>
+#include <sstream>
+
+namespace mnemo_vk {
+
+namespace {
+
+Instance g_instance;
+std::once_flag g_once;
+
+// Destroys the instance when the module is unloaded (every context is closed by then), so leak
+// checkers see the driver's allocations released.
+struct InstanceOwner {
+    ~InstanceOwner() {
+        if (g_instance.vk && g_instance.handle) g_instance.vk->vkDestroyInstance(g_instance.handle, nullptr);
+    }
+} g_owner;
+
+int type_rank(VkPhysicalDeviceType t) {
+    switch (t) {
+        case VK_PHYSICAL_DEVICE_TYPE_DISCRETE_GPU: return 0;
+        case VK_PHYSICAL_DEVICE_TYPE_INTEGRATED_GPU: return 1;
+        case VK_PHYSICAL_DEVICE_TYPE_VIRTUAL_GPU: return 2;
+        case VK_PHYSICAL_DEVICE_TYPE_OTHER: return 3;
+        case VK_PHYSICAL_DEVICE_TYPE_CPU: return 4;
+        default: return 5;
+    }
+}
+
+// MNEMO_VK_VISIBLE_DEVICES: comma-separated driver indices; unset means all.
+bool visible(uint32_t driver_index) {
+    const char* env = std::getenv("MNEMO_VK_VISIBLE_DEVICES");
+    if (!env) return true;
+    std::stringstream s(env);
+    for (std::string item; std::getline(s, item, ',');) {
+        char* end = nullptr;
+        const long v = std::strtol(item.c_str(), &end, 10);
+        if (end != item.c_str() && v == static_cast<long>(driver_index)) return true;
+    }
+    return false;
+}
+
+std::string gib(uint64_t bytes) {
+    char buf[32];
+    std::snprintf(buf, sizeof buf, "%.1f GiB", static_cast<double>(bytes) / (1024.0 * 1024.0 * 1024.0));
+    return buf;
+}
+
+// Reads the properties and features of one device; false (with why) when Mnemo cannot use it.
+bool describe(const GlobalFunctions& vk, VkPhysicalDevice pd, PhysicalDevice& d, std::string& why) {
+    d.handle = pd;
+    vk.vkGetPhysicalDeviceProperties(pd, &d.props);
+    if (VK_API_VERSION_MINOR(d.props.apiVersion) < 2 && VK_API_VERSION_MAJOR(d.props.apiVersion) == 1) {
+        why = "needs Vulkan 1.2, the driver offers " + std::to_string(VK_API_VERSION_MAJOR(d.props.apiVersion)) + "." +
+              std::to_string(VK_API_VERSION_MINOR(d.props.apiVersion));
+        return false;
+    }
+
+    auto subgroup = vk_struct<VkPhysicalDeviceSubgroupProperties>(VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SUBGROUP_PROPERTIES);
+    auto driver = vk_struct<VkPhysicalDeviceDriverProperties>(VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_DRIVER_PROPERTIES);
+    auto ids = vk_struct<VkPhysicalDeviceIDProperties>(VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_ID_PROPERTIES);
+    auto m3 = vk_struct<VkPhysicalDeviceMaintenance3Properties>(VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_MAINTENANCE_3_PROPERTIES);
+    subgroup.pNext = &driver;
+    driver.pNext = &ids;
+    ids.pNext = &m3;
+    auto props2 = vk_struct<VkPhysicalDeviceProperties2>(VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PROPERTIES_2);
+    props2.pNext = &subgroup;
+    vk.vkGetPhysicalDeviceProperties2(pd, &props2);
+
+    auto f12 = vk_struct<VkPhysicalDeviceVulkan12Features>(VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_2_FEATURES);
+    auto f11 = vk_struct<VkPhysicalDeviceVulkan11Features>(VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_1_FEATURES);
+    f11.pNext = &f12;
+    auto f2 = vk_struct<VkPhysicalDeviceFeatures2>(VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2);
+    f2.pNext = &f11;
+    vk.vkGetPhysicalDeviceFeatures2(pd, &f2);
+    if (!f12.bufferDeviceAddress) {
+        why = "no bufferDeviceAddress (Mnemo's kernels address tensors by device pointer)";
+        return false;
+    }
+
+    uint32_t n_families = 0;
+    vk.vkGetPhysicalDeviceQueueFamilyProperties(pd, &n_families, nullptr);
+    std::vector<VkQueueFamilyProperties> families(n_families);
+    vk.vkGetPhysicalDeviceQueueFamilyProperties(pd, &n_families, families.data());
+    // Prefer a compute-only family (async compute on discrete GPUs), else any with compute.
+    int chosen = -1;
+    for (uint32_t i = 0; i < n_families; ++i)
+        if ((families[i].queueFlags & VK_QUEUE_COMPUTE_BIT) && !(families[i].queueFlags & VK_QUEUE_GRAPHICS_BIT)) chosen = static_cast<int>(i);
+    if (chosen < 0)
+        for (uint32_t i = 0; i < n_families; ++i)
+            if (families[i].queueFlags & VK_QUEUE_COMPUTE_BIT) {
+                chosen = static_cast<int>(i);
+                break;
+            }
+    if (chosen < 0) {
+        why = "no queue family with compute";
+        return false;
+    }
+    d.compute_queue_family = static_cast<uint32_t>(chosen);
+
+    DeviceFeatures& f = d.features;
+    f.api_version = d.props.apiVersion;
+    f.subgroup_size = subgroup.subgroupSize;
+    const bool compute_subgroups = (subgroup.supportedStages & VK_SHADER_STAGE_COMPUTE_BIT) != 0;
+    f.subgroup_arithmetic = compute_subgroups && (subgroup.supportedOperations & VK_SUBGROUP_FEATURE_ARITHMETIC_BIT);
+    f.subgroup_shuffle = compute_subgroups && (subgroup.supportedOperations & VK_SUBGROUP_FEATURE_SHUFFLE_BIT);
+    f.shader_float16 = f12.shaderFloat16;
+    f.shader_int8 = f12.shaderInt8;
+    f.storage_16bit = f11.storageBuffer16BitAccess;
+    f.shader_int64 = f2.features.shaderInt64;
+    f.unified_memory = d.props.deviceType == VK_PHYSICAL_DEVICE_TYPE_INTEGRATED_GPU ||
+                       d.props.deviceType == VK_PHYSICAL_DEVICE_TYPE_CPU;
+    f.max_shared_memory = d.props.limits.maxComputeSharedMemorySize;
+    f.max_workgroup_invocations = d.props.limits.maxComputeWorkGroupInvocations;
+    for (int i = 0; i < 3; ++i) f.max_workgroup_count[i] = d.props.limits.maxComputeWorkGroupCount[i];
+    f.max_push_constants = d.props.limits.maxPushConstantsSize;
+    f.max_allocation = m3.maxMemoryAllocationSize;
+    f.max_storage_range = d.props.limits.maxStorageBufferRange;
+    f.timestamps = d.props.limits.timestampComputeAndGraphics && families[d.compute_queue_family].timestampValidBits > 0;
+    f.timestamp_period_ns = d.props.limits.timestampPeriod;
+    if (f.max_push_constants < 128) {
+        why = "maxPushConstantsSize below 128";
+        return false;
+    }
+
+    d.driver_name = driver.driverName;
+    d.driver_info = driver.driverInfo;
+    std::memcpy(d.uuid, ids.deviceUUID, 16);
+
+    VkPhysicalDeviceMemoryProperties mem{};
+    vk.vkGetPhysicalDeviceMemoryProperties(pd, &mem);
+    std::ostringstream heaps;
+    for (uint32_t i = 0; i < mem.memoryHeapCount; ++i) {
+        const bool local = mem.memoryHeaps[i].flags & VK_MEMORY_HEAP_DEVICE_LOCAL_BIT;
+        if (local) d.device_local_bytes = std::max<uint64_t>(d.device_local_bytes, mem.memoryHeaps[i].size);
+        heaps << (i ? "; " : "") << "heap " << i << ": " << gib(mem.memoryHeaps[i].size) << (local ? " device-local" : " host");
+    }
+    d.heaps = heaps.str();
+    return true;
+}
+
+void create_once() {
+    Instance& in = g_instance;
+    std::string why;
+    const GlobalFunctions* global = load_global_functions(&why);
+    if (!global) {
+        in.error = why;
+        return;
+    }
+    static GlobalFunctions functions = *global;  // instance-level pointers are filled in below
+    uint32_t loader_version = 0;
+    if (functions.vkEnumerateInstanceVersion(&loader_version) != VK_SUCCESS || loader_version < VK_API_VERSION_1_2) {
+        in.error = "the Vulkan loader supports version " + std::to_string(VK_API_VERSION_MAJOR(loader_version)) + "." +
+                   std::to_string(VK_API_VERSION_MINOR(loader_version)) + "; Mnemo needs 1.2";
+        return;
+    }
+    auto app = vk_struct<VkApplicationInfo>(VK_STRUCTURE_TYPE_APPLICATION_INFO);
+    app.pApplicationName = "mnemo";
+    app.pEngineName = "mnemo";
+    app.apiVersion = VK_API_VERSION_1_2;
+    auto ci = vk_struct<VkInstanceCreateInfo>(VK_STRUCTURE_TYPE_INSTANCE_CREATE_INFO);
+    ci.pApplicationInfo = &app;
+    const VkResult r = functions.vkCreateInstance(&ci, nullptr, &in.handle);
+    if (r != VK_SUCCESS) {
+        in.error = std::string("vkCreateInstance failed: ") + result_name(r);
+        in.handle = VK_NULL_HANDLE;
+        return;
+    }
+    if (!load_instance_functions(&functions, in.handle, &why)) {
+        in.error = why;
+        return;
+    }
+    in.vk = &functions;
+    uint32_t n = 0;
+    if (functions.vkEnumeratePhysicalDevices(in.handle, &n, nullptr) != VK_SUCCESS) return;
+    std::vector<VkPhysicalDevice> handles(n);
+    if (functions.vkEnumeratePhysicalDevices(in.handle, &n, handles.data()) != VK_SUCCESS) return;
+    handles.resize(n);
+    for (uint32_t i = 0; i < n; ++i) {
+        if (!visible(i)) continue;
+        PhysicalDevice d;
+        d.driver_index = i;
+        if (describe(functions, handles[i], d, why)) in.devices.push_back(d);
+        else in.skipped.push_back(std::string(d.props.deviceName) + ": " + why);
+    }
+    std::stable_sort(in.devices.begin(), in.devices.end(), [](const PhysicalDevice& a, const PhysicalDevice& b) {
+        return type_rank(a.props.deviceType) < type_rank(b.props.deviceType);
+    });
+}
+
+}  // namespace
+
+const Instance& instance() {
+    std::call_once(g_once, create_once);
+    return g_instance;
+}
+
+}  // namespace mnemo_vk

@@ -1,0 +1,60 @@
+// The process-wide Vulkan instance and the physical devices Mnemo can use, in the order the
+// backend numbers them: discrete GPUs first, then integrated, virtual, and CPU implementations
+// (lavapipe/SwiftShader) last, so device 0 — the automatic choice — is never a CPU
+// implementation when a real GPU exists. MNEMO_VK_VISIBLE_DEVICES="i,j" keeps only those
+// indices of the driver's own enumeration order (as `vulkaninfo --summary` lists them).
+#pragma once
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "vk_functions.hpp"
+
+namespace mnemo_vk {
+
+// What a physical device offers that the kernels care about.
+struct DeviceFeatures {
+    uint32_t api_version = 0;
+    uint32_t subgroup_size = 0;
+    bool subgroup_arithmetic = false;  // subgroupAdd/Max in compute shaders
+    bool subgroup_shuffle = false;
+    bool shader_float16 = false;       // f16 arithmetic
+    bool shader_int8 = false;
+    bool storage_16bit = false;        // 16-bit loads from storage buffers
+    bool shader_int64 = false;
+    bool unified_memory = false;       // integrated / CPU: device memory is host memory
+    uint32_t max_shared_memory = 0;    // bytes per workgroup
+    uint32_t max_workgroup_invocations = 0;
+    uint32_t max_workgroup_count[3] = {};
+    uint32_t max_push_constants = 0;
+    uint64_t max_allocation = 0;       // maxMemoryAllocationSize
+    uint64_t max_storage_range = 0;    // maxStorageBufferRange (not binding: kernels address by pointer)
+    bool timestamps = false;
+    float timestamp_period_ns = 1.0f;
+};
+
+struct PhysicalDevice {
+    VkPhysicalDevice handle = VK_NULL_HANDLE;
+    uint32_t driver_index = 0;  // index in the driver's enumeration
+    VkPhysicalDeviceProperties props{};
+    std::string driver_name;    // "NVIDIA", "llvmpipe", ...
+    std::string driver_info;
+    uint8_t uuid[16] = {};
+    uint32_t compute_queue_family = 0;
+    uint64_t device_local_bytes = 0;
+    std::string heaps;          // "heap 0: 24.0 GiB device-local; heap 1: ..."
+    DeviceFeatures features;
+};
+
+struct Instance {
+    const GlobalFunctions* vk = nullptr;  // nullptr when Vulkan is absent
+    VkInstance handle = VK_NULL_HANDLE;
+    std::vector<PhysicalDevice> devices;  // usable devices, in backend order
+    std::vector<std::string> skipped;     // "<name>: why it is not usable"
+    std::string error;                    // why there is no instance at all
+};
+
+// Created on first use; never throws. With no loader or driver, devices is empty.
+const Instance& instance();
+
+}  // namespace mnemo_vk
