@@ -49,6 +49,7 @@ Context::Context(int32_t device_index) {
     f11.pNext = &f12;
     auto f2 = vk_struct<VkPhysicalDeviceFeatures2>(VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2);
     f2.features.shaderInt64 = features().shader_int64;
+    f2.features.shaderFloat64 = features().shader_float64;
     f2.pNext = &f11;
 
     const float priority = 1.0f;

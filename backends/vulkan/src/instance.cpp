@@ -47,6 +47,11 @@ bool visible(uint32_t driver_index) {
     return false;
 }
 
+bool env_on(const char* name) {
+    const char* v = std::getenv(name);
+    return v && *v && std::strcmp(v, "0") != 0;
+}
+
 std::string gib(uint64_t bytes) {
     char buf[32];
     std::snprintf(buf, sizeof buf, "%.1f GiB", static_cast<double>(bytes) / (1024.0 * 1024.0 * 1024.0));
@@ -115,6 +120,10 @@ bool describe(const GlobalFunctions& vk, VkPhysicalDevice pd, PhysicalDevice& d,
     f.shader_int8 = f12.shaderInt8;
     f.storage_16bit = f11.storageBuffer16BitAccess;
     f.shader_int64 = f2.features.shaderInt64;
+    f.shader_float64 = f2.features.shaderFloat64;
+    if (env_on("MNEMO_VK_DISABLE_SUBGROUPS")) f.subgroup_arithmetic = f.subgroup_shuffle = false;
+    if (env_on("MNEMO_VK_DISABLE_FP16")) f.shader_float16 = false;
+    if (env_on("MNEMO_VK_DISABLE_FP64")) f.shader_float64 = false;
     f.unified_memory = d.props.deviceType == VK_PHYSICAL_DEVICE_TYPE_INTEGRATED_GPU ||
                        d.props.deviceType == VK_PHYSICAL_DEVICE_TYPE_CPU;
     f.max_shared_memory = d.props.limits.maxComputeSharedMemorySize;

@@ -3,6 +3,10 @@
 // (lavapipe/SwiftShader) last, so device 0 — the automatic choice — is never a CPU
 // implementation when a real GPU exists. MNEMO_VK_VISIBLE_DEVICES="i,j" keeps only those
 // indices of the driver's own enumeration order (as `vulkaninfo --summary` lists them).
+// Feature switches for testing fallbacks and working around driver bugs (set to 1):
+//   MNEMO_VK_DISABLE_SUBGROUPS  kernels use shared-memory reductions instead of subgroup ops
+//   MNEMO_VK_DISABLE_FP16       no f16 arithmetic (f16 weights are still read and widened)
+//   MNEMO_VK_DISABLE_FP64       no double arithmetic (kernels take their f32-only paths)
 #pragma once
 #include <cstdint>
 #include <string>
@@ -22,6 +26,7 @@ struct DeviceFeatures {
     bool shader_int8 = false;
     bool storage_16bit = false;        // 16-bit loads from storage buffers
     bool shader_int64 = false;
+    bool shader_float64 = false;       // double arithmetic (exact top-k score sums; see PK_TOPK)
     bool unified_memory = false;       // integrated / CPU: device memory is host memory
     uint32_t max_shared_memory = 0;    // bytes per workgroup
     uint32_t max_workgroup_invocations = 0;
