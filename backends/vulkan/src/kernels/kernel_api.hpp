@@ -154,6 +154,7 @@ void register_rows_kernels();
 void register_matmul_kernels();
 void register_attention_kernels();
 void register_memory_kernels();
+void register_topk_kernels();
 void register_product_key_kernels();
 void register_lookup_kernels();
 void register_moe_kernels();

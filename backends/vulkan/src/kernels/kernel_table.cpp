@@ -16,6 +16,7 @@ void fill() {
     register_matmul_kernels();
     register_attention_kernels();
     register_memory_kernels();
+    register_topk_kernels();
     register_product_key_kernels();
     register_lookup_kernels();
     register_moe_kernels();
