@@ -154,7 +154,8 @@ constexpr DType kWeightTypes[] = {DType::F32, DType::F16, DType::BF16};
 
 inline void get_rows(std::vector<OpCase>& out) {
     struct Shape { int64_t rows, cols, n; };
-    for (Shape sh : {Shape{32, 64, 1}, Shape{1000, 17, 7}, Shape{50, 4096, 5}, Shape{3, 1, 4}}) {
+    // C = 1030: rows of no vector width (4 or 8) spanning several 256-wide blocks.
+    for (Shape sh : {Shape{32, 64, 1}, Shape{1000, 17, 7}, Shape{50, 4096, 5}, Shape{3, 1, 4}, Shape{40, 1030, 3}}) {
         for (DType dt : kWeightTypes) {
             OpCase c;
             c.name = "get_rows_R" + std::to_string(sh.rows) + "_C" + std::to_string(sh.cols) + "_N" +
@@ -194,6 +195,21 @@ inline void matmul(std::vector<OpCase>& out) {
         c.inputs = {f32(e.x), weight(e.dt, {e.m, e.x.back()}, 0.1f)};
         out.push_back(c);
     }
+    // Around the switch from mat-vec (N <= 8) to tiled GEMM and across tile edges (GPU tiles are
+    // 32..128 wide along N and M, 8..16 deep along K): N 8/9, odd K (no paired 16-bit loads),
+    // K a multiple of 8 but not of 16, M and N one past a tile, a big-tile shape, and an M so
+    // large that the decode grid needs a second dimension (> 65535 groups).
+    struct Edge { int64_t n, k, m; };
+    for (DType dt : kWeightTypes)
+        for (const Edge& e : {Edge{8, 72, 33}, Edge{9, 37, 65}, Edge{64, 96, 64}, Edge{67, 130, 129},
+                              Edge{130, 40, 1030}, Edge{2, 8, 270000}}) {
+            OpCase c;
+            c.name = "matmul_edge_N" + std::to_string(e.n) + "_K" + std::to_string(e.k) + "_M" + std::to_string(e.m) + "_" +
+                     dt_name(dt);
+            c.op = MNEMO_OP_MATMUL;
+            c.inputs = {f32({e.n, e.k}), weight(dt, {e.m, e.k}, 0.1f)};
+            out.push_back(c);
+        }
 }
 
 inline void binary(std::vector<OpCase>& out) {
@@ -346,7 +362,9 @@ inline void kv_store(std::vector<OpCase>& out) {
     // Every (sequence, position) pair is written once per node: duplicates would make the result
     // depend on write order, which the contract leaves open.
     for (const Cfg& cfg : {Cfg{1, 8, 64, 64, {{0, 17, 1}}}, Cfg{3, 2, 37, 17, {{0, 0, 4}, {2, 30, 7}, {1, 36, 1}}},
-                           Cfg{2, 4, 128, 128, {{1, 0, 32}}}, Cfg{4, 1, 5, 33, {{3, 4, 1}, {0, 0, 5}}}}) {
+                           Cfg{2, 4, 128, 128, {{1, 0, 32}}}, Cfg{4, 1, 5, 33, {{3, 4, 1}, {0, 0, 5}}},
+                           // odd D over several 256-wide blocks (540 scalar copies)
+                           Cfg{2, 3, 50, 9, {{1, 10, 20}}}}) {
         OpCase c;
         c.op = MNEMO_OP_KV_STORE;
         std::vector<int32_t> seq, pos;
@@ -376,6 +394,15 @@ inline void attention(std::vector<OpCase>& out) {
         // value head size different from key head size
         {2, 4, 2, 20, 64, 17, {{0, 10, 3}, {1, 19, 1}}},
         {1, 2, 2, 8, 1, 3, {{0, 0, 8}}},
+        // head dims of 256 (the largest common one), and 256/255 with a partial last tile
+        {2, 4, 2, 64, 256, 256, {{0, 63, 1}, {1, 5, 2}}},
+        {1, 2, 1, 520, 256, 255, {{0, 519, 1}}},
+        // long caches with few queries, where a GPU kernel splits the keys into chunks: decode at a
+        // long position next to one at position 0 (chunks past pos must be ignored), an odd-sized
+        // head pair, and a 37-token prefill mixing short and long rows of three sequences
+        {2, 8, 2, 2048, 128, 128, {{1, 1500, 1}, {0, 0, 1}}},
+        {1, 4, 4, 1024, 80, 40, {{0, 700, 1}}},
+        {3, 8, 2, 600, 64, 64, {{0, 0, 20}, {1, 550, 1}, {2, 300, 16}}},
     };
     for (const Cfg& cfg : cfgs) {
         OpCase c;

@@ -39,6 +39,9 @@ inline void embedding_bag_groups(std::vector<OpCase>& out) {
         {2, 8, 1024, 512, 2, 4, DType::F16},     // several blocks per core
         {7, 1, 64, 10, 16, 1, DType::BF16},      // many groups, one entry: most segments are zeros
         {4, 0, 8, 10, 3, 2, DType::F32},         // empty bags give zeros in every group
+        {2, 300, 40, 50, 2, 20, DType::F16},     // 2 columns per core: 20 cores' weights per entry, long bag
+        {2, 600, 130, 64, 1, 1, DType::F32},     // a bag longer than one staged chunk; a 2-column last block
+        {3, 70, 131, 40, 3, 1, DType::BF16},     // odd width: 16-bit rows that start on a half word
     };
     for (const Cfg& k : cfgs) {
         OpCase c;
@@ -67,6 +70,8 @@ inline void mem_index(std::vector<OpCase>& out) {
         {{5}, 7, 3, 9, 1, false, false},                 // no shuffle, one group, wrapping
         {{2, 1, 2, 8}, 16, 15, 16, 2, false, true},      // 4-D, offset = A - 1: every row but one wraps
         {{4, 33}, 16384, 250000, 262144, 4, true, true}, // UltraMemV2 sizes, last layer's window wraps
+        {{3, 200}, 64, 50, 100, 4, true, false},         // 600 indices: several workgroups on a GPU
+        {{600}, 7, 6, 10, 9, false, true},               // 1-D, no shuffle, nine groups
     };
     for (const Cfg& k : cfgs) {
         OpCase c;
@@ -101,6 +106,7 @@ inline void peer_gate(std::vector<OpCase>& out) {
         {32, 33, 17, 100, 3, 1, DType::F32},    // odd width: scalar tail of every dot product
         {3, 1, 100, 7, 1, 0, DType::F16},
         {5, 8, 40, 64, 2, 2, DType::F32},
+        {4, 5, 131, 50, 2, 1, DType::BF16},     // odd width: 16-bit rows that start on a half word
     };
     for (const Cfg& k : cfgs) {
         OpCase c;
@@ -128,6 +134,7 @@ inline void hive(std::vector<OpCase>& out) {
         {32, 2, 8, 1000, 128, 64, DType::F16, DType::F32},   // a batch: tasks run head by head
         {5, 1, 1, 9, 8, 3, DType::BF16, DType::F32},
         {2, 3, 0, 10, 16, 8, DType::F32, DType::BF16},       // empty bags give zeros
+        {2, 2, 300, 500, 201, 150, DType::BF16, DType::F16},  // long bags, rank and Dh over several column blocks
     };
     for (const Cfg& k : cfgs) {
         OpCase c;

@@ -8,6 +8,8 @@
 #include <fstream>
 #include <stdexcept>
 
+#include <unistd.h>
+
 #include "embedded_shaders.hpp"
 
 namespace mnemo_vk {
@@ -498,7 +500,8 @@ void Context::save_pipeline_cache() {
     if (vk_.vkGetPipelineCacheData(device_, cache_, &size, data.data()) != VK_SUCCESS) return;
     std::error_code ec;
     std::filesystem::create_directories(std::filesystem::path(path).parent_path(), ec);
-    const std::string tmp = path + ".tmp" + std::to_string(reinterpret_cast<uintptr_t>(this));
+    // Unique per process and context: parallel test processes save the same device's cache.
+    const std::string tmp = path + ".tmp" + std::to_string(::getpid()) + "-" + std::to_string(reinterpret_cast<uintptr_t>(this));
     {
         std::ofstream f(tmp, std::ios::binary | std::ios::trunc);
         if (!f) return;

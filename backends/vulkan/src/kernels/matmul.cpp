@@ -1,5 +1,177 @@
-// (being written)
+// MATMUL y[N, M] = x[N, K] W[M, K]^T, W in f32/f16/bf16, f32 accumulation.
+//
+// Two kernels, split on N (rows of x):
+//  - N <= kVecMaxRows (decode): shaders/matmul_vec.comp streams W once, all N rows of x per pass,
+//    in the widest loads the alignment of W and x allows (16 bytes, one word, one element).
+//    Bandwidth is what counts there.
+//  - larger N (prefill): shaders/matmul_tiled.comp, a shared-memory tiled GEMM with register
+//    micro-tiles; arithmetic is what counts there.
+// Tile sizes and workgroup shapes are specialization constants, picked here from the device's
+// limits (shared memory, invocations) so one SPIR-V module serves every device.
+#include <algorithm>
+#include <string>
+
 #include "kernel_api.hpp"
+
 namespace mnemo_vk {
-void register_matmul_kernels() {}
+namespace {
+
+constexpr uint64_t kVecMaxRows = 8;      // rows of x the mat-vec kernel holds in registers
+constexpr uint64_t kMaxFlat = 1ull << 31;  // flat f32 indices into x and y stay below this
+
+struct VecPush {
+    uint64_t x, y;
+    WeightArg w;
+    uint32_t k, m;
+    uint32_t row_groups;
+};
+static_assert(sizeof(VecPush) == 48);
+
+struct TiledPush {
+    uint64_t x, y;
+    WeightArg w;
+    uint32_t k, m, n;
+};
+static_assert(sizeof(TiledPush) == 48);
+
+struct Shape {
+    uint64_t n, k, m;
+};
+
+Shape shape_of(const mnemo_node& node) {
+    const mnemo_tensor& x = node.inputs[0];
+    return {rows(x), static_cast<uint64_t>(x.shape[x.ndim - 1]), static_cast<uint64_t>(node.inputs[1].shape[0])};
+}
+
+const char* dtype_tag(int32_t dt) {
+    switch (dt) {
+        case MNEMO_DTYPE_F16: return "f16";
+        case MNEMO_DTYPE_BF16: return "bf16";
+        default: return "f32";
+    }
+}
+
+bool supports(const DeviceFeatures&, const mnemo_node& node) {
+    if (node.n_inputs != 2 || node.inputs[0].dtype != MNEMO_DTYPE_F32 || node.output.dtype != MNEMO_DTYPE_F32 ||
+        !is_weight_dtype(node.inputs[1].dtype))
+        return false;
+    // x and y are indexed flat in 32 bits; W is addressed row by row (any size).
+    const Shape s = shape_of(node);
+    return s.n * s.k < kMaxFlat && s.n * s.m < kMaxFlat && s.k * 4 < (1ull << 32);
+}
+
+uint32_t pow2_at_most(uint32_t v) {
+    uint32_t p = 1;
+    while (p * 2 <= v) p *= 2;
+    return p;
+}
+
+void build_vec(KernelBuilder& b, const Shape& s) {
+    const mnemo_node& node = b.node();
+    const DeviceFeatures& f = b.features();
+    const mnemo_tensor& w = node.inputs[1];
+    const int32_t dt = w.dtype;
+    const uint64_t esize = dtype_bytes(dt);
+
+    VecPush p{};
+    p.x = KernelBuilder::address(node.inputs[0]);
+    p.y = KernelBuilder::address(node.output);
+    p.w = KernelBuilder::weight(w);
+    p.k = static_cast<uint32_t>(s.k);
+    p.m = static_cast<uint32_t>(s.m);
+
+    // The widest load every row start of W and x is aligned for: 16 bytes when rows are a
+    // multiple of 16 bytes and both tensors start 16-byte aligned; for 16-bit weights one word
+    // (2 elements) when K is even and W starts on a word; one element otherwise.
+    const uint64_t w_start = KernelBuilder::address(w);
+    std::string variant = "matmul_vec_";
+    uint32_t per_load = 1;
+    if ((s.k * esize) % 16 == 0 && w_start % 16 == 0 && p.x % 16 == 0) {
+        variant += std::string(dtype_tag(dt)) + "_vec";
+        per_load = static_cast<uint32_t>(16 / esize);
+    } else if (esize == 2 && s.k % 2 == 0 && p.w.first == 0 && p.x % 8 == 0) {
+        variant += std::string(dtype_tag(dt)) + "_word";
+        per_load = 2;
+    } else {
+        variant += "any";
+    }
+    variant += f.subgroup_arithmetic ? "_sg" : "_sh";
+
+    // Enough threads to keep each busy for a few loads along K; short rows get more rows of W
+    // per workgroup instead. A power of two (the shared-memory tree needs it), at least one
+    // subgroup, within the device limit.
+    const uint64_t loads = s.k / per_load;
+    uint32_t threads = loads <= 64 ? 32 : loads <= 256 ? 64 : 128;
+    if (f.subgroup_arithmetic) threads = std::max(threads, pow2_at_most(std::min<uint32_t>(f.subgroup_size, 128)));
+    threads = std::min(threads, pow2_at_most(std::max<uint32_t>(f.max_workgroup_invocations, 1)));
+    const uint32_t rows_per_group = threads <= 64 ? 4 : 2;
+    const uint64_t shared = s.n * rows_per_group * threads * 4;  // the reduction buffer
+    if (shared > f.max_shared_memory)
+        throw KernelError("matmul: " + std::to_string(shared) + " bytes of shared memory exceed the device's " +
+                          std::to_string(f.max_shared_memory));
+
+    // 2D grid: M / rows_per_group can pass the 65535 groups per dimension of small devices.
+    const uint32_t groups = groups_for(s.m, rows_per_group);
+    p.row_groups = std::min<uint32_t>(groups, std::min<uint32_t>(f.max_workgroup_count[0], 65535));
+    const uint32_t gy = groups_for(groups, p.row_groups);
+    b.dispatch(variant.c_str(), p, p.row_groups, gy, 1,
+               {threads, static_cast<uint32_t>(s.n), rows_per_group});
+}
+
+struct Tile {
+    uint32_t bm, bn, bk, tm, tn;
+    uint32_t threads() const { return (bm / tm) * (bn / tn); }
+    uint64_t shared_bytes() const { return uint64_t{bk} * (bm + 1 + bn + 1) * 4; }
+};
+
+// The largest tile the device takes that the problem fills: big tiles reuse each loaded value
+// more (8x8 micro-tiles: 4 multiply-adds per shared read), small ones keep more workgroups busy
+// on narrow problems.
+Tile pick_tile(const DeviceFeatures& f, const Shape& s) {
+    const Tile candidates[] = {
+        {128, 128, 16, 8, 8}, {128, 128, 8, 8, 8},  // 256 threads, 16.1 KiB / 8 KiB shared
+        {64, 64, 16, 4, 4},                         // 256 threads, 8.1 KiB
+        {64, 64, 16, 4, 8},                         // 128 threads (the Vulkan minimum)
+        {32, 32, 16, 4, 4},                         // 64 threads
+    };
+    const bool big = s.n >= 128 && s.m >= 1024;
+    for (const Tile& t : candidates) {
+        if (t.bm == 128 && !big) continue;
+        if (t.threads() <= f.max_workgroup_invocations && t.shared_bytes() <= f.max_shared_memory) return t;
+    }
+    throw KernelError("matmul: no tile fits the device's shared memory / invocation limits");
+}
+
+void build_tiled(KernelBuilder& b, const Shape& s) {
+    const mnemo_node& node = b.node();
+    const mnemo_tensor& w = node.inputs[1];
+    TiledPush p{};
+    p.x = KernelBuilder::address(node.inputs[0]);
+    p.y = KernelBuilder::address(node.output);
+    p.w = KernelBuilder::weight(w);
+    p.k = static_cast<uint32_t>(s.k);
+    p.m = static_cast<uint32_t>(s.m);
+    p.n = static_cast<uint32_t>(s.n);
+
+    std::string variant = "matmul_tiled_";
+    if (w.dtype == MNEMO_DTYPE_F32) variant += "f32";
+    else if (s.k % 2 == 0 && p.w.first == 0) variant += std::string(dtype_tag(w.dtype)) + "_word";
+    else variant += "any";
+
+    const Tile t = pick_tile(b.features(), s);
+    b.dispatch(variant.c_str(), p, groups_for(s.m, t.bm), groups_for(s.n, t.bn), 1,
+               {t.threads(), t.bm, t.bn, t.bk, t.tm, t.tn});
+}
+
+void build(KernelBuilder& b) {
+    const Shape s = shape_of(b.node());
+    if (s.n == 0 || s.m == 0) return;  // empty output
+    if (s.n <= kVecMaxRows) build_vec(b, s);
+    else build_tiled(b, s);
+}
+
+}  // namespace
+
+void register_matmul_kernels() { register_kernel(MNEMO_OP_MATMUL, Kernel{supports, nullptr, build}); }
+
 }  // namespace mnemo_vk

@@ -1,5 +1,79 @@
-// (being written)
+// PK_SCORE: sub-key scores of product-key memories, one tiled GEMM per bank (shaders/pk_score.comp).
+//
+// The tile shape follows the token count. At decode (a few tokens) the op streams every key once
+// and does a few multiply-adds per key element, so small workgroups own few columns and all
+// tokens, which gives many workgroups for the memory system; from 9 tokens on, 4 x 4 register
+// tiles over 32 or 64 tokens reuse each staged key element that many times.
+#include <algorithm>
+
 #include "kernel_api.hpp"
+
 namespace mnemo_vk {
-void register_product_key_kernels() {}
+namespace {
+
+struct PkScorePush {
+    WeightArg keys, gain;
+    uint64_t q, out;
+    uint32_t n_tok, n_q, kdim, rank;
+    uint32_t nk, share, ncols, banks;
+    float eps;
+    uint32_t norm;
+};
+static_assert(sizeof(PkScorePush) == 88);
+
+struct Tile {
+    uint32_t wg, tt, tp, cp, kb;
+    uint32_t tokens() const { return tt * tp; }
+    uint32_t columns() const { return wg / tt * cp; }
+};
+
+Tile tile_for(uint64_t n_tok) {
+    if (n_tok <= 8) {
+        uint32_t tp = 1;
+        while (tp < n_tok) tp *= 2;
+        return {64, 1, tp, 1, 32};
+    }
+    return {256, 16, n_tok <= 32 ? 2u : 4u, 4, 16};
+}
+
+constexpr uint64_t kMaxElements = uint64_t{1} << 32;  // the shaders index with 32-bit integers
+
+bool supports(const DeviceFeatures&, const mnemo_node& n) {
+    if (n.n_inputs < 2 || n.n_inputs > 3) return false;
+    if (n.inputs[0].dtype != MNEMO_DTYPE_F32 || n.output.dtype != MNEMO_DTYPE_F32) return false;
+    if (!is_weight_dtype(n.inputs[1].dtype) || (n.n_inputs == 3 && !is_weight_dtype(n.inputs[2].dtype))) return false;
+    if (n.iparams[1] < 1) return false;
+    return numel(n.inputs[0]) < kMaxElements && numel(n.inputs[1]) < kMaxElements && numel(n.output) < kMaxElements;
+}
+
+void build(KernelBuilder& b) {
+    const mnemo_node& n = b.node();
+    const mnemo_tensor& q = n.inputs[0];
+    const mnemo_tensor& keys = n.inputs[1];
+    const bool norm = n.n_inputs == 3;
+    PkScorePush p{};
+    p.keys = KernelBuilder::weight(keys);
+    p.gain = norm ? KernelBuilder::weight(n.inputs[2]) : p.keys;
+    p.q = KernelBuilder::address(q);
+    p.out = KernelBuilder::address(n.output);
+    p.n_tok = static_cast<uint32_t>(q.shape[0]);
+    p.n_q = static_cast<uint32_t>(q.shape[1]);
+    p.kdim = static_cast<uint32_t>(q.shape[3]);
+    p.rank = static_cast<uint32_t>(keys.shape[3]);
+    p.nk = static_cast<uint32_t>(keys.shape[1]);
+    p.share = static_cast<uint32_t>(n.iparams[1]);
+    p.ncols = p.nk * p.rank;
+    p.banks = static_cast<uint32_t>(2 * n.iparams[0]);
+    p.eps = n.fparams[0];
+    p.norm = norm ? 1 : 0;
+    if (numel(n.output) == 0) return;
+    const Tile t = tile_for(p.n_tok);
+    b.dispatch("pk_score", p, groups_for(p.ncols, t.columns()), groups_for(p.n_tok, t.tokens()), p.banks,
+               {t.wg, t.tt, t.tp, t.cp, t.kb});
+}
+
+}  // namespace
+
+void register_product_key_kernels() { register_kernel(MNEMO_OP_PK_SCORE, Kernel{supports, nullptr, build}); }
+
 }  // namespace mnemo_vk

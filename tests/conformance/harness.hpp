@@ -1,0 +1,52 @@
+// The conformance harness shared by the GoogleTest suite (tests/test_backend_ops.cpp) and the
+// command-line tool (mnemo-test-ops, tests/conformance/test_ops_main.cpp): runs one case of
+// op_cases*.hpp on one backend device and compares it with the naive reference.
+//
+// Each tensor lives in its own backend buffer between two guard regions filled with a sentinel;
+// after the run every guard byte and every input byte must be unchanged (an out-of-bounds write
+// or a kernel scribbling on its inputs fails the case), and the output region starts as NaN so an
+// element the kernel forgot to write fails too. Float outputs are compared by NMSE with a
+// per-element bound; integer outputs (top-k indices) must match bit for bit.
+#pragma once
+#include <cstdint>
+#include <map>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "conformance/op_cases.hpp"
+#include "mnemo/abi/backend_abi.h"
+#include "mnemo/registry.hpp"
+
+namespace mnemo::conformance {
+
+constexpr uint64_t kGuardBytes = 4096;  // also keeps every tensor offset 4096-aligned
+
+// Backend modules of the build folder (MNEMO_BUILD_BIN) and $MNEMO_BACKEND_PATH.
+mnemo::BackendRegistry& harness_registry(const std::string& build_bin);
+
+// Contexts are opened once per device and shared by all cases (opening may start thread pools or
+// a driver); closed when the process ends, before the modules are unloaded.
+void* open_context(const mnemo_backend_api* api, int32_t device);
+
+struct Comparison {
+    std::string failure;  // "" when the output passes
+    double nmse = 0.0;
+};
+Comparison compare_floats(const std::vector<float>& got, const std::vector<float>& want, double max_nmse);
+std::string compare_exact_i32(const std::vector<uint8_t>& got, const std::vector<uint8_t>& want);
+
+enum class Outcome { Pass, Fail, Unsupported };
+
+struct CaseResult {
+    Outcome outcome = Outcome::Fail;
+    std::vector<std::string> failures;  // every problem found (guards, inputs, output)
+    double nmse = 0.0;                  // float outputs
+    double run_ns = 0.0;                // mean graph_run time over `repeats` runs
+};
+
+// Runs case `c` on an opened context. `repeats` > 1 times extra runs (perf mode) after the
+// checked first run. Never throws: setup failures become failures.
+CaseResult run_case(const mnemo_backend_api* api, void* ctx, const OpCase& c, int repeats = 1);
+
+}  // namespace mnemo::conformance
