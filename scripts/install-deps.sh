@@ -19,6 +19,8 @@ packages=(
   build-essential cmake ninja-build pkg-config ccache git
   libsentencepiece-dev
   libgtest-dev   # GoogleTest is also needed to configure the tests target
+  libvulkan-dev glslc   # Vulkan backend: headers + loader, GLSL -> SPIR-V compiler (build time)
+  mesa-vulkan-drivers   # lavapipe: a Vulkan device on the CPU, so the Vulkan backend runs anywhere
 )
 if [ "$want_tests" = 1 ]; then
   packages+=(
