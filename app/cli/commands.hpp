@@ -8,6 +8,7 @@ int cmd_run(int argc, char** argv);
 int cmd_chat(int argc, char** argv);
 int cmd_logits(int argc, char** argv);
 int cmd_bench(int argc, char** argv);
+int cmd_compare(int argc, char** argv);
 int cmd_info(int argc, char** argv);
 int cmd_devices(int argc, char** argv);
 int cmd_plugins(int argc, char** argv);

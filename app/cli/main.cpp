@@ -21,6 +21,7 @@ const Command kCommands[] = {
     {"chat", mnemo::cli::cmd_chat, "interactive chat using the model's chat template"},
     {"logits", mnemo::cli::cmd_logits, "write the logits of a token sequence to an .npy file"},
     {"bench", mnemo::cli::cmd_bench, "measure prompt and generation speed (llama-bench style)"},
+    {"compare", mnemo::cli::cmd_compare, "run one prompt on several backends: speed, memory, logit differences"},
     {"info", mnemo::cli::cmd_info, "describe a model: architecture, sizes, tokenizer, template"},
     {"devices", mnemo::cli::cmd_devices, "list backend modules and their devices"},
     {"plugins", mnemo::cli::cmd_plugins, "list model plugins and the model types they load"},

@@ -11,32 +11,45 @@
 namespace mnemo {
 namespace {
 
+// Profile categories. RoPE and the KV-cache store count as attention (they exist only for it);
+// softmax counts with the norms (a row-wise reduction and rescale, like them); every op that
+// serves a memory layer (product keys, top-k, gathers, bags, PEER, HIVE) is "memory-layer";
+// get_rows (the embedding lookup) is "other".
+constexpr const char* kMatmul = "matmul";
+constexpr const char* kAttention = "attention";
+constexpr const char* kNorm = "norm";
+constexpr const char* kElementwise = "elementwise";
+constexpr const char* kMemory = "memory-layer";
+constexpr const char* kMoe = "moe";
+constexpr const char* kOther = "other";
+constexpr std::array<const char*, 7> kCategories = {kMatmul, kAttention, kNorm, kElementwise, kMemory, kMoe, kOther};
+
 constexpr std::array<OpInfo, MNEMO_OP_COUNT_> kOps = {{
-    {MNEMO_OP_NONE, "none", 0, 0, false},
-    {MNEMO_OP_GET_ROWS, "get_rows", 2, 2, false},
-    {MNEMO_OP_MATMUL, "matmul", 2, 2, false},
-    {MNEMO_OP_ADD, "add", 2, 2, false},
-    {MNEMO_OP_MUL, "mul", 2, 2, false},
-    {MNEMO_OP_SCALE, "scale", 1, 1, false},
-    {MNEMO_OP_RMS_NORM, "rms_norm", 1, 2, false},
-    {MNEMO_OP_LAYER_NORM, "layer_norm", 1, 3, false},
-    {MNEMO_OP_ROPE, "rope", 3, 3, false},
-    {MNEMO_OP_SILU, "silu", 1, 1, false},
-    {MNEMO_OP_GELU, "gelu", 1, 1, false},
-    {MNEMO_OP_SWIGLU, "swiglu", 2, 2, false},
-    {MNEMO_OP_SOFTMAX, "softmax", 1, 1, false},
-    {MNEMO_OP_KV_STORE, "kv_store", 4, 4, true},
-    {MNEMO_OP_ATTENTION, "attention", 5, 5, false},
-    {MNEMO_OP_ARGTOPK, "argtopk", 1, 1, false},
-    {MNEMO_OP_TAKE_ALONG, "take_along", 2, 2, false},
-    {MNEMO_OP_EMBEDDING_BAG, "embedding_bag", 3, 3, false},
-    {MNEMO_OP_PK_SCORE, "pk_score", 2, 3, false},
-    {MNEMO_OP_PK_TOPK, "pk_topk", 1, 8, false},
-    {MNEMO_OP_PK_PAIR_SCORES, "pk_pair_scores", 2, 7, false},
-    {MNEMO_OP_MEM_INDEX, "mem_index", 1, 2, false},
-    {MNEMO_OP_PEER_GATE, "peer_gate", 4, 4, false},
-    {MNEMO_OP_HIVE, "hive", 4, 4, false},
-    {MNEMO_OP_MOE_FFN, "moe_ffn", 6, 6, false},
+    {MNEMO_OP_NONE, "none", 0, 0, false, kOther},
+    {MNEMO_OP_GET_ROWS, "get_rows", 2, 2, false, kOther},
+    {MNEMO_OP_MATMUL, "matmul", 2, 2, false, kMatmul},
+    {MNEMO_OP_ADD, "add", 2, 2, false, kElementwise},
+    {MNEMO_OP_MUL, "mul", 2, 2, false, kElementwise},
+    {MNEMO_OP_SCALE, "scale", 1, 1, false, kElementwise},
+    {MNEMO_OP_RMS_NORM, "rms_norm", 1, 2, false, kNorm},
+    {MNEMO_OP_LAYER_NORM, "layer_norm", 1, 3, false, kNorm},
+    {MNEMO_OP_ROPE, "rope", 3, 3, false, kAttention},
+    {MNEMO_OP_SILU, "silu", 1, 1, false, kElementwise},
+    {MNEMO_OP_GELU, "gelu", 1, 1, false, kElementwise},
+    {MNEMO_OP_SWIGLU, "swiglu", 2, 2, false, kElementwise},
+    {MNEMO_OP_SOFTMAX, "softmax", 1, 1, false, kNorm},
+    {MNEMO_OP_KV_STORE, "kv_store", 4, 4, true, kAttention},
+    {MNEMO_OP_ATTENTION, "attention", 5, 5, false, kAttention},
+    {MNEMO_OP_ARGTOPK, "argtopk", 1, 1, false, kMemory},
+    {MNEMO_OP_TAKE_ALONG, "take_along", 2, 2, false, kMemory},
+    {MNEMO_OP_EMBEDDING_BAG, "embedding_bag", 3, 3, false, kMemory},
+    {MNEMO_OP_PK_SCORE, "pk_score", 2, 3, false, kMemory},
+    {MNEMO_OP_PK_TOPK, "pk_topk", 1, 8, false, kMemory},
+    {MNEMO_OP_PK_PAIR_SCORES, "pk_pair_scores", 2, 7, false, kMemory},
+    {MNEMO_OP_MEM_INDEX, "mem_index", 1, 2, false, kMemory},
+    {MNEMO_OP_PEER_GATE, "peer_gate", 4, 4, false, kMemory},
+    {MNEMO_OP_HIVE, "hive", 4, 4, false, kMemory},
+    {MNEMO_OP_MOE_FFN, "moe_ffn", 6, 6, false, kMoe},
 }};
 
 bool is_float_type(DType t) { return t == DType::F32 || t == DType::F16 || t == DType::BF16; }
@@ -121,6 +134,8 @@ TensorShape shape_of(const mnemo_tensor& t) {
 }
 
 int32_t op_count() { return MNEMO_OP_COUNT_; }
+
+std::span<const char* const> op_categories() { return kCategories; }
 
 const OpInfo& op_info(int32_t op) {
     if (op <= MNEMO_OP_NONE || op >= MNEMO_OP_COUNT_) throw Error("unknown op id " + std::to_string(op));

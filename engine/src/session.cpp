@@ -57,9 +57,10 @@ public:
     void* alloc(uint64_t bytes, const std::string& what) {
         void* b = nullptr;
         mnemo_error err{};
-        if (api_->buffer_alloc(ctx_, std::max<uint64_t>(bytes, 1), &b, &err) != MNEMO_OK)
+        const uint64_t size = std::max<uint64_t>(bytes, 1);
+        if (api_->buffer_alloc(ctx_, size, &b, &err) != MNEMO_OK)
             throw Error(name_ + ": cannot allocate " + std::to_string(bytes) + " bytes for " + what + ": " + err.message);
-        buffers_.push_back(b);
+        track(b, size, false);
         return b;
     }
     // Use host memory in place when the backend can (mmapped weights on the CPU), else copy.
@@ -68,7 +69,7 @@ public:
             void* b = nullptr;
             mnemo_error err{};
             if (api_->buffer_from_host(ctx_, const_cast<void*>(host), bytes, &b, &err) == MNEMO_OK) {
-                buffers_.push_back(b);
+                track(b, bytes, true);
                 return b;
             }
         }
@@ -80,9 +81,19 @@ public:
         auto it = std::find(buffers_.begin(), buffers_.end(), buffer);
         if (it != buffers_.end()) {
             api_->buffer_free(ctx_, buffer);
+            const size_t i = static_cast<size_t>(it - buffers_.begin());
+            bytes_ -= sizes_[i].bytes;
+            if (sizes_[i].host) host_bytes_ -= sizes_[i].bytes;
             buffers_.erase(it);
+            sizes_.erase(sizes_.begin() + static_cast<long>(i));
         }
     }
+    // Bytes of the buffers made here that are alive now, the most there ever were at once, and
+    // how many of the live ones are host memory used in place (mmapped weights on the CPU: they
+    // count as resident memory of the process rather than as copies the backend made).
+    uint64_t bytes() const { return bytes_; }
+    uint64_t peak_bytes() const { return peak_bytes_; }
+    uint64_t host_bytes() const { return host_bytes_; }
     void write(void* buffer, uint64_t offset, const void* src, uint64_t bytes, const std::string& what) {
         mnemo_error err{};
         if (api_->buffer_write(ctx_, buffer, offset, src, bytes, &err) != MNEMO_OK)
@@ -95,11 +106,27 @@ public:
     }
 
 private:
+    struct Size {
+        uint64_t bytes;
+        bool host;
+    };
+    void track(void* buffer, uint64_t bytes, bool host) {
+        buffers_.push_back(buffer);
+        sizes_.push_back({bytes, host});
+        bytes_ += bytes;
+        if (host) host_bytes_ += bytes;
+        peak_bytes_ = std::max(peak_bytes_, bytes_);
+    }
+
     const mnemo_backend_api* api_;
     std::string name_;
     mnemo_device_info info_{};
     void* ctx_ = nullptr;
     std::vector<void*> buffers_;
+    std::vector<Size> sizes_;  // parallel to buffers_
+    uint64_t bytes_ = 0;
+    uint64_t peak_bytes_ = 0;
+    uint64_t host_bytes_ = 0;
 };
 
 // A plugin's model instance (destroyed through the plugin).
@@ -172,6 +199,12 @@ struct Session::Impl {
         int64_t params = 0;
     };
     WeightTraffic weight_traffic(const PlannedGraph& p) const;
+    // Copy the device's allocation counters into the summary (after every allocation).
+    void note_device_memory() {
+        summary.device_bytes = device->bytes();
+        summary.device_peak_bytes = device->peak_bytes();
+        summary.device_host_bytes = device->host_bytes();
+    }
 };
 
 void Session::Impl::load() {
@@ -215,6 +248,7 @@ void Session::Impl::load() {
 
     device = std::make_unique<Device>(backend, options.device, options.n_threads);
     bind_params();
+    note_device_memory();
 
     summary.architecture = info.architecture;
     summary.vocab_size = info.vocab_size;
@@ -371,6 +405,7 @@ PlannedGraph& Session::Impl::plan_for(int64_t n_tokens, int64_t n_out) {
         arena = device->alloc(p.memory.arena_bytes, "the activation arena");
         arena_bytes = p.memory.arena_bytes;
         summary.work_bytes = arena_bytes;
+        note_device_memory();
     }
     prepare(p);
     return p;

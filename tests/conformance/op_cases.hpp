@@ -281,6 +281,22 @@ inline void norms(std::vector<OpCase>& out) {
         c.fparams[0] = 1e-5f;
         out.push_back(c);
     }
+    {
+        OpCase c;  // a long row: GPU kernels give rows this long their widest workgroups
+        c.op = MNEMO_OP_RMS_NORM;
+        c.name = "rms_norm_R2_D8193_w_bf16";
+        c.inputs = {f32({2, 8193}, 2.0f), weight(DType::BF16, {8193}, 0.5f, 1.0f)};
+        c.fparams[0] = 1e-6f;
+        out.push_back(c);
+    }
+    {
+        OpCase c;  // more rows than one grid dimension holds (65535 workgroups, one per row)
+        c.op = MNEMO_OP_LAYER_NORM;
+        c.name = "layer_norm_R65600_D3_w_b";
+        c.inputs = {f32({65600, 3}, 1.0f, 4.0f), weight(DType::F16, {3}, 0.5f, 1.0f), weight(DType::F32, {3}, 0.5f)};
+        c.fparams[0] = 1e-5f;
+        out.push_back(c);
+    }
     for (int64_t d : {1, 7, 64, 768, 4097}) {
         for (int variant = 0; variant < 3; ++variant) {  // no affine, weight, weight + bias
             OpCase c;
@@ -322,6 +338,22 @@ inline void rope(std::vector<OpCase>& out) {
             out.push_back(c);
         }
     }
+    // Long contexts (positions near 1M): an f32 angle is off by up to 0.03 rad there, a visible
+    // rotation error, while the ABI's angle is exact (the reference and the CPU backend use
+    // double). So this case keeps the plain bound: a backend forms and reduces the angle in more
+    // than f32 (double, or a two-float product as shaders/rope.comp does).
+    for (int64_t mode : {0, 1}) {
+        OpCase c;
+        c.op = MNEMO_OP_ROPE;
+        c.name = std::string("rope_") + (mode == 0 ? "halves" : "interleaved") + "_N4_H2_D128_R128_pos1048575";
+        InputSpec inv = f32({64});
+        for (int64_t j = 0; j < 64; ++j)
+            inv.values.push_back(static_cast<float>(std::pow(500000.0, -2.0 * static_cast<double>(j) / 128.0)));
+        c.inputs = {f32({4, 2, 128}), i32({1048575, 131071, 1000003, 524288}), inv};
+        c.iparams[0] = mode;
+        c.iparams[1] = 128;
+        out.push_back(c);
+    }
 }
 
 inline void softmax(std::vector<OpCase>& out) {
@@ -335,6 +367,36 @@ inline void softmax(std::vector<OpCase>& out) {
                  std::to_string(static_cast<int>(s.stddev));
         c.inputs = {f32(s.x, s.stddev)};
         c.fparams[0] = s.scale;
+        out.push_back(c);
+    }
+    {
+        OpCase c;  // a Llama-3-sized vocabulary row: long loops in every pass
+        c.op = MNEMO_OP_SOFTMAX;
+        c.name = "softmax_2x128256_scale0m_sd5";
+        c.inputs = {f32({2, 128256}, 5.0f)};
+        out.push_back(c);
+    }
+    {
+        OpCase c;  // more rows than one grid dimension holds (65535 workgroups, one per row)
+        c.op = MNEMO_OP_SOFTMAX;
+        c.name = "softmax_65600x3_scale0m_sd2";
+        c.inputs = {f32({65600, 3}, 2.0f)};
+        out.push_back(c);
+    }
+    {
+        // Masked scores (-inf, as a causal mask leaves them) give exactly 0; row r keeps its
+        // first 7r + 1 entries, so row 0 is a single 1. (A row of only -inf has no defined result:
+        // the reference gives NaN, so it is not a case.)
+        OpCase c;
+        c.op = MNEMO_OP_SOFTMAX;
+        c.name = "softmax_6x37_masked_scale250m";
+        CaseRng rng(name_seed(c.name) ^ 3);
+        InputSpec x = f32({6, 37});
+        for (int64_t r = 0; r < 6; ++r)
+            for (int64_t j = 0; j < 37; ++j)
+                x.values.push_back(j <= r * 7 ? 3.0f * rng.normalish() : -INFINITY);
+        c.inputs = {x};
+        c.fparams[0] = 0.25f;
         out.push_back(c);
     }
 }
@@ -468,6 +530,31 @@ inline void argtopk(std::vector<OpCase>& out) {
                     -INFINITY, NAN, -INFINITY, 2.0f, NAN, 0.0f, -0.0f};
         c.inputs = {x};
         c.iparams[0] = 7;
+        out.push_back(c);
+    }
+    // Long rows with every kind of special value on a coarse grid (ties everywhere): NaN, +-inf,
+    // +-0, subnormals (whose order only an exact integer key gets right) and numbers spanning
+    // the whole exponent range. The sizes reach the selection paths of the GPU kernels: a k that
+    // fills half of a shared-memory selection (1024), a row sorted whole in one block (1500),
+    // and rows sorted across blocks in scratch (k = 3000 of 5000; k = D = 16384 is above).
+    struct Special {
+        int64_t rows, d, k;
+    };
+    for (const Special& s : {Special{2, 16384, 1024}, Special{3, 1500, 1500}, Special{2, 5000, 3000}, Special{4, 777, 130}}) {
+        OpCase c;
+        c.op = MNEMO_OP_ARGTOPK;
+        c.name = "argtopk_" + std::to_string(s.rows) + "x" + std::to_string(s.d) + "_k" + std::to_string(s.k) + "_special";
+        InputSpec x = f32({s.rows, s.d});
+        CaseRng rng(name_seed(c.name));
+        const float specials[] = {NAN, INFINITY, -INFINITY, 0.0f, -0.0f, 1e-45f, -1e-45f, 3e-39f, -3e-39f, 3.4e38f, -3.4e38f};
+        for (int64_t i = 0; i < s.rows * s.d; ++i) {
+            const int32_t pick = rng.below(8);
+            if (pick == 0) x.values.push_back(specials[rng.below(11)]);
+            else if (pick == 1) x.values.push_back(std::ldexp(std::round(rng.normalish() * 4.0f), rng.below(200) - 100));
+            else x.values.push_back(std::round(rng.normalish() * 8.0f) * 0.25f);
+        }
+        c.inputs = {x};
+        c.iparams[0] = s.k;
         out.push_back(c);
     }
 }

@@ -97,6 +97,11 @@ inline void pk_topk_cases(std::vector<OpCase>& out) {
         {3, 2, 64, 1, 0, 8, 40, DType::F32, true},
         {2, 1, 300, 1, 0, 32, 32, DType::F32, true},
         {3, 2, 48, 2, 2, 8, 64, DType::F32, true},
+        // Past the GPU kernels' shared-memory selection: all m*m pairs sorted in scratch.
+        {2, 1, 100, 1, 0, 64, 4096, DType::F32, false},  // m = 64, k = m*m
+        {2, 2, 96, 2, 2, 64, 2000, DType::BF16, false},  // Tucker, k = 2000
+        {2, 1, 80, 1, 0, 40, 1600, DType::F32, true},    // ties, k = m*m
+        {3, 2, 200, 2, 1, 64, 64, DType::F16, true},     // Tucker ties, m = 64
     };
     for (const Cfg& g : cfgs) {
         OpCase c;
@@ -138,6 +143,42 @@ inline void pk_topk_cases(std::vector<OpCase>& out) {
         c.inputs = {s};
         c.iparams[0] = 6;
         c.iparams[1] = 36;
+        out.push_back(c);
+    }
+    {
+        // Tucker with NaN, infinities, +-0 and subnormals in S and zeros in the weights: stage-1
+        // sums and pair scores meet inf * 0 and inf - inf (NaN, ranked last) and signed zeros.
+        OpCase c;
+        c.op = MNEMO_OP_PK_TOPK;
+        c.name = "pk_topk_tucker_nan_inf";
+        InputSpec s = f32({1, 2, 8, 2});
+        s.values = {NAN, 1.0f, INFINITY, 0.5f, -INFINITY, 2.0f, 0.0f, -0.0f, 1e-45f, 3.0f, 1.0f, 1.0f, -2.0f, NAN, 0.5f, -1.0f,
+                    /* columns */ 1.0f, -INFINITY, 2.0f, 2.0f, -0.0f, 0.0f, INFINITY, 1.0f, 0.5f, 0.5f, NAN, NAN, -1e-45f, 4.0f, 1.0f, -3.0f};
+        InputSpec u = f32({1, 2}), v = f32({1, 2}), core = f32({1, 2, 2});
+        u.values = {1.0f, 0.0f};
+        v.values = {0.5f, 1.0f};
+        core.values = {1.0f, 0.0f, -0.5f, 2.0f};
+        c.inputs = {s, u, v, core};
+        c.iparams[0] = 8;
+        c.iparams[1] = 64;
+        out.push_back(c);
+    }
+    {
+        // Scores across the exponent range: s1 + s2 of far-apart magnitudes rounds in double, so
+        // pairs tie only under double rounding (a wider or narrower sum would separate them),
+        // and repeated scores tie in both stages.
+        OpCase c;
+        c.op = MNEMO_OP_PK_TOPK;
+        c.name = "pk_topk_additive_far_exponents";
+        InputSpec s = f32({2, 4, 64, 1});
+        CaseRng rng(name_seed(c.name));
+        for (int64_t i = 0; i < spec_shape(s).numel(); ++i) {
+            const float x = std::ldexp(1.0f + static_cast<float>(rng.below(8)) * 0x1.0p-23f, rng.below(160) - 80);
+            s.values.push_back(rng.below(4) == 0 ? -x : x);
+        }
+        c.inputs = {s};
+        c.iparams[0] = 32;
+        c.iparams[1] = 300;
         out.push_back(c);
     }
 }

@@ -36,11 +36,17 @@ struct OpInfo {
     int32_t max_inputs;
     // Output aliases input 0 (in-place side effect, e.g. KV_STORE).
     bool output_aliases_input0;
+    // The group a profile reports the op's time under (one of op_categories()), so that
+    // backends can be compared by kind of work rather than op by op.
+    const char* category;
 };
 
 const OpInfo& op_info(int32_t op);  // throws for unknown ids
 std::optional<int32_t> op_from_name(std::string_view name);
 int32_t op_count();
+// Every category an OpInfo names, in display order: matmul, attention, norm, elementwise,
+// memory-layer, moe, other.
+std::span<const char* const> op_categories();
 
 // Check inputs and parameters against the op's rule and return the output shape. Throws
 // mnemo::Error "<op>: input 1 (W): expected 2-D f32/f16/bf16, got f32[3]".

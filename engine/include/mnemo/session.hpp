@@ -47,6 +47,14 @@ struct ModelSummary {
     int64_t activated_params = 0;   // weight elements one decode token reads (memory rows, experts: only those chosen)
     uint64_t state_bytes = 0;       // KV caches etc. for the chosen n_ctx, n_seq
     uint64_t work_bytes = 0;        // largest activation arena planned so far
+    // Bytes allocated through the session's backend device now: weights (uploaded, or host
+    // memory wrapped in place), constants, states and the activation arena. Memory a backend
+    // keeps for itself (kernel scratch, staging) is not included. device_peak_bytes is the most
+    // there ever was at once; device_host_bytes the part of device_bytes that is host memory used
+    // in place (mmapped weights on the CPU): resident in the process, not a copy.
+    uint64_t device_bytes = 0;
+    uint64_t device_peak_bytes = 0;
+    uint64_t device_host_bytes = 0;
     std::string weight_dtypes;      // "f16 (154), f32 (33)"
     std::string device_name;
     std::string backend;
