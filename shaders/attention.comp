@@ -1,0 +1,216 @@
+#version 450
+// ATTENTION: one workgroup per (query head h, key chunk, token n), a streaming (online) softmax
+// over the chunk's keys in tiles of WG keys:
+//   1. scores: thread t takes key base+t of the tile and computes scale * q.k over D (q is in
+//      shared memory, broadcast to every thread);
+//   2. the tile's max joins the running max m (a workgroup reduction: subgroupMax, or a shared
+//      memory tree without subgroups); the tile's probabilities exp(s - m) go to shared memory;
+//   3. values: the threads form GROUPS key groups of LANES lanes; lane c of group g owns columns
+//      c, c + LANES, ... of the output and adds p_j * v[j] for keys j = g, g + GROUPS, ... of the
+//      tile. Consecutive lanes read consecutive floats of a value row (coalesced). The running
+//      sums are rescaled by exp(m_old - m) whenever m grows.
+// Every thread of the workgroup sees the same m, so the key groups merge by plain addition.
+// Without SPLIT the chunk is the whole causal prefix and the result is normalised into out;
+// with SPLIT (flash decoding: few queries, long cache) each chunk stores its unnormalised row
+// with (m, sum) in scratch and attention_combine.comp merges the chunks. Chunks that start after
+// pos[n] exit at once: the graph is recorded for the cache capacity, pos is only known here.
+#include "common.glsl"
+#if defined(USE_SUBGROUPS)
+#extension GL_KHR_shader_subgroup_basic : require
+#extension GL_KHR_shader_subgroup_arithmetic : require
+#endif
+
+layout(local_size_x_id = 0) in;
+layout(constant_id = 1) const uint D = 64;       // key head dim
+layout(constant_id = 2) const uint DV = 64;      // value head dim
+layout(constant_id = 3) const uint LANES = 64;   // lanes per key group (a power of two <= WG)
+layout(constant_id = 4) const uint ACC = 1;      // output units per lane: ceil(DV / VW / LANES), >= 1
+layout(constant_id = 5) const bool K_VEC4 = false;  // keys read as vec4 (D % 4 == 0, 16-byte aligned)
+layout(constant_id = 6) const uint VW = 1;       // floats per value load: 4 (vec4) or 1
+
+const uint WG = gl_WorkGroupSize.x;  // a power of two
+const uint GROUPS = WG / LANES;
+const uint COLS = DV / VW;           // value units per row
+
+layout(push_constant) uniform Push {
+    uvec2 q, k, v, seq, pos, out_;
+    uvec2 part_ml;   // SPLIT: (m, sum) per (token, head, chunk)
+    uvec2 part_acc;  // SPLIT: unnormalised output rows per (token, head, chunk)
+    uint n_base;     // first token of this dispatch
+    uint hq, hkv;
+    uint ctx;        // cache positions C
+    uint n_seq;      // cache sequences S
+    uint chunk;      // keys per chunk (C without SPLIT)
+    uint splits;     // chunks per (token, head)
+    uint node;
+    float scale;
+} pc;
+
+shared float q_s[D + 1];            // +1: a legal size for D = 0
+shared float p_s[WG];               // the tile's probabilities
+shared float red_s[WG];             // reduction slots
+shared float merge_s[WG * ACC * VW];  // per key group output rows (GROUPS * DV floats used)
+shared float lsum_s[GROUPS];
+
+#define NEG_INF uintBitsToFloat(0xFF800000u)
+
+// base + count * stride_bytes as a 64-bit address (the caches of a long context pass 4 GiB;
+// 64-bit integers in shaders are optional in Vulkan, so the carry is done by hand).
+uvec2 offset_address(uvec2 base, uint count, uint stride_bytes) {
+    uint hi, lo, carry;
+    umulExtended(count, stride_bytes, hi, lo);
+    const uint low = uaddCarry(base.x, lo, carry);
+    return uvec2(low, base.y + hi + carry);
+}
+
+float workgroup_max(float x) {
+    const uint tid = gl_LocalInvocationID.x;
+#if defined(USE_SUBGROUPS)
+    x = subgroupMax(x);
+    if (subgroupElect()) red_s[gl_SubgroupID] = x;
+    barrier();
+    float r = red_s[0];
+    for (uint i = 1; i < gl_NumSubgroups; ++i) r = max(r, red_s[i]);
+    return r;
+#else
+    red_s[tid] = x;
+    barrier();
+    [[unroll]] for (uint stride = WG / 2; stride > 0; stride >>= 1) {
+        if (tid < stride) red_s[tid] = max(red_s[tid], red_s[tid + stride]);
+        barrier();
+    }
+    return red_s[0];
+#endif
+}
+
+// scale-free q.k for key row j of the (sequence, kv head) slab at kb.
+float score(uvec2 kb, uint j) {
+    vec4 s4 = vec4(0.0);
+    float s = 0.0;
+    if (K_VEC4) {
+        const uint row = j * (D / 4);
+        for (uint i = 0; i < D / 4; ++i) {
+            const vec4 kv = Vec4s(kb).v[row + i];
+            s4 += vec4(q_s[4 * i], q_s[4 * i + 1], q_s[4 * i + 2], q_s[4 * i + 3]) * kv;
+        }
+    } else {
+        const uint row = j * D;
+        uint i = 0;
+        // Four independent sums keep several loads in flight.
+        for (; i + 4 <= D; i += 4) {
+            s4.x += q_s[i] * Floats(kb).v[row + i];
+            s4.y += q_s[i + 1] * Floats(kb).v[row + i + 1];
+            s4.z += q_s[i + 2] * Floats(kb).v[row + i + 2];
+            s4.w += q_s[i + 3] * Floats(kb).v[row + i + 3];
+        }
+        for (; i < D; ++i) s += q_s[i] * Floats(kb).v[row + i];
+    }
+    return (s4.x + s4.y) + (s4.z + s4.w) + s;
+}
+
+void main() {
+    const uint tid = gl_LocalInvocationID.x;
+    const uint h = gl_WorkGroupID.x;
+    const uint split = gl_WorkGroupID.y;
+    const uint n = pc.n_base + gl_WorkGroupID.z;
+    const bool reporter = tid == 0 && h == 0 && split == 0;
+
+    // The whole workgroup takes the same branch, so returning here keeps barriers uniform.
+    const int sq = Ints(pc.seq).v[n];
+    const int ps = Ints(pc.pos).v[n];
+    if (sq < 0 || sq >= int(pc.n_seq)) {
+        if (reporter) report_bad_index(pc.node, sq, int(pc.n_seq));
+        return;
+    }
+    if (ps < 0 || ps >= int(pc.ctx)) {
+        if (reporter) report_bad_index(pc.node, ps, int(pc.ctx));
+        return;
+    }
+    if (h >= pc.hq) return;
+    const uint keys = uint(ps) + 1;
+    const uint begin = split * pc.chunk;
+    if (begin >= keys) return;  // a chunk past the causal limit: the combine pass skips it
+    const uint end = min(keys, begin + pc.chunk);
+
+    const uint task = n * pc.hq + h;
+    for (uint i = tid; i < D; i += WG) q_s[i] = Floats(pc.q).v[task * D + i];
+    // Query head h reads kv head h / (Hq / Hkv); its slab holds C rows of the sequence.
+    const uint slab = (uint(sq) * pc.hkv + h / (pc.hq / pc.hkv)) * pc.ctx;
+    const uvec2 kb = offset_address(pc.k, slab, D * 4u);
+    const uvec2 vb = offset_address(pc.v, slab, DV * 4u);
+    barrier();
+
+    const uint lane = tid % LANES, group = tid / LANES;
+    float m = NEG_INF, l = 0.0;
+    vec4 acc[ACC];
+    for (uint a = 0; a < ACC; ++a) acc[a] = vec4(0.0);
+
+    for (uint base = begin; base < end; base += WG) {
+        const uint j = base + tid;
+        float s = NEG_INF;
+        if (j < end) s = pc.scale * score(kb, j);  // a branch, never a select: j may lie past the cache
+        // The tile holds at least one key, so m_new is finite for finite scores and the first
+        // tile's factor exp(-inf) is 0.
+        const float m_new = max(m, workgroup_max(s));
+        p_s[tid] = j < end ? exp(s - m_new) : 0.0;
+        barrier();
+        const float alpha = exp(m - m_new);
+        l *= alpha;
+        for (uint a = 0; a < ACC; ++a) acc[a] *= alpha;
+        const uint count = min(WG, end - base);
+        for (uint jj = group; jj < count; jj += GROUPS) {
+            const float p = p_s[jj];
+            l += p;
+            const uint row = (base + jj) * COLS;
+            for (uint a = 0; a < ACC; ++a) {
+                const uint col = lane + a * LANES;
+                if (col < COLS) {
+                    if (VW == 4) acc[a] += p * Vec4s(vb).v[row + col];
+                    else acc[a].x += p * Floats(vb).v[row + col];
+                }
+            }
+        }
+        // No barrier needed here: the next tile writes p_s only after the reduction's barrier,
+        // which every thread reaches after finishing this tile's values.
+        m = m_new;
+    }
+
+    // Merge the key groups (same m everywhere: plain sums).
+    for (uint a = 0; a < ACC; ++a) {
+        const uint col = lane + a * LANES;
+        if (col < COLS) {
+            const uint at = group * DV + col * VW;
+            if (VW == 4) {
+                merge_s[at] = acc[a].x;
+                merge_s[at + 1] = acc[a].y;
+                merge_s[at + 2] = acc[a].z;
+                merge_s[at + 3] = acc[a].w;
+            } else {
+                merge_s[at] = acc[a].x;
+            }
+        }
+    }
+    if (lane == 0) lsum_s[group] = l;
+    barrier();
+    float total = 0.0;
+    for (uint g = 0; g < GROUPS; ++g) total += lsum_s[g];
+#if defined(SPLIT)
+    const uint part = task * pc.splits + split;
+    for (uint i = tid; i < DV; i += WG) {
+        float o = 0.0;
+        for (uint g = 0; g < GROUPS; ++g) o += merge_s[g * DV + i];
+        Floats(pc.part_acc).v[part * DV + i] = o;
+    }
+    if (tid == 0) {
+        Floats(pc.part_ml).v[2 * part] = m;
+        Floats(pc.part_ml).v[2 * part + 1] = total;
+    }
+#else
+    const float inv = 1.0 / total;
+    for (uint i = tid; i < DV; i += WG) {
+        float o = 0.0;
+        for (uint g = 0; g < GROUPS; ++g) o += merge_s[g * DV + i];
+        Floats(pc.out_).v[task * DV + i] = o * inv;
+    }
+#endif
+}
