@@ -1,0 +1,10 @@
+# Row reductions: RMS_NORM, LAYER_NORM (shaders/norm.comp), SOFTMAX (softmax.comp), and ROPE
+# (rope.comp, no reduction but the same family). *_sg variants use subgroup arithmetic for the
+# workgroup reductions (reduce_common.glsl); the others use a shared-memory tree.
+mnemo_shader(rms_norm norm.comp)
+mnemo_shader(rms_norm_sg norm.comp REDUCE_SUBGROUPS=1)
+mnemo_shader(layer_norm norm.comp OP_LAYER=1)
+mnemo_shader(layer_norm_sg norm.comp OP_LAYER=1 REDUCE_SUBGROUPS=1)
+mnemo_shader(softmax softmax.comp)
+mnemo_shader(softmax_sg softmax.comp REDUCE_SUBGROUPS=1)
+mnemo_shader(rope rope.comp)
