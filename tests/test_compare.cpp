@@ -1,0 +1,340 @@
+// mnemo::compare_backends (engine/src/compare.cpp) and `mnemo compare`: backend specs, the logit
+// difference rule, cpu against cpu on tiny models (bit-identical, and the same tokens as a plain
+// greedy loop), backends that cannot run reported in their own column, cpu against vulkan when a
+// Vulkan device exists, and the command's JSON output.
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+
+#include <cmath>
+#include <cstdio>
+#include <limits>
+#include <numeric>
+#include <string>
+#include <vector>
+
+#include "mnemo/compare.hpp"
+#include "mnemo/error.hpp"
+#include "mnemo/json.hpp"
+#include "mnemo/ops.hpp"
+#include "mnemo/sampling.hpp"
+#include "model_test_util.hpp"
+
+using namespace mnemo;
+using namespace mnemo::test;
+
+namespace {
+
+CompareOptions options_for(const std::string& model, const std::vector<std::string>& specs, int32_t n) {
+    CompareOptions o;
+    o.model_dir = model_dir(model);
+    o.prompt_tokens = read_ids(o.model_dir + "/golden_ids.txt");
+    o.n_generate = n;
+    for (const std::string& b : specs) o.backends.push_back(parse_backend_spec(b));
+    o.n_threads = 2;
+    o.backend_registry = &backends();
+    o.plugin_registry = &plugins();
+    return o;
+}
+
+bool contains(const std::string& hay, const std::string& needle) { return hay.find(needle) != std::string::npos; }
+
+// Greedy tokens of a plain decode loop on the CPU: what the reference run must reproduce.
+std::vector<int32_t> plain_greedy(const std::string& dir, const std::vector<int32_t>& prompt, int32_t n) {
+    auto s = open_model(dir, static_cast<int32_t>(prompt.size()) + n);
+    SamplingParams p;
+    p.temperature = 0.0f;
+    Sampler greedy(p);
+    std::vector<int32_t> out;
+    const std::vector<float>* logits = &s->append(0, prompt);
+    for (int32_t i = 0; i < n; ++i) {
+        out.push_back(greedy.sample(logits->data(), s->vocab_size(), {}));
+        if (i + 1 < n) logits = &s->decode({{out.back(), static_cast<int32_t>(prompt.size()) + i, 0, true}});
+    }
+    return out;
+}
+
+const BackendModule* vulkan_with_device() {
+    const BackendModule* m = backends().find("vulkan");
+    return m != nullptr && m->api->device_count() > 0 ? m : nullptr;
+}
+
+}  // namespace
+
+// ------------------------------------------------------------------ specs and the difference rule
+
+TEST(CompareSpec, ParsesNamesAndDeviceIndices) {
+    EXPECT_EQ(parse_backend_spec("cpu").backend, "cpu");
+    EXPECT_EQ(parse_backend_spec("cpu").device, 0);
+    const BackendSpec v = parse_backend_spec("vulkan:12");
+    EXPECT_EQ(v.backend, "vulkan");
+    EXPECT_EQ(v.device, 12);
+    EXPECT_EQ(v.str(), "vulkan:12");
+    EXPECT_EQ(parse_backend_spec("vulkan:0").str(), "vulkan");
+    const auto list = parse_backend_list("cpu,vulkan:1,cuda");
+    ASSERT_EQ(list.size(), 3u);
+    EXPECT_EQ(list[1].str(), "vulkan:1");
+    EXPECT_EQ(list[2].backend, "cuda");
+}
+
+TEST(CompareSpec, RejectsMalformedSpecsNamingThem) {
+    for (const char* bad : {"", ":1", "vulkan:", "vulkan:x", "vulkan:-1", "vul kan", "vulkan:1:2"}) {
+        try {
+            parse_backend_spec(bad);
+            ADD_FAILURE() << "'" << bad << "' was accepted";
+        } catch (const Error& e) {
+            EXPECT_TRUE(contains(e.what(), "'" + std::string(bad) + "'")) << e.what();
+        }
+    }
+    EXPECT_THROW(parse_backend_list("cpu,,vulkan"), Error);
+    EXPECT_THROW(parse_backend_list("cpu,"), Error);
+}
+
+TEST(CompareLogits, DifferenceRuleForNonFiniteValues) {
+    const float inf = std::numeric_limits<float>::infinity();
+    const float nan = std::numeric_limits<float>::quiet_NaN();
+    const std::vector<float> a = {1.0f, -2.0f, 3.0f};
+    const std::vector<float> b = {1.0f, -2.5f, 3.25f};
+    EXPECT_DOUBLE_EQ(max_abs_logit_diff(a.data(), b.data(), 3), 0.5);
+    EXPECT_DOUBLE_EQ(max_abs_logit_diff(a.data(), a.data(), 3), 0.0);
+    const std::vector<float> same_nonfinite = {nan, inf, -inf};
+    EXPECT_EQ(max_abs_logit_diff(same_nonfinite.data(), same_nonfinite.data(), 3), 0.0);
+    const std::vector<float> one_nan = {nan, -2.0f, 3.0f};
+    EXPECT_EQ(max_abs_logit_diff(one_nan.data(), a.data(), 3), std::numeric_limits<double>::infinity());
+    EXPECT_EQ(max_abs_logit_diff(a.data(), one_nan.data(), 3), std::numeric_limits<double>::infinity());
+    const std::vector<float> pos = {inf}, neg = {-inf}, one = {1.0f};
+    EXPECT_EQ(max_abs_logit_diff(pos.data(), neg.data(), 1), std::numeric_limits<double>::infinity());
+    EXPECT_EQ(max_abs_logit_diff(pos.data(), one.data(), 1), std::numeric_limits<double>::infinity());
+}
+
+// ------------------------------------------------------------------ cpu against cpu
+
+class CompareCpuCpu : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(CompareCpuCpu, IsExactAndMatchesAPlainGreedyLoop) {
+    const int32_t n = 8;
+    const CompareOptions o = options_for(GetParam(), {"cpu", "cpu"}, n);
+    const CompareResult r = compare_backends(o);
+    ASSERT_EQ(r.runs.size(), 2u);
+    for (const BackendRun& run : r.runs) ASSERT_TRUE(run.ok()) << run.error;
+    EXPECT_EQ(r.n_ran(), 2);
+    EXPECT_EQ(r.reference, 0);
+    EXPECT_EQ(r.n_steps, n);
+    EXPECT_EQ(r.prompt_tokens, o.prompt_tokens);
+
+    // The reference decodes greedily exactly like a plain loop; the other run gives the same
+    // logits bit for bit (same code, same inputs) and so the same tokens.
+    EXPECT_EQ(r.runs[0].tokens, plain_greedy(o.model_dir, o.prompt_tokens, n));
+    EXPECT_EQ(r.runs[1].tokens, r.runs[0].tokens);
+    EXPECT_EQ(r.runs[1].max_abs_dlogit, 0.0);
+    EXPECT_EQ(r.runs[1].first_divergence, -1);
+    ASSERT_EQ(r.runs[1].step_max_abs_dlogit.size(), static_cast<size_t>(n));
+    for (double d : r.runs[1].step_max_abs_dlogit) EXPECT_EQ(d, 0.0);
+    ASSERT_EQ(r.ref_step_max_abs_logit.size(), static_cast<size_t>(n));
+    for (double m : r.ref_step_max_abs_logit) EXPECT_TRUE(std::isfinite(m) && m > 0) << m;
+
+    for (const BackendRun& run : r.runs) {
+        EXPECT_EQ(run.device_name, run.summary.device_name);
+        EXPECT_GT(run.prompt_tps, 0.0);
+        EXPECT_GT(run.gen_tps, 0.0);
+        // Every category is listed, and the categories add up to the per-op times.
+        for (const char* c : op_categories()) EXPECT_EQ(run.op_times.count(c), 1u) << c;
+        EXPECT_EQ(run.op_times.size(), op_categories().size());
+        uint64_t by_op = 0, by_category = 0;
+        for (const OpProfile& p : run.ops) by_op += p.total_ns;
+        for (const auto& [c, ns] : run.op_times) by_category += ns;
+        EXPECT_EQ(by_op, by_category);
+        EXPECT_GT(run.op_times.at("matmul"), 0u);  // every model here has matmuls; the CPU times ops
+        // The CPU uses the mmapped weights in place: all of them are resident host memory, and
+        // the peak also holds the states and the activation arena.
+        EXPECT_EQ(run.host_device_bytes, run.summary.weight_bytes);
+        EXPECT_GE(run.peak_device_bytes, run.summary.weight_bytes + run.summary.state_bytes + run.summary.work_bytes);
+        EXPECT_EQ(run.peak_device_bytes, run.summary.device_peak_bytes);
+        EXPECT_LE(run.summary.device_bytes, run.summary.device_peak_bytes);
+    }
+}
+
+INSTANTIATE_TEST_SUITE_P(TinyModels, CompareCpuCpu,
+                         ::testing::Values("llama-tiny-f32", "llama-tiny-bf16", "pkm-tiny-f32", "ultramem_v2-tiny-f32",
+                                           "moe-tiny-f32"),
+                         [](const ::testing::TestParamInfo<std::string>& i) {
+                             std::string s = i.param;
+                             for (char& c : s)
+                                 if (c == '-') c = '_';
+                             return s;
+                         });
+
+// ------------------------------------------------------------------ backends that cannot run
+
+TEST(Compare, BackendsThatCannotRunAreReportedInTheirColumn) {
+    const CompareResult r = compare_backends(options_for("llama-tiny-f32", {"nosuchbackend", "cpu", "cpu:7", "cpu"}, 3));
+    ASSERT_EQ(r.runs.size(), 4u);
+    EXPECT_FALSE(r.runs[0].ok());
+    EXPECT_TRUE(contains(r.runs[0].error, "'nosuchbackend' is not available")) << r.runs[0].error;
+    EXPECT_FALSE(r.runs[2].ok());
+    EXPECT_TRUE(contains(r.runs[2].error, "device 7 does not exist")) << r.runs[2].error;
+    EXPECT_EQ(r.runs[2].device, 7);
+    EXPECT_TRUE(r.runs[2].tokens.empty());
+    // The reference is the first backend that ran; the last one is compared with it.
+    EXPECT_EQ(r.reference, 1);
+    EXPECT_EQ(r.n_ran(), 2);
+    ASSERT_TRUE(r.runs[3].ok()) << r.runs[3].error;
+    EXPECT_EQ(r.runs[3].tokens, r.runs[1].tokens);
+    EXPECT_EQ(r.runs[3].max_abs_dlogit, 0.0);
+}
+
+TEST(Compare, ErrorsDuringARunAreReportedNotThrown) {
+    // Token 100000 is outside every tiny vocabulary: each session refuses it.
+    CompareOptions o = options_for("llama-tiny-f32", {"cpu", "cpu"}, 2);
+    o.prompt_tokens = {1, 100000};
+    const CompareResult r = compare_backends(o);
+    EXPECT_EQ(r.n_ran(), 0);
+    EXPECT_EQ(r.reference, -1);
+    for (const BackendRun& run : r.runs) {
+        EXPECT_TRUE(contains(run.error, "100000")) << run.error;
+        EXPECT_FALSE(contains(run.error, o.model_dir)) << "the model folder is named once, not per column: " << run.error;
+    }
+}
+
+TEST(Compare, RejectsBadOptions) {
+    CompareOptions o = options_for("llama-tiny-f32", {}, 4);
+    EXPECT_THROW(compare_backends(o), Error);  // no backends
+    o = options_for("llama-tiny-f32", {"cpu"}, 0);
+    EXPECT_THROW(compare_backends(o), Error);  // nothing to generate
+    o = options_for("llama-tiny-f32", {"cpu"}, 4);
+    o.n_ctx = 15;  // 12 prompt tokens + 4 do not fit
+    try {
+        compare_backends(o);
+        ADD_FAILURE() << "a context of 15 was accepted for 16 positions";
+    } catch (const Error& e) {
+        EXPECT_TRUE(contains(e.what(), "16 positions")) << e.what();
+    }
+    o = options_for("llama-tiny-f32", {"cpu"}, 4);
+    o.prompt_tokens.clear();  // and no text
+    EXPECT_THROW(compare_backends(o), Error);
+}
+
+TEST(Compare, CancelFlagStopsTheComparison) {
+    std::atomic<bool> stop{true};
+    CompareOptions o = options_for("llama-tiny-f32", {"cpu", "cpu"}, 4);
+    o.cancel = &stop;
+    EXPECT_THROW(compare_backends(o), Cancelled);
+}
+
+// ------------------------------------------------------------------ cpu against vulkan
+
+TEST(Compare, CpuAgainstVulkan) {
+    if (vulkan_with_device() == nullptr)
+        GTEST_SKIP() << (backends().find("vulkan") ? "the vulkan backend reports no devices"
+                                                   : "the vulkan backend is not built (or failed to load)");
+    const CompareResult r = compare_backends(options_for("llama-tiny-f32", {"cpu", "vulkan"}, 16));
+    ASSERT_TRUE(r.runs[0].ok()) << r.runs[0].error;
+    ASSERT_TRUE(r.runs[1].ok()) << "vulkan: " << r.runs[1].error;
+    double scale = 0;
+    for (double m : r.ref_step_max_abs_logit) scale = std::max(scale, m);
+    // f32 weights on both sides: only the summation order differs (same bar as the goldens).
+    EXPECT_LT(r.runs[1].max_abs_dlogit, 1e-4 * scale);
+    EXPECT_EQ(r.runs[1].first_divergence, -1) << "margin " << r.runs[1].divergence_margin;
+    EXPECT_EQ(r.runs[1].tokens, r.runs[0].tokens);
+    EXPECT_GT(r.runs[1].peak_device_bytes, r.runs[1].summary.weight_bytes);
+    EXPECT_LE(r.runs[1].host_device_bytes, r.runs[1].peak_device_bytes);
+}
+
+// ------------------------------------------------------------------ the command
+
+namespace {
+
+struct CliResult {
+    int code = -1;
+    std::string out;  // stdout, then stderr
+};
+
+CliResult run_cli(const std::string& args) {
+    CliResult r;
+    const std::string cmd = "timeout -k 5 120 '" + std::string(MNEMO_BUILD_BIN) + "/mnemo' " + args + " </dev/null 2>&1";
+    FILE* p = popen(cmd.c_str(), "r");
+    if (p == nullptr) return r;
+    char buf[4096];
+    size_t n;
+    while ((n = fread(buf, 1, sizeof buf, p)) > 0) r.out.append(buf, n);
+    const int status = pclose(p);
+    r.code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+    return r;
+}
+
+}  // namespace
+
+TEST(CompareCli, IsListedAndHasHelp) {
+    const CliResult help = run_cli("--help");
+    EXPECT_EQ(help.code, 0);
+    EXPECT_TRUE(contains(help.out, "compare")) << help.out;
+    const CliResult own = run_cli("compare --help");
+    EXPECT_EQ(own.code, 0) << own.out;
+    EXPECT_TRUE(contains(own.out, "usage: mnemo compare")) << own.out;
+    EXPECT_TRUE(contains(own.out, "--backends")) << own.out;
+}
+
+TEST(CompareCli, UsageErrors) {
+    CliResult r = run_cli("compare -p hi");
+    EXPECT_EQ(r.code, 2) << r.out;
+    EXPECT_TRUE(contains(r.out, "--backends")) << r.out;
+    r = run_cli("compare --backends cpu,cpu");
+    EXPECT_EQ(r.code, 2) << r.out;
+    EXPECT_TRUE(contains(r.out, "-p TEXT or as --ids")) << r.out;
+    r = run_cli("compare -p hi --ids 1,2 --backends cpu,cpu");
+    EXPECT_EQ(r.code, 2) << r.out;
+    r = run_cli("compare -p hi --backends cpu,vulkan:x");
+    EXPECT_EQ(r.code, 2) << r.out;
+    EXPECT_TRUE(contains(r.out, "vulkan:x")) << r.out;
+}
+
+// Text prompt on the bundled default model (it has a tokenizer): the JSON holds both runs with
+// identical tokens and zero difference.
+TEST(CompareCli, JsonCpuAgainstCpu) {
+    const CliResult r = run_cli("compare -p 'The library of memory' -n 4 --backends cpu,cpu --json");
+    ASSERT_EQ(r.code, 0) << r.out;
+    const json::Value doc = json::parse(r.out, "mnemo compare --json");
+    ASSERT_TRUE(doc.is_object());
+    EXPECT_EQ(doc.find("n_steps")->as_int(), 4);
+    EXPECT_EQ(doc.find("reference")->as_int(), 0);
+    EXPECT_GT(doc.find("prompt_tokens")->size(), 1u);
+    const json::Value& runs = *doc.find("backends");
+    ASSERT_EQ(runs.size(), 2u);
+    for (const json::Value& b : runs.as_array()) {
+        EXPECT_EQ(b.find("backend")->as_string(), "cpu");
+        EXPECT_TRUE(b.find("ok")->as_bool());
+        EXPECT_TRUE(b.find("error")->is_null());
+        EXPECT_EQ(b.find("tokens")->size(), 4u);
+        EXPECT_GT(b.find("prompt_tps")->as_double(), 0.0);
+        EXPECT_GT(b.find("gen_tps")->as_double(), 0.0);
+        EXPECT_GT(b.find("peak_device_bytes")->as_int(), 0);
+        EXPECT_GT(b.find("resident_host_bytes")->as_int(), 0);
+        EXPECT_GT(b.find_path("op_times_ns.matmul")->as_int(), 0);
+        EXPECT_EQ(b.find("max_abs_dlogit")->as_double(), 0.0);
+        EXPECT_TRUE(b.find("first_divergence")->is_null());
+    }
+    EXPECT_EQ(runs.as_array()[0].find("tokens")->dump(), runs.as_array()[1].find("tokens")->dump());
+}
+
+// Token ids on a tokenizer-less tiny model; a backend that is not there is reported in its entry
+// and, with fewer than two backends run, the exit code is 1.
+TEST(CompareCli, JsonReportsMissingBackendAndFailsBelowTwo) {
+    const std::string ids = "--ids 1,5,9,17 -n 3";
+    const std::string model = "-m '" + model_dir("llama-tiny-f32") + "' ";
+    CliResult r = run_cli("compare " + model + ids + " --backends cpu,nosuchbackend --json");
+    EXPECT_EQ(r.code, 1) << r.out;
+    const std::string first_line = r.out.substr(0, r.out.find('\n'));
+    const json::Value doc = json::parse(first_line, "mnemo compare --json");
+    const json::Value& runs = *doc.find("backends");
+    ASSERT_EQ(runs.size(), 2u);
+    EXPECT_TRUE(runs.as_array()[0].find("ok")->as_bool());
+    EXPECT_FALSE(runs.as_array()[1].find("ok")->as_bool());
+    EXPECT_TRUE(contains(runs.as_array()[1].find("error")->as_string(), "nosuchbackend"));
+    EXPECT_TRUE(contains(r.out, "1 of 2 backends ran")) << r.out;
+
+    // The table form names every backend and the reason a column is empty.
+    r = run_cli("compare " + model + ids + " --backends cpu,cpu,nosuchbackend");
+    EXPECT_EQ(r.code, 0) << r.out;
+    EXPECT_TRUE(contains(r.out, "| max abs dlogit | (reference) | 0 | - |")) << r.out;
+    EXPECT_TRUE(contains(r.out, "nosuchbackend: not run: backend 'nosuchbackend' is not available")) << r.out;
+    EXPECT_TRUE(contains(r.out, "resident")) << r.out;
+}
