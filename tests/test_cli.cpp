@@ -144,7 +144,7 @@ std::string tokenized_tiny_model() {
 TEST_F(Cli, HelpAndVersionExitZero) {
     Result r = run_mnemo("--help");
     EXPECT_EQ(r.code, 0) << r.output;
-    for (const char* cmd : {"run", "chat", "logits", "bench", "info", "devices", "plugins"}) {
+    for (const char* cmd : {"run", "chat", "logits", "bench", "compare", "info", "devices", "plugins"}) {
         EXPECT_TRUE(contains(r.output, cmd)) << cmd << " missing from:\n" << r.output;
         Result h = run_mnemo(std::string(cmd) + " --help");
         EXPECT_EQ(h.code, 0) << cmd << ": " << h.output;
