@@ -26,6 +26,11 @@ inline void moe(std::vector<OpCase>& out) {
         // 40000 tokens x 8 slots x (D + F) floats of slot rows exceed the kernel's shared scratch
         // (2M floats): the batch is processed in two chunks, the second waiting for the first.
         {40000, 4, 8, 4, 5, DType::BF16, Route::Any, "chunks"},  // k > E: experts repeat
+        // Grouped-by-expert GEMM tiles (Vulkan) of 16, 32 and 64 slots, with row and reduction
+        // tails; one expert holding every slot takes several tiles in turn.
+        {48, 4, 2, 40, 72, DType::F16, Route::Random, "tile32"},
+        {80, 2, 2, 24, 100, DType::F32, Route::Random, "tile64"},
+        {40, 8, 1, 36, 20, DType::BF16, Route::OneExpert, "one_expert"},
     };
     for (const Cfg& k : cfgs) {
         OpCase c;

@@ -11,9 +11,11 @@
 //    sort in scratch), then per expert GEMMs stream each expert's gate/up and down weights once
 //    per chunk of tokens (moe_gemm.comp), writing y = down h per slot; moe_combine.comp sums the
 //    token's slots in choice order. No float atomics anywhere, so results are deterministic.
-// Tokens are processed in chunks so that scratch stays bounded; barriers between chunks come
-// from the scratch ranges each dispatch declares.
+// Tokens are processed in chunks (at most 64 MiB of slot rows; 16384 slots on the grouped path)
+// so that scratch stays bounded; barriers between chunks come from the scratch ranges each
+// dispatch declares.
 #include <algorithm>
+#include <vector>
 
 #include "kernel_api.hpp"
 
@@ -22,11 +24,28 @@ namespace {
 
 constexpr uint64_t kScratchBudget = uint64_t{64} << 20;  // bytes of slot rows per chunk
 constexpr uint64_t kDecodeSlots = 16;                   // up to this many slots: mat-vec path
+constexpr uint64_t kMaxGroupSlots = 16384;              // slots per chunk: moe_group.comp is one workgroup
 constexpr uint64_t kMaxGroupedExperts = 1024;           // moe_group.comp's shared counters
 constexpr uint32_t kRowsPerGroup = 4;                   // moe_mv.comp's R
-constexpr uint32_t kTile = 64;                          // moe_gemm.comp's TS and TF
 constexpr uint64_t kMaxElements = uint64_t{1} << 32;    // the shaders index with 32-bit integers
 constexpr uint64_t kMaxGrid = 65535;                    // workgroups per dimension every device allows
+
+// moe_gemm.comp's tile: TY invocations along slots (TS = 4 TY slots), RP weight rows per
+// invocation (TF = 256 / TY * RP rows), KB-wide reduction slices; shared memory stays under the
+// 16 KiB every device has.
+struct GemmTile {
+    uint32_t ty, rp, kb;
+    uint32_t slots() const { return 4 * ty; }
+    uint32_t rows() const { return 256 / ty * rp; }
+};
+
+// The smallest tile that still holds the slots an expert gets when routing is balanced.
+GemmTile gemm_tile(uint64_t slots, uint64_t experts) {
+    const uint64_t per_expert = (slots + experts - 1) / std::max<uint64_t>(experts, 1);
+    if (per_expert <= 16) return {4, 2, 8};
+    if (per_expert <= 32) return {8, 4, 8};
+    return {16, 4, 16};
+}
 
 uint64_t align16(uint64_t v) { return (v + 15) & ~uint64_t{15}; }
 
@@ -48,8 +67,9 @@ Plan plan_for(const mnemo_node& n) {
     p.grouped = p.experts <= kMaxGroupedExperts && p.n_tok * p.k > kDecodeSlots;
     const uint64_t per_token = std::max<uint64_t>(1, p.k * (p.hidden + (p.grouped ? p.dim + 1 : 0)) * 4);
     p.chunk_tokens = std::clamp<uint64_t>(kScratchBudget / per_token, 1, std::max<uint64_t>(p.n_tok, 1));
-    // Grid limits: mat-vec UP has a workgroup row per slot, DOWN one per token.
-    p.chunk_tokens = std::min(p.chunk_tokens, kMaxGrid / std::max<uint64_t>(p.k, 1));
+    // Grid limits: mat-vec UP has a workgroup row per slot, DOWN one per token. The grouping
+    // pass runs in one workgroup, so its chunks are kept to a size it sorts in a few microseconds.
+    p.chunk_tokens = std::min(p.chunk_tokens, (p.grouped ? kMaxGroupSlots : kMaxGrid) / std::max<uint64_t>(p.k, 1));
     p.chunk_tokens = std::max<uint64_t>(p.chunk_tokens, 1);
     const uint64_t slots = p.chunk_tokens * p.k;
     if (p.grouped) {
@@ -66,17 +86,21 @@ Plan plan_for(const mnemo_node& n) {
     return p;
 }
 
-bool supports(const DeviceFeatures&, const mnemo_node& n) {
+bool supports(const DeviceFeatures& f, const mnemo_node& n) {
     if (n.n_inputs != 6 || n.inputs[0].dtype != MNEMO_DTYPE_F32 || n.inputs[1].dtype != MNEMO_DTYPE_I32 ||
         n.inputs[2].dtype != MNEMO_DTYPE_F32 || n.output.dtype != MNEMO_DTYPE_F32)
         return false;
     for (int i = 3; i < 6; ++i)
         if (!is_weight_dtype(n.inputs[i].dtype) || numel(n.inputs[i]) >= kMaxElements) return false;
     if (numel(n.inputs[0]) >= kMaxElements || numel(n.inputs[1]) >= kMaxElements) return false;
-    // Slot rows of a whole batch (h and y) are indexed in 32 bits too.
+    // Slot rows of a chunk (h and y) are indexed in 32 bits too.
     const Plan p = plan_for(n);
     const uint64_t slots = p.chunk_tokens * p.k;
-    return slots * std::max(p.hidden, p.dim) < kMaxElements;
+    if (slots * std::max(p.hidden, p.dim) >= kMaxElements) return false;
+    // Grids: mat-vec x = rows / R, y = slots or tokens; GEMM x = rows / TF (TF >= 64).
+    const uint64_t gx = std::min<uint64_t>(f.max_workgroup_count[0], kMaxGrid), gy = std::min<uint64_t>(f.max_workgroup_count[1], kMaxGrid);
+    if (!p.grouped) return (std::max(p.hidden, p.dim) + kRowsPerGroup - 1) / kRowsPerGroup <= gx && slots <= gy;
+    return (std::max(p.hidden, p.dim) + 63) / 64 <= gx && p.experts <= gy;
 }
 
 uint64_t scratch_bytes(const DeviceFeatures&, const mnemo_node& n) { return plan_for(n).bytes; }
@@ -139,7 +163,7 @@ void build(KernelBuilder& b) {
             u.n0 = static_cast<uint32_t>(n0);
             u.node = b.node_index();
             if (slots > 0 && p.hidden > 0) {
-                const uint32_t pairs = pairs_ok(gate, p.dim) && pairs_ok(up, p.dim) && gate.dtype == up.dtype ? 1 : 0;
+                const uint32_t pairs = pairs_ok(gate, p.dim) && pairs_ok(up, p.dim) ? 1 : 0;
                 Dispatch& d = b.dispatch(sg ? "moe_mv_up_sg" : "moe_mv_up", u, groups_for(p.hidden, kRowsPerGroup),
                                          static_cast<uint32_t>(slots), 1, {pairs});
                 d.reads = {KernelBuilder::range(x), KernelBuilder::range(idx), KernelBuilder::range(w),
@@ -173,7 +197,9 @@ void build(KernelBuilder& b) {
 
         // Workgroups per expert along z share its slot tiles: about one tile each when routing
         // is balanced; a busier expert's workgroups take several tiles in turn.
-        const uint64_t tiles = (slots + kTile - 1) / kTile;
+        const GemmTile tile = gemm_tile(slots, p.experts);
+        const std::vector<uint32_t> spec = {tile.ty, tile.rp, tile.kb};
+        const uint64_t tiles = (slots + tile.slots() - 1) / tile.slots();
         const uint32_t z = static_cast<uint32_t>(std::clamp<uint64_t>((tiles + p.experts - 1) / p.experts, 1, 64));
         GemmPush gu{};
         gu.w0 = KernelBuilder::weight(gate);
@@ -188,7 +214,7 @@ void build(KernelBuilder& b) {
         gu.len = static_cast<uint32_t>(p.dim);
         gu.slot0 = g.slot0;
         if (p.hidden > 0) {
-            Dispatch& d = b.dispatch("moe_gemm_up", gu, groups_for(p.hidden, kTile), static_cast<uint32_t>(p.experts), z);
+            Dispatch& d = b.dispatch("moe_gemm_up", gu, groups_for(p.hidden, tile.rows()), static_cast<uint32_t>(p.experts), z, spec);
             d.reads = {KernelBuilder::range(x), KernelBuilder::range(w), KernelBuilder::range(gate),
                        KernelBuilder::range(up), groups_range};
             d.writes = {h_range};
@@ -199,7 +225,7 @@ void build(KernelBuilder& b) {
         gd.dst = b.scratch(p.y_at);
         gd.rows = static_cast<uint32_t>(p.dim);
         gd.len = static_cast<uint32_t>(p.hidden);
-        Dispatch& dd = b.dispatch("moe_gemm_down", gd, groups_for(p.dim, kTile), static_cast<uint32_t>(p.experts), z);
+        Dispatch& dd = b.dispatch("moe_gemm_down", gd, groups_for(p.dim, tile.rows()), static_cast<uint32_t>(p.experts), z, spec);
         dd.reads = {KernelBuilder::range(down), groups_range, h_range};
         dd.writes = {y_range};
 

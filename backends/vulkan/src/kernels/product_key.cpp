@@ -1,9 +1,13 @@
 // PK_SCORE: sub-key scores of product-key memories, one tiled GEMM per bank (shaders/pk_score.comp).
 //
-// The tile shape follows the token count. At decode (a few tokens) the op streams every key once
-// and does a few multiply-adds per key element, so small workgroups own few columns and all
-// tokens, which gives many workgroups for the memory system; from 9 tokens on, 4 x 4 register
-// tiles over 32 or 64 tokens reuse each staged key element that many times.
+// The tile shape (specialization constants) follows the token count. At decode (up to 8 tokens)
+// the op streams every key once and does a few multiply-adds per key element, so workgroups of
+// 64 invocations own 64 columns and every token (one column each), which spreads the keys over
+// many workgroups; from 9 tokens on, 256 invocations hold 2 x 4 or 4 x 4 register tiles (32 or
+// 64 tokens x 64 columns), so each staged key element is reused 32 or 64 times.
+// With the key-norm gain the shader takes each key's RMS from the key values it stages anyway,
+// so the keys are read once; a pre-pass writing the norms to scratch would read them twice,
+// which costs most at decode, where the kernel is bound by reading the keys.
 #include <algorithm>
 
 #include "kernel_api.hpp"
@@ -27,6 +31,8 @@ struct Tile {
     uint32_t columns() const { return wg / tt * cp; }
 };
 
+// Workgroup size, threads along tokens, tokens and columns per thread, d per staged chunk.
+// Shared memory: (KB x (TC + 1) + TN x (KB + 1)) floats, under 10 KiB for both shapes.
 Tile tile_for(uint64_t n_tok) {
     if (n_tok <= 8) {
         uint32_t tp = 1;
@@ -38,12 +44,20 @@ Tile tile_for(uint64_t n_tok) {
 
 constexpr uint64_t kMaxElements = uint64_t{1} << 32;  // the shaders index with 32-bit integers
 
-bool supports(const DeviceFeatures&, const mnemo_node& n) {
+bool supports(const DeviceFeatures& f, const mnemo_node& n) {
     if (n.n_inputs < 2 || n.n_inputs > 3) return false;
     if (n.inputs[0].dtype != MNEMO_DTYPE_F32 || n.output.dtype != MNEMO_DTYPE_F32) return false;
     if (!is_weight_dtype(n.inputs[1].dtype) || (n.n_inputs == 3 && !is_weight_dtype(n.inputs[2].dtype))) return false;
     if (n.iparams[1] < 1) return false;
-    return numel(n.inputs[0]) < kMaxElements && numel(n.inputs[1]) < kMaxElements && numel(n.output) < kMaxElements;
+    if (numel(n.inputs[0]) >= kMaxElements || numel(n.inputs[1]) >= kMaxElements || numel(n.output) >= kMaxElements)
+        return false;
+    // Grid: column tiles x token tiles x banks.
+    const uint64_t n_tok = static_cast<uint64_t>(n.inputs[0].shape[0]);
+    const uint64_t ncols = static_cast<uint64_t>(n.inputs[1].shape[1] * n.inputs[1].shape[3]);
+    const Tile t = tile_for(n_tok);
+    return (ncols + t.columns() - 1) / t.columns() <= f.max_workgroup_count[0] &&
+           (n_tok + t.tokens() - 1) / t.tokens() <= f.max_workgroup_count[1] &&
+           static_cast<uint64_t>(n.inputs[1].shape[0]) <= f.max_workgroup_count[2];
 }
 
 void build(KernelBuilder& b) {
