@@ -1,9 +1,13 @@
 // The Vulkan backend's runtime, through its C API: device listing and filtering, buffers on both
 // the mapped (unified memory) and staged (discrete GPU) paths, the pipeline cache on disk, graphs
 // whose nodes depend on each other (derived barriers), and per-node timestamps. The ops themselves
-// are covered by the conformance harness (test_backend_ops.cpp). Every test is skipped, with the
-// reason, when the module is not built or reports no device.
+// are covered by the conformance harness (test_backend_ops.cpp). Weights imported in place on
+// unified memory (VK_EXT_external_memory_host) are checked through the C API and through a whole
+// session. Every test is skipped, with the reason, when the module is not built or reports no
+// device.
+#include <fcntl.h>
 #include <gtest/gtest.h>
+#include <sys/mman.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -17,6 +21,7 @@
 #include <vector>
 
 #include "mnemo/registry.hpp"
+#include "model_test_util.hpp"
 
 namespace fs = std::filesystem;
 
@@ -135,6 +140,35 @@ struct ScopedEnv {
     const char* name_;
     bool had_ = false;
     std::string old_;
+};
+
+bool device0_imports(const mnemo_backend_api* api) {
+    mnemo_device_info info{};
+    return api->device_info(0, &info) == MNEMO_OK && (info.caps & MNEMO_CAP_IMPORT_HOST);
+}
+
+// A read-only private file mapping, as the engine maps checkpoints (safetensors.cpp).
+class ReadOnlyFile {
+public:
+    explicit ReadOnlyFile(const std::vector<uint8_t>& bytes) {
+        path_ = (fs::temp_directory_path() / ("mnemo-vk-import-" + std::to_string(::getpid()) + ".bin")).string();
+        std::ofstream(path_, std::ios::binary).write(reinterpret_cast<const char*>(bytes.data()), static_cast<std::streamsize>(bytes.size()));
+        const int fd = ::open(path_.c_str(), O_RDONLY);
+        if (fd < 0) return;
+        void* p = ::mmap(nullptr, bytes.size(), PROT_READ, MAP_PRIVATE, fd, 0);
+        ::close(fd);
+        if (p != MAP_FAILED) data_ = static_cast<uint8_t*>(p), size_ = bytes.size();
+    }
+    ~ReadOnlyFile() {
+        if (data_) ::munmap(data_, size_);
+        std::remove(path_.c_str());
+    }
+    uint8_t* data() const { return data_; }
+
+private:
+    std::string path_;
+    uint8_t* data_ = nullptr;
+    size_t size_ = 0;
 };
 
 }  // namespace
@@ -273,4 +307,94 @@ TEST(VulkanBackend, VisibleDevicesFilter) {
     const size_t at = out.find("vulkan");
     ASSERT_NE(at, std::string::npos) << out;
     EXPECT_NE(out.find("no devices", at), std::string::npos) << out;
+}
+
+// Two imports of a read-only file mapping at offsets that are not page aligned and share a page:
+// a kernel reads both in place (the device address and barrier range include the offset within
+// the aligned import), buffer_read copies from them, and buffer_write is refused. With
+// MNEMO_VK_FORCE_STAGING=1 (the discrete-GPU path) nothing is imported.
+TEST(VulkanBackend, ImportedHostMemoryIsReadInPlace) {
+    VULKAN_OR_SKIP(api);
+    const int64_t n = 3000;  // 12000 bytes: each import spans several pages, and they overlap
+    const uint64_t off_a = 4100, off_b = 8;
+    std::vector<float> pattern(5000);
+    for (size_t k = 0; k < pattern.size(); ++k) pattern[k] = 0.5f * static_cast<float>(k % 101) + static_cast<float>(k % 7);
+    std::vector<uint8_t> bytes(pattern.size() * 4);
+    std::memcpy(bytes.data(), pattern.data(), bytes.size());
+    const float* a = pattern.data() + off_a / 4;
+    const float* b = pattern.data() + off_b / 4;
+    ReadOnlyFile file(bytes);
+    ASSERT_NE(file.data(), nullptr);
+
+    {
+        ScopedEnv env("MNEMO_VK_FORCE_STAGING", "1");
+        EXPECT_FALSE(device0_imports(api));
+        Ctx ctx(api);
+        ASSERT_NE(ctx.get(), nullptr) << ctx.error();
+        void* h = nullptr;
+        mnemo_error err{};
+        EXPECT_NE(api->buffer_from_host(ctx.get(), file.data() + off_a, n * 4, &h, &err), MNEMO_OK);
+        EXPECT_GT(std::strlen(err.message), 0u);
+    }
+
+    ScopedEnv env("MNEMO_VK_FORCE_STAGING", nullptr);
+    if (!device0_imports(api)) GTEST_SKIP() << "device 0 does not import host memory (discrete, or no VK_EXT_external_memory_host)";
+    Ctx ctx(api);
+    ASSERT_NE(ctx.get(), nullptr) << ctx.error();
+    void *ha = nullptr, *hb = nullptr;
+    mnemo_error err{};
+    ASSERT_EQ(api->buffer_from_host(ctx.get(), file.data() + off_a, n * 4, &ha, &err), MNEMO_OK) << err.message;
+    ASSERT_EQ(api->buffer_from_host(ctx.get(), file.data() + off_b, n * 4, &hb, &err), MNEMO_OK) << err.message;
+    void* out = ctx.buffer(n * 4);
+    const mnemo_node node = binary(MNEMO_OP_ADD, f32_tensor(ha, 0, n), f32_tensor(hb, 0, n), f32_tensor(out, 0, n));
+    void* graph = nullptr;
+    ASSERT_EQ(api->graph_prepare(ctx.get(), &node, 1, &graph, &err), MNEMO_OK) << err.message;
+    ASSERT_EQ(api->graph_run(ctx.get(), graph, nullptr, &err), MNEMO_OK) << err.message;
+    std::vector<float> got(static_cast<size_t>(n));
+    ASSERT_EQ(api->buffer_read(ctx.get(), out, 0, got.data(), n * 4, &err), MNEMO_OK) << err.message;
+    for (int64_t i = 0; i < n; ++i) ASSERT_EQ(got[i], a[i] + b[i]) << "element " << i;
+    float piece[3] = {};
+    ASSERT_EQ(api->buffer_read(ctx.get(), ha, 40, piece, 12, &err), MNEMO_OK) << err.message;
+    EXPECT_EQ(piece[0], a[10]);
+    EXPECT_EQ(piece[2], a[12]);
+    EXPECT_NE(api->buffer_write(ctx.get(), ha, 0, piece, 4, &err), MNEMO_OK);
+    EXPECT_NE(std::string(err.message).find("imported"), std::string::npos) << err.message;
+    api->graph_release(ctx.get(), graph);
+    api->buffer_free(ctx.get(), ha);
+    api->buffer_free(ctx.get(), hb);
+}
+
+// A whole model: with imports its weights stay in the mmapped checkpoint (the session counts them
+// as resident host memory) and give the same logits as the staged copies of the discrete-GPU path.
+TEST(VulkanBackend, SessionWeightsImportedMatchStagedUpload) {
+    VULKAN_OR_SKIP(api);
+    for (const char* model : {"llama-tiny-f32", "llama-tiny-bf16"}) {
+        const std::string dir = mnemo::test::model_dir(model);
+        const std::vector<int32_t> ids = mnemo::test::read_ids(dir + "/golden_ids.txt");
+        auto run = [&](const char* staging, mnemo::ModelSummary* summary) {
+            ScopedEnv env("MNEMO_VK_FORCE_STAGING", staging);
+            mnemo::SessionOptions o;
+            o.model_dir = dir;
+            o.backend = "vulkan";
+            o.n_ctx = 64;
+            o.backends = &mnemo::test::backends();
+            o.plugins = &mnemo::test::plugins();
+            auto session = mnemo::Session::open(o);
+            std::vector<float> logits = session->append(0, ids, true);
+            *summary = session->summary();
+            return logits;
+        };
+        mnemo::ModelSummary imported, staged;
+        const bool imports = device0_imports(api);
+        const std::vector<float> a = run(nullptr, &imported);
+        const std::vector<float> b = run("1", &staged);
+        ASSERT_EQ(a.size(), b.size());
+        ASSERT_FALSE(a.empty());
+        // Same weights, same kernels: only where the weight bytes live differs.
+        EXPECT_EQ(mnemo::test::max_rel_error(a, b), 0.0) << model;
+        EXPECT_EQ(staged.device_host_bytes, 0u) << model;
+        EXPECT_EQ(imported.device_bytes, staged.device_bytes) << model;
+        const uint64_t want_host = imports ? imported.weight_bytes : 0;
+        EXPECT_EQ(imported.device_host_bytes, want_host) << model << (imports ? ": weights were copied, not imported" : "");
+    }
 }

@@ -27,6 +27,7 @@ std::string caps_text(uint32_t caps) {
     add(MNEMO_CAP_F16, "f16");
     add(MNEMO_CAP_BF16, "bf16");
     add(MNEMO_CAP_PROFILE, "profile");
+    add(MNEMO_CAP_IMPORT_HOST, "import-host");
     return s.empty() ? "-" : s;
 }
 

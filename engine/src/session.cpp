@@ -63,9 +63,10 @@ public:
         track(b, size, false);
         return b;
     }
-    // Use host memory in place when the backend can (mmapped weights on the CPU), else copy.
+    // Use host memory in place when the backend can (mmapped weights on the CPU, or imported by a
+    // unified-memory GPU), else copy; a pointer the backend refuses is copied too.
     void* wrap_or_upload(const void* host, uint64_t bytes, const std::string& what) {
-        if (api_->buffer_from_host && (info_.caps & MNEMO_CAP_HOST_MEMORY)) {
+        if (api_->buffer_from_host && (info_.caps & (MNEMO_CAP_HOST_MEMORY | MNEMO_CAP_IMPORT_HOST))) {
             void* b = nullptr;
             mnemo_error err{};
             if (api_->buffer_from_host(ctx_, const_cast<void*>(host), bytes, &b, &err) == MNEMO_OK) {

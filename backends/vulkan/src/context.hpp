@@ -13,13 +13,22 @@
 namespace mnemo_vk {
 
 // A buffer handed to the engine as its opaque handle. Kernels address it by device pointer.
+// The engine's byte 0 is byte base_offset of the VkBuffer: 0, except for imported host memory,
+// whose import starts at the aligned page below the engine's pointer.
 struct Buffer {
     VkBuffer buffer = VK_NULL_HANDLE;
     VkDeviceMemory memory = VK_NULL_HANDLE;
-    uint64_t size = 0;
-    uint64_t address = 0;       // vkGetBufferDeviceAddress
-    uint8_t* mapped = nullptr;  // host pointer when the memory is host-visible and we map it
+    uint64_t size = 0;          // bytes the engine sees
+    uint64_t address = 0;       // vkGetBufferDeviceAddress: the VkBuffer's byte 0
+    uint64_t base_offset = 0;
+    uint8_t* mapped = nullptr;  // host pointer of the engine's byte 0 when host-visible
+    bool imported = false;      // host memory the engine owns (read-only weights): never written
 };
+
+// Whether weights on this device are used in place through VK_EXT_external_memory_host: only on
+// unified memory (importing into a discrete GPU would make kernels read over PCIe), and not when
+// MNEMO_VK_FORCE_STAGING=1 asks for the discrete-GPU path. Read when a context opens.
+bool host_import_usable(const PhysicalDevice& d);
 
 // What a kernel writes when it meets a bad index (see shaders/common.glsl).
 struct KernelStatus {
@@ -50,6 +59,10 @@ public:
 
     // Buffers (errors as text in why; nullptr / false on failure).
     Buffer* alloc(uint64_t size, std::string& why);
+    // Binds a buffer to the host memory [host, host + size), which the caller keeps alive and
+    // unchanged; fails (nullptr, why) when this context does not import or the driver refuses
+    // the pointer, and the engine then uploads a copy instead.
+    Buffer* import_host(const void* host, uint64_t size, std::string& why);
     void release(Buffer* b);
     bool owns(const void* handle) const;
     bool write(Buffer* b, uint64_t offset, const void* src, uint64_t size, std::string& why);
@@ -88,6 +101,7 @@ private:
     VkMemoryPropertyFlags memory_flags_[VK_MAX_MEMORY_TYPES] = {};
     uint32_t memory_type_count_ = 0;
     bool map_device_buffers_ = false;  // UMA: kernels' buffers are host-visible, read/written in place
+    bool import_host_ = false;         // host_import_usable() and the extension's entry point loaded
 
     // Staging for device-only buffers: writes are copied here and uploaded with the next
     // submission (no wait for small writes); reads copy through it and wait.

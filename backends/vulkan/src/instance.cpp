@@ -58,6 +58,37 @@ std::string gib(uint64_t bytes) {
     return buf;
 }
 
+bool has_extension(const GlobalFunctions& vk, VkPhysicalDevice pd, const char* name) {
+    uint32_t n = 0;
+    if (vk.vkEnumerateDeviceExtensionProperties(pd, nullptr, &n, nullptr) != VK_SUCCESS) return false;
+    std::vector<VkExtensionProperties> ext(n);
+    if (vk.vkEnumerateDeviceExtensionProperties(pd, nullptr, &n, ext.data()) != VK_SUCCESS) return false;
+    for (uint32_t i = 0; i < n; ++i)
+        if (std::strcmp(ext[i].extensionName, name) == 0) return true;
+    return false;
+}
+
+// Whether buffers with kImportedBufferUsage can be bound to imported host memory, and the
+// alignment such imports need; false when the extension or that combination is not offered.
+bool host_import_support(const GlobalFunctions& vk, VkPhysicalDevice pd, uint64_t* alignment) {
+    if (!has_extension(vk, pd, VK_EXT_EXTERNAL_MEMORY_HOST_EXTENSION_NAME)) return false;
+    auto host = vk_struct<VkPhysicalDeviceExternalMemoryHostPropertiesEXT>(
+        VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_EXTERNAL_MEMORY_HOST_PROPERTIES_EXT);
+    auto props2 = vk_struct<VkPhysicalDeviceProperties2>(VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PROPERTIES_2);
+    props2.pNext = &host;
+    vk.vkGetPhysicalDeviceProperties2(pd, &props2);
+    const uint64_t a = host.minImportedHostPointerAlignment;
+    if (a == 0 || (a & (a - 1)) != 0) return false;  // the spec promises a power of two
+    auto info = vk_struct<VkPhysicalDeviceExternalBufferInfo>(VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_EXTERNAL_BUFFER_INFO);
+    info.usage = kImportedBufferUsage;
+    info.handleType = VK_EXTERNAL_MEMORY_HANDLE_TYPE_HOST_ALLOCATION_BIT_EXT;
+    auto ext = vk_struct<VkExternalBufferProperties>(VK_STRUCTURE_TYPE_EXTERNAL_BUFFER_PROPERTIES);
+    vk.vkGetPhysicalDeviceExternalBufferProperties(pd, &info, &ext);
+    if (!(ext.externalMemoryProperties.externalMemoryFeatures & VK_EXTERNAL_MEMORY_FEATURE_IMPORTABLE_BIT)) return false;
+    *alignment = a;
+    return true;
+}
+
 // Reads the properties and features of one device; false (with why) when Mnemo cannot use it.
 bool describe(const GlobalFunctions& vk, VkPhysicalDevice pd, PhysicalDevice& d, std::string& why) {
     d.handle = pd;
@@ -126,6 +157,8 @@ bool describe(const GlobalFunctions& vk, VkPhysicalDevice pd, PhysicalDevice& d,
     if (env_on("MNEMO_VK_DISABLE_FP64")) f.shader_float64 = false;
     f.unified_memory = d.props.deviceType == VK_PHYSICAL_DEVICE_TYPE_INTEGRATED_GPU ||
                        d.props.deviceType == VK_PHYSICAL_DEVICE_TYPE_CPU;
+    f.host_import = host_import_support(vk, pd, &f.host_import_alignment);
+    if (env_on("MNEMO_VK_DISABLE_HOST_IMPORT")) f.host_import = false;
     f.max_shared_memory = d.props.limits.maxComputeSharedMemorySize;
     f.max_workgroup_invocations = d.props.limits.maxComputeWorkGroupInvocations;
     for (int i = 0; i < 3; ++i) f.max_workgroup_count[i] = d.props.limits.maxComputeWorkGroupCount[i];

@@ -7,6 +7,8 @@
 //   MNEMO_VK_DISABLE_SUBGROUPS  kernels use shared-memory reductions instead of subgroup ops
 //   MNEMO_VK_DISABLE_FP16       no f16 arithmetic (f16 weights are still read and widened)
 //   MNEMO_VK_DISABLE_FP64       no double arithmetic (kernels take their f32-only paths)
+//   MNEMO_VK_DISABLE_HOST_IMPORT  weights are copied into device buffers even on unified memory
+//                                 (VK_EXT_external_memory_host is not used)
 #pragma once
 #include <cstdint>
 #include <string>
@@ -28,6 +30,11 @@ struct DeviceFeatures {
     bool shader_int64 = false;
     bool shader_float64 = false;       // double arithmetic (exact top-k score sums; see PK_TOPK)
     bool unified_memory = false;       // integrated / CPU: device memory is host memory
+    // VK_EXT_external_memory_host with buffers importable from host allocations (usable by
+    // storage buffers with device addresses); the start and size of an import must be multiples
+    // of host_import_alignment (minImportedHostPointerAlignment).
+    bool host_import = false;
+    uint64_t host_import_alignment = 0;
     uint32_t max_shared_memory = 0;    // bytes per workgroup
     uint32_t max_workgroup_invocations = 0;
     uint32_t max_workgroup_count[3] = {};
@@ -37,6 +44,11 @@ struct DeviceFeatures {
     bool timestamps = false;
     float timestamp_period_ns = 1.0f;
 };
+
+// Usage of buffers bound to imported host memory (weights): kernels read them by address, and a
+// buffer_read copies out of them; nothing ever writes them.
+constexpr VkBufferUsageFlags kImportedBufferUsage =
+    VK_BUFFER_USAGE_STORAGE_BUFFER_BIT | VK_BUFFER_USAGE_TRANSFER_SRC_BIT | VK_BUFFER_USAGE_SHADER_DEVICE_ADDRESS_BIT;
 
 struct PhysicalDevice {
     VkPhysicalDevice handle = VK_NULL_HANDLE;

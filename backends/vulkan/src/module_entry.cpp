@@ -50,7 +50,8 @@ mnemo_status device_info(int32_t index, mnemo_device_info* out) {
         case VK_PHYSICAL_DEVICE_TYPE_CPU: out->type = MNEMO_DEVICE_CPU; break;
         default: out->type = MNEMO_DEVICE_OTHER; break;
     }
-    out->caps = MNEMO_CAP_F16 | MNEMO_CAP_BF16 | (f.timestamps ? MNEMO_CAP_PROFILE : 0u);
+    out->caps = MNEMO_CAP_F16 | MNEMO_CAP_BF16 | (f.timestamps ? MNEMO_CAP_PROFILE : 0u) |
+                (host_import_usable(d) ? MNEMO_CAP_IMPORT_HOST : 0u);
     out->memory_total = d.device_local_bytes;
     return MNEMO_OK;
 }
@@ -82,6 +83,21 @@ mnemo_status buffer_alloc(void* ctx, uint64_t size, void** out, mnemo_error* err
         return MNEMO_OK;
     } catch (const std::bad_alloc&) {
         return set_error(err, MNEMO_ERR_NO_MEMORY, "vulkan buffer_alloc: out of host memory");
+    }
+}
+
+// Weights used in place on unified memory (VK_EXT_external_memory_host). An error sends the
+// engine to buffer_alloc + buffer_write, so a refused pointer costs a copy, never a failure.
+mnemo_status buffer_from_host(void* ctx, void* host, uint64_t size, void** out, mnemo_error* err) {
+    if (!ctx || !host || !out) return set_error(err, MNEMO_ERR_INVALID, "vulkan buffer_from_host: null argument");
+    try {
+        std::string why;
+        Buffer* b = as_ctx(ctx)->import_host(host, size, why);
+        if (!b) return set_error(err, MNEMO_ERR_DEVICE, "vulkan buffer_from_host: " + why);
+        *out = b;
+        return MNEMO_OK;
+    } catch (const std::bad_alloc&) {
+        return set_error(err, MNEMO_ERR_NO_MEMORY, "vulkan buffer_from_host: out of host memory");
     }
 }
 
@@ -144,7 +160,7 @@ const mnemo_backend_api kApi = {
     close_ctx,
     set_threads,
     buffer_alloc,
-    nullptr,  // buffer_from_host: weights are uploaded (imported host memory is a later step)
+    buffer_from_host,
     buffer_free,
     buffer_write,
     buffer_read,

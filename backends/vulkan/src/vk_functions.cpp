@@ -68,6 +68,9 @@ bool load_device_functions(const GlobalFunctions& g, VkDevice device, DeviceFunc
     }
     MNEMO_VK_DEVICE_FUNCTIONS(MNEMO_VK_LOAD_DEVICE)
 #undef MNEMO_VK_LOAD_DEVICE
+#define MNEMO_VK_LOAD_OPTIONAL(name) d->name = reinterpret_cast<PFN_##name>(g.vkGetDeviceProcAddr(device, #name));
+    MNEMO_VK_OPTIONAL_DEVICE_FUNCTIONS(MNEMO_VK_LOAD_OPTIONAL)
+#undef MNEMO_VK_LOAD_OPTIONAL
     return true;
 }
 

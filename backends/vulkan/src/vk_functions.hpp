@@ -23,6 +23,7 @@ namespace mnemo_vk {
     X(vkGetPhysicalDeviceMemoryProperties)          \
     X(vkGetPhysicalDeviceMemoryProperties2)         \
     X(vkGetPhysicalDeviceQueueFamilyProperties)     \
+    X(vkGetPhysicalDeviceExternalBufferProperties)  \
     X(vkEnumerateDeviceExtensionProperties)         \
     X(vkCreateDevice)                               \
     X(vkGetDeviceProcAddr)
@@ -81,6 +82,11 @@ namespace mnemo_vk {
     X(vkDestroyQueryPool)                  \
     X(vkGetQueryPoolResults)
 
+// Entry points of optional device extensions: nullptr when the extension is absent (or was not
+// enabled); loading never fails for these, users check the pointer.
+#define MNEMO_VK_OPTIONAL_DEVICE_FUNCTIONS(X) \
+    X(vkGetMemoryHostPointerPropertiesEXT)  /* VK_EXT_external_memory_host */
+
 #define MNEMO_VK_DECLARE(name) PFN_##name name = nullptr;
 
 struct GlobalFunctions {
@@ -91,6 +97,7 @@ struct GlobalFunctions {
 
 struct DeviceFunctions {
     MNEMO_VK_DEVICE_FUNCTIONS(MNEMO_VK_DECLARE)
+    MNEMO_VK_OPTIONAL_DEVICE_FUNCTIONS(MNEMO_VK_DECLARE)
 };
 
 // A zeroed Vulkan info struct with its sType set.
@@ -106,6 +113,8 @@ T vk_struct(VkStructureType type) {
 const GlobalFunctions* load_global_functions(std::string* why);
 // Fills the instance-level pointers of *g for `instance`; false when one is missing.
 bool load_instance_functions(GlobalFunctions* g, VkInstance instance, std::string* why);
+// Fills the required device-level pointers (false when one is missing) and the optional ones
+// (left nullptr when the driver does not offer them).
 bool load_device_functions(const GlobalFunctions& g, VkDevice device, DeviceFunctions* d, std::string* why);
 
 // "VK_ERROR_OUT_OF_DEVICE_MEMORY" etc. for messages.

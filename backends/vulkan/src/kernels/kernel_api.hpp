@@ -83,8 +83,11 @@ public:
     // Index of the node in its graph; kernels that validate indices pass it to report_bad_index.
     uint32_t node_index() const { return node_index_; }
 
-    // Device address of a tensor's first byte.
-    static uint64_t address(const mnemo_tensor& t) { return static_cast<const Buffer*>(t.buffer)->address + t.offset; }
+    // Device address of a tensor's first byte (base_offset: imported host memory, see Buffer).
+    static uint64_t address(const mnemo_tensor& t) {
+        const auto* b = static_cast<const Buffer*>(t.buffer);
+        return b->address + b->base_offset + t.offset;
+    }
     static WeightArg weight(const mnemo_tensor& t) {
         const uint64_t a = address(t);
         return {a & ~uint64_t{3}, static_cast<uint32_t>(t.dtype), static_cast<uint32_t>((a & 3) / 2)};
@@ -97,7 +100,8 @@ public:
     Range scratch_range(uint64_t offset, uint64_t bytes) const { return {scratch_->buffer, offset, offset + bytes}; }
     static Range range(const mnemo_tensor& t) {
         const auto* b = static_cast<const Buffer*>(t.buffer);
-        return {b->buffer, t.offset, t.offset + nbytes(t)};
+        const uint64_t begin = b->base_offset + t.offset;  // bytes of the VkBuffer, as barriers see them
+        return {b->buffer, begin, begin + nbytes(t)};
     }
 
     // Adds a dispatch of `shader` (a variant name from shaders/*.cmake) with push constants `p`.

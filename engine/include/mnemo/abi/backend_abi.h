@@ -32,6 +32,10 @@ typedef enum mnemo_device_type {
 #define MNEMO_CAP_F16 (1u << 1)         /* f16 weights supported */
 #define MNEMO_CAP_BF16 (1u << 2)        /* bf16 weights supported */
 #define MNEMO_CAP_PROFILE (1u << 3)     /* per-node timings in graph_run */
+/* buffer_from_host works for read-only weights (mmapped checkpoints): the device imports the host
+ * pages and kernels read them in place, though its own buffers are not host addresses (Vulkan on
+ * unified memory). It may still refuse a given pointer; the engine then uploads a copy. */
+#define MNEMO_CAP_IMPORT_HOST (1u << 4)
 
 typedef struct mnemo_device_info {
     char name[128];        /* short, e.g. "AMD EPYC 7B13" */
