@@ -33,10 +33,8 @@ void build(KernelBuilder& b) {
     p.nb = n.n_inputs > 1 ? static_cast<uint32_t>(numel(n.inputs[1])) : 1;
     p.s = n.fparams[0];
     // A 2D grid keeps the x count under the device limit for large tensors.
-    const uint32_t groups = groups_for(count, kLocal);
-    const uint32_t max_x = std::min<uint32_t>(b.features().max_workgroup_count[0], 65535);
-    p.row_groups = std::min(groups, max_x);
-    const uint32_t gy = groups_for(groups, p.row_groups > 0 ? p.row_groups : 1);
+    const Grid g = fold_groups(b.features(), groups_for(count, kLocal));
+    p.row_groups = g.x;
     const char* shader = nullptr;
     switch (n.op) {
         case MNEMO_OP_ADD: shader = "binary_add"; break;
@@ -48,7 +46,7 @@ void build(KernelBuilder& b) {
         default: throw KernelError("not an elementwise op");
     }
     if (count == 0) return;
-    b.dispatch(shader, p, std::max<uint32_t>(p.row_groups, 1), std::max<uint32_t>(gy, 1));
+    b.dispatch(shader, p, g.x, g.y);
 }
 
 }  // namespace

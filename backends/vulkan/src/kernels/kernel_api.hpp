@@ -12,6 +12,7 @@
 // barrier only before a dispatch that touches a range an earlier, unbarriered dispatch wrote
 // (or writes one it read).
 #pragma once
+#include <algorithm>
 #include <cstdint>
 #include <cstring>
 #include <stdexcept>
@@ -69,6 +70,20 @@ inline uint32_t groups_for(uint64_t n, uint64_t per_group) {
     const uint64_t g = (n + per_group - 1) / per_group;
     if (g > 0xFFFFFFFFull) throw KernelError("dispatch too large");
     return static_cast<uint32_t>(g);
+}
+
+// `groups` workgroups numbered linearly, folded into a 2D grid whose rows hold at most the x
+// limit every device allows (65535, or less if the device says so). Shaders recover the number
+// as gl_WorkGroupID.x + gl_WorkGroupID.y * x (x passed in the push block, or gl_NumWorkGroups.x).
+struct Grid {
+    uint32_t x = 1, y = 1;
+};
+inline Grid fold_groups(const DeviceFeatures& f, uint64_t groups) {
+    const uint64_t max_x = std::max<uint32_t>(std::min<uint32_t>(f.max_workgroup_count[0], 65535), 1);
+    Grid g;
+    g.x = static_cast<uint32_t>(std::max<uint64_t>(std::min<uint64_t>(groups, max_x), 1));
+    g.y = std::max<uint32_t>(groups_for(groups, g.x), 1);
+    return g;
 }
 
 class KernelBuilder {

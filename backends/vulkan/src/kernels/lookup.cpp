@@ -35,18 +35,6 @@ bool row_bytes_fit(const mnemo_tensor& t, int64_t cols) {
 
 uint32_t u32(int64_t v) { return static_cast<uint32_t>(v); }
 
-// Work items (workgroups) numbered linearly, folded into x rows of at most the device's x limit;
-// the shaders recover the number as gl_WorkGroupID.x + gl_WorkGroupID.y * gl_NumWorkGroups.x.
-struct Grid {
-    uint32_t x = 1, y = 1;
-};
-Grid fold(const DeviceFeatures& f, uint64_t groups) {
-    Grid g;
-    const uint64_t max_x = std::max<uint32_t>(std::min<uint32_t>(f.max_workgroup_count[0], 65535), 1);
-    g.x = static_cast<uint32_t>(std::min<uint64_t>(groups, max_x));
-    g.y = groups_for(groups, g.x);
-    return g;
-}
 
 // ------------------------------------------------------------------ EMBEDDING_BAG
 
@@ -86,7 +74,7 @@ void embedding_bag_build(KernelBuilder& b) {
     p.node = b.node_index();
     const uint64_t work = uint64_t{p.segments} * p.blocks;
     if (work == 0) return;  // no bags or no columns: the output is empty
-    const Grid g = fold(b.features(), work);
+    const Grid g = fold_groups(b.features(), work);
     b.dispatch("embedding_bag", p, g.x, g.y);
 }
 
@@ -120,7 +108,7 @@ void peer_gate_build(KernelBuilder& b) {
     p.act = u32(n.iparams[0]);
     p.node = b.node_index();
     if (p.entries == 0 || p.per_entry == 0) return;  // empty output
-    const Grid g = fold(b.features(), p.entries);
+    const Grid g = fold_groups(b.features(), p.entries);
     b.dispatch(b.features().subgroup_arithmetic ? "peer_gate_subgroups" : "peer_gate", p, g.x, g.y);
 }
 
@@ -158,7 +146,7 @@ void hive_build(KernelBuilder& b) {
     p.bags = u32(idx.shape[0] * idx.shape[1]);
     p.node = b.node_index();
     if (p.bags == 0 || p.dh == 0) return;  // empty output
-    const Grid g = fold(b.features(), p.bags);
+    const Grid g = fold_groups(b.features(), p.bags);
     b.dispatch("hive", p, g.x, g.y);
 }
 
@@ -195,7 +183,7 @@ void pair_scores_build(KernelBuilder& b) {
     p.limit = u32(std::min<int64_t>(sc.shape[2] * sc.shape[2], INT32_MAX));
     p.node = b.node_index();
     if (p.total == 0) return;
-    const Grid g = fold(b.features(), groups_for(p.total, 64));
+    const Grid g = fold_groups(b.features(), groups_for(p.total, 64));
     // The additive sum is exact either way; Tucker sums match the reference bit for bit in double.
     const bool f64 = p.cores > 0 && b.features().shader_float64;
     b.dispatch(f64 ? "pk_pair_scores_f64" : "pk_pair_scores", p, g.x, g.y);

@@ -14,16 +14,8 @@ constexpr uint32_t kLocal = 256;
 // Element indices inside the shaders stay below 2^31: an access chain index is signed.
 constexpr uint64_t kMaxIndex = 0x7FFFFFFFull;
 
-// A 2D grid of 256-wide groups covering `count` invocations within the device's x limit; the
-// shader folds (x, y) back with row_groups.
-struct Grid {
-    uint32_t row_groups, gy;
-};
-Grid grid_for(const KernelBuilder& b, uint64_t count) {
-    const uint32_t groups = groups_for(count, kLocal);
-    const uint32_t x = std::min(groups, b.features().max_workgroup_count[0]);
-    return {x, groups_for(groups, x)};
-}
+// 256-wide groups covering `count` invocations; the shader folds (x, y) back with row_groups.
+Grid grid_for(const KernelBuilder& b, uint64_t count) { return fold_groups(b.features(), groups_for(count, kLocal)); }
 
 // ------------------------------------------------------------------ TAKE_ALONG
 
@@ -51,8 +43,8 @@ void build_take_along(KernelBuilder& b) {
     p.node = b.node_index();
     if (p.total == 0) return;
     const Grid g = grid_for(b, p.total);
-    p.row_groups = g.row_groups;
-    b.dispatch("take_along", p, g.row_groups, g.gy);
+    p.row_groups = g.x;
+    b.dispatch("take_along", p, g.x, g.y);
 }
 
 // ------------------------------------------------------------------ MEM_INDEX
@@ -93,8 +85,8 @@ void build_mem_index(KernelBuilder& b) {
     p.node = b.node_index();
     if (p.count == 0) return;
     const Grid g = grid_for(b, p.count);
-    p.row_groups = g.row_groups;
-    b.dispatch(shuffled ? "mem_index_shuffle" : "mem_index", p, g.row_groups, g.gy);
+    p.row_groups = g.x;
+    b.dispatch(shuffled ? "mem_index_shuffle" : "mem_index", p, g.x, g.y);
 }
 
 }  // namespace

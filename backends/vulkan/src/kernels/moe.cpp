@@ -239,8 +239,9 @@ void build(KernelBuilder& b) {
         c.n0 = static_cast<uint32_t>(n0);
         c.count = static_cast<uint32_t>(tokens * p.dim);
         const uint32_t all = groups_for(c.count, 256);
-        c.row_groups = std::min<uint32_t>(all, static_cast<uint32_t>(std::min<uint64_t>(b.features().max_workgroup_count[0], kMaxGrid)));
-        Dispatch& dc = b.dispatch("moe_combine", c, c.row_groups, groups_for(all, c.row_groups));
+        const Grid cg = fold_groups(b.features(), all);
+        c.row_groups = cg.x;
+        Dispatch& dc = b.dispatch("moe_combine", c, cg.x, cg.y);
         dc.reads = {KernelBuilder::range(idx), y_range};
     }
 }

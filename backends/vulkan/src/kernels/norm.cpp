@@ -51,9 +51,9 @@ uint32_t row_workgroup(const DeviceFeatures& f, uint64_t d) {
 
 // Rows (workgroups) as a grid: x up to the device limit, the rest in y.
 void row_grid(const KernelBuilder& b, uint64_t rows, uint32_t* gx, uint32_t* gy) {
-    const uint32_t max_x = std::min<uint32_t>(b.features().max_workgroup_count[0], 65535);
-    *gx = static_cast<uint32_t>(std::min<uint64_t>(rows, max_x));
-    *gy = groups_for(rows, *gx);
+    const Grid g = fold_groups(b.features(), rows);
+    *gx = g.x;
+    *gy = g.y;
 }
 
 uint32_t checked_u32(uint64_t v, const char* what) {
@@ -140,10 +140,9 @@ void rope_build(KernelBuilder& b) {
     p.half = static_cast<uint32_t>(half);
     p.interleaved = n.iparams[0] == 1 ? 1 : 0;
     if (p.total == 0) return;
-    const uint32_t groups = groups_for(p.total, kRopeLocal);
-    const uint32_t max_x = std::min<uint32_t>(b.features().max_workgroup_count[0], 65535);
-    p.row_groups = std::min(groups, max_x);
-    b.dispatch("rope", p, p.row_groups, groups_for(groups, p.row_groups));
+    const Grid g = fold_groups(b.features(), groups_for(p.total, kRopeLocal));
+    p.row_groups = g.x;
+    b.dispatch("rope", p, g.x, g.y);
 }
 
 }  // namespace
