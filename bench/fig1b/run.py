@@ -15,7 +15,9 @@ R (1 - (1 - 1/R)^s) (experts: E (1 - (1 - k/E)^B), each token's k experts being 
 Per-token bytes are the step bytes / B.
 
 Writes <out>.json, <out>.md and <out>.png (default docs/benchmarks/ultramem-fig1b).
-Usage: run.py [--models bench-models/fig1b] [--batches 1,2,...,256] [--threads N] [--replot]
+Usage: run.py [--models bench-models/fig1b] [--batches 1,2,...,256] [--threads N]
+              [--backend cpu|vulkan|cuda [--device I]] [--replot]
+A backend other than the CPU writes docs/benchmarks/ultramem-fig1b-<backend> by default.
 """
 from __future__ import annotations
 
@@ -82,9 +84,10 @@ def modelled_bytes_per_token(cfg: dict, decode_weight_bytes_b1: int, batch: int)
     return step / batch
 
 
-def run_model(mnemo: str, model_dir: str, batches: list, gen: int, reps: int, threads: int) -> dict:
+def run_model(mnemo: str, model_dir: str, batches: list, gen: int, reps: int, threads: int, backend: str,
+              device: int) -> dict:
     cmd = [mnemo, "bench", "-m", model_dir, "-p", "0", "-n", str(gen), "-r", str(reps),
-           "--batch", ",".join(map(str, batches)), "--json"]
+           "--batch", ",".join(map(str, batches)), "--backend", backend, "--device", str(device), "--json"]
     if threads:
         cmd += ["-t", str(threads)]
     print("run:", " ".join(cmd), flush=True)
@@ -102,9 +105,14 @@ def main() -> None:
     p.add_argument("--gen", type=int, default=8, help="decode steps per measurement")
     p.add_argument("--reps", type=int, default=3)
     p.add_argument("--threads", type=int, default=0)
-    p.add_argument("--out", default=os.path.join(REPO, "docs", "benchmarks", "ultramem-fig1b"))
+    p.add_argument("--backend", default="cpu")
+    p.add_argument("--device", type=int, default=0)
+    p.add_argument("--out", default=None, help="output stem (default docs/benchmarks/ultramem-fig1b[-<backend>])")
     p.add_argument("--replot", action="store_true", help="only rewrite <out>.md and <out>.png from <out>.json")
     a = p.parse_args()
+    if a.out is None:
+        stem = "ultramem-fig1b" + ("" if a.backend == "cpu" else "-" + a.backend)
+        a.out = os.path.join(REPO, "docs", "benchmarks", stem)
     if a.replot:
         with open(a.out + ".json", encoding="utf-8") as f:
             result = json.load(f)
@@ -113,13 +121,15 @@ def main() -> None:
         return
     batches = [int(b) for b in a.batches.split(",")]
 
-    result = {"machine": {"cpu": "", "platform": platform.platform()}, "batches": batches, "models": {}}
+    result = {"machine": {"cpu": "", "platform": platform.platform(), "backend": a.backend, "device": ""},
+              "batches": batches, "models": {}}
     for name in ORDER:
         folder = os.path.join(a.models, name)
         with open(os.path.join(folder, "config.json"), encoding="utf-8") as f:
             cfg = json.load(f)
-        doc = run_model(a.mnemo, folder, batches, a.gen, a.reps, a.threads)
+        doc = run_model(a.mnemo, folder, batches, a.gen, a.reps, a.threads, a.backend, a.device)
         result["machine"]["cpu"] = doc["build"]["cpu"]
+        result["machine"]["device"] = doc["rows"][0]["device"] if doc["rows"] else ""
         m = doc["model"]
         rows = {r["batch"]: r for r in doc["rows"] if r["test"].startswith("tg")}
         entry = {"architecture": m["architecture"], "n_params": m["n_params"],
@@ -158,7 +168,9 @@ def targets(result: dict) -> list:
 
 def write_markdown(result: dict, path: str) -> None:
     models = result["models"]
-    lines = [f"Machine: {result['machine']['cpu']} ({result['machine']['platform']}).", "",
+    mach = result["machine"]
+    where = f"backend {mach['backend']} on {mach['device']}; " if mach.get("backend", "cpu") != "cpu" else ""
+    lines = [f"Machine: {where}{mach['cpu']} ({mach['platform']}).", "",
              "| model | parameters | activated / token | weight bytes read at B=1 |", "|---|---:|---:|---:|"]
     for n, m in models.items():
         lines.append(f"| {LABEL[n]} | {m['n_params'] / 1e6:.1f} M | {m['activated_params'] / 1e6:.1f} M | "
