@@ -40,7 +40,8 @@ struct Shape {
 
 Shape shape_of(const mnemo_node& node) {
     const mnemo_tensor& x = node.inputs[0];
-    return {rows(x), static_cast<uint64_t>(x.shape[x.ndim - 1]), static_cast<uint64_t>(node.inputs[1].shape[0])};
+    const int64_t k = x.ndim > 0 ? x.shape[x.ndim - 1] : 0;  // (the engine guarantees ndim >= 1)
+    return {rows(x), static_cast<uint64_t>(k), static_cast<uint64_t>(node.inputs[1].shape[0])};
 }
 
 const char* dtype_tag(int32_t dt) {
@@ -54,6 +55,11 @@ const char* dtype_tag(int32_t dt) {
 bool supports(const DeviceFeatures&, const mnemo_node& node) {
     if (node.n_inputs != 2 || node.inputs[0].dtype != MNEMO_DTYPE_F32 || node.output.dtype != MNEMO_DTYPE_F32 ||
         !is_weight_dtype(node.inputs[1].dtype))
+        return false;
+    // Every element must sit on its own alignment (the shaders read 4-byte words; a 16-bit W
+    // may start on a half word).
+    if (node.inputs[0].offset % 4 != 0 || node.output.offset % 4 != 0 ||
+        node.inputs[1].offset % dtype_bytes(node.inputs[1].dtype) != 0)
         return false;
     // x and y are indexed flat in 32 bits; W is addressed row by row (any size).
     const Shape s = shape_of(node);
@@ -97,48 +103,57 @@ void build_vec(KernelBuilder& b, const Shape& s) {
     }
     variant += f.subgroup_arithmetic ? "_sg" : "_sh";
 
-    // Enough threads to keep each busy for a few loads along K; short rows get more rows of W
-    // per workgroup instead. A power of two (the shared-memory tree needs it), at least one
-    // subgroup, within the device limit.
+    // Enough threads to keep each busy for a few loads along K. A power of two (the shared-
+    // memory tree needs it), at least one subgroup, within the device limit.
     const uint64_t loads = s.k / per_load;
     uint32_t threads = loads <= 64 ? 32 : loads <= 256 ? 64 : 128;
     if (f.subgroup_arithmetic) threads = std::max(threads, pow2_at_most(std::min<uint32_t>(f.subgroup_size, 128)));
     threads = std::min(threads, pow2_at_most(std::max<uint32_t>(f.max_workgroup_invocations, 1)));
-    const uint32_t rows_per_group = threads <= 64 ? 4 : 2;
-    const uint64_t shared = s.n * rows_per_group * threads * 4;  // the reduction buffer
-    if (shared > f.max_shared_memory)
-        throw KernelError("matmul: " + std::to_string(shared) + " bytes of shared memory exceed the device's " +
-                          std::to_string(f.max_shared_memory));
+    // Rows of W per workgroup: 4 for short rows (fewer idle threads) and for N >= 4, where every
+    // chunk of W already meets N chunks of x and more rows reuse each x load; 2 otherwise. The
+    // reduction buffer (N x rows x threads floats) must fit the shared memory.
+    uint32_t rows_per_group = threads <= 64 || s.n >= 4 ? 4 : 2;
+    auto shared = [&] { return s.n * rows_per_group * threads * 4; };
+    while (shared() > f.max_shared_memory && rows_per_group > 1) rows_per_group /= 2;
+    while (shared() > f.max_shared_memory && threads > 1) threads /= 2;
+    if (shared() > f.max_shared_memory) throw KernelError("matmul: the device has too little shared memory");
 
-    // 2D grid: M / rows_per_group can pass the 65535 groups per dimension of small devices.
-    const uint32_t groups = groups_for(s.m, rows_per_group);
-    p.row_groups = std::min<uint32_t>(groups, std::min<uint32_t>(f.max_workgroup_count[0], 65535));
-    const uint32_t gy = groups_for(groups, p.row_groups);
-    b.dispatch(variant.c_str(), p, p.row_groups, gy, 1,
+    // 2D grid: M / rows_per_group can pass 65535 groups (a 128k vocabulary at 1 row per group).
+    const Grid g = fold_groups(f, groups_for(s.m, rows_per_group));
+    p.row_groups = g.x;
+    b.dispatch(variant.c_str(), p, g.x, g.y, 1,
                {threads, static_cast<uint32_t>(s.n), rows_per_group});
 }
 
+// A tile of the GEMM: bm x bn outputs per workgroup, bk deep along K, tm x tn per thread (both
+// multiples of 4: the shader reads shared memory in vec4s).
 struct Tile {
     uint32_t bm, bn, bk, tm, tn;
     uint32_t threads() const { return (bm / tm) * (bn / tn); }
-    uint64_t shared_bytes() const { return uint64_t{bk} * (bm + 1 + bn + 1) * 4; }
+    uint64_t shared_bytes() const { return uint64_t{bk} * (bm + 4 + bn + 4) * 4; }  // rows padded by 4
 };
 
 // The largest tile the device takes that the problem fills: big tiles reuse each loaded value
 // more (8x8 micro-tiles: 4 multiply-adds per shared read), small ones keep more workgroups busy
-// on narrow problems.
+// and waste less on a short N. The first candidate that fits the device's shared memory and
+// invocation limits wins; the last ones fit every Vulkan device.
 Tile pick_tile(const DeviceFeatures& f, const Shape& s) {
-    const Tile candidates[] = {
-        {128, 128, 16, 8, 8}, {128, 128, 8, 8, 8},  // 256 threads, 16.1 KiB / 8 KiB shared
-        {64, 64, 16, 4, 4},                         // 256 threads, 8.1 KiB
-        {64, 64, 16, 4, 8},                         // 128 threads (the Vulkan minimum)
-        {32, 32, 16, 4, 4},                         // 64 threads
+    struct Candidate {
+        Tile t;
+        bool wanted;
     };
     const bool big = s.n >= 128 && s.m >= 1024;
-    for (const Tile& t : candidates) {
-        if (t.bm == 128 && !big) continue;
-        if (t.threads() <= f.max_workgroup_invocations && t.shared_bytes() <= f.max_shared_memory) return t;
-    }
+    const Candidate candidates[] = {
+        {{128, 128, 16, 8, 8}, big},      // 256 threads, 16.5 KiB shared
+        {{128, 128, 8, 8, 8}, big},       // 256 threads, 8.3 KiB
+        {{64, 32, 16, 4, 4}, s.n <= 32},  // 128 threads, 6.5 KiB: no half-empty tiles for N <= 32
+        {{64, 64, 16, 4, 4}, true},       // 256 threads, 8.5 KiB
+        {{64, 64, 16, 4, 8}, true},       // 128 threads (the Vulkan minimum)
+        {{32, 32, 16, 4, 4}, true},       // 64 threads, 4.5 KiB
+    };
+    for (const Candidate& c : candidates)
+        if (c.wanted && c.t.threads() <= f.max_workgroup_invocations && c.t.shared_bytes() <= f.max_shared_memory)
+            return c.t;
     throw KernelError("matmul: no tile fits the device's shared memory / invocation limits");
 }
 
