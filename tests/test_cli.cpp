@@ -15,38 +15,17 @@
 
 #include "mnemo/npy.hpp"
 #include "npy.hpp"
+#include "process_util.hpp"
 
 namespace fs = std::filesystem;
 
 namespace {
 
-struct Result {
-    int code = -1;
-    std::string output;  // stdout and stderr together
-};
+using Result = mnemo::testing::ProcessResult;
+using mnemo::testing::run_mnemo;
 
 std::string mnemo_bin() { return std::string(MNEMO_BUILD_BIN) + "/mnemo"; }
-
-std::string quote(const std::string& s) {
-    std::string q = "'";
-    for (char c : s) q += c == '\'' ? std::string("'\\''") : std::string(1, c);
-    return q + "'";
-}
-
-// Run `mnemo <args>` (args already shell-quoted where needed) with stdin from `stdin_file`.
-Result run_mnemo(const std::string& args, const std::string& stdin_file = "/dev/null") {
-    Result r;
-    // coreutils timeout turns a hang into a failure (exit 124) instead of a stuck test run.
-    const std::string cmd = "timeout -k 5 120 " + quote(mnemo_bin()) + " " + args + " <" + quote(stdin_file) + " 2>&1";
-    FILE* p = popen(cmd.c_str(), "r");
-    if (p == nullptr) return r;
-    char buf[4096];
-    size_t n;
-    while ((n = fread(buf, 1, sizeof buf, p)) > 0) r.output.append(buf, n);
-    const int status = pclose(p);
-    r.code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-    return r;
-}
+std::string quote(const std::string& s) { return mnemo::testing::shell_quote(s); }
 
 bool contains(const std::string& hay, const std::string& needle) { return hay.find(needle) != std::string::npos; }
 

@@ -3,6 +3,8 @@
 // greedy loop), backends that cannot run reported in their own column, cpu against vulkan when a
 // Vulkan device exists, and the command's JSON output.
 #include <gtest/gtest.h>
+
+#include "process_util.hpp"
 #include <sys/wait.h>
 
 #include <cmath>
@@ -243,56 +245,41 @@ TEST(Compare, CpuAgainstVulkan) {
 
 namespace {
 
-struct CliResult {
-    int code = -1;
-    std::string out;  // stdout, then stderr
-};
-
-CliResult run_cli(const std::string& args) {
-    CliResult r;
-    const std::string cmd = "timeout -k 5 120 '" + std::string(MNEMO_BUILD_BIN) + "/mnemo' " + args + " </dev/null 2>&1";
-    FILE* p = popen(cmd.c_str(), "r");
-    if (p == nullptr) return r;
-    char buf[4096];
-    size_t n;
-    while ((n = fread(buf, 1, sizeof buf, p)) > 0) r.out.append(buf, n);
-    const int status = pclose(p);
-    r.code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-    return r;
-}
+using CliResult = mnemo::testing::ProcessResult;
+CliResult run_cli(const std::string& args) { return mnemo::testing::run_mnemo(args); }
 
 }  // namespace
 
 TEST(CompareCli, IsListedAndHasHelp) {
     const CliResult help = run_cli("--help");
     EXPECT_EQ(help.code, 0);
-    EXPECT_TRUE(contains(help.out, "compare")) << help.out;
+    EXPECT_TRUE(contains(help.output, "compare")) << help.output;
     const CliResult own = run_cli("compare --help");
-    EXPECT_EQ(own.code, 0) << own.out;
-    EXPECT_TRUE(contains(own.out, "usage: mnemo compare")) << own.out;
-    EXPECT_TRUE(contains(own.out, "--backends")) << own.out;
+    EXPECT_EQ(own.code, 0) << own.output;
+    EXPECT_TRUE(contains(own.output, "usage: mnemo compare")) << own.output;
+    EXPECT_TRUE(contains(own.output, "--backends")) << own.output;
 }
 
 TEST(CompareCli, UsageErrors) {
     CliResult r = run_cli("compare -p hi");
-    EXPECT_EQ(r.code, 2) << r.out;
-    EXPECT_TRUE(contains(r.out, "--backends")) << r.out;
+    EXPECT_EQ(r.code, 2) << r.output;
+    EXPECT_TRUE(contains(r.output, "--backends")) << r.output;
     r = run_cli("compare --backends cpu,cpu");
-    EXPECT_EQ(r.code, 2) << r.out;
-    EXPECT_TRUE(contains(r.out, "-p TEXT or as --ids")) << r.out;
+    EXPECT_EQ(r.code, 2) << r.output;
+    EXPECT_TRUE(contains(r.output, "-p TEXT or as --ids")) << r.output;
     r = run_cli("compare -p hi --ids 1,2 --backends cpu,cpu");
-    EXPECT_EQ(r.code, 2) << r.out;
+    EXPECT_EQ(r.code, 2) << r.output;
     r = run_cli("compare -p hi --backends cpu,vulkan:x");
-    EXPECT_EQ(r.code, 2) << r.out;
-    EXPECT_TRUE(contains(r.out, "vulkan:x")) << r.out;
+    EXPECT_EQ(r.code, 2) << r.output;
+    EXPECT_TRUE(contains(r.output, "vulkan:x")) << r.output;
 }
 
 // Text prompt on the bundled default model (it has a tokenizer): the JSON holds both runs with
 // identical tokens and zero difference.
 TEST(CompareCli, JsonCpuAgainstCpu) {
     const CliResult r = run_cli("compare -p 'The library of memory' -n 4 --backends cpu,cpu --json");
-    ASSERT_EQ(r.code, 0) << r.out;
-    const json::Value doc = json::parse(r.out, "mnemo compare --json");
+    ASSERT_EQ(r.code, 0) << r.output;
+    const json::Value doc = json::parse(r.output, "mnemo compare --json");
     ASSERT_TRUE(doc.is_object());
     EXPECT_EQ(doc.find("n_steps")->as_int(), 4);
     EXPECT_EQ(doc.find("reference")->as_int(), 0);
@@ -321,20 +308,20 @@ TEST(CompareCli, JsonReportsMissingBackendAndFailsBelowTwo) {
     const std::string ids = "--ids 1,5,9,17 -n 3";
     const std::string model = "-m '" + model_dir("llama-tiny-f32") + "' ";
     CliResult r = run_cli("compare " + model + ids + " --backends cpu,nosuchbackend --json");
-    EXPECT_EQ(r.code, 1) << r.out;
-    const std::string first_line = r.out.substr(0, r.out.find('\n'));
+    EXPECT_EQ(r.code, 1) << r.output;
+    const std::string first_line = r.output.substr(0, r.output.find('\n'));
     const json::Value doc = json::parse(first_line, "mnemo compare --json");
     const json::Value& runs = *doc.find("backends");
     ASSERT_EQ(runs.size(), 2u);
     EXPECT_TRUE(runs.as_array()[0].find("ok")->as_bool());
     EXPECT_FALSE(runs.as_array()[1].find("ok")->as_bool());
     EXPECT_TRUE(contains(runs.as_array()[1].find("error")->as_string(), "nosuchbackend"));
-    EXPECT_TRUE(contains(r.out, "1 of 2 backends ran")) << r.out;
+    EXPECT_TRUE(contains(r.output, "1 of 2 backends ran")) << r.output;
 
     // The table form names every backend and the reason a column is empty.
     r = run_cli("compare " + model + ids + " --backends cpu,cpu,nosuchbackend");
-    EXPECT_EQ(r.code, 0) << r.out;
-    EXPECT_TRUE(contains(r.out, "| max abs dlogit | (reference) | 0 | - |")) << r.out;
-    EXPECT_TRUE(contains(r.out, "nosuchbackend: not run: backend 'nosuchbackend' is not available")) << r.out;
-    EXPECT_TRUE(contains(r.out, "resident")) << r.out;
+    EXPECT_EQ(r.code, 0) << r.output;
+    EXPECT_TRUE(contains(r.output, "| max abs dlogit | (reference) | 0 | - |")) << r.output;
+    EXPECT_TRUE(contains(r.output, "nosuchbackend: not run: backend 'nosuchbackend' is not available")) << r.output;
+    EXPECT_TRUE(contains(r.output, "resident")) << r.output;
 }

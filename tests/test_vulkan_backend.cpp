@@ -21,6 +21,7 @@
 #include <vector>
 
 #include "mnemo/registry.hpp"
+#include "process_util.hpp"
 #include "model_test_util.hpp"
 
 namespace fs = std::filesystem;
@@ -48,7 +49,10 @@ const mnemo_backend_api* vulkan_or_skip_reason(std::string& reason) {
 #define VULKAN_OR_SKIP(api)                              \
     std::string skip_reason;                             \
     const mnemo_backend_api* api = vulkan_or_skip_reason(skip_reason); \
-    if (!api) GTEST_SKIP() << skip_reason
+    if (!api) {                                          \
+        GTEST_SKIP() << skip_reason;                     \
+    }                                                    \
+    static_assert(true, "")
 
 // A context opened (and closed) by the test, with the environment the test asked for.
 class Ctx {
@@ -296,14 +300,7 @@ TEST(VulkanBackend, PipelineCacheIsSavedAndABadFileIsIgnored) {
 TEST(VulkanBackend, VisibleDevicesFilter) {
     VULKAN_OR_SKIP(api);
     // The filter applies when the instance is created (once per process): ask a fresh process.
-    const std::string cmd = "MNEMO_VK_VISIBLE_DEVICES=99 timeout -k 5 120 '" + std::string(MNEMO_BUILD_BIN) + "/mnemo' devices 2>&1";
-    FILE* p = popen(cmd.c_str(), "r");
-    ASSERT_NE(p, nullptr);
-    std::string out;
-    char buf[4096];
-    size_t got;
-    while ((got = fread(buf, 1, sizeof buf, p)) > 0) out.append(buf, got);
-    pclose(p);
+    const std::string out = mnemo::testing::run_mnemo("devices", "/dev/null", "MNEMO_VK_VISIBLE_DEVICES=99 ").output;
     const size_t at = out.find("vulkan");
     ASSERT_NE(at, std::string::npos) << out;
     EXPECT_NE(out.find("no devices", at), std::string::npos) << out;

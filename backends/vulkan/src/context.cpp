@@ -356,16 +356,20 @@ void Context::release(Buffer* b) {
 
 bool Context::owns(const void* handle) const { return buffers_.count(handle) != 0; }
 
-bool Context::flush(std::string& why) {
-    if (!upload_open_) return true;
+bool Context::end_uploads(std::string& why) {
     const VkResult r = vk_.vkEndCommandBuffer(upload_cb_);
     upload_open_ = false;
-    staging_used_ = 0;
+    staging_used_ = 0;  // free again once the submission that carries the copies completes
     if (r != VK_SUCCESS) {
         why = vk_fail("vkEndCommandBuffer (uploads)", r);
         return false;
     }
-    return submit_wait(&upload_cb_, 1, why);
+    return true;
+}
+
+bool Context::flush(std::string& why) {
+    if (!upload_open_) return true;
+    return end_uploads(why) && submit_wait(&upload_cb_, 1, why);
 }
 
 bool Context::submit_wait(const VkCommandBuffer* cbs, uint32_t n, std::string& why) {
@@ -498,13 +502,7 @@ bool Context::run(VkCommandBuffer cb, KernelStatus* status_out, std::string& why
     VkCommandBuffer cbs[2];
     uint32_t n = 0;
     if (upload_open_) {
-        const VkResult r = vk_.vkEndCommandBuffer(upload_cb_);
-        upload_open_ = false;
-        staging_used_ = 0;
-        if (r != VK_SUCCESS) {
-            why = vk_fail("vkEndCommandBuffer (uploads)", r);
-            return false;
-        }
+        if (!end_uploads(why)) return false;
         cbs[n++] = upload_cb_;  // the graph's first barrier orders these copies before its kernels
     }
     cbs[n++] = cb;

@@ -84,6 +84,7 @@ public:
 private:
     void destroy();    // releases everything; safe to call twice
     bool flush(std::string& why);  // submit pending uploads and wait
+    bool end_uploads(std::string& why);  // close the pending-upload command buffer
     bool stage_copy(VkBuffer src, uint64_t src_off, VkBuffer dst, uint64_t dst_off, uint64_t size, std::string& why);
     bool submit_wait(const VkCommandBuffer* cbs, uint32_t n, std::string& why);
     void load_pipeline_cache();
