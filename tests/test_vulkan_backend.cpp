@@ -198,7 +198,9 @@ TEST(VulkanBackend, DevicesAreDescribed) {
     }
     mnemo_device_info first{};
     api->device_info(0, &first);
-    if (any_gpu) EXPECT_NE(first.type, MNEMO_DEVICE_CPU);
+    if (any_gpu) {
+        EXPECT_NE(first.type, MNEMO_DEVICE_CPU);
+    }
     mnemo_device_info none{};
     EXPECT_NE(api->device_info(api->device_count(), &none), MNEMO_OK);
 }
@@ -255,8 +257,9 @@ TEST(VulkanBackend, DependentNodesInOneGraph) {
         }
         mnemo_device_info info{};
         api->device_info(0, &info);
-        if (info.caps & MNEMO_CAP_PROFILE)
+        if (info.caps & MNEMO_CAP_PROFILE) {
             EXPECT_GT(std::accumulate(timings.begin(), timings.end(), uint64_t{0}), 0u) << "per-node timestamps were not filled";
+        }
         api->graph_release(ctx.get(), graph);
     }
 }
