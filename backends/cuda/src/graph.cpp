@@ -1,0 +1,193 @@
+#include "graph.hpp"
+
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <vector>
+
+#include "cuda_check.hpp"
+#include "kernels/kernel_api.hpp"
+
+namespace mnemo_cuda {
+
+namespace {
+
+struct Graph {
+    std::vector<int32_t> ops;                  // op of each node
+    std::vector<std::vector<Launch>> launches;  // per node
+    Buffer* scratch = nullptr;
+    cudaGraphExec_t exec = nullptr;  // the captured replay (made by the first plain run)
+    bool capture_failed = false;     // then every run launches directly
+    std::vector<cudaEvent_t> events;
+};
+
+std::string node_label(int32_t op, size_t index) {
+    return std::string(mnemo_op_name(op)) + " (node " + std::to_string(index) + ")";
+}
+
+// MNEMO_CUDA_GRAPHS=0 launches node by node every run (to tell a capture problem from a kernel one).
+bool graphs_enabled() {
+    const char* v = std::getenv("MNEMO_CUDA_GRAPHS");
+    return !(v && std::strcmp(v, "0") == 0);
+}
+
+bool enqueue_all(Context& ctx, Graph& g, std::string& why) {
+    ctx.clear_status_async();
+    for (size_t n = 0; n < g.launches.size(); ++n)
+        for (const Launch& l : g.launches[n]) {
+            const cudaError_t e = l(ctx.stream());
+            if (e != cudaSuccess) {
+                why = node_label(g.ops[n], n) + ": " + cuda_fail("launch", e);
+                return false;
+            }
+        }
+    return true;
+}
+
+// Captures the whole step into a CUDA graph: decode steps then cost one launch instead of one
+// per kernel. Buffers and shapes never change after prepare, so the graph never needs updating.
+bool capture(Context& ctx, Graph& g, std::string& why) {
+    cudaError_t e = cudaStreamBeginCapture(ctx.stream(), cudaStreamCaptureModeThreadLocal);
+    if (e != cudaSuccess) {
+        why = cuda_fail("cudaStreamBeginCapture", e);
+        return false;
+    }
+    std::string launch_why;
+    const bool ok = enqueue_all(ctx, g, launch_why);
+    cudaGraph_t graph = nullptr;
+    e = cudaStreamEndCapture(ctx.stream(), &graph);
+    if (!ok || e != cudaSuccess) {
+        if (graph) cudaGraphDestroy(graph);
+        cudaGetLastError();
+        why = ok ? cuda_fail("cudaStreamEndCapture", e) : launch_why;
+        return false;
+    }
+    e = cudaGraphInstantiate(&g.exec, graph, 0);
+    cudaGraphDestroy(graph);
+    if (e != cudaSuccess) {
+        g.exec = nullptr;
+        cudaGetLastError();
+        why = cuda_fail("cudaGraphInstantiate", e);
+        return false;
+    }
+    return true;
+}
+
+void destroy(Context& ctx, Graph* g) {
+    if (!g) return;
+    std::string ignored;
+    ctx.activate(ignored);
+    cudaStreamSynchronize(ctx.stream());
+    if (g->exec) cudaGraphExecDestroy(g->exec);
+    for (cudaEvent_t e : g->events) cudaEventDestroy(e);
+    if (g->scratch) ctx.release(g->scratch);
+    delete g;
+}
+
+}  // namespace
+
+mnemo_status set_error(mnemo_error* err, mnemo_status status, const std::string& message) {
+    if (err) std::snprintf(err->message, sizeof err->message, "%s", message.c_str());
+    return status;
+}
+
+bool node_supported(const Context& ctx, const mnemo_node& node) {
+    const Kernel* k = kernel_for(node.op);
+    if (!k) return false;
+    for (int32_t i = 0; i < node.n_inputs; ++i)
+        if (!ctx.owns(node.inputs[i].buffer)) return false;
+    if (!ctx.owns(node.output.buffer)) return false;
+    return !k->supports || k->supports(ctx.props(), node);
+}
+
+mnemo_status graph_prepare(Context& ctx, const mnemo_node* nodes, int32_t n_nodes, void** out, mnemo_error* err) {
+    if (!out || (n_nodes > 0 && !nodes)) return set_error(err, MNEMO_ERR_INVALID, "cuda graph_prepare: null argument");
+    std::string why;
+    if (!ctx.activate(why)) return set_error(err, MNEMO_ERR_DEVICE, "cuda graph_prepare: " + why);
+    Graph* g = new (std::nothrow) Graph;
+    if (!g) return set_error(err, MNEMO_ERR_NO_MEMORY, "cuda graph_prepare: out of host memory");
+    auto fail = [&](mnemo_status s, const std::string& m) {
+        destroy(ctx, g);
+        return set_error(err, s, "cuda graph_prepare: " + m);
+    };
+    try {
+        uint64_t scratch_bytes = 0;
+        for (int32_t i = 0; i < n_nodes; ++i) {
+            if (!node_supported(ctx, nodes[i]))
+                return fail(MNEMO_ERR_UNSUPPORTED, node_label(nodes[i].op, static_cast<size_t>(i)) + " is not supported on this device");
+            const Kernel* k = kernel_for(nodes[i].op);
+            if (k->scratch_bytes) scratch_bytes = std::max(scratch_bytes, k->scratch_bytes(ctx.props(), nodes[i]));
+        }
+        // One scratch region reused by every node: the stream runs nodes in order.
+        if (scratch_bytes > 0) {
+            g->scratch = ctx.alloc(scratch_bytes, why);
+            if (!g->scratch) return fail(MNEMO_ERR_NO_MEMORY, "scratch memory: " + why);
+        }
+        for (int32_t i = 0; i < n_nodes; ++i) {
+            KernelBuilder b(ctx, nodes[i], static_cast<uint32_t>(i), g->scratch ? g->scratch->ptr : nullptr);
+            try {
+                kernel_for(nodes[i].op)->build(b);
+            } catch (const KernelError& e) {
+                return fail(MNEMO_ERR_UNSUPPORTED, node_label(nodes[i].op, static_cast<size_t>(i)) + ": " + e.what());
+            }
+            g->ops.push_back(nodes[i].op);
+            g->launches.push_back(std::move(b.launches()));
+        }
+    } catch (const std::bad_alloc&) {
+        return fail(MNEMO_ERR_NO_MEMORY, "out of host memory");
+    } catch (const std::exception& e) {
+        return fail(MNEMO_ERR_DEVICE, e.what());
+    }
+    *out = g;
+    return MNEMO_OK;
+}
+
+mnemo_status graph_run(Context& ctx, void* graph, uint64_t* timings_ns, mnemo_error* err) {
+    auto* g = static_cast<Graph*>(graph);
+    if (!g) return set_error(err, MNEMO_ERR_INVALID, "cuda graph_run: graph is null");
+    std::string why;
+    if (!ctx.activate(why)) return set_error(err, MNEMO_ERR_DEVICE, "cuda graph_run: " + why);
+    if (timings_ns) {
+        // Node by node between events: each node's time is its own.
+        if (g->events.empty()) {
+            g->events.resize(g->launches.size() + 1);
+            for (cudaEvent_t& e : g->events)
+                if (cudaEventCreate(&e) != cudaSuccess) return set_error(err, MNEMO_ERR_DEVICE, "cuda graph_run: cudaEventCreate failed");
+        }
+        ctx.clear_status_async();
+        cudaEventRecord(g->events[0], ctx.stream());
+        for (size_t n = 0; n < g->launches.size(); ++n) {
+            for (const Launch& l : g->launches[n]) {
+                const cudaError_t e = l(ctx.stream());
+                if (e != cudaSuccess) return set_error(err, MNEMO_ERR_DEVICE, "cuda graph_run: " + node_label(g->ops[n], n) + ": " + cuda_fail("launch", e));
+            }
+            cudaEventRecord(g->events[n + 1], ctx.stream());
+        }
+    } else if (graphs_enabled() && !g->capture_failed && (g->exec || capture(ctx, *g, why))) {
+        const cudaError_t e = cudaGraphLaunch(g->exec, ctx.stream());
+        if (e != cudaSuccess) return set_error(err, MNEMO_ERR_DEVICE, "cuda graph_run: " + cuda_fail("cudaGraphLaunch", e));
+    } else {
+        if (!why.empty()) g->capture_failed = true;  // capture refused once: launch directly from now on
+        why.clear();
+        if (!enqueue_all(ctx, *g, why)) return set_error(err, MNEMO_ERR_DEVICE, "cuda graph_run: " + why);
+    }
+    KernelStatus status{};
+    if (!ctx.finish(&status, why)) return set_error(err, MNEMO_ERR_DEVICE, "cuda graph_run: " + why);
+    if (status.code != 0) {
+        const size_t n = static_cast<size_t>(status.node);
+        const std::string op = n < g->ops.size() ? node_label(g->ops[n], n) : "node " + std::to_string(n);
+        return set_error(err, MNEMO_ERR_INVALID,
+                         op + ": index " + std::to_string(status.value) + " is outside 0.." + std::to_string(status.limit - 1));
+    }
+    if (timings_ns)
+        for (size_t n = 0; n < g->launches.size(); ++n) {
+            float ms = 0.0f;
+            cudaEventElapsedTime(&ms, g->events[n], g->events[n + 1]);
+            timings_ns[n] = static_cast<uint64_t>(static_cast<double>(ms) * 1e6);
+        }
+    return MNEMO_OK;
+}
+
+void graph_release(Context& ctx, void* graph) { destroy(ctx, static_cast<Graph*>(graph)); }
+
+}  // namespace mnemo_cuda
