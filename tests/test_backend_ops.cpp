@@ -80,7 +80,10 @@ TEST_P(BackendOps, Run) {
     const Param& p = GetParam();
     const mnemo::BackendModule* module = registry().find(p.backend);
     ASSERT_NE(module, nullptr);
-    if (p.device < 0) GTEST_SKIP() << p.backend << ": the backend reports no devices (driver or hardware missing)";
+    if (p.device < 0) {
+        const char* why = module->api->unavailable_reason ? module->api->unavailable_reason() : nullptr;
+        GTEST_SKIP() << p.backend << ": the backend reports no devices (" << (why && *why ? why : "driver or hardware missing") << ")";
+    }
     const OpCase& c = all_op_cases()[p.case_index];
     void* ctx = mnemo::conformance::open_context(module->api, p.device);
     const mnemo::conformance::CaseResult r = mnemo::conformance::run_case(module->api, ctx, c);

@@ -123,6 +123,8 @@ TEST(Registry, BackendWithoutDriverReportsZeroDevices) {
     BackendRegistry reg({test_module_dir("mnemo-backend-nodevice")});
     ASSERT_NE(reg.find("nodevice"), nullptr) << all_errors(reg.load_errors());
     EXPECT_EQ(reg.find("nodevice")->api->device_count(), 0);
+    ASSERT_NE(reg.find("nodevice")->api->unavailable_reason, nullptr);
+    EXPECT_STREQ(reg.find("nodevice")->api->unavailable_reason(), "simulated: no hardware");
     EXPECT_TRUE(reg.devices().empty());
 }
 

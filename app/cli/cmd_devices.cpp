@@ -1,5 +1,6 @@
 // `mnemo devices`: every backend module found, its devices, and modules that failed to load.
 #include <cstdio>
+#include <cstring>
 
 #include "commands.hpp"
 #include "common.hpp"
@@ -48,21 +49,41 @@ int cmd_devices(int argc, char** argv) {
     const BackendRegistry& reg = BackendRegistry::global();
     const std::vector<DeviceEntry> devices = reg.devices();
     if (reg.modules().empty()) std::printf("no backend modules found\n");
+    // A GPU reached through two backends (Vulkan and CUDA on an NVIDIA card) carries the same
+    // UUID in both: it is described once, and its later entries point back to the first.
+    std::vector<const DeviceEntry*> shown;
+    auto first_with_uuid = [&](const DeviceEntry& d) -> const DeviceEntry* {
+        if (!d.info.has_uuid) return nullptr;
+        for (const DeviceEntry* s : shown)
+            if (s->info.has_uuid && std::memcmp(s->info.uuid, d.info.uuid, 16) == 0) return s;
+        return nullptr;
+    };
     for (const BackendModule& m : reg.modules()) {
         std::printf("%s  (%s)\n", m.name.c_str(), m.path.c_str());
         bool any = false;
         for (const DeviceEntry& d : devices) {
             if (d.backend != m.name) continue;
             any = true;
+            const std::string desc = c_field(d.info.description);
+            if (const DeviceEntry* same = first_with_uuid(d)) {
+                std::printf("  [%d] = %s:%d (the same %s)  caps=%s\n", d.index, same->backend.c_str(), same->index,
+                            c_field(d.info.name).c_str(), caps_text(d.info.caps).c_str());
+                if (!desc.empty()) std::printf("      %s\n", desc.c_str());
+                continue;
+            }
+            shown.push_back(&d);
             std::printf("  [%d] %s  type=%s  memory=%s total, %s free  caps=%s\n", d.index,
                         c_field(d.info.name).c_str(), device_type_name(d.info.type),
                         d.info.memory_total ? format_bytes(d.info.memory_total).c_str() : "unknown",
                         d.info.memory_free ? format_bytes(d.info.memory_free).c_str() : "unknown",
                         caps_text(d.info.caps).c_str());
-            const std::string desc = c_field(d.info.description);
             if (!desc.empty()) std::printf("      %s\n", desc.c_str());
         }
-        if (!any) std::printf("  (no devices)\n");
+        if (!any) {
+            const char* why = m.api->unavailable_reason ? m.api->unavailable_reason() : nullptr;
+            if (why && *why) std::printf("  (no devices: %s)\n", why);
+            else std::printf("  (no devices)\n");
+        }
     }
     for (const LoadError& e : reg.load_errors()) {
         std::printf("failed to load %s: %s\n", e.path.c_str(), e.reason.c_str());

@@ -26,8 +26,10 @@ static mnemo_status prep(void* c, const mnemo_node* n, int32_t k, void** g, mnem
 static mnemo_status run(void* c, void* g, uint64_t* t, mnemo_error* e) { (void)c; (void)g; (void)t; (void)e; return MNEMO_ERR_DEVICE; }
 static void rel(void* c, void* g) { (void)c; (void)g; }
 
+static const char* why(void) { return "simulated: no hardware"; }
+
 static const mnemo_backend_api api = {MNEMO_ABI_VERSION, sizeof(mnemo_backend_api), "nodevice", device_count,
                                       device_info, open_dev, close_dev, 0, alloc, 0, release, rw, rd, supports,
-                                      prep, run, rel};
+                                      prep, run, rel, why};
 
 MNEMO_EXPORT const mnemo_backend_api* mnemo_backend_entry(void) { return &api; }

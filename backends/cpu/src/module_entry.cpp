@@ -124,6 +124,7 @@ const mnemo_backend_api kApi = {
     prepare,
     run,
     release,
+    nullptr,  // unavailable_reason: the CPU is always there
 };
 
 }  // namespace

@@ -2,6 +2,7 @@
 // an exception-proof adapter onto Context and the graph code. With no CUDA driver or device the
 // module still loads and reports zero devices.
 #include <cstdio>
+#include <cstring>
 #include <exception>
 #include <new>
 
@@ -38,8 +39,12 @@ mnemo_status device_info(int32_t index, mnemo_device_info* out) {
     out->type = d.integrated ? MNEMO_DEVICE_IGPU : MNEMO_DEVICE_GPU;
     out->caps = MNEMO_CAP_F16 | MNEMO_CAP_BF16 | MNEMO_CAP_PROFILE | (d.integrated && d.can_map_host ? MNEMO_CAP_IMPORT_HOST : 0u);
     out->memory_total = d.memory_total;
+    std::memcpy(out->uuid, d.uuid, 16);
+    out->has_uuid = 1;
     return MNEMO_OK;
 }
+
+const char* unavailable_reason() { return device_list().why.c_str(); }
 
 mnemo_status open_ctx(int32_t device, const mnemo_backend_config*, void** out_ctx, mnemo_error* err) {
     if (!out_ctx) return set_error(err, MNEMO_ERR_INVALID, "cuda open: out_ctx is null");
@@ -155,6 +160,7 @@ const mnemo_backend_api kApi = {
     prepare,
     run,
     release,
+    unavailable_reason,
 };
 
 }  // namespace

@@ -53,7 +53,23 @@ mnemo_status device_info(int32_t index, mnemo_device_info* out) {
     out->caps = MNEMO_CAP_F16 | MNEMO_CAP_BF16 | (f.timestamps ? MNEMO_CAP_PROFILE : 0u) |
                 (host_import_usable(d) ? MNEMO_CAP_IMPORT_HOST : 0u);
     out->memory_total = d.device_local_bytes;
+    std::memcpy(out->uuid, d.uuid, 16);
+    out->has_uuid = 1;
     return MNEMO_OK;
+}
+
+// Why there is no device: no loader, no instance, or every device lacks what Mnemo needs.
+const char* unavailable_reason() {
+    static const std::string why = [] {
+        const Instance& in = instance();
+        if (!in.error.empty()) return in.error;
+        if (!in.devices.empty()) return std::string();
+        if (in.skipped.empty()) return std::string("the Vulkan loader lists no device (no driver installed)");
+        std::string s = "no usable device:";
+        for (const std::string& k : in.skipped) s += " " + k + ";";
+        return s;
+    }();
+    return why.c_str();
 }
 
 mnemo_status open_ctx(int32_t device, const mnemo_backend_config*, void** out_ctx, mnemo_error* err) {
@@ -168,6 +184,7 @@ const mnemo_backend_api kApi = {
     prepare,
     run,
     release,
+    unavailable_reason,
 };
 
 }  // namespace

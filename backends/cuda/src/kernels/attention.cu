@@ -1,5 +1,318 @@
-// (being written)
+// ATTENTION: one block per (token n, query head h, key chunk), a streaming (online) softmax in f32
+// over the chunk's keys in tiles of kThreads keys:
+//   1. scores: each warp takes four keys at a time; its lanes stride over D (coalesced reads of the
+//      key rows, q from shared memory) and a warp sum gives scale * q.k;
+//   2. the tile's max joins the running max m (block_max); thread t turns slot t into
+//      p = exp(s - m) and keeps its own share of the running sum l;
+//   3. values: the threads form key groups of `lanes` threads (a power of two >= Dv, at most
+//      kThreads); lane c of a group owns output columns c, c + lanes, ... and adds p_j * v[j] for
+//      the group's keys of the tile (consecutive lanes read consecutive floats of a value row).
+//      Running sums are rescaled by exp(m_old - m) when m grows.
+// Every thread sees the same m (a block reduction), so the per-thread sums and the key groups'
+// rows merge by plain addition at the end.
+//
+// Decode (few queries, long cache) cannot fill a GPU with one block per (token, head), so the key
+// range is cut into chunks (flash decoding): each chunk stores its unnormalised row and (m, l) in
+// scratch and a second kernel merges the chunks that exist. pos is data the graph never sees, so
+// the cut is planned for the cache capacity C; chunks that start after pos[n] exit at once and
+// the combine never reads them. Design after backends/vulkan (attention.comp + attention_combine.comp).
+#include "device_common.cuh"
 #include "kernel_api.hpp"
+
 namespace mnemo_cuda {
-void register_attention_kernels() {}
+namespace {
+
+constexpr uint32_t kThreads = 128;  // threads per block, and keys per tile
+constexpr uint32_t kWarps = kThreads / 32;
+constexpr uint32_t kKeysPerStep = 4;  // keys a warp scores at once (independent loads in flight)
+constexpr uint32_t kMaxD = 512;       // q row in shared memory
+constexpr uint32_t kMaxAcc = 4;       // output columns per thread: Dv <= kThreads * kMaxAcc
+constexpr uint64_t kMinChunk = 2 * kThreads;
+constexpr uint32_t kMaxSplits = 128;  // the combine kernel's shared array
+constexpr uint32_t kCombineThreads = 128;
+
+struct Shape {
+    uint64_t n, hq, d, s, hkv, c, dv;
+};
+
+Shape shape_of(const mnemo_node& nd) {
+    const mnemo_tensor& q = nd.inputs[0];
+    const mnemo_tensor& k = nd.inputs[1];
+    const mnemo_tensor& v = nd.inputs[2];
+    return {static_cast<uint64_t>(q.shape[0]), static_cast<uint64_t>(q.shape[1]), static_cast<uint64_t>(q.shape[2]),
+            static_cast<uint64_t>(k.shape[0]), static_cast<uint64_t>(k.shape[1]), static_cast<uint64_t>(k.shape[2]),
+            static_cast<uint64_t>(v.shape[3])};
+}
+
+// Chunks per (token, head): 1 unless there are too few (token, head) tasks to fill the device
+// (about 8 blocks per multiprocessor) and the cache spans several chunks. A chunk is a multiple
+// of the tile, at least two tiles, and there are at most kMaxSplits of them.
+struct Split {
+    uint64_t splits, chunk;
+};
+
+Split split_for(const DeviceProps& p, const Shape& s) {
+    const uint64_t target = static_cast<uint64_t>(std::max(p.multiprocessors, 1)) * 8;
+    const uint64_t tasks = s.n * s.hq;
+    if (tasks == 0 || tasks >= target || s.c < 2 * kMinChunk) return {1, s.c};
+    const uint64_t want = (target + tasks - 1) / tasks;
+    uint64_t chunk = std::max(kMinChunk, (s.c + want - 1) / want);
+    chunk = std::max<uint64_t>(chunk, (s.c + kMaxSplits - 1) / kMaxSplits);
+    chunk = (chunk + kThreads - 1) / kThreads * kThreads;
+    const uint64_t splits = (s.c + chunk - 1) / chunk;
+    return splits > 1 ? Split{splits, chunk} : Split{1, s.c};
+}
+
+// Scratch of the split path: (m, l) pairs, then the unnormalised rows (256-byte aligned).
+uint64_t ml_bytes(const Shape& s, const Split& sp) { return (s.n * s.hq * sp.splits * 2 * 4 + 255) / 256 * 256; }
+uint64_t acc_bytes(const Shape& s, const Split& sp) { return s.n * s.hq * sp.splits * s.dv * 4; }
+
+// Value columns per key group: the smallest power of two >= Dv, at most kThreads.
+uint32_t lanes_for(uint64_t dv) {
+    uint32_t lanes = 1;
+    while (lanes < kThreads && lanes < dv) lanes *= 2;
+    return lanes;
+}
+
+__device__ __forceinline__ uint64_t min_u64(uint64_t a, uint64_t b) { return a < b ? a : b; }
+
+template <uint32_t ACC, bool SPLIT>
+__global__ void __launch_bounds__(kThreads)
+    attention_kernel(const float* __restrict__ q, const float* __restrict__ k, const float* __restrict__ v,
+                     const int32_t* __restrict__ seq, const int32_t* __restrict__ pos, float* __restrict__ out,
+                     float* __restrict__ part_ml, float* __restrict__ part_acc, uint32_t hq, uint32_t hkv, int64_t n_seq,
+                     int64_t ctx, uint32_t d, uint32_t dv, uint64_t chunk, uint32_t splits, uint32_t lanes, float scale,
+                     KernelStatus* status, uint32_t node) {
+    __shared__ float q_s[kMaxD];
+    __shared__ float p_s[kThreads];  // the tile's scores, then its probabilities
+    __shared__ float red[32];
+    __shared__ float merge_s[kThreads * ACC];  // key groups' rows: groups * Dv <= kThreads * ACC floats
+
+    const uint64_t n = blockIdx.x;
+    const uint32_t h = blockIdx.y, split = blockIdx.z, tid = threadIdx.x;
+
+    // Every early return below depends on the block's coordinates only: the whole block leaves
+    // together and no barrier is skipped. One block per token reports (head 0, chunk 0).
+    const int64_t sq = seq[n], ps = pos[n];
+    const bool reporter = tid == 0 && h == 0 && split == 0;
+    if (sq < 0 || sq >= n_seq) {
+        if (reporter) report_bad_index(status, node, sq, n_seq);
+        return;
+    }
+    if (ps < 0 || ps >= ctx) {
+        if (reporter) report_bad_index(status, node, ps, ctx);
+        return;
+    }
+    if (h >= hq) return;  // Hq = 0 still runs one block per token, for the checks above
+    const uint64_t keys = static_cast<uint64_t>(ps) + 1;
+    const uint64_t begin = split * chunk;
+    if (begin >= keys) return;  // a chunk past the causal limit: the combine skips it
+    const uint64_t end = min_u64(keys, begin + chunk);
+
+    const uint64_t task = n * hq + h;
+    for (uint32_t i = tid; i < d; i += kThreads) q_s[i] = q[task * d + i];
+    // Query head h reads kv head h / (Hq / Hkv); the slab holds the C cache rows of that
+    // (sequence, kv head).
+    const uint64_t slab = (static_cast<uint64_t>(sq) * hkv + h / (hq / hkv)) * static_cast<uint64_t>(ctx);
+    const float* kb = k + slab * d;
+    const float* vb = v + slab * dv;
+    __syncthreads();
+
+    const uint32_t warp = tid / 32, lane = tid % 32;
+    const uint32_t vlane = tid % lanes, group = tid / lanes, groups = kThreads / lanes;
+    float m = -INFINITY, l = 0.0f;
+    float acc[ACC];
+#pragma unroll
+    for (uint32_t a = 0; a < ACC; ++a) acc[a] = 0.0f;
+
+    for (uint64_t base = begin; base < end; base += kThreads) {
+        const uint32_t count = static_cast<uint32_t>(min_u64(kThreads, end - base));  // >= 1
+
+        // 1. Scores of the tile's keys into p_s. j0 is warp-uniform: every lane reaches the sums.
+        for (uint32_t j0 = warp * kKeysPerStep; j0 < count; j0 += kWarps * kKeysPerStep) {
+            const float* kr = kb + (base + j0) * d;
+            float dot[kKeysPerStep];
+#pragma unroll
+            for (uint32_t u = 0; u < kKeysPerStep; ++u) dot[u] = 0.0f;
+            for (uint32_t i = lane; i < d; i += 32) {
+                const float qi = q_s[i];
+#pragma unroll
+                for (uint32_t u = 0; u < kKeysPerStep; ++u)
+                    if (j0 + u < count) dot[u] += qi * kr[static_cast<uint64_t>(u) * d + i];
+            }
+#pragma unroll
+            for (uint32_t u = 0; u < kKeysPerStep; ++u) dot[u] = warp_sum(dot[u]);
+            if (lane == 0) {
+#pragma unroll
+                for (uint32_t u = 0; u < kKeysPerStep; ++u)
+                    if (j0 + u < count) p_s[j0 + u] = scale * dot[u];
+            }
+        }
+        __syncthreads();
+
+        // 2. The running max over the tile; slot t becomes its probability (each thread reads
+        // and writes only its own slot here). The tile holds at least one key, so m_new is
+        // finite for finite scores and the first tile's factor exp(-inf - m_new) is 0.
+        const float s = tid < count ? p_s[tid] : -INFINITY;
+        const float m_new = fmaxf(m, block_max(s, red));
+        const float pr = tid < count ? expf(s - m_new) : 0.0f;
+        p_s[tid] = pr;
+        const float alpha = expf(m - m_new);
+        l = l * alpha + pr;
+#pragma unroll
+        for (uint32_t a = 0; a < ACC; ++a) acc[a] *= alpha;
+        m = m_new;
+        __syncthreads();
+
+        // 3. Values: group g takes keys g, g + groups, ... of the tile.
+        for (uint32_t jj = group; jj < count; jj += groups) {
+            const float p = p_s[jj];
+            const float* vr = vb + (base + jj) * dv;
+#pragma unroll
+            for (uint32_t a = 0; a < ACC; ++a) {
+                const uint32_t c = vlane + a * lanes;
+                if (c < dv) acc[a] += p * vr[c];
+            }
+        }
+        __syncthreads();  // the next tile's scores overwrite p_s
+    }
+
+    // Merge: the sum l over threads, the rows over key groups (one m everywhere: plain sums).
+    const float total = block_sum(l, red);  // ends synchronised
+#pragma unroll
+    for (uint32_t a = 0; a < ACC; ++a) {
+        const uint32_t c = vlane + a * lanes;
+        if (c < dv) merge_s[group * dv + c] = acc[a];
+    }
+    __syncthreads();
+    for (uint32_t c = tid; c < dv; c += kThreads) {
+        float o = 0.0f;
+        for (uint32_t g = 0; g < groups; ++g) o += merge_s[g * dv + c];
+        if constexpr (SPLIT) part_acc[(task * splits + split) * dv + c] = o;
+        else out[task * dv + c] = o / total;
+    }
+    if constexpr (SPLIT) {
+        if (tid == 0) {
+            const uint64_t part = task * splits + split;
+            part_ml[2 * part] = m;
+            part_ml[2 * part + 1] = total;
+        }
+    }
+}
+
+// Second pass of the split path: block (n, h) merges the chunks holding keys of the token's
+// causal prefix. Chunk c stored m_c, l_c and its unnormalised row o_c; with M = max m_c,
+//   out = sum_c exp(m_c - M) o_c / sum_c exp(m_c - M) l_c.
+// Chunks past pos[n] were never written this run (their scratch is stale) and are not read. A
+// token with a bad seq or pos was reported by the first pass and is skipped here.
+__global__ void __launch_bounds__(kCombineThreads)
+    attention_combine_kernel(const int32_t* __restrict__ seq, const int32_t* __restrict__ pos, float* __restrict__ out,
+                             const float* __restrict__ part_ml, const float* __restrict__ part_acc, uint32_t hq,
+                             int64_t n_seq, int64_t ctx, uint32_t dv, uint64_t chunk, uint32_t splits) {
+    __shared__ float w_s[kMaxSplits];  // exp(m_c - M) per chunk
+    __shared__ float inv_s;
+    const uint64_t n = blockIdx.x;
+    const uint32_t h = blockIdx.y, tid = threadIdx.x;
+    const int64_t sq = seq[n], ps = pos[n];
+    if (sq < 0 || sq >= n_seq || ps < 0 || ps >= ctx || h >= hq) return;  // block-uniform
+    const uint32_t used = static_cast<uint32_t>(min_u64(splits, static_cast<uint64_t>(ps) / chunk + 1));
+    const uint64_t first = (n * hq + h) * splits;
+
+    float big = -INFINITY;
+    for (uint32_t c = 0; c < used; ++c) big = fmaxf(big, part_ml[2 * (first + c)]);
+    for (uint32_t c = tid; c < used; c += kCombineThreads) w_s[c] = expf(part_ml[2 * (first + c)] - big);
+    __syncthreads();
+    if (tid == 0) {
+        float total = 0.0f;
+        for (uint32_t c = 0; c < used; ++c) total += w_s[c] * part_ml[2 * (first + c) + 1];
+        inv_s = 1.0f / total;
+    }
+    __syncthreads();
+    const float inv = inv_s;
+    for (uint32_t i = tid; i < dv; i += kCombineThreads) {
+        float o = 0.0f;
+        for (uint32_t c = 0; c < used; ++c) o += w_s[c] * part_acc[(first + c) * dv + i];
+        out[(n * hq + h) * dv + i] = o * inv;
+    }
+}
+
+bool supports(const DeviceProps& p, const mnemo_node& nd) {
+    if (nd.n_inputs != 5 || nd.output.dtype != MNEMO_DTYPE_F32) return false;
+    for (int32_t i = 0; i < 3; ++i)
+        if (nd.inputs[i].dtype != MNEMO_DTYPE_F32) return false;
+    if (nd.inputs[3].dtype != MNEMO_DTYPE_I32 || nd.inputs[4].dtype != MNEMO_DTYPE_I32) return false;
+    if (nd.inputs[0].ndim != 3 || nd.inputs[1].ndim != 4 || nd.inputs[2].ndim != 4) return false;
+    const Shape s = shape_of(nd);
+    const uint64_t max_x = p.max_grid[0] > 0 ? static_cast<uint64_t>(p.max_grid[0]) : 65535;
+    // Tokens along grid x, heads along y (<= 65535), chunks along z (<= kMaxSplits).
+    if (s.n > max_x || s.hq > 65535) return false;
+    if (s.hkv == 0 || s.hq % s.hkv != 0) return false;  // the engine's shape rule, relied on here
+    return s.d <= kMaxD && s.dv <= uint64_t{kThreads} * kMaxAcc;
+}
+
+uint64_t scratch_bytes(const DeviceProps& p, const mnemo_node& nd) {
+    const Shape s = shape_of(nd);
+    const Split sp = split_for(p, s);
+    return sp.splits > 1 ? ml_bytes(s, sp) + acc_bytes(s, sp) : 0;
+}
+
+template <uint32_t ACC>
+void launch_with(KernelBuilder& b, const Shape& s, const Split& sp, uint32_t lanes) {
+    const mnemo_node& nd = b.node();
+    const float* q = KernelBuilder::as<const float>(nd.inputs[0]);
+    const float* k = KernelBuilder::as<const float>(nd.inputs[1]);
+    const float* v = KernelBuilder::as<const float>(nd.inputs[2]);
+    const int32_t* seq = KernelBuilder::as<const int32_t>(nd.inputs[3]);
+    const int32_t* pos = KernelBuilder::as<const int32_t>(nd.inputs[4]);
+    float* out = KernelBuilder::as<float>(nd.output);
+    const uint32_t hq = static_cast<uint32_t>(s.hq), hkv = static_cast<uint32_t>(s.hkv);
+    const int64_t n_seq = static_cast<int64_t>(s.s), ctx = static_cast<int64_t>(s.c);
+    const uint32_t d = static_cast<uint32_t>(s.d), dv = static_cast<uint32_t>(s.dv);
+    const uint64_t chunk = sp.chunk;
+    const uint32_t splits = static_cast<uint32_t>(sp.splits);
+    const float scale = nd.fparams[0];
+    KernelStatus* status = b.status();
+    const uint32_t node = b.node_index();
+    // Hq = 0 still runs one block per token, so bad indices are reported as on the CPU.
+    const dim3 grid(static_cast<uint32_t>(s.n), std::max<uint32_t>(hq, 1), splits);
+
+    if (splits == 1) {
+        b.launch([=](cudaStream_t st) {
+            attention_kernel<ACC, false><<<grid, kThreads, 0, st>>>(q, k, v, seq, pos, out, nullptr, nullptr, hq, hkv, n_seq,
+                                                                   ctx, d, dv, chunk, 1, lanes, scale, status, node);
+            return cudaGetLastError();
+        });
+        return;
+    }
+    float* part_ml = reinterpret_cast<float*>(b.scratch(0));
+    float* part_acc = reinterpret_cast<float*>(b.scratch(ml_bytes(s, sp)));
+    b.launch([=](cudaStream_t st) {
+        attention_kernel<ACC, true><<<grid, kThreads, 0, st>>>(q, k, v, seq, pos, out, part_ml, part_acc, hq, hkv, n_seq, ctx,
+                                                              d, dv, chunk, splits, lanes, scale, status, node);
+        return cudaGetLastError();
+    });
+    if (hq == 0 || dv == 0) return;  // nothing to merge
+    const dim3 cgrid(static_cast<uint32_t>(s.n), hq);
+    b.launch([=](cudaStream_t st) {
+        attention_combine_kernel<<<cgrid, kCombineThreads, 0, st>>>(seq, pos, out, part_ml, part_acc, hq, n_seq, ctx, dv,
+                                                                    chunk, splits);
+        return cudaGetLastError();
+    });
+}
+
+void build(KernelBuilder& b) {
+    const Shape s = shape_of(b.node());
+    if (s.n == 0) return;
+    const Split sp = split_for(b.props(), s);
+    const uint32_t lanes = lanes_for(s.dv);
+    const uint64_t acc = std::max<uint64_t>(1, (s.dv + lanes - 1) / lanes);  // <= kMaxAcc (supports)
+    if (acc <= 1) launch_with<1>(b, s, sp, lanes);
+    else if (acc <= 2) launch_with<2>(b, s, sp, lanes);
+    else launch_with<4>(b, s, sp, lanes);
+}
+
+}  // namespace
+
+void register_attention_kernels() { register_kernel(MNEMO_OP_ATTENTION, Kernel{supports, scratch_bytes, build}); }
+
 }  // namespace mnemo_cuda

@@ -44,6 +44,10 @@ typedef struct mnemo_device_info {
     uint32_t caps;         /* MNEMO_CAP_* */
     uint64_t memory_total; /* bytes; 0 when unknown */
     uint64_t memory_free;  /* bytes; 0 when unknown */
+    /* The physical device's UUID when has_uuid: the same GPU reached through two backends (Vulkan
+     * and CUDA on an NVIDIA card) reports the same UUID, so front ends can show it once. */
+    uint8_t uuid[16];
+    int32_t has_uuid;
 } mnemo_device_info;
 
 typedef struct mnemo_backend_config {
@@ -89,6 +93,10 @@ typedef struct mnemo_backend_api {
                                   void** out_graph, mnemo_error* err);
     mnemo_status (*graph_run)(void* ctx, void* graph, uint64_t* timings_ns, mnemo_error* err);
     void (*graph_release)(void* ctx, void* graph);
+
+    /* Optional (may be NULL): when device_count() is 0, why ("no CUDA driver", "no Vulkan loader");
+     * a static string owned by the module. */
+    const char* (*unavailable_reason)(void);
 } mnemo_backend_api;
 
 typedef const mnemo_backend_api* (*mnemo_backend_entry_fn)(void);

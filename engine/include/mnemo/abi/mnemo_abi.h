@@ -16,7 +16,7 @@
 extern "C" {
 #endif
 
-#define MNEMO_ABI_VERSION 2u
+#define MNEMO_ABI_VERSION 3u
 
 #if defined(_WIN32)
 #define MNEMO_EXPORT __declspec(dllexport)
