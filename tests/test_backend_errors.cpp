@@ -1,11 +1,11 @@
-// Bad indices on the Vulkan backend. Indices are data, so the shaders find a bad one only while
-// the graph runs: they report it through the context's status word and skip the entry, and
+// Bad indices on the GPU backends (Vulkan, CUDA). Indices are data, so the kernels find a bad one
+// only while the graph runs: they report it through the context's status word and skip the entry, and
 // graph_run must then fail with MNEMO_ERR_INVALID and a message naming the op, the value and the
 // valid range. The next run of the same prepared graph, with good indices, must succeed (the
 // status word is reset before every submission) and match the engine's reference on host copies
 // of the same inputs. Every op whose contract (mnemo_abi.h) calls an index an error is covered;
-// ARGTOPK and PK_TOPK read no indices and have no data-dependent error. Runs on every Vulkan
-// device; skipped (with the reason) when the module is not built or reports no device.
+// ARGTOPK and PK_TOPK read no indices and have no data-dependent error. Runs on every device of
+// each GPU backend; skipped (with the reason) when the module is not built or reports no device.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -206,14 +206,19 @@ void expect_runs(DeviceNode& node, double tolerance = 2e-6) {
 }
 
 // Opens each Vulkan device in turn; SetUp skips when there is none.
-class VulkanErrors : public testing::Test {
+// Parameter: the backend module ("vulkan", "cuda"). The CPU backend checks indices before it runs
+// and words its messages differently; its errors are tested with its kernels.
+class GpuBackendErrors : public testing::TestWithParam<std::string> {
 protected:
     void SetUp() override {
-        const mnemo::BackendModule* m = registry().find("vulkan");
-        if (!m) GTEST_SKIP() << "the vulkan backend module is not built (or failed to load) in " << MNEMO_BUILD_BIN;
+        const mnemo::BackendModule* m = registry().find(GetParam());
+        if (!m) GTEST_SKIP() << "the " << GetParam() << " backend module is not built (or failed to load) in " << MNEMO_BUILD_BIN;
         api_ = m->api;
         devices_ = api_->device_count();
-        if (devices_ <= 0) GTEST_SKIP() << "the vulkan backend reports no devices (no driver or no usable device)";
+        if (devices_ <= 0) {
+            const char* why = api_->unavailable_reason ? api_->unavailable_reason() : nullptr;
+            GTEST_SKIP() << "the " << GetParam() << " backend reports no devices (" << (why && *why ? why : "no driver or no usable device") << ")";
+        }
     }
 
     // Calls body(api, ctx) on every device, closing each context afterwards.
@@ -222,7 +227,7 @@ protected:
         for (int32_t d = 0; d < devices_; ++d) {
             mnemo_device_info info{};
             api_->device_info(d, &info);
-            SCOPED_TRACE("vulkan" + std::to_string(d) + " (" + info.name + ")");
+            SCOPED_TRACE(GetParam() + std::to_string(d) + " (" + info.name + ")");
             void* ctx = nullptr;
             mnemo_backend_config cfg{};
             mnemo_error err{};
@@ -240,7 +245,7 @@ protected:
     int32_t devices_ = 0;
 };
 
-TEST_F(VulkanErrors, GetRowsBadIndex) {
+TEST_P(GpuBackendErrors, GetRowsBadIndex) {
     on_each_device([](const mnemo_backend_api* api, void* ctx) {
         const std::vector<float> table = {0, 1, 2, 10, 11, 12, 20, 21, 22, 30, 31, 32};  // R = 4, C = 3
         DeviceNode node(api, ctx, MNEMO_OP_GET_ROWS, {f32({4, 3}, table), i32({3}, {1, 7, 0})});
@@ -253,7 +258,7 @@ TEST_F(VulkanErrors, GetRowsBadIndex) {
     });
 }
 
-TEST_F(VulkanErrors, KvStoreBadSequenceOrPosition) {
+TEST_P(GpuBackendErrors, KvStoreBadSequenceOrPosition) {
     on_each_device([](const mnemo_backend_api* api, void* ctx) {
         // cache [S=2, H=1, C=3, D=2] of zeros; one token.
         DeviceNode node(api, ctx, MNEMO_OP_KV_STORE,
@@ -268,7 +273,7 @@ TEST_F(VulkanErrors, KvStoreBadSequenceOrPosition) {
     });
 }
 
-TEST_F(VulkanErrors, TakeAlongBadIndex) {
+TEST_P(GpuBackendErrors, TakeAlongBadIndex) {
     on_each_device([](const mnemo_backend_api* api, void* ctx) {
         const std::vector<float> x = {0, 1, 2, 3, 4, 10, 11, 12, 13, 14};  // [2, D=5]
         DeviceNode node(api, ctx, MNEMO_OP_TAKE_ALONG, {f32({2, 5}, x), i32({2, 2}, {4, 0, 5, 1})});
@@ -281,7 +286,7 @@ TEST_F(VulkanErrors, TakeAlongBadIndex) {
     });
 }
 
-TEST_F(VulkanErrors, MemIndexBadIndex) {
+TEST_P(GpuBackendErrors, MemIndexBadIndex) {
     on_each_device([](const mnemo_backend_api* api, void* ctx) {
         // value_num 4, offset 1, A = 5 rows, G = 2 groups, with groups: V = 8 virtual indices.
         const std::vector<int64_t> params = {4, 1, 5, 2, 1};
@@ -309,7 +314,7 @@ TEST_F(VulkanErrors, MemIndexBadIndex) {
     });
 }
 
-TEST_F(VulkanErrors, EmbeddingBagBadIndex) {
+TEST_P(GpuBackendErrors, EmbeddingBagBadIndex) {
     on_each_device([](const mnemo_backend_api* api, void* ctx) {
         // table R = 3, C = 4; G = 2 groups, so indices 0..5; 2 bags of 3 entries; one weight per
         // entry, then one per entry and core (P = 2 cores of 2 columns each).
@@ -325,7 +330,7 @@ TEST_F(VulkanErrors, EmbeddingBagBadIndex) {
     });
 }
 
-TEST_F(VulkanErrors, PeerGateNegativeIndex) {
+TEST_P(GpuBackendErrors, PeerGateNegativeIndex) {
     on_each_device([](const mnemo_backend_api* api, void* ctx) {
         // table R = 3, P = 4; 2 tokens of 2 entries, 3 scores per entry; GELU (erf). An index
         // >= R is not an error (it carries a group and reads row idx % R); a negative one is.
@@ -339,7 +344,7 @@ TEST_F(VulkanErrors, PeerGateNegativeIndex) {
     });
 }
 
-TEST_F(VulkanErrors, HiveBadIndex) {
+TEST_P(GpuBackendErrors, HiveBadIndex) {
     on_each_device([](const mnemo_backend_api* api, void* ctx) {
         // bank R = 4, r = 3; 2 tokens x H = 2 heads x m = 2 entries; proj [H, r, Dh = 5].
         DeviceNode node(api, ctx, MNEMO_OP_HIVE,
@@ -352,7 +357,7 @@ TEST_F(VulkanErrors, HiveBadIndex) {
     });
 }
 
-TEST_F(VulkanErrors, PkPairScoresBadIndex) {
+TEST_P(GpuBackendErrors, PkPairScoresBadIndex) {
     on_each_device([](const mnemo_backend_api* api, void* ctx) {
         // Nk = 3 sub-keys per side, so pair indices 0..8; 1 token x H = 2 heads x k = 2 pairs.
         // Additive (rank 1, no cores), then Tucker (rank 2, two cores).
@@ -371,7 +376,7 @@ TEST_F(VulkanErrors, PkPairScoresBadIndex) {
     });
 }
 
-TEST_F(VulkanErrors, MoeFfnBadExpert) {
+TEST_P(GpuBackendErrors, MoeFfnBadExpert) {
     on_each_device([](const mnemo_backend_api* api, void* ctx) {
         // E = 3 experts, D = 6, F = 5, k = 2 choices; 1 token (2 slots: the mat-vec decode path)
         // and 20 tokens (40 slots, above the kernel's 16: the grouped prefill path).
@@ -395,7 +400,7 @@ TEST_F(VulkanErrors, MoeFfnBadExpert) {
     });
 }
 
-TEST_F(VulkanErrors, AttentionBadSequenceOrPosition) {
+TEST_P(GpuBackendErrors, AttentionBadSequenceOrPosition) {
     on_each_device([](const mnemo_backend_api* api, void* ctx) {
         // 2 tokens, Hq = 2 heads over Hkv = 1, D = 8, Dv = 4, S = 2 sequences. A short cache
         // (one pass) and a long one (C >= 512: the split path with its combine pass). Values away
@@ -420,5 +425,8 @@ TEST_F(VulkanErrors, AttentionBadSequenceOrPosition) {
         }
     });
 }
+
+INSTANTIATE_TEST_SUITE_P(Gpu, GpuBackendErrors, testing::Values(std::string("vulkan"), std::string("cuda")),
+                         [](const testing::TestParamInfo<std::string>& info) { return info.param; });
 
 }  // namespace
