@@ -1,5 +1,7 @@
 #include "context.hpp"
 
+#include "backend_common.hpp"
+
 #include <algorithm>
 #include <cstring>
 #include <stdexcept>
@@ -141,11 +143,8 @@ void Context::release(Buffer* b) {
 }
 
 bool Context::write(Buffer* b, uint64_t offset, const void* src, uint64_t size, std::string& why) {
-    if (offset > b->size || size > b->size - offset) {
-        why = "write of " + std::to_string(size) + " bytes at offset " + std::to_string(offset) + " is outside the " +
-              std::to_string(b->size) + "-byte buffer";
-        return false;
-    }
+    why = mnemo_backend::range_error("write", offset, size, b->size);
+    if (!why.empty()) return false;
     if (b->host) {
         why = "imported host memory (weights) is read-only";
         return false;
@@ -169,11 +168,8 @@ bool Context::write(Buffer* b, uint64_t offset, const void* src, uint64_t size, 
 }
 
 bool Context::read(Buffer* b, uint64_t offset, void* dst, uint64_t size, std::string& why) {
-    if (offset > b->size || size > b->size - offset) {
-        why = "read of " + std::to_string(size) + " bytes at offset " + std::to_string(offset) + " is outside the " +
-              std::to_string(b->size) + "-byte buffer";
-        return false;
-    }
+    why = mnemo_backend::range_error("read", offset, size, b->size);
+    if (!why.empty()) return false;
     auto* out = static_cast<uint8_t*>(dst);
     if (!sync(why)) return false;
     for (uint64_t done = 0; done < size;) {

@@ -12,6 +12,9 @@ namespace mnemo_cuda {
 
 namespace {
 
+using mnemo_backend::bad_index_message;
+using mnemo_backend::node_label;
+
 struct Graph {
     std::vector<int32_t> ops;                  // op of each node
     std::vector<std::vector<Launch>> launches;  // per node
@@ -20,10 +23,6 @@ struct Graph {
     bool capture_failed = false;     // then every run launches directly
     std::vector<cudaEvent_t> events;
 };
-
-std::string node_label(int32_t op, size_t index) {
-    return std::string(mnemo_op_name(op)) + " (node " + std::to_string(index) + ")";
-}
 
 // MNEMO_CUDA_GRAPHS=0 launches node by node every run (to tell a capture problem from a kernel one).
 bool graphs_enabled() {
@@ -86,10 +85,6 @@ void destroy(Context& ctx, Graph* g) {
 
 }  // namespace
 
-mnemo_status set_error(mnemo_error* err, mnemo_status status, const std::string& message) {
-    if (err) std::snprintf(err->message, sizeof err->message, "%s", message.c_str());
-    return status;
-}
 
 bool node_supported(const Context& ctx, const mnemo_node& node) {
     const Kernel* k = kernel_for(node.op);
@@ -175,9 +170,8 @@ mnemo_status graph_run(Context& ctx, void* graph, uint64_t* timings_ns, mnemo_er
     if (!ctx.finish(&status, why)) return set_error(err, MNEMO_ERR_DEVICE, "cuda graph_run: " + why);
     if (status.code != 0) {
         const size_t n = static_cast<size_t>(status.node);
-        const std::string op = n < g->ops.size() ? node_label(g->ops[n], n) : "node " + std::to_string(n);
         return set_error(err, MNEMO_ERR_INVALID,
-                         op + ": index " + std::to_string(status.value) + " is outside 0.." + std::to_string(status.limit - 1));
+                         bad_index_message(n < g->ops.size() ? g->ops[n] : MNEMO_OP_NONE, n, status.value, status.limit));
     }
     if (timings_ns)
         for (size_t n = 0; n < g->launches.size(); ++n) {

@@ -5,6 +5,7 @@
 #include <string>
 
 #include "context.hpp"
+#include "backend_common.hpp"
 #include "mnemo/abi/mnemo_abi.h"
 
 namespace mnemo_cuda {
@@ -13,6 +14,6 @@ bool node_supported(const Context& ctx, const mnemo_node& node);
 mnemo_status graph_prepare(Context& ctx, const mnemo_node* nodes, int32_t n_nodes, void** out, mnemo_error* err);
 mnemo_status graph_run(Context& ctx, void* graph, uint64_t* timings_ns, mnemo_error* err);
 void graph_release(Context& ctx, void* graph);
-mnemo_status set_error(mnemo_error* err, mnemo_status status, const std::string& message);
+using mnemo_backend::set_error;
 
 }  // namespace mnemo_cuda

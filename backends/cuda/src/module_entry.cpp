@@ -8,6 +8,7 @@
 
 #include "context.hpp"
 #include "devices.hpp"
+#include "backend_common.hpp"
 #include "graph.hpp"
 #include "mnemo/abi/backend_abi.h"
 
@@ -27,15 +28,12 @@ mnemo_status device_info(int32_t index, mnemo_device_info* out) {
     std::string blas_why;
     const Blas* blas = load_blas(&blas_why);
     const double bandwidth_gbps = 2.0 * d.memory_clock_khz * 1e3 * (d.memory_bus_width / 8.0) / 1e9;
-    char uuid[40];
-    std::snprintf(uuid, sizeof uuid, "%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x%02x", d.uuid[0], d.uuid[1],
-                  d.uuid[2], d.uuid[3], d.uuid[4], d.uuid[5], d.uuid[6], d.uuid[7], d.uuid[8], d.uuid[9], d.uuid[10], d.uuid[11],
-                  d.uuid[12], d.uuid[13], d.uuid[14], d.uuid[15]);
+    const std::string uuid = mnemo_backend::format_uuid(d.uuid);
     std::snprintf(out->description, sizeof out->description,
                   "%s; compute capability %d.%d; %d SMs; %.0f GB/s peak memory; driver %d, runtime %d; %s; uuid %s",
                   d.integrated ? "integrated (unified memory)" : "discrete", d.cc_major, d.cc_minor, d.multiprocessors,
                   bandwidth_gbps, list.driver_version, list.runtime_version,
-                  blas ? ("cuBLAS " + blas->library).c_str() : "no cuBLAS", uuid);
+                  blas ? ("cuBLAS " + blas->library).c_str() : "no cuBLAS", uuid.c_str());
     out->type = d.integrated ? MNEMO_DEVICE_IGPU : MNEMO_DEVICE_GPU;
     out->caps = MNEMO_CAP_F16 | MNEMO_CAP_BF16 | MNEMO_CAP_PROFILE | (d.integrated && d.can_map_host ? MNEMO_CAP_IMPORT_HOST : 0u);
     out->memory_total = d.memory_total;

@@ -1,5 +1,7 @@
 #include "context.hpp"
 
+#include "backend_common.hpp"
+
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
@@ -411,11 +413,8 @@ bool Context::stage_copy(VkBuffer src, uint64_t src_off, VkBuffer dst, uint64_t 
 }
 
 bool Context::write(Buffer* b, uint64_t offset, const void* src, uint64_t size, std::string& why) {
-    if (offset > b->size || size > b->size - offset) {
-        why = "write of " + std::to_string(size) + " bytes at offset " + std::to_string(offset) + " is outside the " +
-              std::to_string(b->size) + "-byte buffer";
-        return false;
-    }
+    why = mnemo_backend::range_error("write", offset, size, b->size);
+    if (!why.empty()) return false;
     if (b->imported) {
         why = "the buffer is imported host memory (read-only weights); it cannot be written";
         return false;
@@ -445,11 +444,8 @@ bool Context::write(Buffer* b, uint64_t offset, const void* src, uint64_t size, 
 }
 
 bool Context::read(Buffer* b, uint64_t offset, void* dst, uint64_t size, std::string& why) {
-    if (offset > b->size || size > b->size - offset) {
-        why = "read of " + std::to_string(size) + " bytes at offset " + std::to_string(offset) + " is outside the " +
-              std::to_string(b->size) + "-byte buffer";
-        return false;
-    }
+    why = mnemo_backend::range_error("read", offset, size, b->size);
+    if (!why.empty()) return false;
     if (!flush(why)) return false;
     if (size == 0) return true;
     if (b->mapped) {

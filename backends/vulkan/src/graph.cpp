@@ -11,6 +11,9 @@ namespace mnemo_vk {
 
 namespace {
 
+using mnemo_backend::bad_index_message;
+using mnemo_backend::node_label;
+
 struct NodeDispatches {
     int32_t op = 0;
     uint32_t first = 0, count = 0;  // slice of Graph::dispatches
@@ -124,16 +127,8 @@ void destroy(Context& ctx, Graph* g) {
     delete g;
 }
 
-std::string node_label(int32_t op, size_t index) {
-    return std::string(mnemo_op_name(op)) + " (node " + std::to_string(index) + ")";
-}
-
 }  // namespace
 
-mnemo_status set_error(mnemo_error* err, mnemo_status status, const std::string& message) {
-    if (err) std::snprintf(err->message, sizeof err->message, "%s", message.c_str());
-    return status;
-}
 
 bool node_supported(const Context& ctx, const mnemo_node& node) {
     const Kernel* k = kernel_for(node.op);
@@ -218,10 +213,9 @@ mnemo_status graph_run(Context& ctx, void* graph, uint64_t* timings_ns, mnemo_er
     KernelStatus status{};
     if (!ctx.run(cb, &status, why)) return set_error(err, MNEMO_ERR_DEVICE, "vulkan graph_run: " + why);
     if (status.code != 0) {
-        const uint32_t n = status.node;
-        const std::string op = n < g->nodes.size() ? node_label(g->nodes[n].op, n) : "node " + std::to_string(n);
+        const size_t n = status.node;
         return set_error(err, MNEMO_ERR_INVALID,
-                         op + ": index " + std::to_string(status.value) + " is outside 0.." + std::to_string(status.limit - 1));
+                         bad_index_message(n < g->nodes.size() ? g->nodes[n].op : MNEMO_OP_NONE, n, status.value, status.limit));
     }
     if (timings_ns) {
         std::fill(timings_ns, timings_ns + g->nodes.size(), 0);

@@ -7,6 +7,7 @@
 #include <new>
 
 #include "context.hpp"
+#include "backend_common.hpp"
 #include "graph.hpp"
 #include "instance.hpp"
 #include "mnemo/abi/backend_abi.h"
@@ -35,15 +36,12 @@ mnemo_status device_info(int32_t index, mnemo_device_info* out) {
     const DeviceFeatures& f = d.features;
     *out = mnemo_device_info{};
     std::snprintf(out->name, sizeof out->name, "%.127s", d.props.deviceName);
-    char uuid[40];
-    std::snprintf(uuid, sizeof uuid, "%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x%02x", d.uuid[0], d.uuid[1],
-                  d.uuid[2], d.uuid[3], d.uuid[4], d.uuid[5], d.uuid[6], d.uuid[7], d.uuid[8], d.uuid[9], d.uuid[10], d.uuid[11],
-                  d.uuid[12], d.uuid[13], d.uuid[14], d.uuid[15]);
+    const std::string uuid = mnemo_backend::format_uuid(d.uuid);
     std::snprintf(out->description, sizeof out->description,
                   "%s; Vulkan %u.%u; driver %s %s; subgroup %u%s; fp16 %s; int8 %s; 16-bit storage %s; %s; uuid %s",
                   type_name(d.props.deviceType), VK_API_VERSION_MAJOR(f.api_version), VK_API_VERSION_MINOR(f.api_version),
                   d.driver_name.c_str(), d.driver_info.c_str(), f.subgroup_size, f.subgroup_arithmetic ? " (arithmetic)" : "",
-                  f.shader_float16 ? "yes" : "no", f.shader_int8 ? "yes" : "no", f.storage_16bit ? "yes" : "no", d.heaps.c_str(), uuid);
+                  f.shader_float16 ? "yes" : "no", f.shader_int8 ? "yes" : "no", f.storage_16bit ? "yes" : "no", d.heaps.c_str(), uuid.c_str());
     switch (d.props.deviceType) {
         case VK_PHYSICAL_DEVICE_TYPE_DISCRETE_GPU: out->type = MNEMO_DEVICE_GPU; break;
         case VK_PHYSICAL_DEVICE_TYPE_INTEGRATED_GPU: out->type = MNEMO_DEVICE_IGPU; break;

@@ -1,13 +1,11 @@
 // The op -> kernel table, filled once by each family's register function.
-#include <mutex>
-
+#include "backend_common.hpp"
 #include "kernel_api.hpp"
 
 namespace mnemo_vk {
 
 namespace {
-Kernel g_table[MNEMO_OP_COUNT_];
-std::once_flag g_once;
+mnemo_backend::KernelTable<Kernel> g_table;
 
 void fill() {
     register_elementwise_kernels();
@@ -23,14 +21,8 @@ void fill() {
 }
 }  // namespace
 
-void register_kernel(int32_t op, Kernel k) {
-    if (op > 0 && op < MNEMO_OP_COUNT_) g_table[op] = k;
-}
+void register_kernel(int32_t op, Kernel k) { g_table.set(op, k); }
 
-const Kernel* kernel_for(int32_t op) {
-    std::call_once(g_once, fill);
-    if (op <= 0 || op >= MNEMO_OP_COUNT_ || !g_table[op].build) return nullptr;
-    return &g_table[op];
-}
+const Kernel* kernel_for(int32_t op) { return g_table.get(op, fill); }
 
 }  // namespace mnemo_vk
