@@ -27,6 +27,7 @@ if [ "$want_tests" = 1 ]; then
     clang libclang-rt-14-dev            # ASan/UBSan build and libFuzzer targets
     python3 python3-numpy python3-sentencepiece python3-regex   # reference implementations
     python3-torch python3-matplotlib   # memory-layer references and converters; benchmark plots
+    python3-faiss   # FAISS 1.7.3: trains the Memory3 memory codec (tools/reference/vq_codec.py)
   )
 fi
 
