@@ -57,6 +57,9 @@ public:
     const DeviceFunctions& vk() const { return vk_; }
     VkDevice device() const { return device_; }
 
+    // Vulkan objects are not bound to a thread: nothing to make current (the CUDA backend has to).
+    bool activate(std::string&) const { return true; }
+
     // Buffers (errors as text in why; nullptr / false on failure).
     Buffer* alloc(uint64_t size, std::string& why);
     // Binds a buffer to the host memory [host, host + size), which the caller keeps alive and

@@ -8,14 +8,13 @@
 
 #include "context.hpp"
 #include "backend_common.hpp"
+#include "context_adapter.hpp"
 #include "graph.hpp"
 #include "instance.hpp"
 #include "mnemo/abi/backend_abi.h"
 
 namespace mnemo_vk {
 namespace {
-
-Context* as_ctx(void* ctx) { return static_cast<Context*>(ctx); }
 
 int32_t device_count() { return static_cast<int32_t>(instance().devices.size()); }
 
@@ -70,120 +69,20 @@ const char* unavailable_reason() {
     return why.c_str();
 }
 
-mnemo_status open_ctx(int32_t device, const mnemo_backend_config*, void** out_ctx, mnemo_error* err) {
-    if (!out_ctx) return set_error(err, MNEMO_ERR_INVALID, "vulkan open: out_ctx is null");
-    try {
-        *out_ctx = new Context(device);
-        return MNEMO_OK;
-    } catch (const std::bad_alloc&) {
-        return set_error(err, MNEMO_ERR_NO_MEMORY, "vulkan open: out of memory");
-    } catch (const std::exception& e) {
-        return set_error(err, MNEMO_ERR_DEVICE, std::string("vulkan open: ") + e.what());
+struct VulkanTraits {
+    using Context = mnemo_vk::Context;
+    using Buffer = mnemo_vk::Buffer;
+    static constexpr const char* kName = "vulkan";
+    static bool supported(const Context& c, const mnemo_node& n) { return node_supported(c, n); }
+    static mnemo_status prepare(Context& c, const mnemo_node* nodes, int32_t n, void** out, mnemo_error* err) {
+        return graph_prepare(c, nodes, n, out, err);
     }
-}
-
-void close_ctx(void* ctx) { delete as_ctx(ctx); }
-
-// Host threads only record and submit; nothing to resize.
-mnemo_status set_threads(void* ctx, int32_t) { return ctx ? MNEMO_OK : MNEMO_ERR_INVALID; }
-
-mnemo_status buffer_alloc(void* ctx, uint64_t size, void** out, mnemo_error* err) {
-    if (!ctx || !out) return set_error(err, MNEMO_ERR_INVALID, "vulkan buffer_alloc: null argument");
-    try {
-        std::string why;
-        Buffer* b = as_ctx(ctx)->alloc(size, why);
-        if (!b) return set_error(err, MNEMO_ERR_NO_MEMORY, "vulkan buffer_alloc: " + why);
-        *out = b;
-        return MNEMO_OK;
-    } catch (const std::bad_alloc&) {
-        return set_error(err, MNEMO_ERR_NO_MEMORY, "vulkan buffer_alloc: out of host memory");
-    }
-}
-
-// Weights used in place on unified memory (VK_EXT_external_memory_host). An error sends the
-// engine to buffer_alloc + buffer_write, so a refused pointer costs a copy, never a failure.
-mnemo_status buffer_from_host(void* ctx, void* host, uint64_t size, void** out, mnemo_error* err) {
-    if (!ctx || !host || !out) return set_error(err, MNEMO_ERR_INVALID, "vulkan buffer_from_host: null argument");
-    try {
-        std::string why;
-        Buffer* b = as_ctx(ctx)->import_host(host, size, why);
-        if (!b) return set_error(err, MNEMO_ERR_DEVICE, "vulkan buffer_from_host: " + why);
-        *out = b;
-        return MNEMO_OK;
-    } catch (const std::bad_alloc&) {
-        return set_error(err, MNEMO_ERR_NO_MEMORY, "vulkan buffer_from_host: out of host memory");
-    }
-}
-
-void buffer_free(void* ctx, void* buffer) {
-    if (ctx && buffer) as_ctx(ctx)->release(static_cast<Buffer*>(buffer));
-}
-
-mnemo_status buffer_write(void* ctx, void* buffer, uint64_t offset, const void* src, uint64_t size, mnemo_error* err) {
-    if (!ctx || (!src && size)) return set_error(err, MNEMO_ERR_INVALID, "vulkan buffer_write: null argument");
-    if (!as_ctx(ctx)->owns(buffer)) return set_error(err, MNEMO_ERR_INVALID, "vulkan buffer_write: not a buffer of this context");
-    std::string why;
-    if (!as_ctx(ctx)->write(static_cast<Buffer*>(buffer), offset, src, size, why))
-        return set_error(err, MNEMO_ERR_DEVICE, "vulkan buffer_write: " + why);
-    return MNEMO_OK;
-}
-
-mnemo_status buffer_read(void* ctx, void* buffer, uint64_t offset, void* dst, uint64_t size, mnemo_error* err) {
-    if (!ctx || (!dst && size)) return set_error(err, MNEMO_ERR_INVALID, "vulkan buffer_read: null argument");
-    if (!as_ctx(ctx)->owns(buffer)) return set_error(err, MNEMO_ERR_INVALID, "vulkan buffer_read: not a buffer of this context");
-    std::string why;
-    if (!as_ctx(ctx)->read(static_cast<Buffer*>(buffer), offset, dst, size, why))
-        return set_error(err, MNEMO_ERR_DEVICE, "vulkan buffer_read: " + why);
-    return MNEMO_OK;
-}
-
-int32_t supports(void* ctx, const mnemo_node* node) {
-    if (!ctx || !node) return 0;
-    try {
-        return node_supported(*as_ctx(ctx), *node) ? 1 : 0;
-    } catch (...) {
-        return 0;
-    }
-}
-
-mnemo_status prepare(void* ctx, const mnemo_node* nodes, int32_t n_nodes, void** out_graph, mnemo_error* err) {
-    if (!ctx) return set_error(err, MNEMO_ERR_INVALID, "vulkan graph_prepare: context is null");
-    return graph_prepare(*as_ctx(ctx), nodes, n_nodes, out_graph, err);
-}
-
-mnemo_status run(void* ctx, void* graph, uint64_t* timings_ns, mnemo_error* err) {
-    if (!ctx) return set_error(err, MNEMO_ERR_INVALID, "vulkan graph_run: context is null");
-    try {
-        return graph_run(*as_ctx(ctx), graph, timings_ns, err);
-    } catch (const std::exception& e) {
-        return set_error(err, MNEMO_ERR_DEVICE, std::string("vulkan graph_run: ") + e.what());
-    }
-}
-
-void release(void* ctx, void* graph) {
-    if (ctx && graph) graph_release(*as_ctx(ctx), graph);
-}
-
-const mnemo_backend_api kApi = {
-    MNEMO_ABI_VERSION,
-    sizeof(mnemo_backend_api),
-    "vulkan",
-    device_count,
-    device_info,
-    open_ctx,
-    close_ctx,
-    set_threads,
-    buffer_alloc,
-    buffer_from_host,
-    buffer_free,
-    buffer_write,
-    buffer_read,
-    supports,
-    prepare,
-    run,
-    release,
-    unavailable_reason,
+    static mnemo_status run(Context& c, void* g, uint64_t* t, mnemo_error* err) { return graph_run(c, g, t, err); }
+    static void release(Context& c, void* g) { graph_release(c, g); }
 };
+
+const mnemo_backend_api kApi =
+    mnemo_backend::ContextAdapter<VulkanTraits>::table(device_count, device_info, unavailable_reason);
 
 }  // namespace
 }  // namespace mnemo_vk
