@@ -39,6 +39,36 @@ inline std::string format_uuid(const uint8_t u[16]) {
     return s;
 }
 
+// Elements and bytes of a tensor as a backend sees it (contiguous).
+inline uint64_t numel(const mnemo_tensor& t) {
+    uint64_t n = 1;
+    for (int32_t i = 0; i < t.ndim; ++i) n *= static_cast<uint64_t>(t.shape[i]);
+    return n;
+}
+inline uint64_t dtype_bytes(int32_t dtype) { return dtype == MNEMO_DTYPE_F16 || dtype == MNEMO_DTYPE_BF16 ? 2 : 4; }
+inline uint64_t nbytes(const mnemo_tensor& t) { return numel(t) * dtype_bytes(t.dtype); }
+
+// One op's kernel: supports() may refuse shapes the kernels do not handle (the engine has already
+// checked the op's shape rules); scratch_bytes() (optional) sizes per-node scratch; build() turns
+// the node into the backend's work items through its Builder.
+template <class Props, class Builder>
+struct KernelT {
+    bool (*supports)(const Props&, const mnemo_node&) = nullptr;
+    uint64_t (*scratch_bytes)(const Props&, const mnemo_node&) = nullptr;
+    void (*build)(Builder&) = nullptr;
+};
+
+// A node runs on a context when its op has a kernel, every tensor lives in that context's
+// buffers, and the kernel accepts its dtypes and shapes.
+template <class Context, class Kernel, class Props>
+bool node_supported(const Context& ctx, const Kernel* k, const Props& props, const mnemo_node& node) {
+    if (!k) return false;
+    for (int32_t i = 0; i < node.n_inputs; ++i)
+        if (!ctx.owns(node.inputs[i].buffer)) return false;
+    if (!ctx.owns(node.output.buffer)) return false;
+    return !k->supports || k->supports(props, node);
+}
+
 // The kernel of each op, filled once by `fill` (which calls the families' register functions).
 template <class Kernel>
 class KernelTable {

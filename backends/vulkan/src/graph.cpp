@@ -131,12 +131,7 @@ void destroy(Context& ctx, Graph* g) {
 
 
 bool node_supported(const Context& ctx, const mnemo_node& node) {
-    const Kernel* k = kernel_for(node.op);
-    if (!k) return false;
-    for (int32_t i = 0; i < node.n_inputs; ++i)
-        if (!ctx.owns(node.inputs[i].buffer)) return false;
-    if (!ctx.owns(node.output.buffer)) return false;
-    return !k->supports || k->supports(ctx.features(), node);
+    return mnemo_backend::node_supported(ctx, kernel_for(node.op), ctx.features(), node);
 }
 
 mnemo_status graph_prepare(Context& ctx, const mnemo_node* nodes, int32_t n_nodes, void** out, mnemo_error* err) {

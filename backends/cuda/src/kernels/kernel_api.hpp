@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "../context.hpp"
+#include "backend_common.hpp"
 #include "mnemo/abi/mnemo_abi.h"
 
 namespace mnemo_cuda {
@@ -27,13 +28,9 @@ struct KernelError : std::runtime_error {
 // after a <<<>>> launch, or the status of a library call).
 using Launch = std::function<cudaError_t(cudaStream_t stream)>;
 
-inline uint64_t numel(const mnemo_tensor& t) {
-    uint64_t n = 1;
-    for (int32_t i = 0; i < t.ndim; ++i) n *= static_cast<uint64_t>(t.shape[i]);
-    return n;
-}
-inline uint64_t dtype_bytes(int32_t dtype) { return dtype == MNEMO_DTYPE_F16 || dtype == MNEMO_DTYPE_BF16 ? 2 : 4; }
-inline uint64_t nbytes(const mnemo_tensor& t) { return numel(t) * dtype_bytes(t.dtype); }
+using mnemo_backend::dtype_bytes;
+using mnemo_backend::nbytes;
+using mnemo_backend::numel;
 inline int64_t last_dim(const mnemo_tensor& t) { return t.ndim > 0 ? t.shape[t.ndim - 1] : 1; }
 inline uint64_t rows(const mnemo_tensor& t) { return t.ndim > 0 ? numel(t) / static_cast<uint64_t>(std::max<int64_t>(last_dim(t), 1)) : 0; }
 inline uint32_t blocks_for(uint64_t n, uint64_t per_block) { return static_cast<uint32_t>((n + per_block - 1) / per_block); }
@@ -76,11 +73,7 @@ private:
     std::vector<Launch> out_;
 };
 
-struct Kernel {
-    bool (*supports)(const DeviceProps&, const mnemo_node&) = nullptr;
-    uint64_t (*scratch_bytes)(const DeviceProps&, const mnemo_node&) = nullptr;
-    void (*build)(KernelBuilder&) = nullptr;
-};
+using Kernel = mnemo_backend::KernelT<DeviceProps, KernelBuilder>;
 
 const Kernel* kernel_for(int32_t op);
 void register_kernel(int32_t op, Kernel k);

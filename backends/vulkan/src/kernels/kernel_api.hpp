@@ -21,6 +21,7 @@
 #include <vector>
 
 #include "../context.hpp"
+#include "backend_common.hpp"
 #include "mnemo/abi/mnemo_abi.h"
 
 namespace mnemo_vk {
@@ -54,14 +55,9 @@ struct WeightArg {
 };
 static_assert(sizeof(WeightArg) == 16);
 
-// Elements of a tensor.
-inline uint64_t numel(const mnemo_tensor& t) {
-    uint64_t n = 1;
-    for (int32_t i = 0; i < t.ndim; ++i) n *= static_cast<uint64_t>(t.shape[i]);
-    return n;
-}
-inline uint64_t dtype_bytes(int32_t dtype) { return dtype == MNEMO_DTYPE_F16 || dtype == MNEMO_DTYPE_BF16 ? 2 : 4; }
-inline uint64_t nbytes(const mnemo_tensor& t) { return numel(t) * dtype_bytes(t.dtype); }
+using mnemo_backend::dtype_bytes;
+using mnemo_backend::nbytes;
+using mnemo_backend::numel;
 // Product of the dims before the last one (rows of a [..., D] tensor).
 inline uint64_t rows(const mnemo_tensor& t) { return t.ndim > 0 ? numel(t) / static_cast<uint64_t>(t.shape[t.ndim - 1]) : 0; }
 inline bool is_weight_dtype(int32_t d) { return d == MNEMO_DTYPE_F32 || d == MNEMO_DTYPE_F16 || d == MNEMO_DTYPE_BF16; }
@@ -154,13 +150,7 @@ private:
     std::vector<Dispatch> out_;
 };
 
-// One op's kernel. supports() may refuse shapes the shaders do not handle (the engine has
-// already checked the op's shape rules); scratch_bytes() (optional) sizes per-node scratch.
-struct Kernel {
-    bool (*supports)(const DeviceFeatures&, const mnemo_node&) = nullptr;
-    uint64_t (*scratch_bytes)(const DeviceFeatures&, const mnemo_node&) = nullptr;
-    void (*build)(KernelBuilder&) = nullptr;
-};
+using Kernel = mnemo_backend::KernelT<DeviceFeatures, KernelBuilder>;
 
 // The kernel of each op, or nullptr when the op has none on Vulkan.
 const Kernel* kernel_for(int32_t op);
