@@ -4,6 +4,8 @@
 #pragma once
 #include <cstdint>
 #include <cstdio>
+#include <cstdlib>
+#include <cstring>
 #include <mutex>
 #include <string>
 
@@ -14,6 +16,12 @@ namespace mnemo_backend {
 inline mnemo_status set_error(mnemo_error* err, mnemo_status status, const std::string& message) {
     if (err) std::snprintf(err->message, sizeof err->message, "%s", message.c_str());
     return status;
+}
+
+// A switch from the environment: set, non-empty and not "0".
+inline bool env_on(const char* name) {
+    const char* v = std::getenv(name);
+    return v && *v && std::strcmp(v, "0") != 0;
 }
 
 // "" when [offset, offset + size) lies inside a buffer of `buffer_size` bytes, else the message.

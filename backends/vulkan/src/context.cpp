@@ -27,10 +27,7 @@ void check(VkResult r, const char* what) {
     if (r != VK_SUCCESS) throw std::runtime_error(vk_fail(what, r));
 }
 
-bool env_on(const char* name) {
-    const char* v = std::getenv(name);
-    return v && *v && std::strcmp(v, "0") != 0;
-}
+using mnemo_backend::env_on;
 
 }  // namespace
 

@@ -1,5 +1,7 @@
 #include "instance.hpp"
 
+#include "backend_common.hpp"
+
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
@@ -44,10 +46,7 @@ bool visible(uint32_t driver_index) {
     return false;
 }
 
-bool env_on(const char* name) {
-    const char* v = std::getenv(name);
-    return v && *v && std::strcmp(v, "0") != 0;
-}
+using mnemo_backend::env_on;
 
 std::string gib(uint64_t bytes) {
     char buf[32];
