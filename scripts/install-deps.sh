@@ -21,6 +21,7 @@ packages=(
   libgtest-dev   # GoogleTest is also needed to configure the tests target
   libvulkan-dev glslc   # Vulkan backend: headers + loader, GLSL -> SPIR-V compiler (build time)
   mesa-vulkan-drivers   # lavapipe: a Vulkan device on the CPU, so the Vulkan backend runs anywhere
+  libfaiss-dev   # FAISS 1.7.3 (static, with its BLAS/LAPACK/OpenMP deps): mnemo-kb trains the memory codec
 )
 if [ "$want_tests" = 1 ]; then
   packages+=(

@@ -14,6 +14,13 @@
 // with SPLIT (flash decoding: few queries, long cache) each chunk stores its unnormalised row
 // with (m, sum) in scratch and attention_combine.comp merges the chunks. Chunks that start after
 // pos[n] exit at once: the graph is recorded for the cache capacity, pos is only known here.
+//
+// Prefix (explicit memories): with pk set, query n first attends to slots 0..plen[b]-1 of prefix
+// block b = pblock[n] (b = 0 without pblock; b < 0: none), through the same running max and sums
+// as its cache keys, so one softmax covers both. Under SPLIT, chunk 0 takes the prefix (its (m,
+// sum) then include it and the combine merges it like any key). A bad block or length is
+// reported and the query skipped; workgroup 0 also checks every length, read or not, as the
+// CPU does.
 #include "common.glsl"
 #if defined(USE_SUBGROUPS)
 #extension GL_KHR_shader_subgroup_basic : require
@@ -32,18 +39,23 @@ const uint WG = gl_WorkGroupSize.x;  // a power of two
 const uint GROUPS = WG / LANES;
 const uint COLS = DV / VW;           // value units per row
 
+// 128 bytes, the most every device takes: the chunk count is gl_NumWorkGroups.y, and the
+// split partials are one record per (token, head, chunk) in one scratch region.
 layout(push_constant) uniform Push {
     uvec2 q, k, v, seq, pos, out_;
-    uvec2 part_ml;   // SPLIT: (m, sum) per (token, head, chunk)
-    uvec2 part_acc;  // SPLIT: unnormalised output rows per (token, head, chunk)
+    uvec2 part;      // SPLIT: (m, sum, unnormalised row[DV]) per (token, head, chunk)
+    uvec2 pk, pv;    // prefix keys [B, Hkv, M, D] and values [B, Hkv, M, DV]; pk = 0: no prefix
+    uvec2 plen;      // [B] i32
+    uvec2 pblock;    // [N] i32; 0: block 0 for every query
     uint n_base;     // first token of this dispatch
     uint hq, hkv;
     uint ctx;        // cache positions C
     uint n_seq;      // cache sequences S
     uint chunk;      // keys per chunk (C without SPLIT)
-    uint splits;     // chunks per (token, head)
     uint node;
     float scale;
+    uint n_blocks;   // B
+    uint slots;      // M
 } pc;
 
 shared float q_s[D + 1];            // +1: a legal size for D = 0
@@ -83,6 +95,12 @@ float workgroup_max(float x) {
 #endif
 }
 
+// The workgroup's running softmax state: max m, sum l (this thread's key group), and the lane's
+// output units.
+// (Set at the start of main.)
+float m_run, l_run;
+vec4 acc[ACC];
+
 // scale-free q.k for key row j of the (sequence, kv head) slab at kb.
 float score(uvec2 kb, uint j) {
     vec4 s4 = vec4(0.0);
@@ -108,12 +126,75 @@ float score(uvec2 kb, uint j) {
     return (s4.x + s4.y) + (s4.z + s4.w) + s;
 }
 
+// Keys begin..end-1 of the slab at kb (values at vb) join the running softmax, in tiles of WG.
+void attend(uvec2 kb, uvec2 vb, uint begin, uint end) {
+    const uint tid = gl_LocalInvocationID.x;
+    const uint lane = tid % LANES, group = tid / LANES;
+    for (uint base = begin; base < end; base += WG) {
+        const uint j = base + tid;
+        float s = NEG_INF;
+        if (j < end) s = pc.scale * score(kb, j);  // a branch, never a select: j may lie past the cache
+        // The tile holds at least one key, so m_new is finite for finite scores and the first
+        // tile's factor exp(-inf) is 0.
+        const float m_new = max(m_run, workgroup_max(s));
+        p_s[tid] = j < end ? exp(s - m_new) : 0.0;
+        barrier();
+        const float alpha = exp(m_run - m_new);
+        l_run *= alpha;
+        for (uint a = 0; a < ACC; ++a) acc[a] *= alpha;
+        const uint count = min(WG, end - base);
+        for (uint jj = group; jj < count; jj += GROUPS) {
+            const float p = p_s[jj];
+            l_run += p;
+            const uint row = (base + jj) * COLS;
+            for (uint a = 0; a < ACC; ++a) {
+                const uint col = lane + a * LANES;
+                if (col < COLS) {
+                    if (VW == 4) acc[a] += p * Vec4s(vb).v[row + col];
+                    else acc[a].x += p * Floats(vb).v[row + col];
+                }
+            }
+        }
+        // The next tile's p_s writes come after its reduction's barrier, which every thread
+        // reaches only after finishing this tile's values; but a later attend() call (cache
+        // after prefix) starts with a reduction too, so the same holds across calls.
+        m_run = m_new;
+    }
+}
+
+// Slots of prefix block b that query n reads (0 for none), or -1 when its block or the block's
+// length is bad (reported by `reporter`).
+int prefix_length(uint n, bool reporter, out int b) {
+    b = -1;
+    if (pc.pk == uvec2(0)) return 0;
+    b = pc.pblock == uvec2(0) ? 0 : Ints(pc.pblock).v[n];
+    if (b >= int(pc.n_blocks)) {
+        if (reporter) report_bad_index(pc.node, b, int(pc.n_blocks));
+        return -1;
+    }
+    if (b < 0) return 0;
+    const int len = Ints(pc.plen).v[b];
+    if (len < 0 || len > int(pc.slots)) {
+        if (reporter) report_bad_index(pc.node, len, int(pc.slots) + 1);
+        return -1;
+    }
+    return len;
+}
+
 void main() {
     const uint tid = gl_LocalInvocationID.x;
     const uint h = gl_WorkGroupID.x;
     const uint split = gl_WorkGroupID.y;
     const uint n = pc.n_base + gl_WorkGroupID.z;
     const bool reporter = tid == 0 && h == 0 && split == 0;
+
+    // Every prefix length is checked once (by the first workgroup), so a bad one fails the run
+    // even when no query reads its block, as on the CPU.
+    if (reporter && n == 0 && pc.pk != uvec2(0))
+        for (uint b = 0; b < pc.n_blocks; ++b) {
+            const int len = Ints(pc.plen).v[b];
+            if (len < 0 || len > int(pc.slots)) report_bad_index(pc.node, len, int(pc.slots) + 1);
+        }
 
     // The whole workgroup takes the same branch, so returning here keeps barriers uniform.
     const int sq = Ints(pc.seq).v[n];
@@ -126,6 +207,9 @@ void main() {
         if (reporter) report_bad_index(pc.node, ps, int(pc.ctx));
         return;
     }
+    int blk;
+    const int plen = prefix_length(n, reporter, blk);
+    if (plen < 0) return;
     if (h >= pc.hq) return;
     const uint keys = uint(ps) + 1;
     const uint begin = split * pc.chunk;
@@ -135,45 +219,23 @@ void main() {
     const uint task = n * pc.hq + h;
     for (uint i = tid; i < D; i += WG) q_s[i] = Floats(pc.q).v[task * D + i];
     // Query head h reads kv head h / (Hq / Hkv); its slab holds C rows of the sequence.
-    const uint slab = (uint(sq) * pc.hkv + h / (pc.hq / pc.hkv)) * pc.ctx;
+    const uint kvh = h / (pc.hq / pc.hkv);
+    const uint slab = (uint(sq) * pc.hkv + kvh) * pc.ctx;
     const uvec2 kb = offset_address(pc.k, slab, D * 4u);
     const uvec2 vb = offset_address(pc.v, slab, DV * 4u);
     barrier();
 
     const uint lane = tid % LANES, group = tid / LANES;
-    float m = NEG_INF, l = 0.0;
-    vec4 acc[ACC];
+    m_run = NEG_INF;
+    l_run = 0.0;
     for (uint a = 0; a < ACC; ++a) acc[a] = vec4(0.0);
-
-    for (uint base = begin; base < end; base += WG) {
-        const uint j = base + tid;
-        float s = NEG_INF;
-        if (j < end) s = pc.scale * score(kb, j);  // a branch, never a select: j may lie past the cache
-        // The tile holds at least one key, so m_new is finite for finite scores and the first
-        // tile's factor exp(-inf) is 0.
-        const float m_new = max(m, workgroup_max(s));
-        p_s[tid] = j < end ? exp(s - m_new) : 0.0;
-        barrier();
-        const float alpha = exp(m - m_new);
-        l *= alpha;
-        for (uint a = 0; a < ACC; ++a) acc[a] *= alpha;
-        const uint count = min(WG, end - base);
-        for (uint jj = group; jj < count; jj += GROUPS) {
-            const float p = p_s[jj];
-            l += p;
-            const uint row = (base + jj) * COLS;
-            for (uint a = 0; a < ACC; ++a) {
-                const uint col = lane + a * LANES;
-                if (col < COLS) {
-                    if (VW == 4) acc[a] += p * Vec4s(vb).v[row + col];
-                    else acc[a].x += p * Floats(vb).v[row + col];
-                }
-            }
-        }
-        // No barrier needed here: the next tile writes p_s only after the reduction's barrier,
-        // which every thread reaches after finishing this tile's values.
-        m = m_new;
+    if (split == 0 && plen > 0) {
+        const uint pslab = (uint(blk) * pc.hkv + kvh) * pc.slots;
+        attend(offset_address(pc.pk, pslab, D * 4u), offset_address(pc.pv, pslab, DV * 4u), 0u, uint(plen));
     }
+    attend(kb, vb, begin, end);
+    const float m = m_run;
+    const float l = l_run;
 
     // Merge the key groups (same m everywhere: plain sums).
     for (uint a = 0; a < ACC; ++a) {
@@ -195,15 +257,16 @@ void main() {
     float total = 0.0;
     for (uint g = 0; g < GROUPS; ++g) total += lsum_s[g];
 #if defined(SPLIT)
-    const uint part = task * pc.splits + split;
+    // Record of (token, head, chunk): m, sum, then the unnormalised row.
+    const uint rec = (task * gl_NumWorkGroups.y + split) * (DV + 2);
     for (uint i = tid; i < DV; i += WG) {
         float o = 0.0;
         for (uint g = 0; g < GROUPS; ++g) o += merge_s[g * DV + i];
-        Floats(pc.part_acc).v[part * DV + i] = o;
+        Floats(pc.part).v[rec + 2 + i] = o;
     }
     if (tid == 0) {
-        Floats(pc.part_ml).v[2 * part] = m;
-        Floats(pc.part_ml).v[2 * part + 1] = total;
+        Floats(pc.part).v[rec] = m;
+        Floats(pc.part).v[rec + 1] = total;
     }
 #else
     const float inv = 1.0 / total;

@@ -3,6 +3,11 @@
 // (dims R..D-1 are copied), so a row of D values takes D - R/2 invocations. Grid: 1D index
 // over all rows, laid out 2D when it exceeds the x limit.
 //
+// Position offset. i[2] = o shifts every position: the angle is (pos + o) * inv_freq with the
+// integer sum exact even where it leaves the i32 range (|o| <= 2^30, so the sum fits 33 bits):
+// pos and o are each cut into a multiple of 256 and a low byte, and the two parts are summed
+// separately, both exact in f32 (see rope_cos_sin).
+//
 // Precision. The reference forms angle = pos * inv_freq and its cos/sin in double. An f32
 // product alone is off by half an ulp of the angle (0.03 rad at pos 1M), and Vulkan lets a
 // driver's sin/cos be 2^-11 off even inside [-pi, pi]. So neither is used: the angle is formed
@@ -29,6 +34,7 @@ layout(push_constant) uniform Push {
     uint half_;        // R / 2
     uint interleaved;  // i[0] == 1
     uint row_groups;   // gl_NumWorkGroups.x
+    int offset;        // i[2], |offset| <= 2^30
 } pc;
 
 // a = hi + lo where hi keeps the top 12 significant bits and lo (exact) the other 12, so the
@@ -66,11 +72,12 @@ float cos_poly(float t) {
     return 1.0 - 0.5 * u + u * u * (0.0416666679084301 + u * (-0.0013888883404433727 + u * (2.4799423044896685e-05 + u * -2.7203006425224885e-07)));
 }
 
-// cos and sin of p * f for an integer position p.
-vec2 rope_cos_sin(int p, float f) {
-    // p = ph + pl with ph a multiple of 256 (at most 23 significant bits) and pl in 0..255:
-    // both convert to f32 exactly, for every int32.
-    const float ph = float(p & ~0xFF), pl = float(p & 0xFF);
+// cos and sin of (p + o) * f for an integer position p and offset o (|o| <= 2^30).
+vec2 rope_cos_sin(int p, int o, float f) {
+    // p + o = ph + pl with ph = 256 * ((p >> 8) + (o >> 8)) (arithmetic shifts; the sum of the
+    // two is below 2^24 in magnitude, so ph has at most 24 significant bits) and pl = (p & 255)
+    // + (o & 255) in 0..510: both convert to f32 exactly, for every int32 p.
+    const float ph = float((p >> 8)) * 256.0, pl = float((p & 0xFF) + (o & 0xFF));
     const vec2 a = two_prod(ph, f), b = two_prod(pl, f);
     const vec2 s = two_sum(a.x, b.x);
     precise float hi = s.x, lo = s.y + (a.y + b.y);  // angle = hi + lo
@@ -114,7 +121,7 @@ void main() {
         return;
     }
     const int p = Ints(pc.pos).v[row / pc.heads];
-    const vec2 cs = rope_cos_sin(p, Floats(pc.inv_freq).v[k]);
+    const vec2 cs = rope_cos_sin(p, pc.offset, Floats(pc.inv_freq).v[k]);
     // Mode 0 pairs (k, k + R/2) (HF rotate_half); mode 1 pairs (2k, 2k + 1).
     const uint i0 = base + (pc.interleaved != 0u ? 2u * k : k);
     const uint i1 = pc.interleaved != 0u ? i0 + 1u : i0 + pc.half_;

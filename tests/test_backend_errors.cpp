@@ -426,6 +426,40 @@ TEST_P(GpuBackendErrors, AttentionBadSequenceOrPosition) {
     });
 }
 
+TEST_P(GpuBackendErrors, AttentionBadPrefix) {
+    on_each_device([](const mnemo_backend_api* api, void* ctx) {
+        // The attention node above plus a prefix of B = 3 blocks of M = 5 slots: a length outside
+        // 0..5 (even of a block no query reads) and a block >= 3 are errors; a negative block is
+        // none. Short cache and the split path (its combine pass must skip the same queries).
+        for (int64_t c : {8, 512}) {
+            SCOPED_TRACE("C = " + std::to_string(c));
+            DeviceNode node(api, ctx, MNEMO_OP_ATTENTION,
+                            {wave({2, 2, 8}), wave({2, 1, c, 8}, 1.0f, 1.0f), wave({2, 1, c, 4}, 1.0f, 2.0f, 1.5f), i32({2}, {0, 1}),
+                             i32({2}, {3, static_cast<int32_t>(c - 1)}), wave({3, 1, 5, 8}, 1.0f, 3.0f),
+                             wave({3, 1, 5, 4}, 1.0f, 4.0f, -1.0f), i32({3}, {5, 6, 0}), i32({2}, {1, -1})},
+                            {}, {0.35f});
+            expect_rejected(node, {"attention", "index 6", "0..5"});  // plen[1] = 6 > M, read by query 0
+            node.write_i32(7, {5, 2, -1});
+            expect_rejected(node, {"attention", "index -1", "0..5"});  // plen[2] = -1, read by no query
+            node.write_i32(7, {5, 2, 0});
+            node.write_i32(8, {3, 0});
+            expect_rejected(node, {"attention", "index 3", "0..2"});  // block 3 of 3
+            node.write_i32(8, {1, -7});
+            expect_runs(node);
+            node.write_i32(8, {2, 0});  // an empty block, and a full one
+            expect_runs(node);
+        }
+        // One shared block (8 inputs): its length alone can be bad.
+        DeviceNode node(api, ctx, MNEMO_OP_ATTENTION,
+                        {wave({1, 2, 8}), wave({1, 1, 8, 8}, 1.0f, 1.0f), wave({1, 1, 8, 4}, 1.0f, 2.0f), i32({1}, {0}), i32({1}, {4}),
+                         wave({1, 1, 5, 8}, 1.0f, 3.0f), wave({1, 1, 5, 4}, 1.0f, 4.0f), i32({1}, {7})},
+                        {}, {0.35f});
+        expect_rejected(node, {"attention", "index 7", "0..5"});
+        node.write_i32(7, {4});
+        expect_runs(node);
+    });
+}
+
 INSTANTIATE_TEST_SUITE_P(Gpu, GpuBackendErrors, testing::Values(std::string("vulkan"), std::string("cuda")),
                          [](const testing::TestParamInfo<std::string>& info) { return info.param; });
 

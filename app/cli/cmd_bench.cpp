@@ -12,6 +12,7 @@
 #include "commands.hpp"
 #include "common.hpp"
 #include "json_writer.hpp"
+#include "memory_flags.hpp"
 #include "mnemo/error.hpp"
 #include "mnemo/membw.hpp"
 #include "mnemo/registry.hpp"
@@ -67,6 +68,18 @@ std::vector<int32_t> random_tokens(size_t n, int32_t vocab, uint32_t seed) {
 // Feed `len` tokens at positions [start, start+len) to each of `n_seq` sequences, sequence by
 // sequence, in batches of at most `ubatch` rows; logits only for each sequence's last token.
 void prefill(Session& s, int32_t n_seq, int32_t start, int32_t len, int32_t ubatch, const std::vector<int32_t>& toks) {
+    if (s.reads_memories()) {
+        // A prompt of a model that reads memories goes through append(): its chunks retrieve
+        // their own memories (decode() would schedule them as generated text).
+        size_t k = 0;
+        for (int32_t seq = 0; seq < n_seq; ++seq) {
+            std::vector<int32_t> t(static_cast<size_t>(len));
+            for (int32_t& x : t) x = toks[k++ % toks.size()];
+            if (start == 0) s.reset(seq);
+            s.append(seq, t);
+        }
+        return;
+    }
     std::vector<BatchToken> batch;
     batch.reserve(static_cast<size_t>(ubatch));
     size_t k = 0;
@@ -226,6 +239,8 @@ int cmd_bench(int argc, char** argv) {
     ArgParser ap("bench", "mnemo bench [-m DIR] [-p 128] [-n 64] [-r 3] [--batch 1,8] [--backend a,b] [options]",
                  "Measure prompt processing (pp) and token generation (tg) speed for each backend and batch size.");
     add_model_flags(ap, model);
+    MemoryFlags memories;
+    add_memory_flags(ap, memories);
     ap.int_opt("-p,--n-prompt", "N", "prompt tokens per sequence for the pp test; 0 = skip (default: 128)", &p, 0, 1 << 20)
         .int_opt("-n,--n-gen", "N", "generated tokens per sequence for the tg test; 0 = skip (default: 64)", &n, 0, 1 << 20)
         .int_opt("-r,--repetitions", "R", "timed runs per test (default: 3)", &reps, 1, 1000)
@@ -268,6 +283,7 @@ int cmd_bench(int argc, char** argv) {
             }
             if (!json) std::fprintf(stderr, "%s, batch %d: loading...\n", backend.c_str(), B);
             const auto session = open_session(o);
+            attach_memories(*session, memories);
             const int32_t vocab = session->vocab_size();
             const auto toks = random_tokens(4096, vocab, 1234);
             for (int pass = 0; pass < 2; ++pass) {

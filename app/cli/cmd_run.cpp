@@ -6,6 +6,7 @@
 #include "commands.hpp"
 #include "common.hpp"
 #include "generate.hpp"
+#include "memory_flags.hpp"
 #include "mnemo/error.hpp"
 #include "sampling_flags.hpp"
 
@@ -19,6 +20,7 @@ int cmd_run(int argc, char** argv) {
     int32_t n_predict = 128;
     bool no_bos = false;
     bool raw = false;
+    MemoryFlags memories;
 
     ArgParser p("run", "mnemo run [-m DIR] -p TEXT [options]",
                 "Complete TEXT with the model and stream the result to stdout; timings go to stderr.");
@@ -30,6 +32,7 @@ int cmd_run(int argc, char** argv) {
         .int_opt("-n,--n-predict", "N", "tokens to generate at most; -1 = until the context is full (default: 128)",
                  &n_predict, -1, 1 << 30);
     add_sampling_flags(p, sampling);
+    add_memory_flags(p, memories);
     p.flag("--no-bos", "do not prepend the BOS token even when the tokenizer asks for it", &no_bos)
         .flag("--raw", "treat special-token text in the prompt (\"<|eot_id|>\") as plain text", &raw);
     if (!p.parse(argc, argv, 2)) return 0;
@@ -38,6 +41,7 @@ int cmd_run(int argc, char** argv) {
     const std::string dir = resolve_model_dir(model);
     const auto tok = open_tokenizer(dir);
     const auto session = open_session(session_options(model, dir));
+    const auto source = attach_memories(*session, memories);
 
     std::vector<int32_t> ids;
     if (tok->add_bos && !no_bos && tok->bos_id) ids.push_back(*tok->bos_id);
@@ -92,6 +96,14 @@ int cmd_run(int argc, char** argv) {
     const double tg_rate = r.seconds > 0 ? r.n_generated / r.seconds : 0.0;
     std::fprintf(stderr, "prompt: %zu tokens, %.1f tok/s | generation: %d tokens, %.1f tok/s\n", ids.size(),
                  pp_rate, r.n_generated, tg_rate);
+    if (source) {
+        const MemoryStats& ms = session->memory_stats();
+        std::fprintf(stderr, "memories: %s | %llu retrievals, %llu memories loaded into %llu blocks (retrieval %.1f ms, "
+                             "query vectors %.1f ms, uploads %.1f ms)\n",
+                     source->describe().c_str(), static_cast<unsigned long long>(ms.retrievals),
+                     static_cast<unsigned long long>(ms.memories_read), static_cast<unsigned long long>(ms.block_uploads),
+                     ms.retrieve_ns / 1e6, ms.query_ns / 1e6, ms.upload_ns / 1e6);
+    }
     return r.reason == StopReason::Cancelled ? 130 : 0;
 }
 

@@ -64,7 +64,9 @@ GenerateResult generate(const GenerateRequest& r) {
             break;
         }
         try {
-            logits = session.append(r.seq, {id}).data();
+            // A generated token: decode(), so models that read memories keep the chunk schedule
+            // of generated text (append() would treat it as a one-token prompt).
+            logits = session.decode({{id, session.seq_length(r.seq), r.seq, true}}).data();
         } catch (const Cancelled&) {
             result.reason = StopReason::Cancelled;
             break;

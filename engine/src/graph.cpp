@@ -7,8 +7,10 @@
 
 namespace mnemo::detail {
 
-GraphBuilder::GraphBuilder(int64_t n_tokens, int64_t n_outputs, ParamShape param_shape)
+GraphBuilder::GraphBuilder(int64_t n_tokens, int64_t n_outputs, ParamShape param_shape, int32_t purpose)
     : n_tokens_(n_tokens), n_outputs_(n_outputs), param_shape_(std::move(param_shape)) {
+    api_.purpose = purpose;
+    api_.mark_output = &api_mark_output;
     api_.builder = this;
     api_.n_tokens = n_tokens;
     api_.n_outputs = n_outputs;
@@ -27,7 +29,7 @@ mnemo_tid GraphBuilder::fail(const std::string& message) {
 
 mnemo_tid GraphBuilder::api_input(void* self_, int32_t kind) {
     auto* self = static_cast<GraphBuilder*>(self_);
-    if (kind < MNEMO_INPUT_TOKENS || kind > MNEMO_INPUT_OUT_ROWS)
+    if (kind < MNEMO_INPUT_TOKENS || kind >= kInputKinds)
         return self->fail("graph input kind " + std::to_string(kind) + " does not exist");
     if (self->input_nodes_[kind] >= 0) return self->input_nodes_[kind];
     GraphNode n;
@@ -121,6 +123,25 @@ mnemo_status GraphBuilder::api_set_output(void* self_, mnemo_tid t) {
 
 const char* GraphBuilder::api_last_error(void* self_) { return static_cast<GraphBuilder*>(self_)->error_.c_str(); }
 
+mnemo_status GraphBuilder::api_mark_output(void* self_, const char* name, mnemo_tid t) {
+    auto* self = static_cast<GraphBuilder*>(self_);
+    if (!name || !*name) {
+        self->fail("mark_output: an output needs a name");
+        return MNEMO_ERR_INVALID;
+    }
+    if (!self->valid(t)) {
+        self->fail(std::string("mark_output '") + name + "': not a tensor of this graph");
+        return MNEMO_ERR_INVALID;
+    }
+    for (const auto& [n, id] : self->named_)
+        if (n == name) {
+            self->fail(std::string("mark_output: '") + name + "' is marked twice");
+            return MNEMO_ERR_INVALID;
+        }
+    self->named_.emplace_back(name, t);
+    return MNEMO_OK;
+}
+
 // ---------------------------------------------------------------- memory planning
 
 namespace {
@@ -181,7 +202,7 @@ private:
 
 }  // namespace
 
-MemoryPlan plan_memory(const std::vector<GraphNode>& nodes, int32_t output, uint64_t alignment) {
+MemoryPlan plan_memory(const std::vector<GraphNode>& nodes, const std::vector<int32_t>& outputs, uint64_t alignment) {
     const size_t n = nodes.size();
     // Every node's storage root: itself, or what it views / writes in place.
     std::vector<int32_t> root(n);
@@ -198,7 +219,8 @@ MemoryPlan plan_memory(const std::vector<GraphNode>& nodes, int32_t output, uint
         for (int32_t in : nodes[i].inputs) last_use[root[in]] = std::max<int64_t>(last_use[root[in]], static_cast<int64_t>(i));
         last_use[root[i]] = std::max<int64_t>(last_use[root[i]], static_cast<int64_t>(i));
     }
-    if (output >= 0) last_use[root[output]] = static_cast<int64_t>(n);  // survives the run
+    for (int32_t output : outputs)
+        if (output >= 0) last_use[root[output]] = static_cast<int64_t>(n);  // survives the run
 
     MemoryPlan plan;
     plan.where.resize(n);

@@ -15,6 +15,9 @@ namespace mnemo::detail {
 
 enum class NodeKind { Input, Param, Op, View };
 
+// Graph input kinds (mnemo_input_kind) the engine knows how to fill.
+constexpr int kInputKinds = MNEMO_INPUT_MEMORY_BLOCK + 1;
+
 struct GraphNode {
     NodeKind kind = NodeKind::Op;
     TensorShape shape;
@@ -31,11 +34,13 @@ struct GraphNode {
 class GraphBuilder {
 public:
     using ParamShape = std::function<const TensorShape*(int32_t param_id)>;
-    GraphBuilder(int64_t n_tokens, int64_t n_outputs, ParamShape param_shape);
+    GraphBuilder(int64_t n_tokens, int64_t n_outputs, ParamShape param_shape, int32_t purpose = MNEMO_GRAPH_LOGITS);
 
     const mnemo_builder_api* api() const { return &api_; }
     const std::vector<GraphNode>& nodes() const { return nodes_; }
     int32_t output() const { return output_; }
+    // Tensors marked with mark_output (ENCODE graphs), by name.
+    const std::vector<std::pair<std::string, int32_t>>& named_outputs() const { return named_; }
     const std::string& error() const { return error_; }
 
 private:
@@ -46,6 +51,7 @@ private:
     static mnemo_tid api_reshape(void* self, mnemo_tid t, int32_t ndim, const int64_t* shape);
     static mnemo_status api_set_output(void* self, mnemo_tid t);
     static const char* api_last_error(void* self);
+    static mnemo_status api_mark_output(void* self, const char* name, mnemo_tid t);
 
     mnemo_tid fail(const std::string& message);
     bool valid(mnemo_tid t) const { return t >= 0 && static_cast<size_t>(t) < nodes_.size(); }
@@ -53,9 +59,10 @@ private:
     int64_t n_tokens_, n_outputs_;
     ParamShape param_shape_;
     std::vector<GraphNode> nodes_;
-    int32_t input_nodes_[4] = {-1, -1, -1, -1};
+    int32_t input_nodes_[kInputKinds] = {-1, -1, -1, -1, -1};
     std::vector<int32_t> param_nodes_;  // param id -> node (deduplicated)
     int32_t output_ = -1;
+    std::vector<std::pair<std::string, int32_t>> named_;
     std::string error_;
     mnemo_builder_api api_{};
 };
@@ -74,7 +81,7 @@ struct MemoryPlan {
 };
 
 // Greedy best-fit placement over the nodes' lifetimes (an intermediate is freed right after its
-// last reader). Inputs live from the start; the output lives to the end.
-MemoryPlan plan_memory(const std::vector<GraphNode>& nodes, int32_t output, uint64_t alignment);
+// last reader). Inputs live from the start; the outputs live to the end.
+MemoryPlan plan_memory(const std::vector<GraphNode>& nodes, const std::vector<int32_t>& outputs, uint64_t alignment);
 
 }  // namespace mnemo::detail

@@ -3,6 +3,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstring>
+#include <algorithm>
 
 #include "mnemo/error.hpp"
 
@@ -45,8 +46,12 @@ ModelHost* self_of(void* p) { return static_cast<ModelHost*>(p); }
 }  // namespace
 
 ModelHost::ModelHost(const json::Value& config, std::string config_name, const Checkpoint& checkpoint,
-                     std::string plugin_name)
-    : config_(config), config_name_(std::move(config_name)), checkpoint_(checkpoint), plugin_name_(std::move(plugin_name)) {
+                     std::string plugin_name, std::string model_dir)
+    : config_(config),
+      config_name_(std::move(config_name)),
+      checkpoint_(checkpoint),
+      plugin_name_(std::move(plugin_name)),
+      model_dir_(std::move(model_dir)) {
     api_.host = this;
     api_.config_has = &config_has;
     api_.config_int = &config_int;
@@ -59,6 +64,25 @@ ModelHost::ModelHost(const json::Value& config, std::string config_name, const C
     api_.declare_state = &declare_state;
     api_.declare_weight_stack = &declare_weight_stack;
     api_.read_weight = &read_weight;
+    api_.tokenize = &tokenize;
+}
+
+mnemo_status ModelHost::tokenize(void* self_, const char* text, int32_t* ids, int32_t cap, int32_t* n_ids, mnemo_error* err) {
+    ModelHost* self = self_of(self_);
+    try {
+        if (!text || !n_ids || cap < 0 || (cap > 0 && !ids)) throw Error("tokenize: bad arguments");
+        if (!self->tokenizer_) {
+            if (self->model_dir_.empty()) throw Error("this model was opened without a folder, so it has no tokenizer");
+            self->tokenizer_ = load_tokenizer(self->model_dir_);
+        }
+        const std::vector<int32_t> got = self->tokenizer_->encode(text, /*parse_special=*/true);
+        *n_ids = static_cast<int32_t>(got.size());
+        std::copy_n(got.begin(), std::min<size_t>(got.size(), static_cast<size_t>(cap)), ids);
+        return MNEMO_OK;
+    } catch (const std::exception& e) {
+        set_error(err, std::string("cannot tokenize \"") + (text ? text : "") + "\": " + e.what());
+        return MNEMO_ERR_INVALID;
+    }
 }
 
 const json::Value* ModelHost::field(const char* path, mnemo_error* err, const char* expected) const {

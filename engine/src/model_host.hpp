@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -11,6 +12,7 @@
 #include "mnemo/json.hpp"
 #include "mnemo/ops.hpp"
 #include "mnemo/safetensors.hpp"
+#include "mnemo/tokenizer.hpp"
 
 namespace mnemo::detail {
 
@@ -30,7 +32,7 @@ struct ParamDecl {
 class ModelHost {
 public:
     ModelHost(const json::Value& config, std::string config_name, const Checkpoint& checkpoint,
-              std::string plugin_name);
+              std::string plugin_name, std::string model_dir = {});
 
     const mnemo_host_api* api() const { return &api_; }
     const std::vector<ParamDecl>& params() const { return params_; }
@@ -55,6 +57,8 @@ private:
                                              int32_t ndim, const int64_t* shape, mnemo_tid* out, mnemo_error* err);
     static mnemo_status read_weight(void* self, mnemo_tid id, int32_t dtype, void* dst, int64_t count,
                                     mnemo_error* err);
+    static mnemo_status tokenize(void* self, const char* text, int32_t* ids, int32_t cap, int32_t* n_ids,
+                                 mnemo_error* err);
 
     // The checkpoint tensor `name`, checked against the expected shape and dtypes; throws with
     // the file and tensor named.
@@ -68,6 +72,8 @@ private:
     std::string config_name_;
     const Checkpoint& checkpoint_;
     std::string plugin_name_;
+    std::string model_dir_;
+    std::unique_ptr<Tokenizer> tokenizer_;  // loaded on the first tokenize() call
     std::vector<ParamDecl> params_;
     mnemo_host_api api_{};
 };

@@ -39,7 +39,7 @@ constexpr std::array<OpInfo, MNEMO_OP_COUNT_> kOps = {{
     {MNEMO_OP_SWIGLU, "swiglu", 2, 2, false, kElementwise},
     {MNEMO_OP_SOFTMAX, "softmax", 1, 1, false, kNorm},
     {MNEMO_OP_KV_STORE, "kv_store", 4, 4, true, kAttention},
-    {MNEMO_OP_ATTENTION, "attention", 5, 5, false, kAttention},
+    {MNEMO_OP_ATTENTION, "attention", 5, 9, false, kAttention},
     {MNEMO_OP_ARGTOPK, "argtopk", 1, 1, false, kMemory},
     {MNEMO_OP_TAKE_ALONG, "take_along", 2, 2, false, kMemory},
     {MNEMO_OP_EMBEDDING_BAG, "embedding_bag", 3, 3, false, kMemory},
@@ -50,6 +50,8 @@ constexpr std::array<OpInfo, MNEMO_OP_COUNT_> kOps = {{
     {MNEMO_OP_PEER_GATE, "peer_gate", 4, 4, false, kMemory},
     {MNEMO_OP_HIVE, "hive", 4, 4, false, kMemory},
     {MNEMO_OP_MOE_FFN, "moe_ffn", 6, 6, false, kMoe},
+    {MNEMO_OP_ATTN_MASS, "attn_mass", 4, 4, false, kAttention},
+    {MNEMO_OP_VQ_DECODE, "vq_decode", 3, 4, false, kMemory},
 }};
 
 bool is_float_type(DType t) { return t == DType::F32 || t == DType::F16 || t == DType::BF16; }
@@ -240,6 +242,9 @@ TensorShape infer_output(int32_t op, std::span<const TensorShape> in, std::span<
             if (f.shape[0] != rot / 2)
                 r.fail("inverse frequencies hold " + std::to_string(f.shape[0]) + " values, rotary dims " +
                        std::to_string(rot) + " need " + std::to_string(rot / 2));
+            // pos + offset must stay an i32 for every position an i32 can hold
+            if (ip.size() > 2 && (ip[2] < -(int64_t{1} << 30) || ip[2] > (int64_t{1} << 30)))
+                r.fail("position offset " + std::to_string(ip[2]) + " is outside -2^30..2^30");
             return x;
         }
         case MNEMO_OP_KV_STORE: {
@@ -264,10 +269,69 @@ TensorShape infer_output(int32_t op, std::span<const TensorShape> in, std::span<
             if (k.shape[1] == 0 || q.shape[1] % k.shape[1] != 0)
                 r.fail("query heads " + std::to_string(q.shape[1]) + " are not a multiple of kv heads " +
                        std::to_string(k.shape[1]));
+            if (in.size() == 6 || in.size() == 7) r.fail("a prefix needs pk, pv and plen (inputs 5..7)");
+            if (in.size() >= 8) {
+                const TensorShape& pk = r.f32(5, 4, 4, "prefix keys [B, Hkv, M, D]");
+                const TensorShape& pv = r.f32(6, 4, 4, "prefix values [B, Hkv, M, Dv]");
+                if (pk.shape[1] != k.shape[1] || pk.shape[3] != k.shape[3])
+                    r.fail("prefix keys " + pk.str() + " do not match the k cache " + k.str() + " (heads, head dim)");
+                if (pv.shape[0] != pk.shape[0] || pv.shape[1] != pk.shape[1] || pv.shape[2] != pk.shape[2] ||
+                    pv.shape[3] != v.shape[3])
+                    r.fail("prefix values " + pv.str() + " do not match prefix keys " + pk.str() + " and v cache " + v.str());
+                r.i32_vec(7, pk.shape[0], "prefix lengths [B]");
+                if (in.size() == 9) r.i32_vec(8, q.shape[0], "prefix block of each query");
+                else if (pk.shape[0] != 1) r.fail("without a block per query (input 8) the prefix must have 1 block, got " + pk.str());
+            }
             out.ndim = 3;
             out.shape[0] = q.shape[0];
             out.shape[1] = q.shape[1];
             out.shape[2] = v.shape[3];
+            return out;
+        }
+        case MNEMO_OP_ATTN_MASS: {
+            need_i(2);
+            need_f(1);
+            const TensorShape& q = r.f32(0, 3, 3, "q [N, Hq, D]");
+            const TensorShape& k = r.f32(1, 3, 3, "k [N, Hkv, D]");
+            r.i32_vec(2, q.shape[0], "sequence ids");
+            r.i32_vec(3, q.shape[0], "positions");
+            if (k.shape[0] != q.shape[0] || k.shape[2] != q.shape[2])
+                r.fail("q " + q.str() + " and k " + k.str() + " need the same rows and head dim");
+            if (k.shape[1] == 0 || q.shape[1] % k.shape[1] != 0)
+                r.fail("query heads " + std::to_string(q.shape[1]) + " are not a multiple of kv heads " +
+                       std::to_string(k.shape[1]));
+            if (ip[0] != 0 && ip[0] != 1) r.fail("mode i[0] must be 0 (softmax) or 1 (exp), got " + std::to_string(ip[0]));
+            out.ndim = 2;
+            out.shape[0] = q.shape[0];
+            out.shape[1] = k.shape[1];
+            return out;
+        }
+        case MNEMO_OP_VQ_DECODE: {
+            need_i(2);
+            const TensorShape& codes = r.in_dtype(0, DType::I32, "codes [N, W]");
+            if (codes.ndim != 2) r.fail_input(0, "2-D i32 codes [N, W]");
+            const TensorShape& coarse = r.f32(1, 3, 3, "coarse centroids [Mc, 2^bc, Do/Mc]");
+            const TensorShape& pq = r.f32(2, 3, 3, "PQ centroids [Mp, 2^bp, Do/Mp]");
+            const int64_t bc = ip[0], bp = ip[1];
+            if (bc < 1 || bc > 16 || bp < 1 || bp > 16) r.fail("code bits must be in 1..16 (coarse " + std::to_string(bc) + ", pq " + std::to_string(bp) + ")");
+            const int64_t mc = coarse.shape[0], mp = pq.shape[0];
+            if (mc < 1 || mc * bc > 32) r.fail("coarse codes of " + std::to_string(mc) + " x " + std::to_string(bc) + " bits do not fit 32 bits");
+            if (coarse.shape[1] != (int64_t{1} << bc)) r.fail("coarse table " + coarse.str() + " must hold 2^" + std::to_string(bc) + " centroids");
+            if (mp < 1 || pq.shape[1] != (int64_t{1} << bp)) r.fail("PQ table " + pq.str() + " must hold 2^" + std::to_string(bp) + " centroids per sub-quantizer");
+            const int64_t d_out = coarse.shape[0] * coarse.shape[2];
+            if (pq.shape[0] * pq.shape[2] != d_out)
+                r.fail("coarse table " + coarse.str() + " and PQ table " + pq.str() + " cover different dimensions");
+            const int64_t bytes = (mc * bc + 7) / 8 + (mp * bp + 7) / 8;
+            if (codes.shape[1] * 4 < bytes)
+                r.fail("codes " + codes.str() + " hold " + std::to_string(codes.shape[1] * 4) + " bytes per vector, a code needs " + std::to_string(bytes));
+            out.ndim = 2;
+            out.shape[0] = codes.shape[0];
+            out.shape[1] = d_out;
+            if (in.size() == 4) {
+                const TensorShape& a = r.f32(3, 2, 2, "rotation A [Do, Di]");
+                if (a.shape[0] != d_out) r.fail("rotation " + a.str() + " must have Do = " + std::to_string(d_out) + " rows");
+                out.shape[1] = a.shape[1];
+            }
             return out;
         }
         case MNEMO_OP_ARGTOPK: {
@@ -490,9 +554,17 @@ double node_flops(const mnemo_node& n) {
         case MNEMO_OP_ATTENTION: {
             // Causal: on average about half the context; count the keys actually read is data
             // dependent, so report the upper bound over the cache length.
+            // A prefix (inputs 5..) adds its M slots to every query's keys.
             const double heads = static_cast<double>(n.inputs[0].shape[0] * n.inputs[0].shape[1]);
-            return heads * 2.0 * static_cast<double>(n.inputs[1].shape[2]) *
-                   static_cast<double>(n.inputs[0].shape[2] + n.inputs[2].shape[3]);
+            const double keys = static_cast<double>(n.inputs[1].shape[2]) +
+                                (n.n_inputs >= 8 ? static_cast<double>(n.inputs[5].shape[2]) : 0.0);
+            return heads * 2.0 * keys * static_cast<double>(n.inputs[0].shape[2] + n.inputs[2].shape[3]);
+        }
+        case MNEMO_OP_ATTN_MASS: {
+            // A D-long score per (query token, head, key token) of one sequence; which tokens
+            // share a sequence is data, so report the bound where all N do.
+            const double rows = static_cast<double>(n.inputs[0].shape[0]);
+            return rows * rows * static_cast<double>(n.inputs[0].shape[1]) * 2.0 * static_cast<double>(n.inputs[0].shape[2]);
         }
         case MNEMO_OP_EMBEDDING_BAG:  // a multiply-add per bag entry and column
             return 2.0 * static_cast<double>(n.inputs[1].shape[0]) * static_cast<double>(n.inputs[1].shape[1]) *
@@ -520,6 +592,11 @@ double node_flops(const mnemo_node& n) {
         case MNEMO_OP_MOE_FFN:  // three matrix-vector products per chosen expert
             return 6.0 * numel_of(n.inputs[1]) * static_cast<double>(n.inputs[3].shape[1]) *
                    static_cast<double>(n.inputs[3].shape[2]);
+        case MNEMO_OP_VQ_DECODE: {  // an addition per rotated element, then A^T y: Do multiply-adds per output
+            const double d_out = static_cast<double>(n.inputs[1].shape[0]) * static_cast<double>(n.inputs[1].shape[2]);
+            const double rotated = static_cast<double>(n.inputs[0].shape[0]) * d_out;
+            return n.n_inputs > 3 ? rotated + 2.0 * static_cast<double>(out.numel()) * d_out : rotated;
+        }
         default:
             return static_cast<double>(out.numel());
     }

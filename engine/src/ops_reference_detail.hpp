@@ -55,6 +55,7 @@ void mem_index(const Ctx& c);
 void peer_gate(const Ctx& c);
 void hive(const Ctx& c);
 void moe_ffn(const Ctx& c);
+void vq_decode(const Ctx& c);  // ops_reference_vq.cpp
 
 // ARGTOPK's order: value descending, NaN below every number (ties are left to a stable sort).
 bool ranks_before(float a, float b);

@@ -7,206 +7,11 @@
 #include <map>
 #include <sstream>
 
-#include "graph.hpp"
-#include "mnemo/error.hpp"
-#include "mnemo/json.hpp"
-#include "mnemo/safetensors.hpp"
-#include "model_host.hpp"
+#include "session_impl.hpp"
 
 namespace fs = std::filesystem;
 
 namespace mnemo {
-
-using detail::GraphBuilder;
-using detail::MemoryPlan;
-using detail::ModelHost;
-using detail::ParamDecl;
-using detail::ParamKind;
-
-namespace {
-
-constexpr uint64_t kArenaAlignment = 256;  // enough for any backend's storage-buffer offset rule
-constexpr int32_t kDefaultCtx = 4096;
-
-// A backend device context and the buffers made on it, released in reverse order.
-class Device {
-public:
-    Device(const BackendModule& module, int32_t device, int32_t threads) : api_(module.api), name_(module.name) {
-        const int32_t count = api_->device_count();
-        if (device < 0 || device >= count)
-            throw Error("backend '" + name_ + "' has " + std::to_string(count) + " device(s); device " +
-                        std::to_string(device) + " does not exist");
-        if (api_->device_info(device, &info_) != MNEMO_OK) throw Error("backend '" + name_ + "': cannot query device " + std::to_string(device));
-        mnemo_backend_config cfg{threads};
-        mnemo_error err{};
-        if (api_->open(device, &cfg, &ctx_, &err) != MNEMO_OK)
-            throw Error("backend '" + name_ + "': cannot open device " + std::to_string(device) + ": " + err.message);
-    }
-    ~Device() {
-        for (auto it = buffers_.rbegin(); it != buffers_.rend(); ++it) api_->buffer_free(ctx_, *it);
-        if (ctx_) api_->close(ctx_);
-    }
-    Device(const Device&) = delete;
-    Device& operator=(const Device&) = delete;
-
-    const mnemo_backend_api* api() const { return api_; }
-    void* ctx() const { return ctx_; }
-    const mnemo_device_info& info() const { return info_; }
-    const std::string& name() const { return name_; }
-
-    void* alloc(uint64_t bytes, const std::string& what) {
-        void* b = nullptr;
-        mnemo_error err{};
-        const uint64_t size = std::max<uint64_t>(bytes, 1);
-        if (api_->buffer_alloc(ctx_, size, &b, &err) != MNEMO_OK)
-            throw Error(name_ + ": cannot allocate " + std::to_string(bytes) + " bytes for " + what + ": " + err.message);
-        track(b, size, false);
-        return b;
-    }
-    // Use host memory in place when the backend can (mmapped weights on the CPU, or imported by a
-    // unified-memory GPU), else copy; a pointer the backend refuses is copied too.
-    void* wrap_or_upload(const void* host, uint64_t bytes, const std::string& what) {
-        if (api_->buffer_from_host && (info_.caps & (MNEMO_CAP_HOST_MEMORY | MNEMO_CAP_IMPORT_HOST))) {
-            void* b = nullptr;
-            mnemo_error err{};
-            if (api_->buffer_from_host(ctx_, const_cast<void*>(host), bytes, &b, &err) == MNEMO_OK) {
-                track(b, bytes, true);
-                return b;
-            }
-        }
-        void* b = alloc(bytes, what);
-        write(b, 0, host, bytes, what);
-        return b;
-    }
-    void release(void* buffer) {
-        auto it = std::find(buffers_.begin(), buffers_.end(), buffer);
-        if (it != buffers_.end()) {
-            api_->buffer_free(ctx_, buffer);
-            const size_t i = static_cast<size_t>(it - buffers_.begin());
-            bytes_ -= sizes_[i].bytes;
-            if (sizes_[i].host) host_bytes_ -= sizes_[i].bytes;
-            buffers_.erase(it);
-            sizes_.erase(sizes_.begin() + static_cast<long>(i));
-        }
-    }
-    // Bytes of the buffers made here that are alive now, the most there ever were at once, and
-    // how many of the live ones are host memory used in place (mmapped weights on the CPU: they
-    // count as resident memory of the process rather than as copies the backend made).
-    uint64_t bytes() const { return bytes_; }
-    uint64_t peak_bytes() const { return peak_bytes_; }
-    uint64_t host_bytes() const { return host_bytes_; }
-    void write(void* buffer, uint64_t offset, const void* src, uint64_t bytes, const std::string& what) {
-        mnemo_error err{};
-        if (api_->buffer_write(ctx_, buffer, offset, src, bytes, &err) != MNEMO_OK)
-            throw Error(name_ + ": writing " + what + ": " + err.message);
-    }
-    void read(void* buffer, uint64_t offset, void* dst, uint64_t bytes, const std::string& what) {
-        mnemo_error err{};
-        if (api_->buffer_read(ctx_, buffer, offset, dst, bytes, &err) != MNEMO_OK)
-            throw Error(name_ + ": reading " + what + ": " + err.message);
-    }
-
-private:
-    struct Size {
-        uint64_t bytes;
-        bool host;
-    };
-    void track(void* buffer, uint64_t bytes, bool host) {
-        buffers_.push_back(buffer);
-        sizes_.push_back({bytes, host});
-        bytes_ += bytes;
-        if (host) host_bytes_ += bytes;
-        peak_bytes_ = std::max(peak_bytes_, bytes_);
-    }
-
-    const mnemo_backend_api* api_;
-    std::string name_;
-    mnemo_device_info info_{};
-    void* ctx_ = nullptr;
-    std::vector<void*> buffers_;
-    std::vector<Size> sizes_;  // parallel to buffers_
-    uint64_t bytes_ = 0;
-    uint64_t peak_bytes_ = 0;
-    uint64_t host_bytes_ = 0;
-};
-
-// A plugin's model instance (destroyed through the plugin).
-struct PluginModel {
-    const mnemo_plugin_api* api = nullptr;
-    void* model = nullptr;
-    ~PluginModel() {
-        if (model) api->destroy(model);
-    }
-};
-
-std::string plural(uint64_t n, const char* what) { return std::to_string(n) + " " + what + (n == 1 ? "" : "s"); }
-
-}  // namespace
-
-struct PlannedGraph {
-    std::vector<detail::GraphNode> nodes;
-    MemoryPlan memory;
-    int32_t output = -1;
-    uint64_t input_offset[4] = {};
-    bool has_input[4] = {};
-    std::vector<int32_t> op_of_node;  // op id of each backend node, for profiles
-    void* backend_graph = nullptr;    // prepared on the current arena
-};
-
-struct Session::Impl {
-    SessionOptions options;
-    json::Value config;
-    Checkpoint checkpoint;
-    const PluginModule* plugin = nullptr;
-    std::unique_ptr<ModelHost> host;
-    PluginModel model;
-    mnemo_model_info info{};
-    std::unique_ptr<Device> device;
-    std::vector<void*> param_buffers;
-    ModelSummary summary;
-    int32_t n_ctx = 0;
-    int32_t n_seq = 1;
-
-    void* arena = nullptr;
-    uint64_t arena_bytes = 0;
-    std::map<std::pair<int64_t, int64_t>, std::unique_ptr<PlannedGraph>> plans;
-
-    std::vector<int32_t> seq_len;
-    std::vector<int32_t> in_tokens, in_pos, in_seq, in_rows;
-    std::vector<float> logits;
-    std::vector<float> chunk_logits;
-    std::vector<BatchToken> chunk;
-    std::vector<uint64_t> timings;
-    std::map<int32_t, OpProfile> profile;
-    const std::atomic<bool>* cancel = nullptr;
-
-    ~Impl() {
-        for (auto& [key, p] : plans)
-            if (p->backend_graph) device->api()->graph_release(device->ctx(), p->backend_graph);
-        plans.clear();
-        param_buffers.clear();
-        device.reset();  // buffers before the mmapped checkpoint and the plugin module go
-    }
-
-    void load();
-    void bind_params();
-    PlannedGraph& plan_for(int64_t n_tokens, int64_t n_out);
-    void prepare(PlannedGraph& p);
-    void run(const std::vector<BatchToken>& batch, std::vector<float>& out);
-    mnemo_tensor bind(const PlannedGraph& p, int32_t node) const;
-    // Weights one graph run reads: whole tensors, or only the rows/experts gathering ops name.
-    struct WeightTraffic {
-        uint64_t bytes = 0;
-        int64_t params = 0;
-    };
-    WeightTraffic weight_traffic(const PlannedGraph& p) const;
-    // Copy the device's allocation counters into the summary (after every allocation).
-    void note_device_memory() {
-        summary.device_bytes = device->bytes();
-        summary.device_peak_bytes = device->peak_bytes();
-        summary.device_host_bytes = device->host_bytes();
-    }
-};
 
 void Session::Impl::load() {
     const std::string& dir = options.model_dir;
@@ -240,7 +45,7 @@ void Session::Impl::load() {
     }
     if (options.n_ubatch < 1) throw Error("the batch size (n_ubatch) must be >= 1");
 
-    host = std::make_unique<ModelHost>(config, config_path, checkpoint, plugin->name);
+    host = std::make_unique<ModelHost>(config, config_path, checkpoint, plugin->name, dir);
     mnemo_context_params cp{n_ctx, n_seq};
     mnemo_error err{};
     model.api = plugin->api;
@@ -265,6 +70,7 @@ void Session::Impl::load() {
     const WeightTraffic decode = weight_traffic(plan_for(1, 1));
     summary.decode_weight_bytes = decode.bytes;
     summary.activated_params = decode.params;
+    if (info.memory.enabled) memory_init();
 }
 
 Session::Impl::WeightTraffic Session::Impl::weight_traffic(const PlannedGraph& p) const {
@@ -372,21 +178,29 @@ void Session::Impl::prepare(PlannedGraph& p) {
         throw Error("backend '" + device->name() + "': preparing the graph failed: " + err.message);
 }
 
-PlannedGraph& Session::Impl::plan_for(int64_t n_tokens, int64_t n_out) {
-    auto key = std::make_pair(n_tokens, n_out);
+PlannedGraph& Session::Impl::plan_for(int64_t n_tokens, int64_t n_out, int32_t purpose) {
+    auto key = std::make_tuple(purpose, n_tokens, n_out);
     auto it = plans.find(key);
     if (it != plans.end() && it->second->backend_graph) return *it->second;
     if (it == plans.end()) {
         auto p = std::make_unique<PlannedGraph>();
-        GraphBuilder builder(n_tokens, n_out, [this](int32_t id) { return host->param_shape(id); });
+        GraphBuilder builder(n_tokens, n_out, [this](int32_t id) { return host->param_shape(id); }, purpose);
         mnemo_error err{};
+        const char* what = purpose == MNEMO_GRAPH_LOGITS ? "" : purpose == MNEMO_GRAPH_ENCODE ? "memory-writing " : "retrieval-query ";
         if (plugin->api->build(model.model, builder.api(), &err) != MNEMO_OK)
-            throw Error("the " + plugin->name + " plugin failed to build the graph for " + plural(n_tokens, "token") +
+            throw Error("the " + plugin->name + " plugin failed to build the " + what + "graph for " + plural(n_tokens, "token") +
                         ": " + (builder.error().empty() ? err.message : builder.error()));
-        if (builder.output() < 0) throw Error("the " + plugin->name + " plugin built a graph without logits output");
+        if (purpose == MNEMO_GRAPH_LOGITS && builder.output() < 0)
+            throw Error("the " + plugin->name + " plugin built a graph without logits output");
+        if (purpose != MNEMO_GRAPH_LOGITS && builder.named_outputs().empty())
+            throw Error("the " + plugin->name + " plugin built a " + what + "graph without named outputs");
         p->nodes = builder.nodes();
         p->output = builder.output();
-        p->memory = detail::plan_memory(p->nodes, p->output, kArenaAlignment);
+        p->purpose = purpose;
+        p->named = builder.named_outputs();
+        std::vector<int32_t> keep = {p->output};
+        for (const auto& [name, node] : p->named) keep.push_back(node);
+        p->memory = detail::plan_memory(p->nodes, keep, kArenaAlignment);
         for (size_t i = 0; i < p->nodes.size(); ++i)
             if (p->nodes[i].kind == detail::NodeKind::Input) {
                 p->has_input[p->nodes[i].input_kind] = true;
@@ -440,9 +254,22 @@ void Session::Impl::run(const std::vector<BatchToken>& batch, std::vector<float>
     if (no_logits_wanted) in_rows.push_back(static_cast<int32_t>(n - 1));  // graphs always produce >= 1 row
     const int64_t n_out = static_cast<int64_t>(in_rows.size());
     PlannedGraph& p = plan_for(n, n_out);
+    if (p.has_input[MNEMO_INPUT_MEMORY_BLOCK] && in_block.size() != static_cast<size_t>(n))
+        throw Error("internal: the memory blocks of this batch were not bound");
+    run_graph(p, batch);
+    if (no_logits_wanted) {
+        out.clear();
+        return;
+    }
+    const uint64_t bytes = static_cast<uint64_t>(n_out) * static_cast<uint64_t>(info.vocab_size) * sizeof(float);
+    out.resize(static_cast<size_t>(bytes / sizeof(float)));
+    device->read(arena, p.memory.where[p.output].offset, out.data(), bytes, "logits");
+}
 
-    const std::vector<int32_t>* inputs[4] = {&in_tokens, &in_pos, &in_seq, &in_rows};
-    for (int k = 0; k < 4; ++k)
+void Session::Impl::run_graph(PlannedGraph& p, const std::vector<BatchToken>& batch) {
+    (void)batch;  // in_* hold its inputs
+    const std::vector<int32_t>* inputs[detail::kInputKinds] = {&in_tokens, &in_pos, &in_seq, &in_rows, &in_block};
+    for (int k = 0; k < detail::kInputKinds; ++k)
         if (p.has_input[k]) device->write(arena, p.input_offset[k], inputs[k]->data(), inputs[k]->size() * 4, "graph inputs");
 
     uint64_t* timing = nullptr;
@@ -460,13 +287,6 @@ void Session::Impl::run(const std::vector<BatchToken>& batch, std::vector<float>
             ++op.calls;
             op.total_ns += timings[i];
         }
-    if (no_logits_wanted) {
-        out.clear();
-        return;
-    }
-    const uint64_t bytes = static_cast<uint64_t>(n_out) * static_cast<uint64_t>(info.vocab_size) * sizeof(float);
-    out.resize(static_cast<size_t>(bytes / sizeof(float)));
-    device->read(arena, p.memory.where[p.output].offset, out.data(), bytes, "logits");
 }
 
 // ---------------------------------------------------------------- public API
@@ -493,6 +313,14 @@ int32_t Session::n_seq() const { return impl_->n_seq; }
 int32_t Session::vocab_size() const { return static_cast<int32_t>(impl_->info.vocab_size); }
 
 const std::vector<float>& Session::decode(const std::vector<BatchToken>& batch) {
+    if (impl_->memory) {
+        for (const BatchToken& b : batch)  // checked here too: the memory schedule indexes by them
+            if (b.seq < 0 || b.seq >= impl_->n_seq || b.pos < 0 || b.pos >= impl_->n_ctx) {
+                impl_->run(batch, impl_->logits);  // reports the error
+                break;
+            }
+        impl_->bind_generated(batch);
+    }
     impl_->run(batch, impl_->logits);
     // Sequences are as long as the furthest position written.
     for (const BatchToken& b : batch) impl_->seq_len[b.seq] = std::max(impl_->seq_len[b.seq], b.pos + 1);
@@ -508,6 +336,10 @@ const std::vector<float>& Session::append(int32_t seq, const std::vector<int32_t
         throw Error("context is full: sequence " + std::to_string(seq) + " holds " + std::to_string(start) + " of " +
                     std::to_string(s.n_ctx) + " positions and " + plural(tokens.size(), "more token") +
                     " do not fit (raise it with -c/--ctx-size)");
+    if (s.memory) {
+        s.prompt_with_memories(seq, start, tokens, all_logits);
+        return s.logits;
+    }
     s.logits.clear();
     const size_t vocab = static_cast<size_t>(s.info.vocab_size);
     for (size_t begin = 0; begin < tokens.size(); begin += static_cast<size_t>(s.options.n_ubatch)) {
@@ -533,9 +365,13 @@ int32_t Session::seq_length(int32_t seq) const {
 void Session::reset(int32_t seq) {
     if (seq < 0 || seq >= impl_->n_seq) throw Error("sequence " + std::to_string(seq) + " does not exist");
     impl_->seq_len[seq] = 0;  // attention never reads past a query's own position
+    if (impl_->memory) impl_->memory->seqs[static_cast<size_t>(seq)] = SeqMemory{};
 }
 
-void Session::reset_all() { std::fill(impl_->seq_len.begin(), impl_->seq_len.end(), 0); }
+void Session::reset_all() {
+    std::fill(impl_->seq_len.begin(), impl_->seq_len.end(), 0);
+    if (impl_->memory) std::fill(impl_->memory->seqs.begin(), impl_->memory->seqs.end(), SeqMemory{});
+}
 void Session::set_cancel_flag(const std::atomic<bool>* flag) { impl_->cancel = flag; }
 
 std::vector<OpProfile> Session::profile() const {

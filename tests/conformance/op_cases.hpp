@@ -618,6 +618,8 @@ inline void embedding_bag(std::vector<OpCase>& out) {
 #include "op_cases_lookup.hpp"
 #include "op_cases_moe.hpp"
 #include "op_cases_product_keys.hpp"
+#include "op_cases_memory_prefix.hpp"
+#include "op_cases_vq.hpp"
 
 namespace mnemo::conformance {
 
@@ -640,6 +642,8 @@ inline const std::vector<OpCase>& all_op_cases() {
         detail::product_keys(v);
         detail::lookup(v);
         detail::moe(v);
+        detail::memory_prefix(v);
+        detail::vq_decode(v);
         return v;
     }();
     return cases;

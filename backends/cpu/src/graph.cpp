@@ -42,6 +42,7 @@ KernelFn select_kernel(PreparedNode& p, Isa isa) {
         case MNEMO_OP_GET_ROWS:
         case MNEMO_OP_KV_STORE: return select_rows(p, isa);
         case MNEMO_OP_ATTENTION: return select_attention(p, isa);
+        case MNEMO_OP_ATTN_MASS: return select_attn_mass(p, isa);
         case MNEMO_OP_ARGTOPK:
         case MNEMO_OP_TAKE_ALONG:
         case MNEMO_OP_EMBEDDING_BAG: return select_memory_ops(p, isa);
@@ -52,6 +53,7 @@ KernelFn select_kernel(PreparedNode& p, Isa isa) {
         case MNEMO_OP_PEER_GATE:
         case MNEMO_OP_HIVE: return select_lookup(p, isa);
         case MNEMO_OP_MOE_FFN: return select_moe(p, isa);
+        case MNEMO_OP_VQ_DECODE: return select_vq_decode(p, isa);
         default: return nullptr;
     }
 }
@@ -67,6 +69,8 @@ double node_work(const mnemo_node& n) {
         case MNEMO_OP_ATTENTION:  // every query row reads up to the whole cache of its sequence
             return static_cast<double>(numel(n.inputs[0])) * static_cast<double>(n.inputs[1].shape[2]);
         case MNEMO_OP_KV_STORE: return static_cast<double>(numel(n.inputs[1]));
+        case MNEMO_OP_ATTN_MASS:  // every query row against the keys of its sequence (bound: all N)
+            return static_cast<double>(numel(n.inputs[0])) * static_cast<double>(n.inputs[0].shape[0]);
         case MNEMO_OP_ARGTOPK: return static_cast<double>(numel(n.inputs[0]));  // every score is ranked
         case MNEMO_OP_TAKE_ALONG: return static_cast<double>(numel(n.output));
         case MNEMO_OP_EMBEDDING_BAG:  // a multiply-add per bag entry and column
@@ -91,6 +95,9 @@ double node_work(const mnemo_node& n) {
         case MNEMO_OP_MOE_FFN:  // three F x D matrix-vector products per (token, choice)
             return 3.0 * static_cast<double>(numel(n.inputs[1])) * static_cast<double>(n.inputs[3].shape[1]) *
                    static_cast<double>(n.inputs[3].shape[2]);
+        case MNEMO_OP_VQ_DECODE:  // Do rotated elements per row, then Do multiply-adds per output element with A
+            return static_cast<double>(n.inputs[0].shape[0]) * static_cast<double>(n.inputs[1].shape[0] * n.inputs[1].shape[2]) *
+                   (n.n_inputs > 3 ? 1.0 + static_cast<double>(n.inputs[3].shape[1]) : 1.0);
         default: return static_cast<double>(numel(n.output));
     }
 }
@@ -206,6 +213,8 @@ mnemo_status graph_run(CpuContext& ctx, void* graph, uint64_t* timings_ns, mnemo
             ok = check_lookup_indices(p, message, sizeof(message));
         else if (p.node.op == MNEMO_OP_MOE_FFN)
             ok = check_moe_indices(p, message, sizeof(message));
+        else if (p.node.op == MNEMO_OP_VQ_DECODE)
+            ok = check_vq_indices(p, message, sizeof(message));
         if (!ok) return set_error(err, MNEMO_ERR_INVALID, "cpu graph_run: node %zu: %s", i, message);
         g.next_task.store(0, std::memory_order_relaxed);
         KernelCall call{&p, g.scratch.get(), g.scratch_per_thread, &g.next_task};

@@ -13,9 +13,9 @@ struct Arity {
 
 constexpr Arity kArity[MNEMO_OP_COUNT_] = {
     {0, 0}, {2, 2}, {2, 2}, {2, 2}, {2, 2}, {1, 1}, {1, 2}, {1, 3},
-    {3, 3}, {1, 1}, {1, 1}, {2, 2}, {1, 1}, {4, 4}, {5, 5}, {1, 1},
+    {3, 3}, {1, 1}, {1, 1}, {2, 2}, {1, 1}, {4, 4}, {5, 9}, {1, 1},
     {2, 2}, {3, 3}, {2, 3}, {1, 8}, {2, 7}, {1, 2}, {4, 4}, {4, 4},
-    {6, 6},
+    {6, 6}, {4, 4}, {3, 4},
 };
 
 bool check_op(const mnemo_node& n, Checker& c) {
@@ -77,6 +77,9 @@ bool check_op(const mnemo_node& n, Checker& c) {
             if (mode != 0 && mode != 1) return c.fail("mode must be 0 or 1");
             if (rot <= 0 || rot % 2 != 0 || rot > in[0].shape[2]) return c.fail("rotary dims must be even and <= D");
             if (in[2].shape[0] != rot / 2) return c.fail("inverse frequencies must hold R/2 values");
+            // The engine's bound on the position offset i[2] (the kernel sums in int64 anyway).
+            if (n.iparams[2] < -(int64_t{1} << 30) || n.iparams[2] > (int64_t{1} << 30))
+                return c.fail("position offset must be in -2^30..2^30");
             return c.output(in[0]);
         }
         case MNEMO_OP_KV_STORE: {
@@ -100,8 +103,37 @@ bool check_op(const mnemo_node& n, Checker& c) {
                 return c.fail("k and v caches disagree");
             if (in[1].shape[1] <= 0 || in[0].shape[1] % in[1].shape[1] != 0)
                 return c.fail("query heads must be a multiple of kv heads");
+            if (n.n_inputs == 6 || n.n_inputs == 7) return c.fail("a prefix needs pk, pv and plen (inputs 5..7)");
+            if (n.n_inputs >= 8) {  // the prefix: pk[B, Hkv, M, D], pv[B, Hkv, M, Dv], plen[B] [, pblock[N]]
+                if (!c.f32(5, 4, 4, "4-D f32 prefix keys [B, Hkv, M, D]") || !c.f32(6, 4, 4, "4-D f32 prefix values [B, Hkv, M, Dv]") ||
+                    !c.i32_vec(7, in[5].shape[0], "prefix lengths"))
+                    return false;
+                if (in[5].shape[1] != in[1].shape[1] || in[5].shape[3] != in[1].shape[3])
+                    return c.fail("prefix keys differ from the k cache in heads or head dim");
+                if (in[6].shape[0] != in[5].shape[0] || in[6].shape[1] != in[5].shape[1] || in[6].shape[2] != in[5].shape[2] ||
+                    in[6].shape[3] != in[2].shape[3])
+                    return c.fail("prefix values do not match the prefix keys and the v cache");
+                if (n.n_inputs == 9) {
+                    if (!c.i32_vec(8, in[0].shape[0], "prefix block of each query")) return false;
+                } else if (in[5].shape[0] != 1) {
+                    return c.fail("without a block per query (input 8) the prefix must have 1 block");
+                }
+            }
             mnemo_tensor o = in[0];
             o.shape[2] = in[2].shape[3];
+            return c.output(o);
+        }
+        case MNEMO_OP_ATTN_MASS: {
+            if (!c.f32(0, 3, 3, "3-D f32 q [N, Hq, D]") || !c.f32(1, 3, 3, "3-D f32 k [N, Hkv, D]") ||
+                !c.i32_vec(2, in[0].shape[0], "sequence ids") || !c.i32_vec(3, in[0].shape[0], "positions"))
+                return false;
+            if (in[1].shape[0] != in[0].shape[0] || in[1].shape[2] != in[0].shape[2])
+                return c.fail("q and k need the same rows and head dim");
+            if (in[1].shape[1] <= 0 || in[0].shape[1] % in[1].shape[1] != 0)
+                return c.fail("query heads must be a multiple of kv heads");
+            if (n.iparams[0] != 0 && n.iparams[0] != 1) return c.fail("mode i[0] must be 0 (softmax) or 1 (exp)");
+            mnemo_tensor o = in[1];
+            o.ndim = 2;
             return c.output(o);
         }
         case MNEMO_OP_ARGTOPK: {
@@ -148,6 +180,35 @@ bool check_op(const mnemo_node& n, Checker& c) {
         case MNEMO_OP_PEER_GATE:
         case MNEMO_OP_HIVE: return check_lookup_node(n, c);
         case MNEMO_OP_MOE_FFN: return check_moe_node(n, c);
+        case MNEMO_OP_VQ_DECODE: {
+            // What kernels/vq_decode.cpp relies on: tables of exactly 2^bits centroids covering the
+            // same Do dimensions, a list number of at most 4 bytes, and a code that fits its words.
+            if (!c.input(0, in[0].dtype == MNEMO_DTYPE_I32, 2, 2, "2-D i32 codes [N, W]") ||
+                !c.f32(1, 3, 3, "3-D f32 coarse centroids [Mc, 2^bc, Do/Mc]") ||
+                !c.f32(2, 3, 3, "3-D f32 PQ centroids [Mp, 2^bp, Do/Mp]"))
+                return false;
+            const int64_t bc = n.iparams[0], bp = n.iparams[1], mc = in[1].shape[0], mp = in[2].shape[0];
+            if (bc < 1 || bc > 16 || bp < 1 || bp > 16) return c.fail("bits per index i[0], i[1] must be in 1..16");
+            if (mc < 1 || mc > 32 || mc * bc > 32) return c.fail("Mc x bc coarse bits must be in 1..32");
+            if (in[1].shape[1] != (int64_t{1} << bc)) return c.fail("the coarse table must hold 2^bc centroids");
+            if (mp < 1 || in[2].shape[1] != (int64_t{1} << bp)) return c.fail("the PQ table must hold 2^bp centroids");
+            const int64_t d_out = mc * in[1].shape[2];
+            // Mp <= 2^40 keeps Mp * bp from overflowing (a real Mp is at most Do).
+            if (mp > (int64_t{1} << 40) || mp * in[2].shape[2] != d_out)
+                return c.fail("coarse and PQ tables cover different dimensions");
+            const int64_t code_bytes = (mc * bc + 7) / 8 + (mp * bp + 7) / 8;
+            if (in[0].shape[1] < (code_bytes + 3) / 4)
+                return c.fail("codes of " + std::to_string(in[0].shape[1]) + " words cannot hold " +
+                              std::to_string(code_bytes) + " bytes");
+            mnemo_tensor o = in[0];
+            o.shape[1] = d_out;
+            if (n.n_inputs > 3) {
+                if (!c.f32(3, 2, 2, "2-D f32 rotation A [Do, Di]")) return false;
+                if (in[3].shape[0] != d_out) return c.fail("the rotation must have Do rows");
+                o.shape[1] = in[3].shape[1];
+            }
+            return c.output(o);
+        }
         default:
             return c.fail("unknown op");
     }

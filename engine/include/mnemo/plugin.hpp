@@ -103,6 +103,18 @@ public:
         check(api_->read_weight(api_->host, id, MNEMO_DTYPE_I32, v.data(), count, &err_));
         return v;
     }
+    // Token ids of text with the checkpoint's tokenizer (special tokens parsed, nothing added).
+    std::vector<int32_t> tokenize(const std::string& text) const {
+        std::vector<int32_t> ids(256);
+        int32_t n = 0;
+        check(api_->tokenize(api_->host, text.c_str(), ids.data(), static_cast<int32_t>(ids.size()), &n, &err_));
+        if (n > static_cast<int32_t>(ids.size())) {
+            ids.resize(static_cast<size_t>(n));
+            check(api_->tokenize(api_->host, text.c_str(), ids.data(), n, &n, &err_));
+        }
+        ids.resize(static_cast<size_t>(n));
+        return ids;
+    }
     mnemo_tid state(const std::string& name, mnemo_dtype dtype, std::initializer_list<int64_t> shape) const {
         std::vector<int64_t> s(shape);
         mnemo_tid id = -1;
@@ -130,6 +142,11 @@ public:
 
     int64_t n_tokens() const { return api_->n_tokens; }
     int64_t n_outputs() const { return api_->n_outputs; }
+    mnemo_graph_purpose purpose() const { return static_cast<mnemo_graph_purpose>(api_->purpose); }
+    // Keep t readable after the run under `name` (ENCODE graphs' results).
+    void mark_output(const std::string& name, T t) const {
+        if (api_->mark_output(api_->builder, name.c_str(), t.id) != MNEMO_OK) throw PluginError(api_->last_error(api_->builder));
+    }
 
     T input(mnemo_input_kind kind) const { return checked(api_->input(api_->builder, kind), "input"); }
     T tokens() const { return input(MNEMO_INPUT_TOKENS); }
@@ -161,12 +178,35 @@ public:
     T rope(T x, T pos, T inv_freq, int64_t mode, int64_t rot) const {
         return op(MNEMO_OP_ROPE, {x, pos, inv_freq}, {mode, rot});
     }
+    // Angles at pos + offset (Memory3: context after the memories' interval).
+    T rope(T x, T pos, T inv_freq, int64_t mode, int64_t rot, int64_t offset) const {
+        return offset == 0 ? rope(x, pos, inv_freq, mode, rot) : op(MNEMO_OP_ROPE, {x, pos, inv_freq}, {mode, rot, offset});
+    }
     T silu(T x) const { return op(MNEMO_OP_SILU, {x}); }
     T swiglu(T gate, T up) const { return op(MNEMO_OP_SWIGLU, {gate, up}); }
     T softmax(T x, float scale = 1.0f) const { return op(MNEMO_OP_SOFTMAX, {x}, {}, {scale}); }
     T kv_store(T cache, T src, T seq, T pos) const { return op(MNEMO_OP_KV_STORE, {cache, src, seq, pos}); }
     T attention(T q, T k_cache, T v_cache, T seq, T pos, float scale) const {
         return op(MNEMO_OP_ATTENTION, {q, k_cache, v_cache, seq, pos}, {}, {scale});
+    }
+    // Attention after a prefix block: the same block for every query (shared prefix) ...
+    T attention(T q, T k_cache, T v_cache, T seq, T pos, T prefix_k, T prefix_v, T prefix_len, float scale) const {
+        return op(MNEMO_OP_ATTENTION, {q, k_cache, v_cache, seq, pos, prefix_k, prefix_v, prefix_len}, {}, {scale});
+    }
+    // ... or block pblock[n] for query n (explicit memories of the query's chunk).
+    T attention(T q, T k_cache, T v_cache, T seq, T pos, T prefix_k, T prefix_v, T prefix_len, T pblock,
+                float scale) const {
+        return op(MNEMO_OP_ATTENTION, {q, k_cache, v_cache, seq, pos, prefix_k, prefix_v, prefix_len, pblock}, {}, {scale});
+    }
+    // mode 0: softmax weights, 1: exp of the scores; positions below first_pos are not counted.
+    T attn_mass(T q, T k, T seq, T pos, int64_t mode, int64_t first_pos, float scale) const {
+        return op(MNEMO_OP_ATTN_MASS, {q, k, seq, pos}, {mode, first_pos}, {scale});
+    }
+    T vq_decode(T codes, T coarse, T pq, int64_t coarse_bits, int64_t pq_bits) const {
+        return op(MNEMO_OP_VQ_DECODE, {codes, coarse, pq}, {coarse_bits, pq_bits});
+    }
+    T vq_decode(T codes, T coarse, T pq, T rotation, int64_t coarse_bits, int64_t pq_bits) const {
+        return op(MNEMO_OP_VQ_DECODE, {codes, coarse, pq, rotation}, {coarse_bits, pq_bits});
     }
     // Memory layers: rank scores (i32 indices, ties to the lower index), pick the chosen scores,
     // and the fused weighted bag sum over table rows.

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "mnemo/abi/plugin_abi.h"
+#include "mnemo/memory.hpp"
 #include "mnemo/registry.hpp"
 
 namespace mnemo {
@@ -86,12 +87,16 @@ public:
     int32_t n_seq() const;
     int32_t vocab_size() const;
 
-    // Run one batch (any mix of sequences/positions, at most n_ubatch rows). Returns logits
+    // Run one batch of GENERATED tokens (any mix of sequences/positions, at most n_ubatch rows). Returns logits
     // [count(want_logits), vocab] in row order (empty when no row wants logits). Positions must be < n_ctx (else Error "context is
     // full ..."). Tokens must be < vocab.
     const std::vector<float>& decode(const std::vector<BatchToken>& batch);
 
-    // Feed `tokens` to sequence `seq` after its current length (split into n_ubatch chunks).
+    // Feed PROMPT `tokens` to sequence `seq` after its current length (split into n_ubatch chunks).
+    // The difference to decode() matters for models that read explicit memories: a prompt is cut
+    // into chunk_length chunks that each retrieve their own memories; generated tokens keep the
+    // last prompt chunk's memories for chunk_length tokens, then retrieve with the text just
+    // generated (Memory3 §3.1).
     // Returns logits of the last token, or of every token when all_logits.
     const std::vector<float>& append(int32_t seq, const std::vector<int32_t>& tokens, bool all_logits = false);
     // Positions already filled in sequence `seq`.
@@ -103,6 +108,21 @@ public:
     // Cancellation: checked between graph runs and between chunks; decode/append throw
     // mnemo::Cancelled when set.
     void set_cancel_flag(const std::atomic<bool>* flag);
+
+    // Explicit memories (models whose plugin reports a memory spec, e.g. memory3).
+    bool reads_memories() const;
+    const MemorySpec& memory_spec() const;  // throws unless reads_memories()
+    // Where chunks get their memories; nullptr: none (the reference BOS alone is read).
+    void set_memory_source(std::shared_ptr<MemorySource> source);
+    // Encode references (token ids, at most reference_length each) into memories (§3.3), in
+    // batches of encode_sequences, on this session's backend.
+    std::vector<WrittenMemory> write_memories(const std::vector<std::vector<int32_t>>& references);
+    // Retrieval vectors of texts encoded like references (what retrieval compares).
+    std::vector<std::vector<float>> retrieval_vectors(const std::vector<std::vector<int32_t>>& texts);
+    const MemoryStats& memory_stats() const;
+    // SHA-256 (hex) over config.json, every tensor's name, dtype and shape, and the first and
+    // last 4 KiB of its data: what a memory folder records to refuse another checkpoint.
+    const std::string& model_fingerprint() const;
 
     std::vector<OpProfile> profile() const;
     void clear_profile();

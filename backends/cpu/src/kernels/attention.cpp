@@ -1,6 +1,7 @@
-// ATTENTION for one (token, query head) per task: scores against the causal prefix of the
-// sequence's cache, softmax, weighted sum of values. Two passes with the scores kept in the
-// thread's scratch (sized in graph_prepare for the whole cache length), which is exact and
+// ATTENTION for one (token, query head) per task: scores against the optional prefix block
+// (explicit memories, inputs 5..8) and the causal prefix of the sequence's cache, ONE softmax
+// over both, weighted sum of values. Two passes with the scores kept in the thread's scratch
+// (sized in graph_prepare for M prefix slots plus the whole cache length), which is exact and
 // cheaper than rescaling the output row for every key as a one-pass online softmax would.
 // Tasks are handed out dynamically because causal rows have very different lengths in prefill.
 // Consecutive tasks are heads of one token, so the query heads of a GQA group reuse the same
@@ -23,6 +24,13 @@ struct AttnArgs {
     float* y;
     int64_t n, hq, d, hkv, c, dv, group;
     float scale;
+    // The prefix (null pk without one): pk[B, Hkv, M, D], pv[B, Hkv, M, Dv], plen[B] and the
+    // block of each query (null pblock: block 0 for all).
+    const float* pk = nullptr;
+    const float* pv = nullptr;
+    const int32_t* plen = nullptr;
+    const int32_t* pblock = nullptr;
+    int64_t slots = 0;  // M
 };
 
 AttnArgs attn_args(const PreparedNode& p) {
@@ -42,92 +50,121 @@ AttnArgs attn_args(const PreparedNode& p) {
     a.dv = nd.inputs[2].shape[3];
     a.group = a.hq / a.hkv;
     a.scale = nd.fparams[0];
+    if (nd.n_inputs >= 8) {
+        a.pk = static_cast<const float*>(p.in[5]);
+        a.pv = static_cast<const float*>(p.in[6]);
+        a.plen = static_cast<const int32_t*>(p.in[7]);
+        a.slots = nd.inputs[5].shape[2];
+        if (nd.n_inputs >= 9) a.pblock = static_cast<const int32_t*>(p.in[8]);
+    }
     return a;
 }
 
-// Where one task's data lives.
+// A run of keys with their values: rows 0..count-1 of a [rows, D] / [rows, Dv] slab.
+struct KeyRun {
+    const float* k;
+    const float* v;
+    int64_t count;
+};
+
+// Where one task's data lives: the prefix slots it reads (count 0 without), then its cache rows.
 struct AttnTask {
     const float* q;
-    const float* k;  // first key row of the (sequence, kv head)
-    const float* v;
     float* y;
-    int64_t keys;  // pos + 1
+    KeyRun runs[2];
 };
 
 AttnTask task_of(const AttnArgs& a, int64_t t) {
     const int64_t n = t / a.hq, h = t % a.hq, g = h / a.group;
     const int64_t kv_row = (static_cast<int64_t>(a.seq[n]) * a.hkv + g) * a.c;
-    return AttnTask{a.q + t * a.d, a.k + kv_row * a.d, a.v + kv_row * a.dv, a.y + t * a.dv,
-                    static_cast<int64_t>(a.pos[n]) + 1};
+    AttnTask task{a.q + t * a.d, a.y + t * a.dv, {}};
+    task.runs[1] = {a.k + kv_row * a.d, a.v + kv_row * a.dv, static_cast<int64_t>(a.pos[n]) + 1};
+    const int64_t b = a.pk ? (a.pblock ? a.pblock[n] : 0) : -1;
+    if (b >= 0) {
+        const int64_t slab = (b * a.hkv + g) * a.slots;
+        task.runs[0] = {a.pk + slab * a.d, a.pv + slab * a.dv, a.plen[b]};
+    }
+    return task;
 }
 
 void attend_scalar(const AttnArgs& a, const AttnTask& t, float* scores, float* acc) {
     float mx = -INFINITY;
-    for (int64_t j = 0; j < t.keys; ++j) {
-        const float* kr = t.k + j * a.d;
-        float s = 0.0f;
-        for (int64_t i = 0; i < a.d; ++i) s += t.q[i] * kr[i];
-        scores[j] = s * a.scale;
-        mx = std::fmax(mx, scores[j]);
-    }
+    int64_t at = 0;
+    for (const KeyRun& r : t.runs)
+        for (int64_t j = 0; j < r.count; ++j, ++at) {
+            const float* kr = r.k + j * a.d;
+            float s = 0.0f;
+            for (int64_t i = 0; i < a.d; ++i) s += t.q[i] * kr[i];
+            scores[at] = s * a.scale;
+            mx = std::fmax(mx, scores[at]);
+        }
     double sum = 0.0;
-    for (int64_t j = 0; j < t.keys; ++j) {
+    for (int64_t j = 0; j < at; ++j) {
         scores[j] = std::exp(scores[j] - mx);
         sum += scores[j];
     }
     for (int64_t i = 0; i < a.dv; ++i) acc[i] = 0.0f;
-    for (int64_t j = 0; j < t.keys; ++j) {
-        const float* vr = t.v + j * a.dv;
-        for (int64_t i = 0; i < a.dv; ++i) acc[i] += scores[j] * vr[i];
-    }
+    at = 0;
+    for (const KeyRun& r : t.runs)
+        for (int64_t j = 0; j < r.count; ++j, ++at) {
+            const float* vr = r.v + j * a.dv;
+            for (int64_t i = 0; i < a.dv; ++i) acc[i] += scores[at] * vr[i];
+        }
     const float inv = static_cast<float>(1.0 / sum);
     for (int64_t i = 0; i < a.dv; ++i) t.y[i] = acc[i] * inv;
 }
 
 #if defined(MNEMO_HAVE_AVX2_KERNELS)
+MNEMO_AVX2 float dot_avx2(const float* q, const float* kr, int64_t d) {
+    __m256 s0 = _mm256_setzero_ps(), s1 = _mm256_setzero_ps();
+    int64_t i = 0;
+    for (; i + 16 <= d; i += 16) {
+        s0 = _mm256_fmadd_ps(_mm256_loadu_ps(q + i), _mm256_loadu_ps(kr + i), s0);
+        s1 = _mm256_fmadd_ps(_mm256_loadu_ps(q + i + 8), _mm256_loadu_ps(kr + i + 8), s1);
+    }
+    if (i + 8 <= d) {
+        s0 = _mm256_fmadd_ps(_mm256_loadu_ps(q + i), _mm256_loadu_ps(kr + i), s0);
+        i += 8;
+    }
+    float s = avx2::hsum(_mm256_add_ps(s0, s1));
+    for (; i < d; ++i) s += q[i] * kr[i];
+    return s;
+}
+
 MNEMO_AVX2 void attend_avx2(const AttnArgs& a, const AttnTask& t, float* scores, float* acc) {
     float mx = -INFINITY;
-    for (int64_t j = 0; j < t.keys; ++j) {
-        const float* kr = t.k + j * a.d;
-        __m256 s0 = _mm256_setzero_ps(), s1 = _mm256_setzero_ps();
-        int64_t i = 0;
-        for (; i + 16 <= a.d; i += 16) {
-            s0 = _mm256_fmadd_ps(_mm256_loadu_ps(t.q + i), _mm256_loadu_ps(kr + i), s0);
-            s1 = _mm256_fmadd_ps(_mm256_loadu_ps(t.q + i + 8), _mm256_loadu_ps(kr + i + 8), s1);
+    int64_t keys = 0;
+    for (const KeyRun& r : t.runs)
+        for (int64_t j = 0; j < r.count; ++j, ++keys) {
+            scores[keys] = dot_avx2(t.q, r.k + j * a.d, a.d) * a.scale;
+            mx = std::fmax(mx, scores[keys]);
         }
-        if (i + 8 <= a.d) {
-            s0 = _mm256_fmadd_ps(_mm256_loadu_ps(t.q + i), _mm256_loadu_ps(kr + i), s0);
-            i += 8;
-        }
-        float s = avx2::hsum(_mm256_add_ps(s0, s1));
-        for (; i < a.d; ++i) s += t.q[i] * kr[i];
-        scores[j] = s * a.scale;
-        mx = std::fmax(mx, scores[j]);
-    }
     const __m256 vmx = _mm256_set1_ps(mx);
     __m256 vsum = _mm256_setzero_ps();
     int64_t j = 0;
-    for (; j + 8 <= t.keys; j += 8) {
+    for (; j + 8 <= keys; j += 8) {
         const __m256 e = avx2::exp8(_mm256_sub_ps(_mm256_loadu_ps(scores + j), vmx));
         _mm256_storeu_ps(scores + j, e);
         vsum = _mm256_add_ps(vsum, e);
     }
     float sum = avx2::hsum(vsum);
-    for (; j < t.keys; ++j) {
+    for (; j < keys; ++j) {
         scores[j] = std::exp(scores[j] - mx);
         sum += scores[j];
     }
     int64_t i = 0;
     for (; i + 8 <= a.dv; i += 8) _mm256_storeu_ps(acc + i, _mm256_setzero_ps());
     for (; i < a.dv; ++i) acc[i] = 0.0f;
-    for (j = 0; j < t.keys; ++j) {
-        const float* vr = t.v + j * a.dv;
-        const __m256 pj = _mm256_set1_ps(scores[j]);
-        i = 0;
-        for (; i + 8 <= a.dv; i += 8)
-            _mm256_storeu_ps(acc + i, _mm256_fmadd_ps(pj, _mm256_loadu_ps(vr + i), _mm256_loadu_ps(acc + i)));
-        for (; i < a.dv; ++i) acc[i] += scores[j] * vr[i];
-    }
+    const float* p = scores;
+    for (const KeyRun& r : t.runs)
+        for (j = 0; j < r.count; ++j, ++p) {
+            const float* vr = r.v + j * a.dv;
+            const __m256 pj = _mm256_set1_ps(*p);
+            i = 0;
+            for (; i + 8 <= a.dv; i += 8)
+                _mm256_storeu_ps(acc + i, _mm256_fmadd_ps(pj, _mm256_loadu_ps(vr + i), _mm256_loadu_ps(acc + i)));
+            for (; i < a.dv; ++i) acc[i] += *p * vr[i];
+        }
     const __m256 vinv = _mm256_set1_ps(1.0f / sum);
     i = 0;
     for (; i + 8 <= a.dv; i += 8) _mm256_storeu_ps(t.y + i, _mm256_mul_ps(_mm256_loadu_ps(acc + i), vinv));
@@ -139,7 +176,7 @@ template <bool AVX2>
 void attention_kernel(const KernelCall& call, int ith, int nth) {
     const AttnArgs a = attn_args(*call.node);
     float* scores = call.scratch + static_cast<size_t>(ith) * call.scratch_stride;
-    float* acc = scores + a.c;
+    float* acc = scores + a.slots + a.c;
     const int64_t tasks = a.n * a.hq;
     for (;;) {
         const int64_t t = call.next_task->fetch_add(1, std::memory_order_relaxed);
@@ -174,14 +211,33 @@ bool check_attention_indices(const PreparedNode& p, char* message, size_t cap) {
             return false;
         }
     }
+    if (p.node.n_inputs < 8) return true;
+    // The prefix: every length and every query's block (negative: none), whether read or not.
+    const int64_t blocks = p.node.inputs[5].shape[0], slots = p.node.inputs[5].shape[2];
+    const int32_t* plen = static_cast<const int32_t*>(p.in[7]);
+    for (int64_t b = 0; b < blocks; ++b)
+        if (plen[b] < 0 || plen[b] > slots) {
+            std::snprintf(message, cap, "attention: plen[%lld] is %d, outside 0..%lld (the prefix's slots)",
+                          static_cast<long long>(b), plen[b], static_cast<long long>(slots));
+            return false;
+        }
+    if (p.node.n_inputs < 9) return true;
+    const int32_t* pblock = static_cast<const int32_t*>(p.in[8]);
+    for (int64_t i = 0; i < n; ++i)
+        if (pblock[i] >= blocks) {
+            std::snprintf(message, cap, "attention: pblock[%lld] is %d, outside 0..%lld (the prefix's blocks; negative: none)",
+                          static_cast<long long>(i), pblock[i], static_cast<long long>(blocks - 1));
+            return false;
+        }
     return true;
 }
 
 KernelFn select_attention(PreparedNode& p, Isa isa) {
     const int64_t c = p.node.inputs[1].shape[2];
     const int64_t dv = p.node.inputs[2].shape[3];
-    // scores[C] then the output accumulator[Dv]; keep each thread's share on its own cache lines.
-    p.scratch_floats = static_cast<size_t>((c + dv + 15) / 16 * 16);
+    const int64_t slots = p.node.n_inputs >= 8 ? p.node.inputs[5].shape[2] : 0;
+    // scores[M + C] then the output accumulator[Dv]; keep each thread's share on its own cache lines.
+    p.scratch_floats = static_cast<size_t>((slots + c + dv + 15) / 16 * 16);
 #if defined(MNEMO_HAVE_AVX2_KERNELS)
     if (isa == Isa::Avx2) return attention_kernel<true>;
 #endif

@@ -71,10 +71,12 @@ KernelFn select_softmax(PreparedNode& node, Isa isa);
 KernelFn select_rope(PreparedNode& node, Isa isa);
 KernelFn select_rows(PreparedNode& node, Isa isa);         // GET_ROWS KV_STORE
 KernelFn select_attention(PreparedNode& node, Isa isa);
+KernelFn select_attn_mass(PreparedNode& node, Isa isa);
 KernelFn select_memory_ops(PreparedNode& node, Isa isa);  // ARGTOPK TAKE_ALONG EMBEDDING_BAG
 KernelFn select_product_keys(PreparedNode& node, Isa isa);  // PK_SCORE PK_TOPK PK_PAIR_SCORES
 KernelFn select_lookup(PreparedNode& node, Isa isa);        // MEM_INDEX PEER_GATE HIVE
 KernelFn select_moe(PreparedNode& node, Isa isa);           // MOE_FFN
+KernelFn select_vq_decode(PreparedNode& node, Isa isa);     // VQ_DECODE
 
 bool check_rows_indices(const PreparedNode& node, char* message, size_t cap);
 bool check_attention_indices(const PreparedNode& node, char* message, size_t cap);
@@ -82,5 +84,6 @@ bool check_memory_indices(const PreparedNode& node, char* message, size_t cap); 
 bool check_product_key_indices(const PreparedNode& node, char* message, size_t cap);  // PK_PAIR_SCORES
 bool check_lookup_indices(const PreparedNode& node, char* message, size_t cap);  // MEM_INDEX PEER_GATE HIVE
 bool check_moe_indices(const PreparedNode& node, char* message, size_t cap);     // MOE_FFN
+bool check_vq_indices(const PreparedNode& node, char* message, size_t cap);      // VQ_DECODE: coarse list numbers
 
 }  // namespace mnemo_cpu

@@ -1,6 +1,7 @@
-// ROPE: rotate pairs of x[n, h, :] by pos[n] * inv_freq[j]. The cos/sin table of a token is
-// computed once per thread and token (in double, so long positions keep their precision) and
-// reused for all heads of that token.
+// ROPE: rotate pairs of x[n, h, :] by (pos[n] + offset) * inv_freq[j]. The cos/sin table of a
+// token is computed once per thread and token (in double, so long positions keep their precision)
+// and reused for all heads of that token. The shifted position is summed in int64: exact, and
+// negative sums (a memory block encoded before position 0) need nothing special.
 #include <cmath>
 #include <cstring>
 
@@ -16,6 +17,7 @@ struct RopeArgs {
     const float* inv_freq;
     float* y;
     int64_t n, h, d, half;  // half = R / 2
+    int64_t offset;         // i[2], added to every position
     bool interleaved;
 };
 
@@ -24,11 +26,11 @@ RopeArgs rope_args(const PreparedNode& p) {
     return RopeArgs{static_cast<const float*>(p.in[0]), static_cast<const int32_t*>(p.in[1]),
                     static_cast<const float*>(p.in[2]), static_cast<float*>(p.out),
                     nd.inputs[0].shape[0], nd.inputs[0].shape[1], nd.inputs[0].shape[2],
-                    nd.iparams[1] / 2, nd.iparams[0] == 1};
+                    nd.iparams[1] / 2, nd.iparams[2], nd.iparams[0] == 1};
 }
 
 void fill_table(const RopeArgs& a, int64_t token, float* cos_t, float* sin_t) {
-    const double p = static_cast<double>(a.pos[token]);
+    const double p = static_cast<double>(static_cast<int64_t>(a.pos[token]));
     for (int64_t j = 0; j < a.half; ++j) {
         const double angle = p * static_cast<double>(a.inv_freq[j]);
         cos_t[j] = static_cast<float>(std::cos(angle));

@@ -16,6 +16,12 @@
 // scratch and a second kernel merges the chunks that exist. pos is data the graph never sees, so
 // the cut is planned for the cache capacity C; chunks that start after pos[n] exit at once and
 // the combine never reads them. Design after backends/vulkan (attention.comp + attention_combine.comp).
+//
+// The optional prefix (explicit memories, inputs 5..8) joins the same softmax as extra keys AHEAD
+// of the cache: key index j < L reads slot j of the query's prefix block, j >= L cache position
+// j - L, with L = plen[pblock[n]] and L + pos[n] + 1 keys in all. Tiles, chunks and the combine
+// all work on that one index range (planned for the capacity M + C), so a chunk may hold prefix
+// and cache keys together and a prefix-only chunk is merged like any other.
 #include "device_common.cuh"
 #include "kernel_api.hpp"
 
@@ -33,15 +39,46 @@ constexpr uint32_t kCombineThreads = 128;
 
 struct Shape {
     uint64_t n, hq, d, s, hkv, c, dv;
+    uint64_t blocks, slots;  // prefix pk[B, Hkv, M, D]: B and M (0 and 0 without a prefix)
+    uint64_t capacity() const { return slots + c; }  // most keys a query can have
 };
 
 Shape shape_of(const mnemo_node& nd) {
     const mnemo_tensor& q = nd.inputs[0];
     const mnemo_tensor& k = nd.inputs[1];
     const mnemo_tensor& v = nd.inputs[2];
+    const bool prefix = nd.n_inputs >= 8;
     return {static_cast<uint64_t>(q.shape[0]), static_cast<uint64_t>(q.shape[1]), static_cast<uint64_t>(q.shape[2]),
             static_cast<uint64_t>(k.shape[0]), static_cast<uint64_t>(k.shape[1]), static_cast<uint64_t>(k.shape[2]),
-            static_cast<uint64_t>(v.shape[3])};
+            static_cast<uint64_t>(v.shape[3]),
+            prefix ? static_cast<uint64_t>(nd.inputs[5].shape[0]) : 0,
+            prefix ? static_cast<uint64_t>(nd.inputs[5].shape[2]) : 0};
+}
+
+// The prefix as the kernels see it; `len` is null without one.
+struct Prefix {
+    const float* k;        // pk [B, Hkv, M, D]
+    const float* v;        // pv [B, Hkv, M, Dv]
+    const int32_t* len;    // plen [B]
+    const int32_t* block;  // pblock [N]; null: every query reads block 0
+    int64_t blocks, slots;
+};
+
+// Which prefix query n reads: block -1 (none) or 0..B-1 with its length L in 0..M. `ok` is false
+// for a bad pblock[n] or plen[b]; `value` and `limit` then say what to report.
+struct PrefixPick {
+    int64_t block, len, value, limit;
+    bool ok;
+};
+
+__device__ __forceinline__ PrefixPick pick_prefix(const Prefix& p, uint64_t n) {
+    if (!p.len) return {-1, 0, 0, 0, true};
+    const int64_t b = p.block ? p.block[n] : 0;
+    if (b < 0) return {-1, 0, 0, 0, true};  // this query has no prefix
+    if (b >= p.blocks) return {-1, 0, b, p.blocks, false};
+    const int64_t len = p.len[b];
+    if (len < 0 || len > p.slots) return {-1, 0, len, p.slots + 1, false};
+    return {b, len, 0, 0, true};
 }
 
 // Chunks per (token, head): 1 unless there are too few (token, head) tasks to fill the device
@@ -53,14 +90,14 @@ struct Split {
 
 Split split_for(const DeviceProps& p, const Shape& s) {
     const uint64_t target = static_cast<uint64_t>(std::max(p.multiprocessors, 1)) * 8;
-    const uint64_t tasks = s.n * s.hq;
-    if (tasks == 0 || tasks >= target || s.c < 2 * kMinChunk) return {1, s.c};
+    const uint64_t tasks = s.n * s.hq, cap = s.capacity();
+    if (tasks == 0 || tasks >= target || cap < 2 * kMinChunk) return {1, cap};
     const uint64_t want = (target + tasks - 1) / tasks;
-    uint64_t chunk = std::max(kMinChunk, (s.c + want - 1) / want);
-    chunk = std::max<uint64_t>(chunk, (s.c + kMaxSplits - 1) / kMaxSplits);
+    uint64_t chunk = std::max(kMinChunk, (cap + want - 1) / want);
+    chunk = std::max<uint64_t>(chunk, (cap + kMaxSplits - 1) / kMaxSplits);
     chunk = (chunk + kThreads - 1) / kThreads * kThreads;
-    const uint64_t splits = (s.c + chunk - 1) / chunk;
-    return splits > 1 ? Split{splits, chunk} : Split{1, s.c};
+    const uint64_t splits = (cap + chunk - 1) / chunk;
+    return splits > 1 ? Split{splits, chunk} : Split{1, cap};
 }
 
 // Scratch of the split path: (m, l) pairs, then the unnormalised rows (256-byte aligned).
@@ -79,10 +116,10 @@ __device__ __forceinline__ uint64_t min_u64(uint64_t a, uint64_t b) { return a <
 template <uint32_t ACC, bool SPLIT>
 __global__ void __launch_bounds__(kThreads)
     attention_kernel(const float* __restrict__ q, const float* __restrict__ k, const float* __restrict__ v,
-                     const int32_t* __restrict__ seq, const int32_t* __restrict__ pos, float* __restrict__ out,
-                     float* __restrict__ part_ml, float* __restrict__ part_acc, uint32_t hq, uint32_t hkv, int64_t n_seq,
-                     int64_t ctx, uint32_t d, uint32_t dv, uint64_t chunk, uint32_t splits, uint32_t lanes, float scale,
-                     KernelStatus* status, uint32_t node) {
+                     const int32_t* __restrict__ seq, const int32_t* __restrict__ pos, Prefix pre,
+                     float* __restrict__ out, float* __restrict__ part_ml, float* __restrict__ part_acc, uint32_t hq,
+                     uint32_t hkv, int64_t n_seq, int64_t ctx, uint32_t d, uint32_t dv, uint64_t chunk, uint32_t splits,
+                     uint32_t lanes, float scale, KernelStatus* status, uint32_t node) {
     __shared__ float q_s[kMaxD];
     __shared__ float p_s[kThreads];  // the tile's scores, then its probabilities
     __shared__ float red[32];
@@ -103,8 +140,20 @@ __global__ void __launch_bounds__(kThreads)
         if (reporter) report_bad_index(status, node, ps, ctx);
         return;
     }
+    // Every plen entry is checked (by token 0), read or not, as the reference does; a query
+    // whose own block or length is bad is skipped.
+    if (reporter && n == 0 && pre.len) {
+        for (int64_t b = 0; b < pre.blocks; ++b)
+            if (pre.len[b] < 0 || pre.len[b] > pre.slots) report_bad_index(status, node, pre.len[b], pre.slots + 1);
+    }
+    const PrefixPick pp = pick_prefix(pre, n);
+    if (!pp.ok) {
+        if (reporter) report_bad_index(status, node, pp.value, pp.limit);
+        return;
+    }
     if (h >= hq) return;  // Hq = 0 still runs one block per token, for the checks above
-    const uint64_t keys = static_cast<uint64_t>(ps) + 1;
+    const uint64_t plen = static_cast<uint64_t>(pp.len);  // keys 0..plen-1 are prefix slots
+    const uint64_t keys = plen + static_cast<uint64_t>(ps) + 1;
     const uint64_t begin = split * chunk;
     if (begin >= keys) return;  // a chunk past the causal limit: the combine skips it
     const uint64_t end = min_u64(keys, begin + chunk);
@@ -113,9 +162,18 @@ __global__ void __launch_bounds__(kThreads)
     for (uint32_t i = tid; i < d; i += kThreads) q_s[i] = q[task * d + i];
     // Query head h reads kv head h / (Hq / Hkv); the slab holds the C cache rows of that
     // (sequence, kv head).
-    const uint64_t slab = (static_cast<uint64_t>(sq) * hkv + h / (hq / hkv)) * static_cast<uint64_t>(ctx);
+    const uint64_t g = h / (hq / hkv);
+    const uint64_t slab = (static_cast<uint64_t>(sq) * hkv + g) * static_cast<uint64_t>(ctx);
+    // Key j of the combined range: slot j of the prefix block for j < plen, else cache row j - plen.
     const float* kb = k + slab * d;
     const float* vb = v + slab * dv;
+    const float* pkb = kb;  // unused when plen = 0
+    const float* pvb = vb;
+    if (pp.block >= 0) {
+        const uint64_t pslab = (static_cast<uint64_t>(pp.block) * hkv + g) * static_cast<uint64_t>(pre.slots);
+        pkb = pre.k + pslab * d;
+        pvb = pre.v + pslab * dv;
+    }
     __syncthreads();
 
     const uint32_t warp = tid / 32, lane = tid % 32;
@@ -130,15 +188,29 @@ __global__ void __launch_bounds__(kThreads)
 
         // 1. Scores of the tile's keys into p_s. j0 is warp-uniform: every lane reaches the sums.
         for (uint32_t j0 = warp * kKeysPerStep; j0 < count; j0 += kWarps * kKeysPerStep) {
-            const float* kr = kb + (base + j0) * d;
+            // The four rows, contiguous unless the group straddles the prefix/cache boundary
+            // (then each key is looked up on its own).
+            const uint64_t j = base + j0;
+            const bool split_group = j < plen && j + kKeysPerStep > plen;
+            const float* kr = j < plen ? pkb + j * d : kb + (j - plen) * d;
             float dot[kKeysPerStep];
 #pragma unroll
             for (uint32_t u = 0; u < kKeysPerStep; ++u) dot[u] = 0.0f;
-            for (uint32_t i = lane; i < d; i += 32) {
-                const float qi = q_s[i];
+            if (!split_group) {
+                for (uint32_t i = lane; i < d; i += 32) {
+                    const float qi = q_s[i];
 #pragma unroll
-                for (uint32_t u = 0; u < kKeysPerStep; ++u)
-                    if (j0 + u < count) dot[u] += qi * kr[static_cast<uint64_t>(u) * d + i];
+                    for (uint32_t u = 0; u < kKeysPerStep; ++u)
+                        if (j0 + u < count) dot[u] += qi * kr[static_cast<uint64_t>(u) * d + i];
+                }
+            } else {
+#pragma unroll
+                for (uint32_t u = 0; u < kKeysPerStep; ++u) {
+                    if (j0 + u >= count) break;
+                    const uint64_t ju = j + u;
+                    const float* r = ju < plen ? pkb + ju * d : kb + (ju - plen) * d;
+                    for (uint32_t i = lane; i < d; i += 32) dot[u] += q_s[i] * r[i];
+                }
             }
 #pragma unroll
             for (uint32_t u = 0; u < kKeysPerStep; ++u) dot[u] = warp_sum(dot[u]);
@@ -167,7 +239,8 @@ __global__ void __launch_bounds__(kThreads)
         // 3. Values: group g takes keys g, g + groups, ... of the tile.
         for (uint32_t jj = group; jj < count; jj += groups) {
             const float p = p_s[jj];
-            const float* vr = vb + (base + jj) * dv;
+            const uint64_t j = base + jj;
+            const float* vr = j < plen ? pvb + j * dv : vb + (j - plen) * dv;
 #pragma unroll
             for (uint32_t a = 0; a < ACC; ++a) {
                 const uint32_t c = vlane + a * lanes;
@@ -200,22 +273,30 @@ __global__ void __launch_bounds__(kThreads)
     }
 }
 
-// Second pass of the split path: block (n, h) merges the chunks holding keys of the token's
-// causal prefix. Chunk c stored m_c, l_c and its unnormalised row o_c; with M = max m_c,
+// Second pass of the split path: block (n, h) merges the chunks holding keys of the token (its
+// prefix slots, then its causal cache rows). Chunk c stored m_c, l_c and its unnormalised row
+// o_c; with M = max m_c,
 //   out = sum_c exp(m_c - M) o_c / sum_c exp(m_c - M) l_c.
-// Chunks past pos[n] were never written this run (their scratch is stale) and are not read. A
-// token with a bad seq or pos was reported by the first pass and is skipped here.
+// Chunks past the token's last key were never written this run (their scratch is stale) and are
+// not read. A token with a bad seq, pos, pblock or plen was reported by the first pass and is
+// skipped here.
 __global__ void __launch_bounds__(kCombineThreads)
-    attention_combine_kernel(const int32_t* __restrict__ seq, const int32_t* __restrict__ pos, float* __restrict__ out,
-                             const float* __restrict__ part_ml, const float* __restrict__ part_acc, uint32_t hq,
-                             int64_t n_seq, int64_t ctx, uint32_t dv, uint64_t chunk, uint32_t splits) {
+    attention_combine_kernel(const int32_t* __restrict__ seq, const int32_t* __restrict__ pos, Prefix pre,
+                             float* __restrict__ out, const float* __restrict__ part_ml,
+                             const float* __restrict__ part_acc, uint32_t hq, int64_t n_seq, int64_t ctx, uint32_t dv,
+                             uint64_t chunk, uint32_t splits) {
     __shared__ float w_s[kMaxSplits];  // exp(m_c - M) per chunk
     __shared__ float inv_s;
     const uint64_t n = blockIdx.x;
     const uint32_t h = blockIdx.y, tid = threadIdx.x;
     const int64_t sq = seq[n], ps = pos[n];
     if (sq < 0 || sq >= n_seq || ps < 0 || ps >= ctx || h >= hq) return;  // block-uniform
-    const uint32_t used = static_cast<uint32_t>(min_u64(splits, static_cast<uint64_t>(ps) / chunk + 1));
+    const PrefixPick pp = pick_prefix(pre, n);
+    if (!pp.ok) return;
+    // The chunks holding one of the L + pos + 1 keys (L = prefix slots read): the first pass
+    // wrote exactly these.
+    const uint64_t last_key = static_cast<uint64_t>(pp.len) + static_cast<uint64_t>(ps);
+    const uint32_t used = static_cast<uint32_t>(min_u64(splits, last_key / chunk + 1));
     const uint64_t first = (n * hq + h) * splits;
 
     float big = -INFINITY;
@@ -237,11 +318,20 @@ __global__ void __launch_bounds__(kCombineThreads)
 }
 
 bool supports(const DeviceProps& p, const mnemo_node& nd) {
-    if (nd.n_inputs != 5 || nd.output.dtype != MNEMO_DTYPE_F32) return false;
+    // 5 inputs, or 8 / 9 with a prefix (pk, pv, plen [, pblock]).
+    if ((nd.n_inputs != 5 && nd.n_inputs != 8 && nd.n_inputs != 9) || nd.output.dtype != MNEMO_DTYPE_F32) return false;
     for (int32_t i = 0; i < 3; ++i)
         if (nd.inputs[i].dtype != MNEMO_DTYPE_F32) return false;
     if (nd.inputs[3].dtype != MNEMO_DTYPE_I32 || nd.inputs[4].dtype != MNEMO_DTYPE_I32) return false;
     if (nd.inputs[0].ndim != 3 || nd.inputs[1].ndim != 4 || nd.inputs[2].ndim != 4) return false;
+    if (nd.n_inputs >= 8) {
+        if (nd.inputs[5].dtype != MNEMO_DTYPE_F32 || nd.inputs[6].dtype != MNEMO_DTYPE_F32 ||
+            nd.inputs[7].dtype != MNEMO_DTYPE_I32 || nd.inputs[5].ndim != 4 || nd.inputs[6].ndim != 4)
+            return false;
+        if (nd.n_inputs == 9 && nd.inputs[8].dtype != MNEMO_DTYPE_I32) return false;
+        // plen values are compared with M + 1 and reported as 32-bit limits
+        if (nd.inputs[5].shape[2] >= INT32_MAX) return false;
+    }
     const Shape s = shape_of(nd);
     const uint64_t max_x = p.max_grid[0] > 0 ? static_cast<uint64_t>(p.max_grid[0]) : 65535;
     // Tokens along grid x, heads along y (<= 65535), chunks along z (<= kMaxSplits).
@@ -265,6 +355,15 @@ void launch_with(KernelBuilder& b, const Shape& s, const Split& sp, uint32_t lan
     const int32_t* seq = KernelBuilder::as<const int32_t>(nd.inputs[3]);
     const int32_t* pos = KernelBuilder::as<const int32_t>(nd.inputs[4]);
     float* out = KernelBuilder::as<float>(nd.output);
+    Prefix pre{nullptr, nullptr, nullptr, nullptr, 0, 0};
+    if (nd.n_inputs >= 8) {
+        pre.k = KernelBuilder::as<const float>(nd.inputs[5]);
+        pre.v = KernelBuilder::as<const float>(nd.inputs[6]);
+        pre.len = KernelBuilder::as<const int32_t>(nd.inputs[7]);
+        if (nd.n_inputs == 9) pre.block = KernelBuilder::as<const int32_t>(nd.inputs[8]);
+        pre.blocks = static_cast<int64_t>(s.blocks);
+        pre.slots = static_cast<int64_t>(s.slots);
+    }
     const uint32_t hq = static_cast<uint32_t>(s.hq), hkv = static_cast<uint32_t>(s.hkv);
     const int64_t n_seq = static_cast<int64_t>(s.s), ctx = static_cast<int64_t>(s.c);
     const uint32_t d = static_cast<uint32_t>(s.d), dv = static_cast<uint32_t>(s.dv);
@@ -278,8 +377,8 @@ void launch_with(KernelBuilder& b, const Shape& s, const Split& sp, uint32_t lan
 
     if (splits == 1) {
         b.launch([=](cudaStream_t st) {
-            attention_kernel<ACC, false><<<grid, kThreads, 0, st>>>(q, k, v, seq, pos, out, nullptr, nullptr, hq, hkv, n_seq,
-                                                                   ctx, d, dv, chunk, 1, lanes, scale, status, node);
+            attention_kernel<ACC, false><<<grid, kThreads, 0, st>>>(q, k, v, seq, pos, pre, out, nullptr, nullptr, hq, hkv,
+                                                                   n_seq, ctx, d, dv, chunk, 1, lanes, scale, status, node);
             return cudaGetLastError();
         });
         return;
@@ -287,15 +386,15 @@ void launch_with(KernelBuilder& b, const Shape& s, const Split& sp, uint32_t lan
     float* part_ml = reinterpret_cast<float*>(b.scratch(0));
     float* part_acc = reinterpret_cast<float*>(b.scratch(ml_bytes(s, sp)));
     b.launch([=](cudaStream_t st) {
-        attention_kernel<ACC, true><<<grid, kThreads, 0, st>>>(q, k, v, seq, pos, out, part_ml, part_acc, hq, hkv, n_seq, ctx,
-                                                              d, dv, chunk, splits, lanes, scale, status, node);
+        attention_kernel<ACC, true><<<grid, kThreads, 0, st>>>(q, k, v, seq, pos, pre, out, part_ml, part_acc, hq, hkv, n_seq,
+                                                              ctx, d, dv, chunk, splits, lanes, scale, status, node);
         return cudaGetLastError();
     });
     if (hq == 0 || dv == 0) return;  // nothing to merge
     const dim3 cgrid(static_cast<uint32_t>(s.n), hq);
     b.launch([=](cudaStream_t st) {
-        attention_combine_kernel<<<cgrid, kCombineThreads, 0, st>>>(seq, pos, out, part_ml, part_acc, hq, n_seq, ctx, dv,
-                                                                    chunk, splits);
+        attention_combine_kernel<<<cgrid, kCombineThreads, 0, st>>>(seq, pos, pre, out, part_ml, part_acc, hq, n_seq, ctx,
+                                                                    dv, chunk, splits);
         return cudaGetLastError();
     });
 }

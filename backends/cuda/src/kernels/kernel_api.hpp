@@ -86,5 +86,7 @@ void register_moe_kernels();
 void register_topk_kernels();
 void register_product_key_kernels();
 void register_lookup_kernels();
+void register_attn_mass_kernels();
+void register_vq_kernels();
 
 }  // namespace mnemo_cuda

@@ -17,6 +17,8 @@ void fill() {
     register_topk_kernels();
     register_product_key_kernels();
     register_lookup_kernels();
+    register_attn_mass_kernels();
+    register_vq_kernels();
 }
 }  // namespace
 

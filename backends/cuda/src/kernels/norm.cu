@@ -145,21 +145,23 @@ constexpr uint32_t kRopeThreads = 256;  // also the pairs per cos/sin tile
 constexpr uint32_t kRopePairsPerBlock = 512;
 
 // Block (t, g) rotates heads g*hpb .. of token t (a grid-stride loop over tokens). The angle
-// pos * inv_freq and its cos/sin are formed in double, as the reference does: an f32 angle is
-// off by up to 0.03 rad at position 1M. A tile of up to 256 cos/sin pairs is computed once per
-// block and shared by all its heads, so the double work is per token, not per element. The
-// rotation is done in double too (a handful of operations per pair). Dims R..D-1 are copied
-// unless the output is the input.
+// (pos + offset) * inv_freq and its cos/sin are formed in double, as the reference does: an f32
+// angle is off by up to 0.03 rad at position 1M. pos + offset is summed in 64-bit integers, so
+// the position is exact (the offset, i[2], may be negative: Memory3's memory slots). A tile of
+// up to 256 cos/sin pairs is computed once per block and shared by all its heads, so the double
+// work is per token, not per element. The rotation is done in double too (a handful of
+// operations per pair). Dims R..D-1 are copied unless the output is the input.
 __global__ void __launch_bounds__(kRopeThreads) rope_kernel(const float* x, const int32_t* pos, const float* inv_freq, float* y,
                                                            uint64_t tokens, uint32_t heads, uint64_t d, uint32_t half,
-                                                           uint32_t heads_per_block, bool interleaved, bool copy_tail) {
+                                                           uint32_t heads_per_block, int64_t offset, bool interleaved,
+                                                           bool copy_tail) {
     __shared__ double cos_s[kRopeThreads];
     __shared__ double sin_s[kRopeThreads];
     const uint32_t h0 = blockIdx.y * heads_per_block;
     if (h0 >= heads) return;  // the whole block leaves: no barrier is skipped
     const uint32_t hc = min(heads_per_block, heads - h0);
     for (uint64_t n = blockIdx.x; n < tokens; n += gridDim.x) {
-        const double p = static_cast<double>(pos[n]);
+        const double p = static_cast<double>(static_cast<int64_t>(pos[n]) + offset);
         const uint64_t row0 = (n * heads + h0) * d;  // first element of head h0 of token n
         for (uint32_t j0 = 0; j0 < half; j0 += kRopeThreads) {
             const uint32_t cnt = min(kRopeThreads, half - j0);
@@ -221,10 +223,11 @@ void rope_build(KernelBuilder& b) {
     const uint32_t gy = (heads + hpb - 1) / hpb;
     const uint32_t gx = row_grid(b.props(), tokens);
     const bool interleaved = n.iparams[0] == 1;
+    const int64_t offset = n.iparams[2];  // optional: 0 when the graph gave two parameters
     const bool copy_tail = static_cast<const void*>(x) != static_cast<const void*>(y) && d > 2ull * half;
     b.launch([=](cudaStream_t st) {
-        rope_kernel<<<dim3(gx, gy), kRopeThreads, 0, st>>>(x, pos, inv_freq, y, tokens, heads, d, half, hpb, interleaved,
-                                                            copy_tail);
+        rope_kernel<<<dim3(gx, gy), kRopeThreads, 0, st>>>(x, pos, inv_freq, y, tokens, heads, d, half, hpb, offset,
+                                                            interleaved, copy_tail);
         return cudaGetLastError();
     });
 }

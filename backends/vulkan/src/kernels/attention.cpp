@@ -3,7 +3,9 @@
 // key range is cut into chunks, one workgroup each, and a second dispatch merges the chunks'
 // partial results from scratch memory (flash decoding, shaders/attention_combine.comp). pos is
 // data the graph never sees, so the cut is planned for the cache capacity C and chunks beyond a
-// token's position exit at once.
+// token's position exit at once. An optional prefix (explicit memories: inputs 5..8) is read
+// by the same workgroups before the cache, into the same running softmax; under the split it
+// belongs to chunk 0.
 #include <algorithm>
 
 #include "kernel_api.hpp"
@@ -19,15 +21,23 @@ constexpr uint64_t kMaxSplits = 128;     // attention_combine.comp's shared arra
 
 struct Shape {
     uint64_t n, hq, d, s, hkv, c, dv;
+    uint64_t blocks = 0, slots = 0;  // prefix B and M (0 without a prefix)
 };
+
+bool has_prefix(const mnemo_node& nd) { return nd.n_inputs >= 8; }
 
 Shape shape_of(const mnemo_node& nd) {
     const mnemo_tensor& q = nd.inputs[0];
     const mnemo_tensor& k = nd.inputs[1];
     const mnemo_tensor& v = nd.inputs[2];
-    return {static_cast<uint64_t>(q.shape[0]), static_cast<uint64_t>(q.shape[1]), static_cast<uint64_t>(q.shape[2]),
+    Shape s{static_cast<uint64_t>(q.shape[0]), static_cast<uint64_t>(q.shape[1]), static_cast<uint64_t>(q.shape[2]),
             static_cast<uint64_t>(k.shape[0]), static_cast<uint64_t>(k.shape[1]), static_cast<uint64_t>(k.shape[2]),
             static_cast<uint64_t>(v.shape[3])};
+    if (has_prefix(nd)) {
+        s.blocks = static_cast<uint64_t>(nd.inputs[5].shape[0]);
+        s.slots = static_cast<uint64_t>(nd.inputs[5].shape[2]);
+    }
+    return s;
 }
 
 // How the value columns spread over the workgroup: `vw` floats per load, `lanes` threads per key
@@ -64,17 +74,21 @@ Split split_for(const Shape& s) {
     return splits > 1 ? Split{splits, chunk} : Split{1, s.c};
 }
 
-// Scratch of the split path: (m, sum) pairs, then the unnormalised rows (16-byte aligned).
-uint64_t ml_bytes(const Shape& s, const Split& sp) { return (s.n * s.hq * sp.splits * 8 + 255) / 256 * 256; }
-uint64_t acc_bytes(const Shape& s, const Split& sp) { return s.n * s.hq * sp.splits * s.dv * 4; }
+// Scratch of the split path: one record per (token, head, chunk) of (m, sum, unnormalised row).
+uint64_t part_floats(const Shape& s, const Split& sp) { return s.n * s.hq * sp.splits * (s.dv + 2); }
 
 bool supports(const DeviceFeatures& f, const mnemo_node& nd) {
     for (int32_t i = 0; i < 3; ++i)
         if (nd.inputs[i].dtype != MNEMO_DTYPE_F32) return false;
+    if (has_prefix(nd) && (nd.inputs[5].dtype != MNEMO_DTYPE_F32 || nd.inputs[6].dtype != MNEMO_DTYPE_F32))
+        return false;
     const Shape s = shape_of(nd);
-    // 32-bit indexing inside one (sequence, kv head) slab and over q and out.
-    if (s.c * std::max(s.d, s.dv) >= (uint64_t{1} << 32) || s.n * s.hq * std::max(s.d, s.dv) >= (uint64_t{1} << 32) ||
-        s.s * s.hkv * s.c >= (uint64_t{1} << 32))
+    constexpr uint64_t k4G = uint64_t{1} << 32;
+    // 32-bit indexing inside one (sequence or prefix block, kv head) slab, over q and out, and
+    // over the split records.
+    if (s.c * std::max(s.d, s.dv) >= k4G || s.n * s.hq * std::max(s.d, s.dv) >= k4G || s.s * s.hkv * s.c >= k4G ||
+        s.slots * std::max(s.d, s.dv) >= k4G || s.blocks * s.hkv * s.slots >= k4G || s.slots >= (k4G >> 1) ||
+        s.blocks >= (k4G >> 1) || part_floats(s, split_for(s)) >= k4G)
         return false;
     if (s.hq > f.max_workgroup_count[0]) return false;
     for (uint32_t vw : {1u, 4u}) {
@@ -87,27 +101,34 @@ bool supports(const DeviceFeatures& f, const mnemo_node& nd) {
 uint64_t scratch_bytes(const DeviceFeatures&, const mnemo_node& nd) {
     const Shape s = shape_of(nd);
     const Split sp = split_for(s);
-    return sp.splits > 1 ? ml_bytes(s, sp) + acc_bytes(s, sp) : 0;
+    return sp.splits > 1 ? part_floats(s, sp) * 4 : 0;
 }
 
+// attention.comp's push block: exactly 128 bytes (the chunk count comes from the grid).
 struct AttentionPush {
-    uint64_t q, k, v, seq, pos, out, part_ml, part_acc;
-    uint32_t n_base, hq, hkv, ctx, n_seq, chunk, splits, node;
+    uint64_t q, k, v, seq, pos, out, part, pk, pv, plen, pblock;
+    uint32_t n_base, hq, hkv, ctx, n_seq, chunk, node;
     float scale;
+    uint32_t n_blocks, slots;
 };
+static_assert(sizeof(AttentionPush) == 128);
 
 struct CombinePush {
-    uint64_t seq, pos, out, part_ml, part_acc;
-    uint32_t hq, dv, ctx, n_seq, chunk, splits;
+    uint64_t seq, pos, out, part, plen, pblock;
+    uint32_t hq, dv, ctx, n_seq, chunk, splits, n_blocks, slots;
 };
 
 void build(KernelBuilder& b) {
     const mnemo_node& nd = b.node();
     const Shape s = shape_of(nd);
     if (s.n == 0) return;
+    const bool prefix = has_prefix(nd);
     const uint64_t k_addr = KernelBuilder::address(nd.inputs[1]), v_addr = KernelBuilder::address(nd.inputs[2]);
-    const bool k_vec4 = s.d % 4 == 0 && k_addr % 16 == 0;
-    const Lanes l = lanes_for(s.dv, s.dv % 4 == 0 && v_addr % 16 == 0 ? 4 : 1);
+    const uint64_t pk_addr = prefix ? KernelBuilder::address(nd.inputs[5]) : 0;
+    const uint64_t pv_addr = prefix ? KernelBuilder::address(nd.inputs[6]) : 0;
+    // Prefix rows are read by the same loads as cache rows, so vector loads need both aligned.
+    const bool k_vec4 = s.d % 4 == 0 && k_addr % 16 == 0 && pk_addr % 16 == 0;
+    const Lanes l = lanes_for(s.dv, s.dv % 4 == 0 && v_addr % 16 == 0 && pv_addr % 16 == 0 ? 4 : 1);
     const Split sp = split_for(s);
     const bool subgroups = b.features().subgroup_arithmetic;
     const std::vector<uint32_t> spec = {kWorkgroup, static_cast<uint32_t>(s.d), static_cast<uint32_t>(s.dv), l.lanes,
@@ -125,9 +146,16 @@ void build(KernelBuilder& b) {
     p.ctx = static_cast<uint32_t>(s.c);
     p.n_seq = static_cast<uint32_t>(s.s);
     p.chunk = static_cast<uint32_t>(sp.chunk);
-    p.splits = static_cast<uint32_t>(sp.splits);
     p.node = b.node_index();
     p.scale = nd.fparams[0];
+    if (prefix) {
+        p.pk = pk_addr;
+        p.pv = pv_addr;
+        p.plen = KernelBuilder::address(nd.inputs[7]);
+        p.pblock = nd.n_inputs >= 9 ? KernelBuilder::address(nd.inputs[8]) : 0;
+        p.n_blocks = static_cast<uint32_t>(s.blocks);
+        p.slots = static_cast<uint32_t>(s.slots);
+    }
     // Hq = 0 still runs one workgroup per token, so bad indices are reported as on the CPU.
     const uint32_t gx = static_cast<uint32_t>(std::max<uint64_t>(s.hq, 1));
 
@@ -141,27 +169,33 @@ void build(KernelBuilder& b) {
         return;
     }
 
-    const uint64_t mlb = ml_bytes(s, sp), accb = acc_bytes(s, sp);
-    p.part_ml = b.scratch(0);
-    p.part_acc = b.scratch(mlb);
+    const uint64_t part_bytes = part_floats(s, sp) * 4;
+    p.part = b.scratch(0);
     Dispatch& d = b.dispatch(subgroups ? "attention_split" : "attention_split_shmem", p, gx,
                              static_cast<uint32_t>(sp.splits), static_cast<uint32_t>(s.n), spec);
-    d.writes = {b.scratch_range(0, mlb + accb)};
+    d.writes = {b.scratch_range(0, part_bytes)};
 
     CombinePush c{};
     c.seq = p.seq;
     c.pos = p.pos;
     c.out = p.out;
-    c.part_ml = p.part_ml;
-    c.part_acc = p.part_acc;
+    c.part = p.part;
+    c.plen = p.plen;
+    c.pblock = p.pblock;
     c.hq = p.hq;
     c.dv = static_cast<uint32_t>(s.dv);
     c.ctx = p.ctx;
     c.n_seq = p.n_seq;
     c.chunk = p.chunk;
-    c.splits = p.splits;
+    c.splits = static_cast<uint32_t>(sp.splits);
+    c.n_blocks = p.n_blocks;
+    c.slots = p.slots;
     Dispatch& m = b.dispatch("attention_combine", c, gx, static_cast<uint32_t>(s.n));
-    m.reads = {KernelBuilder::range(nd.inputs[3]), KernelBuilder::range(nd.inputs[4]), b.scratch_range(0, mlb + accb)};
+    m.reads = {KernelBuilder::range(nd.inputs[3]), KernelBuilder::range(nd.inputs[4]), b.scratch_range(0, part_bytes)};
+    if (prefix) {  // the combine re-checks each query's prefix block and length
+        m.reads.push_back(KernelBuilder::range(nd.inputs[7]));
+        if (nd.n_inputs >= 9) m.reads.push_back(KernelBuilder::range(nd.inputs[8]));
+    }
 }
 
 }  // namespace

@@ -162,10 +162,12 @@ void register_norm_kernels();
 void register_rows_kernels();
 void register_matmul_kernels();
 void register_attention_kernels();
+void register_attn_mass_kernels();
 void register_memory_kernels();
 void register_topk_kernels();
 void register_product_key_kernels();
 void register_lookup_kernels();
 void register_moe_kernels();
+void register_vq_kernels();
 
 }  // namespace mnemo_vk

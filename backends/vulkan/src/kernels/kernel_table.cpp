@@ -13,11 +13,13 @@ void fill() {
     register_rows_kernels();
     register_matmul_kernels();
     register_attention_kernels();
+    register_attn_mass_kernels();
     register_memory_kernels();
     register_topk_kernels();
     register_product_key_kernels();
     register_lookup_kernels();
     register_moe_kernels();
+    register_vq_kernels();
 }
 }  // namespace
 

@@ -30,6 +30,7 @@ struct SoftmaxPush {
 struct RopePush {
     uint64_t x, pos, inv_freq, out;
     uint32_t total, per_row, heads, d, half, interleaved, row_groups;
+    int32_t offset;  // i[2], added to every position (exactly, in the shader)
 };
 
 // Largest power of two <= v (v >= 1).
@@ -118,8 +119,12 @@ void softmax_build(KernelBuilder& b) {
 }
 
 bool rope_supports(const DeviceFeatures&, const mnemo_node& n) {
+    // The offset travels as an i32 and rope.comp's exact sum needs |offset| <= 2^30 (the engine's
+    // bound too).
+    const int64_t offset = n.iparams[2];
     return n.inputs[0].dtype == MNEMO_DTYPE_F32 && n.inputs[1].dtype == MNEMO_DTYPE_I32 &&
-           n.inputs[2].dtype == MNEMO_DTYPE_F32 && n.output.dtype == MNEMO_DTYPE_F32;
+           n.inputs[2].dtype == MNEMO_DTYPE_F32 && n.output.dtype == MNEMO_DTYPE_F32 &&
+           offset >= -(int64_t{1} << 30) && offset <= (int64_t{1} << 30);
 }
 
 void rope_build(KernelBuilder& b) {
@@ -139,6 +144,7 @@ void rope_build(KernelBuilder& b) {
     p.d = static_cast<uint32_t>(d);
     p.half = static_cast<uint32_t>(half);
     p.interleaved = n.iparams[0] == 1 ? 1 : 0;
+    p.offset = static_cast<int32_t>(n.iparams[2]);
     if (p.total == 0) return;
     const Grid g = fold_groups(b.features(), groups_for(p.total, kRopeLocal));
     p.row_groups = g.x;

@@ -16,7 +16,7 @@
 extern "C" {
 #endif
 
-#define MNEMO_ABI_VERSION 3u
+#define MNEMO_ABI_VERSION 4u
 
 #if defined(_WIN32)
 #define MNEMO_EXPORT __declspec(dllexport)
@@ -49,7 +49,7 @@ typedef struct mnemo_error {
 } mnemo_error;
 
 #define MNEMO_MAX_DIMS 4
-#define MNEMO_MAX_INPUTS 8
+#define MNEMO_MAX_INPUTS 12
 #define MNEMO_MAX_PARAMS 8
 
 /*
@@ -80,7 +80,8 @@ typedef struct mnemo_tensor {
  *  ROPE       in: x[N,H,D] f32, pos[N] i32, inv_freq[R/2] f32
  *             i[0]=mode (0: rotate-half pairs (j, j+R/2), HF/NeoX; 1: interleaved pairs (2j, 2j+1))
  *             i[1]=R rotary dims (R <= D, even; dims >= R pass through)          out: x's shape
- *             angle(n, j) = pos[n] * inv_freq[j]
+ *             i[2]=position offset o (optional, default 0; may be negative)
+ *             angle(n, j) = (pos[n] + o) * inv_freq[j]   (the sum is exact: an integer)
  *  SILU       in: x                                                   out: x * sigmoid(x)
  *  GELU       in: x  i[0]=form (0: tanh approximation, default; 1: exact erf)   out: x's shape
  *             0: 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3)));  1: 0.5 x (1 + erf(x / sqrt(2)))
@@ -92,6 +93,12 @@ typedef struct mnemo_tensor {
  *  ATTENTION  in: q[N,Hq,D], k_cache[S,Hkv,C,D], v_cache[S,Hkv,C,Dv], seq[N] i32, pos[N] i32
  *             f[0]=scale. Query n of head h reads k/v of sequence seq[n], head h/(Hq/Hkv),
  *             cache positions 0..pos[n] (causal).                 out: [N,Hq,Dv]
+ *             Optional prefix (explicit memories, Memory3 eq. 4):
+ *               [, pk[B,Hkv,M,D], pv[B,Hkv,M,Dv] f32, plen[B] i32 [, pblock[N] i32]]
+ *             query n first attends to slots 0..plen[b]-1 of prefix block b = pblock[n] (b = 0
+ *             for every query without pblock; pblock[n] < 0: no prefix for that query), then
+ *             to its cache as above; ONE softmax over both parts. A plen[b] outside 0..M or a
+ *             pblock[n] >= B is an error.
  *
  * Memory-layer ops (product-key memory / UltraMem / Memory+ value retrieval):
  *  ARGTOPK    in: x[...,D] f32  i[0]=k (1 <= k <= D)                 out: i32 [...,k]
@@ -164,6 +171,33 @@ typedef struct mnemo_tensor {
  *             The routed experts of a mixture-of-experts FFN (OLMoE / Mixtral); the router
  *             (matmul, softmax, argtopk, take_along) is built from other ops. An expert id
  *             outside 0..E-1 is an error.
+ *
+ * Explicit-memory ops (Memory3):
+ *  ATTN_MASS  in: q[N,Hq,D] f32, k[N,Hkv,D] f32, seq[N] i32, pos[N] i32
+ *             i[0]=mode (0: softmax weights, 1: exp of the scores), i[1]=first counted position
+ *             f[0]=scale                                              out: [N, Hkv] f32
+ *             The attention mass each key receives, with no causal mask and no positions in
+ *             the scores (Memory3 §3.3 token selection). Token t is counted when seq[t] >= 0 and
+ *             pos[t] >= i[1]; counted tokens of one sequence attend to each other (itself too):
+ *               s_h(i, j) = scale * q[i,h] . k[j,g],  g = h / (Hq/Hkv)
+ *               a_h(i, j) = exp(s_h(i,j)) / sum_{j' counted, seq j' = seq i} exp(s_h(i,j'))  (mode 0)
+ *                         = exp(s_h(i,j))                                                 (mode 1)
+ *               out[j, g] = sum_{h in group g} sum_{i counted, seq i = seq j} a_h(i, j)
+ *             Uncounted tokens get 0. Quadratic in a sequence's tokens: for short references.
+ *  VQ_DECODE  in: codes[N,W] i32, coarse[Mc, 2^bc, Do/Mc] f32, pq[Mp, 2^bp, Do/Mp] f32
+ *             [, A[Do, Di] f32]   i[0]=bc coarse bits, i[1]=bp PQ bits
+ *                                                   out: [N, Di] f32 (with A), [N, Do] without
+ *             Decodes FAISS "OPQ,Residual<Mc>x<bc>,PQ<Mp>x<bp>" codes (Index2Layer behind an
+ *             OPQ rotation). A code is a byte string stored little-endian in i32 words (byte i
+ *             is bits 8*(i%4).. of word i/4; W >= ceil((cb+pb)/4), later bytes ignored):
+ *               bytes [0, cb), cb = ceil(Mc*bc/8) <= 4: list = little-endian integer; coarse
+ *                 index c_k = (list >> k*bc) & (2^bc - 1); list >= 2^(Mc*bc) is an error
+ *               bytes [cb, cb+pb), pb = ceil(Mp*bp/8): an LSB-first bit stream; PQ index p_k
+ *                 = bits [k*bp, (k+1)*bp)
+ *               y[c] = pq[k, p_k, c - k*Do/Mp] + coarse[k', c_k', c - k'*Do/Mc]  (rotated space)
+ *               x[i] = sum_{l = 0..Do-1, in this order} y[l] * A[l, i]   (x = A^T y; without A,
+ *                      out = y). The CPU rounds each product and each sum to f32 (no FMA), which
+ *                      is bit for bit what FAISS's sa_decode computes over reference BLAS.
  */
 typedef enum mnemo_op {
     MNEMO_OP_NONE = 0,
@@ -191,7 +225,9 @@ typedef enum mnemo_op {
     MNEMO_OP_PEER_GATE = 22,
     MNEMO_OP_HIVE = 23,
     MNEMO_OP_MOE_FFN = 24,
-    MNEMO_OP_COUNT_ = 25
+    MNEMO_OP_ATTN_MASS = 25,
+    MNEMO_OP_VQ_DECODE = 26,
+    MNEMO_OP_COUNT_ = 27
 } mnemo_op;
 
 /* The op's lower-case name ("matmul"), for messages in every module; "op?" when unknown. */
@@ -200,7 +236,7 @@ static inline const char* mnemo_op_name(int32_t op) {
         "none", "get_rows", "matmul", "add", "mul", "scale", "rms_norm", "layer_norm",
         "rope", "silu", "gelu", "swiglu", "softmax", "kv_store", "attention", "argtopk",
         "take_along", "embedding_bag", "pk_score", "pk_topk", "pk_pair_scores", "mem_index", "peer_gate",
-        "hive", "moe_ffn",
+        "hive", "moe_ffn", "attn_mass", "vq_decode",
     };
     return (op >= 0 && op < MNEMO_OP_COUNT_) ? names[op] : "op?";
 }

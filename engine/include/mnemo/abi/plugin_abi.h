@@ -26,8 +26,58 @@ typedef enum mnemo_input_kind {
     MNEMO_INPUT_TOKENS = 0,    /* [N] token ids */
     MNEMO_INPUT_POSITIONS = 1, /* [N] position of each token in its sequence */
     MNEMO_INPUT_SEQ_IDS = 2,   /* [N] sequence slot (0..n_seq-1) of each token */
-    MNEMO_INPUT_OUT_ROWS = 3   /* [n_out] which of the N rows produce logits */
+    MNEMO_INPUT_OUT_ROWS = 3,  /* [n_out] which of the N rows produce logits */
+    MNEMO_INPUT_MEMORY_BLOCK = 4 /* [N] explicit-memory prefix block each row reads (-1: none) */
 } mnemo_input_kind;
+
+/* What a graph computes. LOGITS: the forward pass, output = logits (set_output). ENCODE: the
+ * explicit-memory writer (Memory3 §3.3) over references laid out as sequences of
+ * [prefix ids, reference tokens], positions 0.. in the model's encode cache; results are named
+ * outputs (mark_output), see mnemo_memory_spec. ENCODE_QUERY: the same pass, cut after the
+ * retrieval layer, with only the "hidden" output (retrieval vectors of query chunks). */
+typedef enum mnemo_graph_purpose {
+    MNEMO_GRAPH_LOGITS = 0,
+    MNEMO_GRAPH_ENCODE = 1,
+    MNEMO_GRAPH_ENCODE_QUERY = 2
+} mnemo_graph_purpose;
+
+#define MNEMO_MAX_MEMORY_LAYERS 256
+#define MNEMO_MAX_PREFIX_IDS 32
+
+/*
+ * Explicit memories (Memory3): what a model that reads them tells the engine. The engine runs
+ * the ENCODE graph to write memories and to compute the prefix (reference BOS) keys and values,
+ * retrieves memories per chunk, and fills these states the plugin declared (names are part of
+ * the contract; <l> is a decimal layer index):
+ *   "memory.k.<l>" f32 [Bl, kv_heads, Sl, head_dim], "memory.v.<l>" f32 [Bl, kv_heads, Sl, value_dim]
+ *       for every layer l. Slots 0..n_prefix-1 of every block hold the prefix's keys/values of
+ *       layer l; for a memory layer (Bl = blocks, Sl = n_prefix + references_per_chunk *
+ *       tokens_per_head) slots n_prefix.. hold the memories of the chunk the block serves.
+ *       Other layers have Bl = 1, Sl = n_prefix.
+ *   "memory.len" i32 [blocks]: valid slots of each block of the memory layers.
+ * ENCODE graph named outputs, for N rows: "k.<l>" [N, kv_heads, head_dim] keys after RoPE and
+ * "v.<l>" [N, kv_heads, value_dim] for every layer; "mass.<l>" [N, kv_heads] (ATTN_MASS over the
+ * reference tokens, prefix excluded) for every memory layer; "hidden" [N, retrieval_dim], the
+ * hidden state after retrieval_layer layers (pooled by the engine over a reference's tokens).
+ */
+typedef struct mnemo_memory_spec {
+    int32_t enabled; /* 1: the model reads explicit memories; every other field is then set */
+    int32_t n_memory_layers;
+    int32_t memory_layers[MNEMO_MAX_MEMORY_LAYERS]; /* ascending */
+    int32_t kv_heads;
+    int32_t head_dim;
+    int32_t value_dim;
+    int32_t tokens_per_head;      /* tokens kept per kv head of a reference */
+    int32_t reference_length;     /* most reference tokens (prefix not counted) */
+    int32_t chunk_length;         /* context tokens per retrieval */
+    int32_t references_per_chunk; /* most memories read by one chunk */
+    int32_t blocks;               /* prefix blocks of the memory layers' states */
+    int32_t encode_sequences;     /* most references in one ENCODE graph run */
+    int32_t retrieval_layer;      /* "hidden" is the hidden state after this many layers */
+    int32_t retrieval_dim;
+    int32_t n_prefix;             /* prefix (reference BOS) token count */
+    int32_t prefix_ids[MNEMO_MAX_PREFIX_IDS];
+} mnemo_memory_spec;
 
 /* Context parameters a plugin sizes its state with. */
 typedef struct mnemo_context_params {
@@ -42,6 +92,7 @@ typedef struct mnemo_model_info {
     int64_t hidden_size;
     int64_t n_layers;
     char architecture[256]; /* human-readable, e.g. "llama (GQA 32/8, RoPE llama3)" */
+    mnemo_memory_spec memory; /* zero unless the model reads explicit memories */
 } mnemo_model_info;
 
 /* What the host offers a plugin while it creates a model. All strings are UTF-8. */
@@ -86,6 +137,10 @@ typedef struct mnemo_host_api {
      * checks (a stored permutation) and folding (BatchNorm statistics into a scale and shift). */
     mnemo_status (*read_weight)(void* host, mnemo_tid id, int32_t dtype, void* dst, int64_t count,
                                 mnemo_error* err);
+    /* Token ids of `text` with the checkpoint's tokenizer, special tokens written in the text
+     * ("<s>") parsed, nothing added. Writes min(count, cap) ids and the count to *n_ids. */
+    mnemo_status (*tokenize)(void* host, const char* text, int32_t* ids, int32_t cap, int32_t* n_ids,
+                             mnemo_error* err);
 } mnemo_host_api;
 
 /* What the host offers a plugin while it builds a graph for one batch shape. */
@@ -107,6 +162,9 @@ typedef struct mnemo_builder_api {
     /* Mark the logits tensor [n_out, vocab] f32. */
     mnemo_status (*set_output)(void* builder, mnemo_tid t);
     const char* (*last_error)(void* builder);
+    int32_t purpose; /* mnemo_graph_purpose */
+    /* Keep tensor t readable after the run under `name` (ENCODE graphs). */
+    mnemo_status (*mark_output)(void* builder, const char* name, mnemo_tid t);
 } mnemo_builder_api;
 
 typedef struct mnemo_plugin_api {

@@ -1,0 +1,93 @@
+// `mnemo memorize`: turn a text corpus into a folder of explicit memories (Memory3 §3.3) that
+// `mnemo run --memories` reads. The corpus is split into references at blank lines; a paragraph
+// longer than the model's reference length is cut into consecutive references of that length.
+#include <cstdio>
+#include <fstream>
+#include <sstream>
+
+#include "commands.hpp"
+#include "common.hpp"
+#include "memory_flags.hpp"
+#include "mnemo/error.hpp"
+
+namespace mnemo::cli {
+
+namespace {
+
+std::vector<std::string> paragraphs(const std::string& text) {
+    std::vector<std::string> out;
+    std::istringstream in(text);
+    std::string line, cur;
+    auto flush = [&] {
+        if (cur.find_first_not_of(" \t\r\n") != std::string::npos) out.push_back(cur);
+        cur.clear();
+    };
+    while (std::getline(in, line)) {
+        if (!line.empty() && line.back() == '\r') line.pop_back();
+        if (line.find_first_not_of(" \t") == std::string::npos) {
+            flush();
+            continue;
+        }
+        cur += (cur.empty() ? "" : "\n") + line;
+    }
+    flush();
+    return out;
+}
+
+}  // namespace
+
+int cmd_memorize(int argc, char** argv) {
+    ModelFlags model;
+    std::string corpus, out;
+    bool force = false;
+    ArgParser p("memorize", "mnemo memorize [-m DIR] --corpus FILE -o FOLDER [options]",
+                "Encode every reference of a UTF-8 text corpus (paragraphs separated by blank lines) into explicit "
+                "memories with the model, and write them to FOLDER for `mnemo run --memories FOLDER`.");
+    add_model_flags(p, model);
+    p.string_opt("--corpus", "FILE", "the text corpus (required)", &corpus)
+        .string_opt("-o,--out", "FOLDER", "the memory folder to write (required)", &out)
+        .flag("--force", "replace FOLDER if it exists (the old one stays until the new one is complete)", &force);
+    if (!p.parse(argc, argv, 2)) return 0;
+    if (corpus.empty()) throw UsageError("missing --corpus FILE");
+    if (out.empty()) throw UsageError("missing -o/--out FOLDER");
+
+    std::ifstream f(corpus, std::ios::binary);
+    if (!f) throw Error("cannot open corpus '" + corpus + "'");
+    std::ostringstream text;
+    text << f.rdbuf();
+
+    const std::string dir = resolve_model_dir(model);
+    const auto tok = open_tokenizer(dir);
+    const auto session = open_session(session_options(model, dir));
+    if (!session->reads_memories())
+        throw Error("model '" + dir + "' (" + session->summary().model_type + ") does not read explicit memories");
+    const MemorySpec& spec = session->memory_spec();
+
+    std::vector<std::vector<int32_t>> refs;
+    std::vector<MemoryReference> meta;
+    for (const std::string& para : paragraphs(text.str())) {
+        const std::vector<int32_t> ids = tok->encode(para, /*parse_special=*/false);
+        for (size_t i = 0; i < ids.size(); i += static_cast<size_t>(spec.reference_length)) {
+            std::vector<int32_t> piece(ids.begin() + static_cast<long>(i),
+                                       ids.begin() + static_cast<long>(std::min(ids.size(), i + static_cast<size_t>(spec.reference_length))));
+            meta.push_back({piece, tok->decode(piece, /*skip_special=*/false)});
+            refs.push_back(std::move(piece));
+        }
+    }
+    if (refs.empty()) throw Error("corpus '" + corpus + "' holds no text");
+
+    install_interrupt_handler();
+    session->set_cancel_flag(&interrupt_flag());
+    const double t0 = now_seconds();
+    const std::vector<WrittenMemory> memories = session->write_memories(refs);
+    const double seconds = now_seconds() - t0;
+    write_memory_folder(out, memory_folder_model(*session), memories, meta, force);
+    size_t tokens = 0;
+    for (const auto& r : refs) tokens += r.size();
+    std::fprintf(stderr, "memorize: %zu references (%zu tokens) -> %s in %.2f s (%.1f references/s) on %s\n", refs.size(), tokens,
+                 out.c_str(), seconds, seconds > 0 ? static_cast<double>(refs.size()) / seconds : 0.0,
+                 session->summary().device_name.c_str());
+    return 0;
+}
+
+}  // namespace mnemo::cli

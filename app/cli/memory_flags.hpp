@@ -1,0 +1,28 @@
+// --memories FOLDER and --retrieval MODE: explicit memories for the commands that generate.
+#pragma once
+
+#include <memory>
+#include <string>
+
+#include "args.hpp"
+#include "mnemo/memory_folder.hpp"
+#include "mnemo/session.hpp"
+
+namespace mnemo::cli {
+
+struct MemoryFlags {
+    std::string folder;              // empty: no memories (a memory model still reads its reference BOS)
+    std::string retrieval = "vector";
+};
+
+void add_memory_flags(ArgParser& p, MemoryFlags& f);
+
+// Open the folder against the session's model and make it the session's memory source. Returns
+// the source (nullptr without --memories). Errors: the model reads no memories, or the folder
+// does not fit the model.
+std::shared_ptr<FolderMemorySource> attach_memories(Session& session, const MemoryFlags& f);
+
+// The model facts a memory folder records (and is checked against).
+MemoryFolderModel memory_folder_model(const Session& session);
+
+}  // namespace mnemo::cli

@@ -1,0 +1,227 @@
+// compress_memory_folder: read, train both codecs, encode in batches (measuring and checking as
+// the codes come out), write. Keys and values are handled by the same steps with their own codec.
+#include "compress.hpp"
+
+#include <omp.h>
+
+#include <chrono>
+#include <filesystem>
+#include <memory>
+
+#include "compress_metrics.hpp"
+#include "decode_check.hpp"
+#include "mnemo/error.hpp"
+#include "mnemo/json.hpp"
+#include "mnemo/memory_folder.hpp"
+
+namespace mnemo::kb {
+namespace {
+
+// Vectors encoded per FAISS call: large enough for its parallel loops, small enough that the
+// batch copies stay a few MB whatever the folder's size.
+constexpr size_t kBatchVectors = 65536;
+
+// Where a memory's vectors are: [L_mem, Hkv, keep, dim] per memory; slot s of a head is used
+// when s < n_valid.
+struct Layout {
+    size_t heads = 0;  // L_mem * Hkv
+    size_t keep = 0;
+    size_t slots() const { return heads * keep; }
+};
+
+const std::vector<float>& vectors_of(const WrittenMemory& w, bool values) {
+    return values ? w.memory.values : w.memory.keys;
+}
+
+// The training set: every valid slot of every memory.
+std::vector<float> valid_vectors(const std::vector<WrittenMemory>& mems, const Layout& lay, size_t dim, bool values) {
+    std::vector<float> out;
+    for (const WrittenMemory& w : mems) {
+        const std::vector<float>& v = vectors_of(w, values);
+        const size_t used = std::min(static_cast<size_t>(std::max(w.memory.n_valid, 0)), lay.keep);
+        for (size_t h = 0; h < lay.heads; ++h)
+            out.insert(out.end(), v.begin() + static_cast<long>(h * lay.keep * dim),
+                       v.begin() + static_cast<long>((h * lay.keep + used) * dim));
+    }
+    return out;
+}
+
+double seconds_since(std::chrono::steady_clock::time_point t0) {
+    return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+}
+
+uint64_t manifest_record_bytes(const std::string& dir) {
+    const json::Value m = json::parse_file((std::filesystem::path(dir) / "manifest.json").string());
+    const json::Value* r = m.find("record_bytes");
+    if (!r || !r->is_integer() || r->as_int() <= 0) throw Error(dir + "/manifest.json: no positive integer 'record_bytes'");
+    return static_cast<uint64_t>(r->as_int());
+}
+
+void say(const CompressOptions& o, const std::string& line) {
+    if (o.progress) o.progress(line);
+}
+
+// Trains `codec` on the valid slots; fills the training part of `r`.
+void train_codec(VqCodec& codec, const std::vector<WrittenMemory>& mems, const Layout& lay, bool values,
+                 const CompressOptions& o, CodecReport& r, std::vector<std::string>& notes) {
+    const char* what = values ? "value" : "key";
+    const auto dim = static_cast<size_t>(codec.dim());
+    const std::vector<float> train = valid_vectors(mems, lay, dim, values);
+    r.training_vectors = train.size() / dim;
+    if (r.training_vectors < codec.recommended_training_vectors())
+        notes.push_back(std::string(what) + " codec: " + std::to_string(r.training_vectors) + " training vectors; FAISS " +
+                        "recommends " + std::to_string(codec.recommended_training_vectors()) + " (" +
+                        std::to_string(kFaissPointsPerCentroid) + " per centroid of its largest k-means), so the codec is " +
+                        "weaker than it could be");
+    say(o, std::string("training the ") + what + " codec '" + codec.factory() + "' on " + std::to_string(r.training_vectors) +
+               " vectors of " + std::to_string(dim));
+    const auto t0 = std::chrono::steady_clock::now();
+    try {
+        codec.train(train.data(), r.training_vectors, o.train);
+    } catch (const Error& e) {
+        throw with_context(std::string(what) + "s", e);
+    }
+    r.train_seconds = seconds_since(t0);
+}
+
+// Every slot of every memory, memory-major: its code (code_size bytes) and that code decoded by
+// FAISS (what the figures and the VQ_DECODE check compare with).
+struct Encoded {
+    std::vector<uint8_t> codes;
+    std::vector<float> decoded;
+};
+
+Encoded encode_all(const VqCodec& codec, const std::vector<WrittenMemory>& mems, const Layout& lay, bool values) {
+    const auto dim = static_cast<size_t>(codec.dim());
+    const size_t per = lay.slots(), cs = codec.code_size();
+    const size_t batch_mems = std::max<size_t>(1, kBatchVectors / std::max<size_t>(per, 1));
+    Encoded e;
+    e.codes.resize(mems.size() * per * cs);
+    e.decoded.resize(mems.size() * per * dim);
+    std::vector<float> batch;
+    for (size_t first = 0; first < mems.size(); first += batch_mems) {
+        const size_t last = std::min(mems.size(), first + batch_mems);
+        batch.clear();
+        for (size_t m = first; m < last; ++m) {
+            const std::vector<float>& v = vectors_of(mems[m], values);
+            batch.insert(batch.end(), v.begin(), v.end());
+        }
+        const size_t n = (last - first) * per;
+        const std::vector<uint8_t> codes = codec.encode(batch.data(), n);
+        const std::vector<float> back = codec.decode(codes.data(), n);
+        std::copy(codes.begin(), codes.end(), e.codes.begin() + static_cast<long>(first * per * cs));
+        std::copy(back.begin(), back.end(), e.decoded.begin() + static_cast<long>(first * per * dim));
+    }
+    return e;
+}
+
+// The reconstruction error over valid slots.
+double reconstruction_error(const std::vector<WrittenMemory>& mems, const Layout& lay, size_t dim, bool values,
+                            const std::vector<float>& decoded) {
+    ErrorSum sum;
+    for (size_t m = 0; m < mems.size(); ++m) {
+        const std::vector<float>& v = vectors_of(mems[m], values);
+        const size_t used = std::min(static_cast<size_t>(std::max(mems[m].memory.n_valid, 0)), lay.keep);
+        for (size_t h = 0; h < lay.heads; ++h) {
+            const size_t at = (h * lay.keep) * dim;
+            add_reconstruction(sum, v.data() + at, decoded.data() + m * lay.slots() * dim + at, used * dim);
+        }
+    }
+    return sum.relative_sq();
+}
+
+}  // namespace
+
+CompressReport compress_memory_folder(const CompressOptions& o) {
+    if (o.in_dir.empty() || o.out_dir.empty()) throw Error("compress: an input and an output folder are needed");
+    // write_memory_folder checks this too, but only after the training it would waste.
+    if (!o.replace && std::filesystem::exists(o.out_dir))
+        throw Error("memory folder '" + o.out_dir + "' already exists (choose another folder, or --force to replace it)");
+    if (o.threads > 0) omp_set_num_threads(o.threads);
+    say(o, "reading '" + o.in_dir + "'");
+    MemoryFolderContents in = read_memory_folder(o.in_dir);
+    if (in.codec)
+        throw Error("memory folder '" + o.in_dir + "' is already compressed (encoding \"vq\"); compress its f32 original");
+    if (in.memories.empty()) throw Error("memory folder '" + o.in_dir + "' holds no memories: nothing to train a codec on");
+    const MemorySpec& spec = in.model.spec;
+    Layout lay;
+    lay.heads = spec.memory_layers.size() * static_cast<size_t>(spec.kv_heads);
+    lay.keep = static_cast<size_t>(spec.tokens_per_head);
+    const auto d = static_cast<size_t>(spec.head_dim), dv = static_cast<size_t>(spec.value_dim);
+
+    // Both codecs are built before either trains, so a bad factory fails at once.
+    const std::string kf = o.key_factory.empty() ? default_factory(spec.head_dim) : o.key_factory;
+    const std::string vf = o.value_factory.empty() ? default_factory(spec.value_dim) : o.value_factory;
+    std::unique_ptr<VqCodec> kc, vc;
+    try {
+        kc = std::make_unique<VqCodec>(spec.head_dim, kf);
+    } catch (const Error& e) {
+        throw with_context("keys", e);
+    }
+    try {
+        vc = std::make_unique<VqCodec>(spec.value_dim, vf);
+    } catch (const Error& e) {
+        throw with_context("values", e);
+    }
+
+    CompressReport r;
+    r.memories = in.memories.size();
+    r.record_bytes_f32 = manifest_record_bytes(o.in_dir);  // now: out_dir may replace in_dir
+    r.keys.factory = kf;
+    r.values.factory = vf;
+    train_codec(*kc, in.memories, lay, false, o, r.keys, r.notes);
+    train_codec(*vc, in.memories, lay, true, o, r.values, r.notes);
+    MemoryCodec codec{kc->codebook(), vc->codebook()};
+
+    say(o, "encoding " + std::to_string(r.memories) + " memories");
+    const Encoded ek = encode_all(*kc, in.memories, lay, false);
+    const Encoded ev = encode_all(*vc, in.memories, lay, true);
+    const size_t slots = lay.slots();
+    for (int kv = 0; kv < 2; ++kv) {
+        CodecReport& cr = kv == 0 ? r.keys : r.values;
+        const VqCodec& c = kv == 0 ? *kc : *vc;
+        const Encoded& e = kv == 0 ? ek : ev;
+        const VqCodebook& book = kv == 0 ? codec.keys : codec.values;
+        cr.sha256 = book.sha256;
+        cr.dim = static_cast<uint32_t>(c.dim());
+        cr.code_bytes = static_cast<uint32_t>(c.code_size());
+        cr.encoded_vectors = r.memories * slots;
+        cr.decode_checked = check_vq_decode(book, e.codes, e.decoded, cr.encoded_vectors, o.decode_check_rows,
+                                            kv == 0 ? "keys" : "values");
+        cr.reconstruction_error = reconstruction_error(in.memories, lay, static_cast<size_t>(c.dim()), kv == 1, e.decoded);
+    }
+
+    // Attention of every memory head over its own slots, exact vs decoded.
+    ErrorSum attn;
+    for (size_t m = 0; m < in.memories.size(); ++m) {
+        const ExplicitMemory& mem = in.memories[m].memory;
+        const size_t used = std::min(static_cast<size_t>(std::max(mem.n_valid, 0)), lay.keep);
+        for (size_t h = 0; h < lay.heads; ++h) {
+            const size_t slot = m * slots + h * lay.keep;
+            add_attention_error(attn, mem.keys.data() + h * lay.keep * d, mem.values.data() + h * lay.keep * dv,
+                                ek.decoded.data() + slot * d, ev.decoded.data() + slot * dv, used, d, dv);
+        }
+    }
+    r.attention_error = attn.relative_l2();
+
+    // The compressed memories: codes as VQ_DECODE words, everything else as read.
+    std::vector<WrittenMemory> out;
+    out.reserve(in.memories.size());
+    const size_t kcs = kc->code_size(), vcs = vc->code_size();
+    for (size_t m = 0; m < in.memories.size(); ++m) {
+        WrittenMemory w;
+        w.vector = std::move(in.memories[m].vector);
+        w.memory.id = in.memories[m].memory.id;
+        w.memory.n_valid = in.memories[m].memory.n_valid;
+        w.memory.indices = std::move(in.memories[m].memory.indices);
+        w.memory.key_codes = vq_code_words(ek.codes.data() + m * slots * kcs, slots, kcs, codec.keys.code_words());
+        w.memory.value_codes = vq_code_words(ev.codes.data() + m * slots * vcs, slots, vcs, codec.values.code_words());
+        out.push_back(std::move(w));
+    }
+    say(o, "writing '" + o.out_dir + "'");
+    write_memory_folder(o.out_dir, in.model, out, in.references, o.replace, &codec);
+    r.record_bytes_vq = manifest_record_bytes(o.out_dir);
+    return r;
+}
+
+}  // namespace mnemo::kb

@@ -1,0 +1,59 @@
+// `mnemo-kb compress` as a library call: an f32 memory folder (made by `mnemo memorize`) in, the
+// same memories as VQ codes out, with one FAISS codec trained on all keys and one on all values
+// (Memory3 §3.3, "OPQ20x80-Residual2x14-PQ8x10"), plus the figures that say what was lost.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "vq_codec.hpp"
+
+namespace mnemo::kb {
+
+struct CompressOptions {
+    std::string in_dir;
+    std::string out_dir;
+    std::string key_factory;    // empty: default_factory(head_dim)
+    std::string value_factory;  // empty: default_factory(value_dim)
+    bool replace = false;       // replace out_dir if it exists (atomically, once complete)
+    TrainOptions train;
+    int threads = 0;                  // OpenMP threads FAISS may use; 0: OpenMP's default
+    size_t decode_check_rows = 512;   // per codec: sampled codes checked against VQ_DECODE
+    std::function<void(const std::string&)> progress;  // one line per step; may be empty
+};
+
+struct CodecReport {
+    std::string factory;
+    std::string sha256;               // of the canonical codebook bytes (the manifest's)
+    uint32_t dim = 0;                 // floats per vector
+    uint32_t code_bytes = 0;          // bytes per encoded vector
+    uint64_t training_vectors = 0;    // the valid slots (slot < n_valid) of every memory
+    uint64_t encoded_vectors = 0;     // every slot (unused ones too: records have a fixed size)
+    double reconstruction_error = 0;  // sum ||x - decode(encode(x))||^2 / sum ||x||^2, valid slots
+    uint64_t decode_checked = 0;      // vectors VQ_DECODE's reference reproduced bit for bit
+    double train_seconds = 0;
+    double ratio_vs_f16() const { return code_bytes ? 2.0 * dim / code_bytes : 0.0; }
+};
+
+struct CompressReport {
+    uint64_t memories = 0;
+    CodecReport keys;
+    CodecReport values;
+    uint64_t record_bytes_f32 = 0;  // the folders' fixed record sizes (manifest record_bytes)
+    uint64_t record_bytes_vq = 0;
+    double attention_error = 0;     // relative L2 error of memory-head attention outputs
+    std::vector<std::string> notes; // e.g. fewer training vectors than FAISS recommends
+    double record_ratio() const {
+        return record_bytes_vq ? static_cast<double>(record_bytes_f32) / static_cast<double>(record_bytes_vq) : 0.0;
+    }
+};
+
+// Reads o.in_dir (an f32 folder), trains, encodes, checks a sample against VQ_DECODE's reference,
+// measures, and writes o.out_dir with write_memory_folder (atomic). Throws mnemo::Error: a folder
+// that is already compressed, a bad factory, too few training vectors (naming the count needed
+// and a smaller factory), a decode mismatch.
+CompressReport compress_memory_folder(const CompressOptions& o);
+
+}  // namespace mnemo::kb

@@ -1,0 +1,300 @@
+// Memory3 end to end on every backend device, against the float64 goldens of
+// tools/reference/memory3.py (tests/data/models/memory3-tiny-f32/golden, see its meta.json):
+// writing memories (kept token indices, post-RoPE keys, values, retrieval vectors), the
+// reference BOS, retrieval vectors of query chunks, and logits of a 40-token prompt plus 24
+// generated tokens with 0, 1 and 5 memories per chunk (prompt chunks each with their own,
+// decoded chunk 0 keeping the last prompt chunk's, decoded chunk 1 retrieving anew). Plus the
+// memory folder round trip and its errors.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <functional>
+#include <unistd.h>
+
+#include "mnemo/error.hpp"
+#include "mnemo/json.hpp"
+#include "mnemo/memory_folder.hpp"
+#include "model_test_util.hpp"
+#include "npy.hpp"
+
+namespace fs = std::filesystem;
+using namespace mnemo;
+using mnemo::test::load_npy;
+using mnemo::test::NpyArray;
+
+namespace {
+
+const std::string kModel = "memory3-tiny-f32";
+
+std::string golden(const std::string& file) { return test::model_dir(kModel) + "/golden/" + file; }
+
+std::unique_ptr<Session> open_on(const std::string& backend, int32_t n_ctx = 128, int32_t ubatch = 256) {
+    SessionOptions o;
+    o.model_dir = test::model_dir(kModel);
+    o.backend = backend;
+    o.n_ctx = n_ctx;
+    o.n_ubatch = ubatch;
+    o.n_threads = 2;
+    o.backends = &test::backends();
+    o.plugins = &test::plugins();
+    return Session::open(o);
+}
+
+std::vector<std::vector<int32_t>> golden_references() {
+    const NpyArray refs = load_npy(golden("references.npy"));
+    const std::vector<int32_t> ids = refs.as_i32();
+    const std::vector<int32_t> lens = load_npy(golden("reference_lengths.npy")).as_i32();
+    std::vector<std::vector<int32_t>> out;
+    for (size_t i = 0; i < lens.size(); ++i)
+        out.emplace_back(ids.begin() + static_cast<long>(i * refs.shape[1]), ids.begin() + static_cast<long>(i * refs.shape[1] + lens[i]));
+    return out;
+}
+
+// Serves chunk i (in the order the session asks) the golden's fixed references for that chunk.
+class ScriptedSource : public MemorySource {
+public:
+    ScriptedSource(std::vector<std::vector<int>> plan, std::vector<std::shared_ptr<const ExplicitMemory>> mems)
+        : plan_(std::move(plan)), mems_(std::move(mems)) {}
+    bool wants_vector() const override { return false; }
+    std::vector<std::shared_ptr<const ExplicitMemory>> retrieve(const ChunkQuery& q, int32_t k) override {
+        EXPECT_NE(q.tokens, nullptr);
+        EXPECT_LT(calls_, plan_.size()) << "more retrievals than chunks";
+        std::vector<std::shared_ptr<const ExplicitMemory>> out;
+        if (calls_ < plan_.size())
+            for (int r : plan_[calls_]) out.push_back(mems_[static_cast<size_t>(r)]);
+        EXPECT_LE(static_cast<int32_t>(out.size()), k);
+        ++calls_;
+        return out;
+    }
+    std::string describe() const override { return "scripted source"; }
+    size_t calls() const { return calls_; }
+
+private:
+    std::vector<std::vector<int>> plan_;
+    std::vector<std::shared_ptr<const ExplicitMemory>> mems_;
+    size_t calls_ = 0;
+};
+
+// The golden's memories as the engine holds them (written by the reference, not by us).
+std::vector<std::shared_ptr<const ExplicitMemory>> golden_memories() {
+    const std::vector<int32_t> idx = load_npy(golden("memory_indices.npy")).as_i32();
+    const std::vector<float> k = load_npy(golden("memory_keys.npy")).as_f32();
+    const std::vector<float> v = load_npy(golden("memory_values.npy")).as_f32();
+    const std::vector<int32_t> lens = load_npy(golden("reference_lengths.npy")).as_i32();
+    const size_t n = lens.size(), slots = idx.size() / n, per = k.size() / n;
+    std::vector<std::shared_ptr<const ExplicitMemory>> out;
+    for (size_t i = 0; i < n; ++i) {
+        auto m = std::make_shared<ExplicitMemory>();
+        m->id = static_cast<uint32_t>(i);
+        m->n_valid = std::min(lens[i], 4);
+        m->indices.assign(idx.begin() + static_cast<long>(i * slots), idx.begin() + static_cast<long>((i + 1) * slots));
+        m->keys.assign(k.begin() + static_cast<long>(i * per), k.begin() + static_cast<long>((i + 1) * per));
+        m->values.assign(v.begin() + static_cast<long>(i * per), v.begin() + static_cast<long>((i + 1) * per));
+        out.push_back(m);
+    }
+    return out;
+}
+
+std::vector<std::vector<int>> plan_for(const std::string& k) {
+    const json::Value meta = json::parse_file(golden("meta.json"));
+    std::vector<std::vector<int>> plan;
+    for (const json::Value& chunk : meta.find("memories_per_chunk")->find(k)->as_array()) {
+        std::vector<int> refs;
+        for (const json::Value& r : chunk.as_array()) refs.push_back(static_cast<int>(r.as_int()));
+        plan.push_back(refs);
+    }
+    return plan;
+}
+
+double max_abs_diff(const std::vector<float>& a, const std::vector<float>& b) {
+    double d = 0;
+    for (size_t i = 0; i < a.size(); ++i) d = std::max(d, std::fabs(static_cast<double>(a[i]) - b[i]));
+    return d;
+}
+
+class Memory3Session : public ::testing::TestWithParam<std::string> {
+protected:
+    void SetUp() override {
+        const BackendModule* b = test::backends().find(GetParam());
+        if (!b) GTEST_SKIP() << "backend " << GetParam() << " was not built";
+        if (b->api->device_count() == 0) {
+            const char* why = b->api->unavailable_reason ? b->api->unavailable_reason() : nullptr;
+            GTEST_SKIP() << "backend " << GetParam() << " has no device" << (why ? std::string(": ") + why : "");
+        }
+    }
+};
+
+TEST_P(Memory3Session, WritesTheGoldenMemories) {
+    auto s = open_on(GetParam());
+    ASSERT_TRUE(s->reads_memories());
+    const MemorySpec& spec = s->memory_spec();
+    EXPECT_EQ(spec.prefix_ids, load_npy(golden("reference_bos_ids.npy")).as_i32());
+    const auto written = s->write_memories(golden_references());
+    const std::vector<int32_t> idx = load_npy(golden("memory_indices.npy")).as_i32();
+    const std::vector<float> k = load_npy(golden("memory_keys.npy")).as_f32();
+    const std::vector<float> v = load_npy(golden("memory_values.npy")).as_f32();
+    const std::vector<float> vec = load_npy(golden("retrieval_vectors.npy")).as_f32();
+    ASSERT_EQ(written.size(), 8u);
+    std::vector<int32_t> got_idx;
+    std::vector<float> got_k, got_v, got_vec;
+    for (const WrittenMemory& w : written) {
+        got_idx.insert(got_idx.end(), w.memory.indices.begin(), w.memory.indices.end());
+        got_k.insert(got_k.end(), w.memory.keys.begin(), w.memory.keys.end());
+        got_v.insert(got_v.end(), w.memory.values.begin(), w.memory.values.end());
+        got_vec.insert(got_vec.end(), w.vector.begin(), w.vector.end());
+    }
+    EXPECT_EQ(got_idx, idx) << "kept token indices per (memory layer, kv head)";
+    EXPECT_LT(max_abs_diff(got_k, k), 2e-5);
+    EXPECT_LT(max_abs_diff(got_v, v), 2e-5);
+    EXPECT_LT(max_abs_diff(got_vec, vec), 2e-5);
+}
+
+TEST_P(Memory3Session, QueryRetrievalVectorsMatch) {
+    auto s = open_on(GetParam());
+    const std::vector<int32_t> ctx = load_npy(golden("context_ids.npy")).as_i32();
+    const json::Value meta = json::parse_file(golden("meta.json"));
+    const json::Value* ranges = meta.find("query_text_ranges");
+    ASSERT_NE(ranges, nullptr);
+    std::vector<std::vector<int32_t>> texts;
+    for (const json::Value& r : ranges->as_array())
+        texts.emplace_back(ctx.begin() + r.as_array()[0].as_int(), ctx.begin() + r.as_array()[1].as_int());
+    const auto got = s->retrieval_vectors(texts);
+    const std::vector<float> want = load_npy(golden("query_retrieval_vectors.npy")).as_f32();
+    std::vector<float> flat;
+    for (const auto& g : got) flat.insert(flat.end(), g.begin(), g.end());
+    EXPECT_LT(max_abs_diff(flat, want), 2e-5);
+}
+
+// Prompt (40 tokens, 3 chunks) through append, then 24 tokens through decode one at a time.
+void check_logits(const std::string& backend, const std::string& k, int32_t ubatch) {
+    auto s = open_on(backend, 128, ubatch);
+    auto source = std::make_shared<ScriptedSource>(plan_for(k), golden_memories());
+    s->set_memory_source(source);
+    const std::vector<int32_t> ctx = load_npy(golden("context_ids.npy")).as_i32();
+    const NpyArray want_arr = load_npy(golden("logits_" + k + ".npy"));
+    const std::vector<float> want = want_arr.as_f32();
+    const size_t vocab = static_cast<size_t>(want_arr.shape[1]);
+    std::vector<float> got = s->append(0, std::vector<int32_t>(ctx.begin(), ctx.begin() + 40), /*all_logits=*/true);
+    for (int32_t t = 40; t < 64; ++t) {
+        const auto& l = s->decode({{ctx[static_cast<size_t>(t)], t, 0, true}});
+        got.insert(got.end(), l.begin(), l.end());
+    }
+    ASSERT_EQ(got.size(), 64 * vocab);
+    EXPECT_LT(test::max_rel_error(got, want), 2e-5) << k << " memories per chunk, ubatch " << ubatch;
+    EXPECT_EQ(source->calls(), 4u) << "prompt chunks 0-2 and decoded chunk 1 retrieve; decoded chunk 0 does not";
+}
+
+TEST_P(Memory3Session, LogitsWithoutMemories) { check_logits(GetParam(), "0", 256); }
+TEST_P(Memory3Session, LogitsWithOneMemoryPerChunk) { check_logits(GetParam(), "1", 256); }
+TEST_P(Memory3Session, LogitsWithFiveMemoriesPerChunk) { check_logits(GetParam(), "5", 256); }
+// Small runs: chunks split across runs and blocks reused between runs.
+TEST_P(Memory3Session, LogitsWithFiveMemoriesInSmallBatches) { check_logits(GetParam(), "5", 7); }
+
+INSTANTIATE_TEST_SUITE_P(Backends, Memory3Session, ::testing::Values("cpu", "vulkan", "cuda"),
+                         [](const auto& info) { return info.param; });
+
+// ---------------------------------------------------------------- memory folders
+
+class MemoryFolder : public ::testing::Test {
+protected:
+    void SetUp() override {
+        dir_ = fs::temp_directory_path() / ("mnemo-memories-" + std::to_string(::getpid()));
+        fs::remove_all(dir_);
+        session_ = open_on("cpu");
+        model_.model_type = session_->summary().model_type;
+        model_.fingerprint = session_->model_fingerprint();
+        model_.spec = session_->memory_spec();
+        const auto refs = golden_references();
+        written_ = session_->write_memories(refs);
+        for (const auto& r : refs) meta_.push_back({r, "reference"});
+        write_memory_folder(dir_.string(), model_, written_, meta_, false);
+    }
+    void TearDown() override { fs::remove_all(dir_); }
+    fs::path dir_;
+    std::unique_ptr<Session> session_;
+    MemoryFolderModel model_;
+    std::vector<WrittenMemory> written_;
+    std::vector<MemoryReference> meta_;
+};
+
+TEST_F(MemoryFolder, RoundTripsAndRetrieves) {
+    FolderMemorySource src(dir_.string(), model_, RetrievalMode::Vector);
+    EXPECT_EQ(src.size(), 8u);
+    for (uint32_t i = 0; i < 8; ++i) {
+        auto m = src.load(i);
+        EXPECT_EQ(m->keys, written_[i].memory.keys);
+        EXPECT_EQ(m->values, written_[i].memory.values);
+        EXPECT_EQ(m->indices, written_[i].memory.indices);
+    }
+    // A reference's own vector finds it first.
+    ChunkQuery q;
+    q.vector = &written_[5].vector;
+    const auto ranked = src.rank(q, 3);
+    ASSERT_FALSE(ranked.empty());
+    EXPECT_EQ(ranked[0].first, 5u);
+    // BM25: a reference's own tokens find it first.
+    FolderMemorySource lex(dir_.string(), model_, RetrievalMode::BM25);
+    ChunkQuery qt;
+    qt.tokens = &meta_[2].tokens;
+    EXPECT_EQ(lex.rank(qt, 1).at(0).first, 2u);
+    // Existing folders are not overwritten by accident.
+    EXPECT_THROW(write_memory_folder(dir_.string(), model_, written_, meta_, false), Error);
+}
+
+TEST_F(MemoryFolder, GeneratesWithAFolderSource) {
+    session_->set_memory_source(std::make_shared<FolderMemorySource>(dir_.string(), model_, RetrievalMode::Vector));
+    const std::vector<int32_t> ctx = load_npy(golden("context_ids.npy")).as_i32();
+    const auto& l = session_->append(0, std::vector<int32_t>(ctx.begin(), ctx.begin() + 40));
+    EXPECT_TRUE(test::all_finite(l));
+    EXPECT_EQ(session_->memory_stats().retrievals, 3u);
+    EXPECT_GT(session_->memory_stats().memories_read, 0u);
+}
+
+void expect_error(const std::function<void()>& f, const std::string& needle) {
+    try {
+        f();
+        ADD_FAILURE() << "no error; expected one mentioning '" << needle << "'";
+    } catch (const Error& e) {
+        EXPECT_NE(std::string(e.what()).find(needle), std::string::npos) << e.what();
+    }
+}
+
+TEST_F(MemoryFolder, RefusesAnotherModel) {
+    MemoryFolderModel other = model_;
+    other.fingerprint = std::string(64, '0');
+    expect_error([&] { FolderMemorySource(dir_.string(), other, RetrievalMode::Vector); }, "fingerprint");
+    other = model_;
+    other.spec.head_dim = 32;
+    expect_error([&] { FolderMemorySource(dir_.string(), other, RetrievalMode::Vector); }, "head_dim");
+}
+
+TEST_F(MemoryFolder, DetectsTruncationAndDamage) {
+    const fs::path rec = dir_ / "records.bin";
+    {  // a flipped byte inside record 3's payload
+        std::fstream f(rec, std::ios::in | std::ios::out | std::ios::binary);
+        const uint64_t record = (fs::file_size(rec) - 16) / 8;
+        f.seekp(static_cast<std::streamoff>(16 + 3 * record + 40));
+        f.put('\x55');
+    }
+    FolderMemorySource src(dir_.string(), model_, RetrievalMode::Vector);
+    EXPECT_NO_THROW(src.load(2));
+    expect_error([&] { src.load(3); }, "record 3: checksum mismatch");
+    fs::resize_file(rec, fs::file_size(rec) - 10);
+    expect_error([&] { FolderMemorySource(dir_.string(), model_, RetrievalMode::Vector); }, "truncated");
+}
+
+TEST(Memory3Errors, ReferencesOutOfRange) {
+    auto s = open_on("cpu");
+    expect_error([&] { s->write_memories({std::vector<int32_t>(25, 7)}); }, "1..24 are allowed");
+    expect_error([&] { s->write_memories({{}}); }, "holds 0 tokens");
+    expect_error([&] { s->write_memories({{100000}}); }, "outside the vocabulary");
+}
+
+TEST(Memory3Errors, PlainModelsDoNotReadMemories) {
+    auto s = test::open_model(test::model_dir("llama-tiny-f32"));
+    EXPECT_FALSE(s->reads_memories());
+    expect_error([&] { s->memory_spec(); }, "does not read explicit memories");
+}
+
+}  // namespace

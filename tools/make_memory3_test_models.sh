@@ -1,0 +1,21 @@
+#!/bin/sh
+# Regenerate tests/data/models/memory3-tiny-f32 (Memory3 explicit memories on a Llama backbone) and
+# its goldens. Deterministic: running it twice gives identical files.
+# Shape: D 64, 4 layers, 4 heads x 16, 2 KV heads, ffn 96, vocab 320 (as the other tiny models;
+# none has a tokenizer, so the reference BOS is given as ids), tied embeddings, f32. Memory3:
+# memory layers 0 and 1, 4 tokens per kv head, references of <= 24 tokens, chunks of 16, at most
+# 5 memories per chunk, softmax selection, retrieval vectors after layer 1.
+# The folder holds the checkpoint, golden_ids.txt / golden_logits.npy (a plain prompt with no
+# memories, as every tiny model) and golden/ (tools/reference/memory3.py: memories, retrieval
+# vectors, logits with 0 / 1 / 5 memories per chunk; golden/meta.json describes the layout).
+set -eu
+cd "$(dirname "$0")/.."
+PY=/usr/bin/python3
+DIR=tests/data/models/memory3-tiny-f32
+
+rm -rf "$DIR"
+$PY tools/make_memory3_checkpoint.py --out $DIR --arch llama --hidden 64 --layers 4 --heads 4 \
+    --kv-heads 2 --head-dim 16 --ffn 96 --vocab 320 --max-pos 2048 --tied --dtype f32 --seed 6 \
+    --memory3 '{"memory_layers": [0, 1], "tokens_per_head": 4, "reference_length": 24, "chunk_length": 16, "references_per_chunk": 5, "reference_bos_ids": [1, 5, 9], "selection": "softmax", "retrieval_layer": 1}'
+# Refuses (exit 1) when a token selection is within 1e-4 of a tie: then change --seed.
+$PY tools/reference/memory3.py $DIR $DIR/golden --seed 0
