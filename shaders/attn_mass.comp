@@ -108,7 +108,7 @@ void main() {
     float acc = 0.0;
     for (uint item = tid; item < pc.n * group; item += WG) {
         const uint i = item / group;
-        if (!counted(i)) continue;
+        if (!counted(i) || Ints(pc.seq).v[i] != sq) continue;
         const uint h = g * group + item % group;
         const uint row = i * pc.hq + h;
         const float s = pc.scale * dot_row(Floats(pc.q), row * D);

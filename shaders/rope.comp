@@ -77,7 +77,7 @@ vec2 rope_cos_sin(int p, int o, float f) {
     // p + o = ph + pl with ph = 256 * ((p >> 8) + (o >> 8)) (arithmetic shifts; the sum of the
     // two is below 2^24 in magnitude, so ph has at most 24 significant bits) and pl = (p & 255)
     // + (o & 255) in 0..510: both convert to f32 exactly, for every int32 p.
-    const float ph = float((p >> 8)) * 256.0, pl = float((p & 0xFF) + (o & 0xFF));
+    const float ph = float((p >> 8) + (o >> 8)) * 256.0, pl = float((p & 0xFF) + (o & 0xFF));
     const vec2 a = two_prod(ph, f), b = two_prod(pl, f);
     const vec2 s = two_sum(a.x, b.x);
     precise float hi = s.x, lo = s.y + (a.y + b.y);  // angle = hi + lo

@@ -214,7 +214,6 @@ TEST_F(KbCompress, SessionGeneratesWithTheCompressedFolder) {
     // The compressed memories stand in for the f32 ones: closer to them than no memories at all.
     const std::vector<float> f32 = logits_with(std::make_shared<FolderMemorySource>(f32_dir(), *model_, RetrievalMode::Vector), nullptr);
     const std::vector<float> none = logits_with(nullptr, nullptr);
-    std::printf("ERRS vq %g none %g\n", test::max_rel_error(vq, f32), test::max_rel_error(none, f32));
     EXPECT_LT(test::max_rel_error(vq, f32), test::max_rel_error(none, f32));
 }
 
@@ -225,7 +224,8 @@ TEST_F(KbCompress, RefusesBadFactories) {
         return [o] { kb::compress_memory_folder(o); };
     };
     expect_error(with("OPQ4_16,Residual2x6,PQ4x5x"), {"keys", "FAISS cannot build it", "PQ4x5x"});
-    expect_error(with("bogus"), {"FAISS cannot build it"});
+    expect_error(with("bogus"), {"FAISS cannot build it", "could not parse index string bogus"});
+    expect_error(with("OPQ4x16-Residual2x6-PQ4x5"), {"could not parse", "separates the parts with commas"});
     expect_error(with("IVF4,PQ4"), {"no Index2Layer"});
     expect_error(with("PCA16,Residual2x6,PQ4x5"), {"bias"});
     expect_error(with("Residual4x10,PQ4x5"), {"at most 32 bits"});

@@ -528,3 +528,9 @@ TEST(Memory3Plugin, Memory3MustBeAnObject) {
     EXPECT_HAS(config_error("[1]"), "field 'memory3' must be an object");
     EXPECT_HAS(config_error("\"memory\""), "field 'memory3' must be an object");
 }
+
+TEST(Memory3Plugin, UnknownSettingsAreRefused) {
+    // A typo would otherwise be its default, silently.
+    EXPECT_HAS(config_error("{\"tokens_per_heads\": 8}"), "memory3.tokens_per_heads is not a Memory3 setting");
+    EXPECT_HAS(config_error("{\"chunk_length\": 64, \"retrival_layer\": 1}"), "memory3.retrival_layer is not a Memory3 setting");
+}

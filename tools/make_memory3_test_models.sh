@@ -19,3 +19,25 @@ $PY tools/make_memory3_checkpoint.py --out $DIR --arch llama --hidden 64 --layer
     --memory3 '{"memory_layers": [0, 1], "tokens_per_head": 4, "reference_length": 24, "chunk_length": 16, "references_per_chunk": 5, "reference_bos_ids": [1, 5, 9], "selection": "softmax", "retrieval_layer": 1}'
 # Refuses (exit 1) when a token selection is within 1e-4 of a tie: then change --seed.
 $PY tools/reference/memory3.py $DIR $DIR/golden --seed 0
+
+# A second, smaller model with a real tokenizer (tests/data/tokenizers/gpt2_bpe) for the CLI
+# tests (`mnemo memorize`, `mnemo run --memories`). Its reference BOS is given as text, so the
+# plugin tokenizes it through the host; the ids below are what that tokenizer gives for
+# "<|endoftext|>Reference:" (the reference generator has no tokenizer, so it gets them here and
+# they are dropped from config.json afterwards).
+DIR=tests/data/models/memory3-tiny-bpe
+rm -rf "$DIR"
+$PY tools/make_memory3_checkpoint.py --out $DIR --arch llama --hidden 32 --layers 2 --heads 2 \
+    --kv-heads 1 --head-dim 16 --ffn 48 --vocab 379 --max-pos 2048 --tied --dtype f16 --seed 7 \
+    --memory3 '{"memory_layers": [0], "tokens_per_head": 4, "reference_length": 32, "chunk_length": 16, "references_per_chunk": 3, "reference_bos": "<|endoftext|>Reference:", "reference_bos_ids": [378, 82, 101, 102, 270, 260, 99, 101, 58], "selection": "softmax", "retrieval_layer": 1}'
+cp tests/data/tokenizers/gpt2_bpe/tokenizer.json $DIR/
+$PY - "$DIR/config.json" <<'PYEOF'
+import json, sys
+path = sys.argv[1]
+with open(path, encoding="utf-8") as f:
+    cfg = json.load(f)
+del cfg["memory3"]["reference_bos_ids"]
+with open(path, "w", encoding="utf-8") as f:
+    json.dump(cfg, f, indent=2)
+    f.write("\n")
+PYEOF

@@ -65,6 +65,21 @@ ModelHost::ModelHost(const json::Value& config, std::string config_name, const C
     api_.declare_weight_stack = &declare_weight_stack;
     api_.read_weight = &read_weight;
     api_.tokenize = &tokenize;
+    api_.config_keys = &config_keys;
+}
+
+int32_t ModelHost::config_keys(void* self_, const char* path, char* out, size_t cap) {
+    const ModelHost* self = self_of(self_);
+    const json::Value* v = (!path || !*path) ? &self->config_ : self->config_.find_path(path);
+    if (!v || !v->is_object()) return -1;
+    std::string all;
+    for (const auto& [key, value] : v->as_object()) all += key + "\n";
+    if (out && cap > 0) {
+        const size_t n = std::min(all.size(), cap - 1);
+        std::memcpy(out, all.data(), n);
+        out[n] = 0;
+    }
+    return static_cast<int32_t>(v->as_object().size());
 }
 
 mnemo_status ModelHost::tokenize(void* self_, const char* text, int32_t* ids, int32_t cap, int32_t* n_ids, mnemo_error* err) {

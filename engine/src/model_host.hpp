@@ -59,6 +59,7 @@ private:
                                     mnemo_error* err);
     static mnemo_status tokenize(void* self, const char* text, int32_t* ids, int32_t cap, int32_t* n_ids,
                                  mnemo_error* err);
+    static int32_t config_keys(void* self, const char* path, char* out, size_t cap);
 
     // The checkpoint tensor `name`, checked against the expected shape and dtypes; throws with
     // the file and tensor named.

@@ -103,6 +103,17 @@ Memory3Config read_config(const plugin::Host& h) {
     if (h.has("memory3"))
         require(!h.has("memory3.0") && !is_scalar(h, "memory3"),
                 "field 'memory3' must be an object such as {\"memory_layers\": [0, 1], \"tokens_per_head\": 8}");
+    // A misspelt field would silently be its default: refuse what we do not know.
+    static const char* const kKnown[] = {"memory_layers",        "tokens_per_head", "reference_length",
+                                         "chunk_length",         "references_per_chunk", "reference_bos",
+                                         "reference_bos_ids",    "selection",       "retrieval_layer"};
+    for (const std::string& key : h.keys("memory3")) {
+        bool known = false;
+        for (const char* k : kKnown) known |= key == k;
+        std::string list;
+        for (const char* k : kKnown) list += std::string(list.empty() ? "" : ", ") + k;
+        require(known, "memory3." + key + " is not a Memory3 setting (known: " + list + ")");
+    }
 
     c.memory_layers = read_memory_layers(h, layers);
     c.reference_length = int_field(h, "reference_length", c.reference_length);

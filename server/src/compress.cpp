@@ -1,9 +1,10 @@
-// compress_memory_folder: read, train both codecs, encode in batches (measuring and checking as
-// the codes come out), write. Keys and values are handled by the same steps with their own codec.
+// compress_memory_folder: read, train both codecs, encode in batches, check a sample against
+// VQ_DECODE, measure, write. Keys and values go through the same steps, each with its own codec.
 #include "compress.hpp"
 
 #include <omp.h>
 
+#include <algorithm>
 #include <chrono>
 #include <filesystem>
 #include <memory>
@@ -33,12 +34,16 @@ const std::vector<float>& vectors_of(const WrittenMemory& w, bool values) {
     return values ? w.memory.values : w.memory.keys;
 }
 
+size_t used_slots(const ExplicitMemory& m, const Layout& lay) {
+    return std::min(static_cast<size_t>(std::max(m.n_valid, 0)), lay.keep);
+}
+
 // The training set: every valid slot of every memory.
 std::vector<float> valid_vectors(const std::vector<WrittenMemory>& mems, const Layout& lay, size_t dim, bool values) {
     std::vector<float> out;
     for (const WrittenMemory& w : mems) {
         const std::vector<float>& v = vectors_of(w, values);
-        const size_t used = std::min(static_cast<size_t>(std::max(w.memory.n_valid, 0)), lay.keep);
+        const size_t used = used_slots(w.memory, lay);
         for (size_t h = 0; h < lay.heads; ++h)
             out.insert(out.end(), v.begin() + static_cast<long>(h * lay.keep * dim),
                        v.begin() + static_cast<long>((h * lay.keep + used) * dim));
@@ -121,7 +126,7 @@ double reconstruction_error(const std::vector<WrittenMemory>& mems, const Layout
     ErrorSum sum;
     for (size_t m = 0; m < mems.size(); ++m) {
         const std::vector<float>& v = vectors_of(mems[m], values);
-        const size_t used = std::min(static_cast<size_t>(std::max(mems[m].memory.n_valid, 0)), lay.keep);
+        const size_t used = used_slots(mems[m].memory, lay);
         for (size_t h = 0; h < lay.heads; ++h) {
             const size_t at = (h * lay.keep) * dim;
             add_reconstruction(sum, v.data() + at, decoded.data() + m * lay.slots() * dim + at, used * dim);
@@ -195,7 +200,7 @@ CompressReport compress_memory_folder(const CompressOptions& o) {
     ErrorSum attn;
     for (size_t m = 0; m < in.memories.size(); ++m) {
         const ExplicitMemory& mem = in.memories[m].memory;
-        const size_t used = std::min(static_cast<size_t>(std::max(mem.n_valid, 0)), lay.keep);
+        const size_t used = used_slots(mem, lay);
         for (size_t h = 0; h < lay.heads; ++h) {
             const size_t slot = m * slots + h * lay.keep;
             add_attention_error(attn, mem.keys.data() + h * lay.keep * d, mem.values.data() + h * lay.keep * dv,

@@ -10,6 +10,7 @@
 #include <algorithm>
 #include <cstdlib>
 
+#include "faiss_error.hpp"
 #include "mnemo/error.hpp"
 #include "vq_codec.hpp"
 
@@ -19,17 +20,6 @@ namespace {
 constexpr uint32_t kMaxBits = 16;        // VQ_DECODE: bits per index
 constexpr uint32_t kMaxCoarseBits = 32;  // VQ_DECODE: the list number is at most 4 bytes
 constexpr size_t kOpqCentroids = 256;    // OPQMatrix trains with an 8-bit PQ of its own
-
-// FAISS's messages start with "Error in <signature> at <file>:<line>: Error: '<cond>' failed: ";
-// the part after the last "Error: " (or the whole text) is what the user can act on.
-std::string faiss_reason(const faiss::FaissException& e) {
-    std::string m = e.what();
-    const size_t at = m.rfind("Error: ");
-    if (at != std::string::npos) m = m.substr(at + 7);
-    const size_t failed = m.find("' failed: ");
-    if (failed != std::string::npos) m = m.substr(failed + 10);
-    return m;
-}
 
 std::vector<int> divisors(int d) {
     std::vector<int> out;
@@ -59,7 +49,12 @@ VqCodec::VqCodec(int d, const std::string& factory) : factory_(factory) {
     try {
         index_.reset(faiss::index_factory(d, factory.c_str()));
     } catch (const faiss::FaissException& e) {
-        throw Error(where() + ": FAISS cannot build it for " + std::to_string(d) + "-dimensional vectors: " + faiss_reason(e));
+        // The paper writes "OPQ20x80-Residual2x14-PQ8x10"; FAISS 1.7.3 wants "OPQ20_80,Residual2x14,PQ8x10".
+        const std::string hint = factory.find('-') != std::string::npos
+                                     ? " (FAISS separates the parts with commas and writes OPQ<M>_<d>: OPQ20_80,Residual2x14,PQ8x10)"
+                                     : "";
+        throw Error(where() + ": FAISS cannot build it for " + std::to_string(d) + "-dimensional vectors: " + faiss_reason(e) +
+                    hint);
     }
     faiss::Index* inner = index_.get();
     if (auto* pre = dynamic_cast<faiss::IndexPreTransform*>(inner)) {

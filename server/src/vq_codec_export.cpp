@@ -5,6 +5,7 @@
 #include <faiss/VectorTransform.h>
 #include <faiss/impl/FaissException.h>
 
+#include "faiss_error.hpp"
 #include "mnemo/error.hpp"
 #include "vq_codec.hpp"
 
@@ -42,7 +43,7 @@ std::vector<uint8_t> VqCodec::encode(const float* x, size_t n) const {
     try {
         index_->sa_encode(static_cast<faiss::Index::idx_t>(n), x, codes.data());
     } catch (const faiss::FaissException& e) {
-        throw Error(where() + ": FAISS encoding failed: " + e.what());
+        throw Error(where() + ": FAISS encoding failed: " + faiss_reason(e));
     }
     return codes;
 }
@@ -52,7 +53,7 @@ std::vector<float> VqCodec::decode(const uint8_t* codes, size_t n) const {
     try {
         index_->sa_decode(static_cast<faiss::Index::idx_t>(n), codes, x.data());
     } catch (const faiss::FaissException& e) {
-        throw Error(where() + ": FAISS decoding failed: " + e.what());
+        throw Error(where() + ": FAISS decoding failed: " + faiss_reason(e));
     }
     return x;
 }

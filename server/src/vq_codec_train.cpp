@@ -11,6 +11,7 @@
 #include <cmath>
 #include <cstdio>
 
+#include "faiss_error.hpp"
 #include "mnemo/error.hpp"
 #include "vq_codec.hpp"
 
@@ -79,7 +80,7 @@ void VqCodec::train(const float* x, size_t n, const TrainOptions& options) {
         SilencedStderr quiet(options.quiet);
         index_->train(static_cast<faiss::Index::idx_t>(n), x);
     } catch (const faiss::FaissException& e) {
-        throw Error(where() + ": FAISS training failed: " + e.what());
+        throw Error(where() + ": FAISS training failed: " + faiss_reason(e));
     }
     // FAISS decodes through A^T only: anything but orthonormal rows would make sa_decode throw
     // and leave VQ_DECODE nothing to reproduce.

@@ -259,7 +259,9 @@ def build():
     # Later op families live in their own files, each with its own random stream, so that adding
     # a case to one never changes another's inputs.
     sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-    for module in ("ops_golden_product_keys", "ops_golden_lookup", "ops_golden_moe", "ops_golden_gelu"):
+    # ops_golden_vq.py (FAISS) writes vq/ separately: run it after this script, which rewrites the folder.
+    for module in ("ops_golden_product_keys", "ops_golden_lookup", "ops_golden_moe", "ops_golden_gelu",
+                   "ops_golden_memory3"):
         importlib.import_module(module).build(sys.modules[__name__])
 
 

@@ -11,6 +11,7 @@
 // and exports it with MNEMO_PLUGIN(MyModel, "name", "description", "model_type_a", "model_type_b").
 #pragma once
 
+#include <algorithm>
 #include <cstdio>
 #include <cstring>
 #include <initializer_list>
@@ -102,6 +103,28 @@ public:
         std::vector<int32_t> v(static_cast<size_t>(count));
         check(api_->read_weight(api_->host, id, MNEMO_DTYPE_I32, v.data(), count, &err_));
         return v;
+    }
+    // Member names of the config object at `path` (empty when there is no object there).
+    std::vector<std::string> keys(const char* path) const {
+        std::vector<char> buf(4096);
+        int32_t n = api_->config_keys(api_->host, path, buf.data(), buf.size());
+        if (n < 0) return {};
+        const std::string all(buf.data());
+        if (static_cast<int32_t>(std::count(all.begin(), all.end(), '\n')) < n) {  // truncated: ask with room
+            buf.assign(all.size() * 4 + 65536, 0);
+            n = api_->config_keys(api_->host, path, buf.data(), buf.size());
+        }
+        std::vector<std::string> out;
+        std::string cur;
+        for (const char* p = buf.data(); *p; ++p) {
+            if (*p == '\n') {
+                out.push_back(cur);
+                cur.clear();
+            } else {
+                cur += *p;
+            }
+        }
+        return out;
     }
     // Token ids of text with the checkpoint's tokenizer (special tokens parsed, nothing added).
     std::vector<int32_t> tokenize(const std::string& text) const {

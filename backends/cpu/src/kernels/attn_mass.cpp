@@ -49,7 +49,7 @@ MassArgs mass_args(const PreparedNode& p) {
     return a;
 }
 
-bool counted(const MassArgs& a, int64_t t) { return a.seq[t] >= 0; }
+bool counted(const MassArgs& a, int64_t t) { return a.seq[t] >= 0 && a.pos[t] >= a.first; }
 
 float dot_scalar(const float* x, const float* y, int64_t d) {
     float s = 0.0f;

@@ -30,7 +30,7 @@ RopeArgs rope_args(const PreparedNode& p) {
 }
 
 void fill_table(const RopeArgs& a, int64_t token, float* cos_t, float* sin_t) {
-    const double p = static_cast<double>(static_cast<int64_t>(a.pos[token]));
+    const double p = static_cast<double>(static_cast<int64_t>(a.pos[token]) + a.offset);
     for (int64_t j = 0; j < a.half; ++j) {
         const double angle = p * static_cast<double>(a.inv_freq[j]);
         cos_t[j] = static_cast<float>(std::cos(angle));

@@ -23,7 +23,7 @@ namespace {
 
 constexpr uint32_t kThreads = 128;
 constexpr uint32_t kMaxRows = 8;          // codes per block
-constexpr uint32_t kTileFloats = 8192;    // shared y tile: rows * Do <= this (32 KiB)
+constexpr uint32_t kTileFloats = 8192;    // dynamic shared y tile: rows * Do <= this (32 KiB)
 constexpr uint32_t kMaxDo = kTileFloats;  // one row must fit
 
 // Codes per block: as many as fit the shared tile, at most kMaxRows (Do = 0: nothing to stage).
@@ -70,7 +70,7 @@ __device__ __forceinline__ uint32_t pq_index(const Args& a, const int32_t* code,
 }
 
 __global__ void __launch_bounds__(kThreads) vq_decode_kernel(Args a) {
-    __shared__ float y_s[kTileFloats];
+    extern __shared__ float y_s[];  // rows_per_block * Do floats with A, none without
     const uint64_t row0 = static_cast<uint64_t>(blockIdx.x) * a.rows_per_block;
     const uint32_t rows = static_cast<uint32_t>(min(static_cast<uint64_t>(a.rows_per_block), a.n - row0));
     const uint32_t tid = threadIdx.x;
@@ -157,8 +157,10 @@ void build(KernelBuilder& b) {
     a.status = b.status();
     a.node = b.node_index();
     const uint32_t grid = blocks_for(a.n, a.rows_per_block);
+    // Only the tile's rows: Do = 80 takes 2.5 KiB, so shared memory never limits occupancy.
+    const size_t smem = a.a ? static_cast<size_t>(a.rows_per_block) * a.d_out * sizeof(float) : 0;
     b.launch([=](cudaStream_t st) {
-        vq_decode_kernel<<<grid, kThreads, 0, st>>>(a);
+        vq_decode_kernel<<<grid, kThreads, smem, st>>>(a);
         return cudaGetLastError();
     });
 }

@@ -141,6 +141,10 @@ typedef struct mnemo_host_api {
      * ("<s>") parsed, nothing added. Writes min(count, cap) ids and the count to *n_ids. */
     mnemo_status (*tokenize)(void* host, const char* text, int32_t* ids, int32_t cap, int32_t* n_ids,
                              mnemo_error* err);
+    /* The member names of the config object at `path` ("" = the top level), in document order,
+     * each followed by '\n', written NUL-terminated into out (truncated to cap). Returns the
+     * number of members, or -1 when there is no object at path. For rejecting unknown fields. */
+    int32_t (*config_keys)(void* host, const char* path, char* out, size_t cap);
 } mnemo_host_api;
 
 /* What the host offers a plugin while it builds a graph for one batch shape. */

@@ -1,0 +1,222 @@
+// mnemo-bench-memory3: what reading explicit memories costs a Memory3 model while it generates
+// (issue 6's benchmark; the paper measured 733 vs 1131 tokens/s, 0.65x, and aims at ~0.2%
+// compute overhead). For one model and backend it times, with the same prompt and the same
+// generated tokens:
+//   without  no memory source (the reference BOS alone is read: the model's plain cost)
+//   with     an in-process memory folder, references_per_chunk memories per chunk_length-token
+//            chunk (prompt chunks each retrieve; generation re-retrieves every chunk)
+// and reports tokens/s of both, their ratio, and where the difference goes: retrieval, query
+// vectors (a pass of the model over the chunk), block uploads (VQ decoding on the device for
+// compressed folders), per memory read. Without --memories it first writes a folder of random
+// references with the model itself (timed too: references/s of `mnemo memorize`).
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <filesystem>
+#include <random>
+#include <string>
+#include <vector>
+
+#include <unistd.h>
+
+#include "mnemo/error.hpp"
+#include "mnemo/memory_folder.hpp"
+#include "mnemo/session.hpp"
+
+namespace fs = std::filesystem;
+using namespace mnemo;
+
+namespace {
+
+double now() {
+    return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
+
+struct Options {
+    std::string model, backend = "cpu", memories;
+    int32_t device = 0, threads = 0, refs = 256, prompt = 64, gen = 256, reps = 3;
+    bool json = false, profile = false;
+};
+
+[[noreturn]] void usage(const char* why) {
+    std::fprintf(stderr,
+                 "mnemo-bench-memory3: %s\n"
+                 "usage: mnemo-bench-memory3 -m MODEL_DIR [--backend NAME] [--device N] [-t THREADS]\n"
+                 "         [--memories FOLDER | --refs N] [-p PROMPT_TOKENS] [-n GEN_TOKENS] [-r REPS] [--json] [--profile]\n",
+                 why);
+    std::exit(2);
+}
+
+Options parse(int argc, char** argv) {
+    Options o;
+    for (int i = 1; i < argc; ++i) {
+        const std::string a = argv[i];
+        auto value = [&]() -> std::string {
+            if (i + 1 >= argc) usage(("missing value after " + a).c_str());
+            return argv[++i];
+        };
+        if (a == "-m") o.model = value();
+        else if (a == "--backend") o.backend = value();
+        else if (a == "--device") o.device = std::stoi(value());
+        else if (a == "-t") o.threads = std::stoi(value());
+        else if (a == "--memories") o.memories = value();
+        else if (a == "--refs") o.refs = std::stoi(value());
+        else if (a == "-p") o.prompt = std::stoi(value());
+        else if (a == "-n") o.gen = std::stoi(value());
+        else if (a == "-r") o.reps = std::stoi(value());
+        else if (a == "--json") o.json = true;
+        else if (a == "--profile") o.profile = true;
+        else usage(("unknown option " + a).c_str());
+    }
+    if (o.model.empty()) usage("-m MODEL_DIR is required");
+    if (o.refs < 1 || o.prompt < 1 || o.gen < 2 || o.reps < 1) usage("counts must be positive");
+    return o;
+}
+
+struct Run {
+    double prompt_tps = 0, gen_tps = 0;
+    MemoryStats stats;
+};
+
+// The prompt through append(), then greedy generation through decode() (what `mnemo run` does).
+Run time_once(Session& s, const std::vector<int32_t>& prompt, int32_t gen) {
+    s.reset_all();
+    const MemoryStats before = s.memory_stats();
+    Run r;
+    const double t0 = now();
+    const std::vector<float>* logits = &s.append(0, prompt);
+    const double t1 = now();
+    const size_t vocab = static_cast<size_t>(s.vocab_size());
+    int32_t pos = static_cast<int32_t>(prompt.size());
+    for (int32_t i = 0; i < gen; ++i) {
+        const int32_t next = static_cast<int32_t>(std::max_element(logits->begin(), logits->begin() + static_cast<long>(vocab)) - logits->begin());
+        logits = &s.decode({{next, pos++, 0, true}});
+    }
+    const double t2 = now();
+    r.prompt_tps = static_cast<double>(prompt.size()) / (t1 - t0);
+    r.gen_tps = gen / (t2 - t1);
+    const MemoryStats& a = s.memory_stats();
+    r.stats.retrievals = a.retrievals - before.retrievals;
+    r.stats.memories_read = a.memories_read - before.memories_read;
+    r.stats.block_uploads = a.block_uploads - before.block_uploads;
+    r.stats.query_passes = a.query_passes - before.query_passes;
+    r.stats.retrieve_ns = a.retrieve_ns - before.retrieve_ns;
+    r.stats.query_ns = a.query_ns - before.query_ns;
+    r.stats.upload_ns = a.upload_ns - before.upload_ns;
+    r.stats.vectors_decoded = a.vectors_decoded - before.vectors_decoded;
+    return r;
+}
+
+// Median run by generation speed.
+Run median(std::vector<Run> runs) {
+    std::sort(runs.begin(), runs.end(), [](const Run& a, const Run& b) { return a.gen_tps < b.gen_tps; });
+    return runs[runs.size() / 2];
+}
+
+}  // namespace
+
+int main(int argc, char** argv) try {
+    const Options o = parse(argc, argv);
+    SessionOptions so;
+    so.model_dir = o.model;
+    so.backend = o.backend;
+    so.device = o.device;
+    so.n_threads = o.threads;
+    so.n_ctx = o.prompt + o.gen + 8;
+    so.profile = o.profile;
+    auto s = Session::open(so);
+    if (!s->reads_memories()) throw Error("model '" + o.model + "' does not read explicit memories");
+    const MemorySpec& spec = s->memory_spec();
+    std::mt19937 rng(1234);
+    std::uniform_int_distribution<int32_t> tok(3, s->vocab_size() - 1);
+
+    std::string folder = o.memories;
+    double write_rate = 0;
+    fs::path tmp;
+    if (folder.empty()) {
+        std::vector<std::vector<int32_t>> refs(static_cast<size_t>(o.refs));
+        std::vector<MemoryReference> meta;
+        for (auto& r : refs) {
+            r.resize(static_cast<size_t>(spec.reference_length));
+            for (int32_t& t : r) t = tok(rng);
+            meta.push_back({r, ""});
+        }
+        const double t0 = now();
+        const auto written = s->write_memories(refs);
+        write_rate = refs.size() / (now() - t0);
+        if (o.profile) {
+            std::fprintf(stderr, "writing %d references, time per op:\n", o.refs);
+            for (const OpProfile& p : s->profile()) std::fprintf(stderr, "  %-16s %8.2f ms (%llu calls)\n", p.op.c_str(), p.total_ns / 1e6, static_cast<unsigned long long>(p.calls));
+            s->clear_profile();
+        }
+        tmp = fs::temp_directory_path() / ("mnemo-bench-memory3-" + std::to_string(::getpid()));
+        fs::remove_all(tmp);
+        MemoryFolderModel m{s->summary().model_type, s->model_fingerprint(), spec};
+        write_memory_folder(tmp.string(), m, written, meta, false);
+        folder = tmp.string();
+    }
+    // A new prompt for every run, so every run retrieves (and uploads) its own memories rather
+    // than finding the previous run's still in the blocks.
+    auto new_prompt = [&] {
+        std::vector<int32_t> prompt(static_cast<size_t>(o.prompt));
+        for (int32_t& t : prompt) t = tok(rng);
+        return prompt;
+    };
+
+    auto measure = [&](bool with) {
+        if (with) s->set_memory_source(std::make_shared<FolderMemorySource>(
+                      folder, MemoryFolderModel{s->summary().model_type, s->model_fingerprint(), spec}, RetrievalMode::Vector));
+        else s->set_memory_source(nullptr);
+        std::mt19937 same(99);  // the same prompts with and without memories
+        rng = same;
+        time_once(*s, new_prompt(), o.gen);  // warm-up: plans the graphs
+        std::vector<Run> runs;
+        for (int32_t i = 0; i < o.reps; ++i) runs.push_back(time_once(*s, new_prompt(), o.gen));
+        return median(runs);
+    };
+    const Run without = measure(false);
+    const Run with = measure(true);
+    auto src = FolderMemorySource(folder, MemoryFolderModel{s->summary().model_type, s->model_fingerprint(), spec}, RetrievalMode::Vector);
+    const bool compressed = src.codec() != nullptr;
+    if (!tmp.empty()) fs::remove_all(tmp);
+
+    const double ratio = with.gen_tps / without.gen_tps;
+    // Generation time added per memory placed in a block (retrieval, query pass, upload/decode, and
+    // the longer attention of the chunks that read it).
+    const double extra_s = o.gen / with.gen_tps - o.gen / without.gen_tps;
+    const double per_memory_us = with.stats.memories_read ? extra_s / static_cast<double>(with.stats.memories_read) * 1e6 : 0;
+    const std::string device = s->summary().device_name;
+    if (o.json) {
+        std::printf(
+            "{\"model\": \"%s\", \"backend\": \"%s\", \"device\": \"%s\", \"memories\": \"%s\", \"compressed\": %s, "
+            "\"prompt_tokens\": %d, \"gen_tokens\": %d, \"chunk_length\": %d, \"references_per_chunk\": %d, "
+            "\"write_refs_per_s\": %.2f, \"prompt_tps_without\": %.2f, \"prompt_tps_with\": %.2f, "
+            "\"gen_tps_without\": %.2f, \"gen_tps_with\": %.2f, \"gen_ratio\": %.4f, \"retrievals\": %llu, "
+            "\"memories_read\": %llu, \"block_uploads\": %llu, \"vectors_decoded\": %llu, \"retrieve_ms\": %.3f, "
+            "\"query_ms\": %.3f, \"upload_ms\": %.3f, \"extra_us_per_memory\": %.2f}\n",
+            o.model.c_str(), o.backend.c_str(), device.c_str(), o.memories.empty() ? "random references" : o.memories.c_str(),
+            compressed ? "true" : "false", o.prompt, o.gen, spec.chunk_length, spec.references_per_chunk, write_rate,
+            without.prompt_tps, with.prompt_tps, without.gen_tps, with.gen_tps, ratio,
+            static_cast<unsigned long long>(with.stats.retrievals), static_cast<unsigned long long>(with.stats.memories_read),
+            static_cast<unsigned long long>(with.stats.block_uploads), static_cast<unsigned long long>(with.stats.vectors_decoded),
+            with.stats.retrieve_ns / 1e6, with.stats.query_ns / 1e6, with.stats.upload_ns / 1e6, per_memory_us);
+    } else {
+        std::printf("model %s on %s (%s), %s memories, chunk %d, %d per chunk\n", o.model.c_str(), o.backend.c_str(), device.c_str(),
+                    compressed ? "compressed" : "f32", spec.chunk_length, spec.references_per_chunk);
+        if (write_rate > 0) std::printf("writing: %.1f references/s\n", write_rate);
+        std::printf("| | prompt t/s | generation t/s |\n|---|--:|--:|\n| without memories | %.1f | %.1f |\n"
+                    "| with memories | %.1f | %.1f |\n",
+                    without.prompt_tps, without.gen_tps, with.prompt_tps, with.gen_tps);
+        std::printf("generation with/without: %.3f\n", ratio);
+        std::printf("per generation run: %llu retrievals, %llu memories into %llu blocks; retrieval %.2f ms, query vectors %.2f ms "
+                    "(%llu passes), uploads%s %.2f ms; %.1f us added per memory\n",
+                    static_cast<unsigned long long>(with.stats.retrievals), static_cast<unsigned long long>(with.stats.memories_read),
+                    static_cast<unsigned long long>(with.stats.block_uploads), with.stats.retrieve_ns / 1e6, with.stats.query_ns / 1e6,
+                    static_cast<unsigned long long>(with.stats.query_passes), compressed ? " (VQ decode included)" : "",
+                    with.stats.upload_ns / 1e6, per_memory_us);
+    }
+    return 0;
+} catch (const std::exception& e) {
+    std::fprintf(stderr, "mnemo-bench-memory3: %s\n", e.what());
+    return 1;
+}
