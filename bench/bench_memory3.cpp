@@ -33,7 +33,7 @@ double now() {
 }
 
 struct Options {
-    std::string model, backend = "cpu", memories;
+    std::string model, backend = "cpu", memories, write;
     int32_t device = 0, threads = 0, refs = 256, prompt = 64, gen = 256, reps = 3;
     bool json = false, profile = false;
 };
@@ -42,7 +42,7 @@ struct Options {
     std::fprintf(stderr,
                  "mnemo-bench-memory3: %s\n"
                  "usage: mnemo-bench-memory3 -m MODEL_DIR [--backend NAME] [--device N] [-t THREADS]\n"
-                 "         [--memories FOLDER | --refs N] [-p PROMPT_TOKENS] [-n GEN_TOKENS] [-r REPS] [--json] [--profile]\n",
+                 "         [--memories FOLDER | --refs N [--write FOLDER]] [-p PROMPT_TOKENS] [-n GEN_TOKENS] [-r REPS] [--json] [--profile]\n",
                  why);
     std::exit(2);
 }
@@ -60,6 +60,7 @@ Options parse(int argc, char** argv) {
         else if (a == "--device") o.device = std::stoi(value());
         else if (a == "-t") o.threads = std::stoi(value());
         else if (a == "--memories") o.memories = value();
+        else if (a == "--write") o.write = value();
         else if (a == "--refs") o.refs = std::stoi(value());
         else if (a == "-p") o.prompt = std::stoi(value());
         else if (a == "-n") o.gen = std::stoi(value());
@@ -81,11 +82,11 @@ struct Run {
 // The prompt through append(), then greedy generation through decode() (what `mnemo run` does).
 Run time_once(Session& s, const std::vector<int32_t>& prompt, int32_t gen) {
     s.reset_all();
-    const MemoryStats before = s.memory_stats();
     Run r;
     const double t0 = now();
     const std::vector<float>* logits = &s.append(0, prompt);
     const double t1 = now();
+    const MemoryStats before = s.memory_stats();  // the counters cover generation only
     const size_t vocab = static_cast<size_t>(s.vocab_size());
     int32_t pos = static_cast<int32_t>(prompt.size());
     for (int32_t i = 0; i < gen; ++i) {
@@ -149,11 +150,12 @@ int main(int argc, char** argv) try {
             for (const OpProfile& p : s->profile()) std::fprintf(stderr, "  %-16s %8.2f ms (%llu calls)\n", p.op.c_str(), p.total_ns / 1e6, static_cast<unsigned long long>(p.calls));
             s->clear_profile();
         }
-        tmp = fs::temp_directory_path() / ("mnemo-bench-memory3-" + std::to_string(::getpid()));
-        fs::remove_all(tmp);
+        // --write keeps the folder (to compress it with mnemo-kb and bench that); else a temporary one.
+        tmp = o.write.empty() ? fs::temp_directory_path() / ("mnemo-bench-memory3-" + std::to_string(::getpid())) : fs::path();
+        folder = o.write.empty() ? tmp.string() : o.write;
+        if (!tmp.empty()) fs::remove_all(tmp);
         MemoryFolderModel m{s->summary().model_type, s->model_fingerprint(), spec};
-        write_memory_folder(tmp.string(), m, written, meta, false);
-        folder = tmp.string();
+        write_memory_folder(folder, m, written, meta, !o.write.empty());
     }
     // A new prompt for every run, so every run retrieves (and uploads) its own memories rather
     // than finding the previous run's still in the blocks.
@@ -163,28 +165,37 @@ int main(int argc, char** argv) try {
         return prompt;
     };
 
-    auto measure = [&](bool with) {
-        if (with) s->set_memory_source(std::make_shared<FolderMemorySource>(
-                      folder, MemoryFolderModel{s->summary().model_type, s->model_fingerprint(), spec}, RetrievalMode::Vector));
-        else s->set_memory_source(nullptr);
-        std::mt19937 same(99);  // the same prompts with and without memories
-        rng = same;
-        time_once(*s, new_prompt(), o.gen);  // warm-up: plans the graphs
-        std::vector<Run> runs;
-        for (int32_t i = 0; i < o.reps; ++i) runs.push_back(time_once(*s, new_prompt(), o.gen));
-        return median(runs);
-    };
-    const Run without = measure(false);
-    const Run with = measure(true);
+    // Runs alternate (without, with, without, ...) on the same prompts, so that drift in the
+    // machine's speed (clock, other processes) falls on both sides alike.
+    auto source = std::make_shared<FolderMemorySource>(
+        folder, MemoryFolderModel{s->summary().model_type, s->model_fingerprint(), spec}, RetrievalMode::Vector);
+    std::vector<Run> runs_without, runs_with;
+    for (int32_t i = -1; i < o.reps; ++i) {  // i = -1: warm-up (plans the graphs), not counted
+        const std::vector<int32_t> prompt = new_prompt();
+        s->set_memory_source(nullptr);
+        const Run a = time_once(*s, prompt, o.gen);
+        s->set_memory_source(source);
+        const Run b = time_once(*s, prompt, o.gen);
+        if (i >= 0) {
+            runs_without.push_back(a);
+            runs_with.push_back(b);
+        }
+    }
+    const Run without = median(runs_without);
+    const Run with = median(runs_with);
     auto src = FolderMemorySource(folder, MemoryFolderModel{s->summary().model_type, s->model_fingerprint(), spec}, RetrievalMode::Vector);
     const bool compressed = src.codec() != nullptr;
     if (!tmp.empty()) fs::remove_all(tmp);
 
     const double ratio = with.gen_tps / without.gen_tps;
-    // Generation time added per memory placed in a block (retrieval, query pass, upload/decode, and
-    // the longer attention of the chunks that read it).
-    const double extra_s = o.gen / with.gen_tps - o.gen / without.gen_tps;
-    const double per_memory_us = with.stats.memories_read ? extra_s / static_cast<double>(with.stats.memories_read) * 1e6 : 0;
+    // The memory work the session did itself during generation (retrieval, the query passes over
+    // generated chunks, block uploads and on-device decoding), as a share of generation time and
+    // per memory read. The longer attention of memory layers is inside the graph and shows only
+    // in the measured ratio.
+    const double gen_s = o.gen / with.gen_tps;
+    const double work_s = (with.stats.retrieve_ns + with.stats.query_ns + with.stats.upload_ns) / 1e9;
+    const double work_share = work_s / gen_s;
+    const double per_memory_us = with.stats.memories_read ? work_s / static_cast<double>(with.stats.memories_read) * 1e6 : 0;
     const std::string device = s->summary().device_name;
     if (o.json) {
         std::printf(
@@ -193,13 +204,13 @@ int main(int argc, char** argv) try {
             "\"write_refs_per_s\": %.2f, \"prompt_tps_without\": %.2f, \"prompt_tps_with\": %.2f, "
             "\"gen_tps_without\": %.2f, \"gen_tps_with\": %.2f, \"gen_ratio\": %.4f, \"retrievals\": %llu, "
             "\"memories_read\": %llu, \"block_uploads\": %llu, \"vectors_decoded\": %llu, \"retrieve_ms\": %.3f, "
-            "\"query_ms\": %.3f, \"upload_ms\": %.3f, \"extra_us_per_memory\": %.2f}\n",
+            "\"query_ms\": %.3f, \"upload_ms\": %.3f, \"memory_work_share\": %.4f, \"memory_work_us_per_memory\": %.2f}\n",
             o.model.c_str(), o.backend.c_str(), device.c_str(), o.memories.empty() ? "random references" : o.memories.c_str(),
             compressed ? "true" : "false", o.prompt, o.gen, spec.chunk_length, spec.references_per_chunk, write_rate,
             without.prompt_tps, with.prompt_tps, without.gen_tps, with.gen_tps, ratio,
             static_cast<unsigned long long>(with.stats.retrievals), static_cast<unsigned long long>(with.stats.memories_read),
             static_cast<unsigned long long>(with.stats.block_uploads), static_cast<unsigned long long>(with.stats.vectors_decoded),
-            with.stats.retrieve_ns / 1e6, with.stats.query_ns / 1e6, with.stats.upload_ns / 1e6, per_memory_us);
+            with.stats.retrieve_ns / 1e6, with.stats.query_ns / 1e6, with.stats.upload_ns / 1e6, work_share, per_memory_us);
     } else {
         std::printf("model %s on %s (%s), %s memories, chunk %d, %d per chunk\n", o.model.c_str(), o.backend.c_str(), device.c_str(),
                     compressed ? "compressed" : "f32", spec.chunk_length, spec.references_per_chunk);
@@ -208,12 +219,12 @@ int main(int argc, char** argv) try {
                     "| with memories | %.1f | %.1f |\n",
                     without.prompt_tps, without.gen_tps, with.prompt_tps, with.gen_tps);
         std::printf("generation with/without: %.3f\n", ratio);
-        std::printf("per generation run: %llu retrievals, %llu memories into %llu blocks; retrieval %.2f ms, query vectors %.2f ms "
-                    "(%llu passes), uploads%s %.2f ms; %.1f us added per memory\n",
+        std::printf("generation (per run): %llu retrievals, %llu memories into %llu blocks; retrieval %.2f ms, query vectors %.2f ms "
+                    "(%llu passes), uploads%s %.2f ms\nmemory work: %.1f%% of generation time, %.1f us per memory read\n",
                     static_cast<unsigned long long>(with.stats.retrievals), static_cast<unsigned long long>(with.stats.memories_read),
                     static_cast<unsigned long long>(with.stats.block_uploads), with.stats.retrieve_ns / 1e6, with.stats.query_ns / 1e6,
                     static_cast<unsigned long long>(with.stats.query_passes), compressed ? " (VQ decode included)" : "",
-                    with.stats.upload_ns / 1e6, per_memory_us);
+                    with.stats.upload_ns / 1e6, 100.0 * work_share, per_memory_us);
     }
     return 0;
 } catch (const std::exception& e) {

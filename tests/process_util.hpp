@@ -21,11 +21,13 @@ inline std::string shell_quote(const std::string& s) {
 
 // `env` is a prefix such as "MNEMO_VK_VISIBLE_DEVICES=99 " (empty for none). coreutils timeout
 // turns a hang into a failure (exit 124) instead of a stuck test run.
-inline ProcessResult run_mnemo(const std::string& args, const std::string& stdin_file = "/dev/null",
-                               const std::string& env = "") {
+// `program` is an executable of the build (mnemo, mnemo-kb); `seconds` bounds its run.
+inline ProcessResult run_program(const std::string& program, const std::string& args, int seconds = 120,
+                                 const std::string& stdin_file = "/dev/null", const std::string& env = "") {
     ProcessResult r;
-    const std::string cmd = env + "timeout -k 5 120 " + shell_quote(std::string(MNEMO_BUILD_BIN) + "/mnemo") + " " + args +
-                            " <" + shell_quote(stdin_file) + " 2>&1";
+    const std::string cmd = env + "timeout -k 5 " + std::to_string(seconds) + " " +
+                            shell_quote(std::string(MNEMO_BUILD_BIN) + "/" + program) + " " + args + " <" +
+                            shell_quote(stdin_file) + " 2>&1";
     FILE* p = popen(cmd.c_str(), "r");
     if (p == nullptr) return r;
     char buf[4096];
@@ -34,6 +36,11 @@ inline ProcessResult run_mnemo(const std::string& args, const std::string& stdin
     const int status = pclose(p);
     r.code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
     return r;
+}
+
+inline ProcessResult run_mnemo(const std::string& args, const std::string& stdin_file = "/dev/null",
+                               const std::string& env = "") {
+    return run_program("mnemo", args, 120, stdin_file, env);
 }
 
 }  // namespace mnemo::testing

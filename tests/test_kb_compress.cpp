@@ -280,19 +280,7 @@ TEST(KbDecodeCheck, PassesOnFaissDecodingAndFailsOnOneBit) {
 
 // The program: a JSON report on stdout, exit code 0; usage errors exit 2.
 TEST_F(KbCompress, CommandLine) {
-    auto run = [](const std::string& args) {
-        mnemo::testing::ProcessResult r;
-        const std::string cmd = "timeout -k 5 300 " + mnemo::testing::shell_quote(std::string(MNEMO_BUILD_BIN) + "/mnemo-kb") + " " +
-                                args + " </dev/null 2>&1";
-        FILE* p = popen(cmd.c_str(), "r");
-        if (!p) return r;
-        char buf[4096];
-        size_t n;
-        while ((n = fread(buf, 1, sizeof buf, p)) > 0) r.output.append(buf, n);
-        const int status = pclose(p);
-        r.code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-        return r;
-    };
+    auto run = [](const std::string& args) { return mnemo::testing::run_program("mnemo-kb", args, 300); };
     const std::string out = scratch("cli");
     const auto r = run("compress " + mnemo::testing::shell_quote(f32_dir()) + " -o " + mnemo::testing::shell_quote(out) + " --factory " +
                        kFactory + " --opq-iterations 3 --kmeans-iterations 8 --threads 1 --json");

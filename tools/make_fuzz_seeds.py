@@ -8,6 +8,7 @@ Run from anywhere: /usr/bin/python3 tools/make_fuzz_seeds.py
 import json
 import os
 import struct
+import zlib
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 ST_DIR = os.path.join(ROOT, "tests", "fuzz", "corpus", "safetensors")
@@ -39,6 +40,34 @@ def safetensors_image(tensors, metadata=None, pad=True):
 def raw_image(header_text, data_len):
     text = header_text.encode()
     return struct.pack("<Q", len(text)) + text + bytes(data_len)
+
+
+MF_DIR = os.path.join(ROOT, "tests", "fuzz", "corpus", "memory_folder")
+
+
+def memory_folder(n, n_valid=None, corrupt_crc=False, count=None, encoding="f32"):
+    """A small memory folder (1 memory layer, 1 kv head, 2 slots, head dim 4, retrieval dim 3)."""
+    layers, heads, keep, dim, rdim = [0], 1, 2, 4, 3
+    slots = len(layers) * heads * keep
+    manifest = json.dumps({
+        "format": "mnemo-memories", "version": 1,
+        "model": {"model_type": "memory3", "fingerprint": "0" * 64, "memory_layers": layers,
+                  "kv_heads": heads, "head_dim": dim, "value_dim": dim, "tokens_per_head": keep,
+                  "prefix_ids": [1, 2], "retrieval_layer": 1, "retrieval_dim": rdim},
+        "count": n if count is None else count, "encoding": encoding,
+        "record_bytes": 16 + slots * 4 + 2 * slots * dim * 4}).encode()
+    record_bytes = 16 + slots * 4 + 2 * slots * dim * 4
+    records = b"MNEMOMEM" + struct.pack("<II", 1, record_bytes)
+    refs, vectors = b"", b""
+    for i in range(n):
+        nv = (n_valid or (keep,) * n)[i]
+        body = struct.pack(f"<{slots}i", *[j if j < nv else -1 for j in range(slots)])
+        body += struct.pack(f"<{2 * slots * dim}f", *[0.25 * (i + j) for j in range(2 * slots * dim)])
+        crc = zlib.crc32(body) ^ (1 if corrupt_crc else 0)
+        records += struct.pack("<IIII", 0x4352334D, i, nv, crc) + body
+        refs += json.dumps({"id": i, "tokens": [5, 6 + i, 7], "text": f"reference {i}"}).encode() + b"\n"
+        vectors += struct.pack("<3f", 0.6, 0.8 if i == 0 else 0.0, 0.0 if i == 0 else 0.8)
+    return struct.pack("<HHH", len(manifest), len(refs), len(vectors)) + manifest + refs + vectors + records
 
 
 def write(folder, name, blob):
@@ -93,6 +122,18 @@ def main():
         write(JSON_DIR, name + ".json", text.encode("utf-8"))
     # Invalid UTF-8 cannot be written through a Python str.
     write(JSON_DIR, "bad_utf8.json", b'["\xc0\xaf", "\xed\xa0\x80"]')
+
+    # Memory folders (engine/include/mnemo/memory_folder.hpp), packed as fuzz_memory_folder.cpp
+    # reads them: u16 lengths of manifest, references and vectors, then the four files.
+    mf = {
+        "valid_two": memory_folder(2, n_valid=(4, 2)),
+        "valid_empty": memory_folder(0),
+        "bad_crc": memory_folder(2, corrupt_crc=True),
+        "bad_count": memory_folder(2, count=3),
+        "bad_encoding": memory_folder(1, encoding="vq"),
+    }
+    for name, blob in mf.items():
+        write(MF_DIR, name + ".bin", blob)
 
 
 if __name__ == "__main__":

@@ -1,7 +1,9 @@
 // `mnemo memorize`: turn a text corpus into a folder of explicit memories (Memory3 §3.3) that
 // `mnemo run --memories` reads. The corpus is split into references at blank lines; a paragraph
 // longer than the model's reference length is cut into consecutive references of that length.
+#include <algorithm>
 #include <cstdio>
+#include <filesystem>
 #include <fstream>
 #include <sstream>
 
@@ -44,17 +46,29 @@ int cmd_memorize(int argc, char** argv) {
                 "Encode every reference of a UTF-8 text corpus (paragraphs separated by blank lines) into explicit "
                 "memories with the model, and write them to FOLDER for `mnemo run --memories FOLDER`.");
     add_model_flags(p, model);
-    p.string_opt("--corpus", "FILE", "the text corpus (required)", &corpus)
+    p.string_opt("--corpus", "FILE", "the text corpus: a UTF-8 file, or a folder of .txt files (required)", &corpus)
         .string_opt("-o,--out", "FOLDER", "the memory folder to write (required)", &out)
         .flag("--force", "replace FOLDER if it exists (the old one stays until the new one is complete)", &force);
     if (!p.parse(argc, argv, 2)) return 0;
     if (corpus.empty()) throw UsageError("missing --corpus FILE");
     if (out.empty()) throw UsageError("missing -o/--out FOLDER");
 
-    std::ifstream f(corpus, std::ios::binary);
-    if (!f) throw Error("cannot open corpus '" + corpus + "'");
+    // A file, or a folder whose .txt files are read in name order (each ends its paragraphs).
+    std::vector<std::string> files;
+    if (std::filesystem::is_directory(corpus)) {
+        for (const auto& e : std::filesystem::directory_iterator(corpus))
+            if (e.is_regular_file() && e.path().extension() == ".txt") files.push_back(e.path().string());
+        std::sort(files.begin(), files.end());
+        if (files.empty()) throw Error("corpus folder '" + corpus + "' holds no .txt file");
+    } else {
+        files.push_back(corpus);
+    }
     std::ostringstream text;
-    text << f.rdbuf();
+    for (const std::string& file : files) {
+        std::ifstream f(file, std::ios::binary);
+        if (!f) throw Error("cannot open corpus '" + file + "'");
+        text << f.rdbuf() << "\n\n";
+    }
 
     const std::string dir = resolve_model_dir(model);
     const auto tok = open_tokenizer(dir);

@@ -305,17 +305,19 @@ Folder open_folder(const std::string& dir) {
     MemorySpec& s = f.model.spec;
     s.memory_layers = int_list(mm, "memory_layers", mw);
     s.prefix_ids = int_list(mm, "prefix_ids", mw);
-    auto positive = [&](const char* key) {
+    // Bounds far above any model, low enough that record sizes computed from them never overflow.
+    auto bounded = [&](const char* key, int64_t max) {
         const int64_t v = int_member(mm, key, mw);
-        if (v < 0 || v > (int64_t{1} << 20)) throw Error(mw + ": field '" + key + "' is out of range");
+        if (v < 0 || v > max) throw Error(mw + ": field '" + key + "' is " + std::to_string(v) + ", expected 0.." + std::to_string(max));
         return static_cast<int32_t>(v);
     };
-    s.kv_heads = positive("kv_heads");
-    s.head_dim = positive("head_dim");
-    s.value_dim = positive("value_dim");
-    s.tokens_per_head = positive("tokens_per_head");
-    s.retrieval_layer = positive("retrieval_layer");
-    s.retrieval_dim = positive("retrieval_dim");
+    s.kv_heads = bounded("kv_heads", 4096);
+    s.head_dim = bounded("head_dim", 65536);
+    s.value_dim = bounded("value_dim", 65536);
+    s.tokens_per_head = bounded("tokens_per_head", 4096);
+    s.retrieval_layer = bounded("retrieval_layer", 65536);
+    s.retrieval_dim = bounded("retrieval_dim", 1 << 20);
+    if (s.memory_layers.size() > 4096) throw Error(mw + ": field 'memory_layers' lists more than 4096 layers");
 
     const std::string encoding = string_member(manifest, "encoding", mwhere);
     if (encoding == "vq") {

@@ -115,28 +115,13 @@ void attend_scalar(const AttnArgs& a, const AttnTask& t, float* scores, float* a
 }
 
 #if defined(MNEMO_HAVE_AVX2_KERNELS)
-MNEMO_AVX2 float dot_avx2(const float* q, const float* kr, int64_t d) {
-    __m256 s0 = _mm256_setzero_ps(), s1 = _mm256_setzero_ps();
-    int64_t i = 0;
-    for (; i + 16 <= d; i += 16) {
-        s0 = _mm256_fmadd_ps(_mm256_loadu_ps(q + i), _mm256_loadu_ps(kr + i), s0);
-        s1 = _mm256_fmadd_ps(_mm256_loadu_ps(q + i + 8), _mm256_loadu_ps(kr + i + 8), s1);
-    }
-    if (i + 8 <= d) {
-        s0 = _mm256_fmadd_ps(_mm256_loadu_ps(q + i), _mm256_loadu_ps(kr + i), s0);
-        i += 8;
-    }
-    float s = avx2::hsum(_mm256_add_ps(s0, s1));
-    for (; i < d; ++i) s += q[i] * kr[i];
-    return s;
-}
 
 MNEMO_AVX2 void attend_avx2(const AttnArgs& a, const AttnTask& t, float* scores, float* acc) {
     float mx = -INFINITY;
     int64_t keys = 0;
     for (const KeyRun& r : t.runs)
         for (int64_t j = 0; j < r.count; ++j, ++keys) {
-            scores[keys] = dot_avx2(t.q, r.k + j * a.d, a.d) * a.scale;
+            scores[keys] = avx2::dot(t.q, r.k + j * a.d, a.d) * a.scale;
             mx = std::fmax(mx, scores[keys]);
         }
     const __m256 vmx = _mm256_set1_ps(mx);

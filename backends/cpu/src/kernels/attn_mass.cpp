@@ -57,22 +57,10 @@ float dot_scalar(const float* x, const float* y, int64_t d) {
     return s;
 }
 
+
 #if defined(MNEMO_HAVE_AVX2_KERNELS)
-MNEMO_AVX2 float dot_avx2(const float* x, const float* y, int64_t d) {
-    __m256 s0 = _mm256_setzero_ps(), s1 = _mm256_setzero_ps();
-    int64_t i = 0;
-    for (; i + 16 <= d; i += 16) {
-        s0 = _mm256_fmadd_ps(_mm256_loadu_ps(x + i), _mm256_loadu_ps(y + i), s0);
-        s1 = _mm256_fmadd_ps(_mm256_loadu_ps(x + i + 8), _mm256_loadu_ps(y + i + 8), s1);
-    }
-    if (i + 8 <= d) {
-        s0 = _mm256_fmadd_ps(_mm256_loadu_ps(x + i), _mm256_loadu_ps(y + i), s0);
-        i += 8;
-    }
-    float s = avx2::hsum(_mm256_add_ps(s0, s1));
-    for (; i < d; ++i) s += x[i] * y[i];
-    return s;
-}
+// Called from the generic task below, so not inlined into it (which has no AVX2 target).
+MNEMO_AVX2 float dot_avx2(const float* x, const float* y, int64_t d) { return avx2::dot(x, y, d); }
 #endif
 
 // The sequence task (i0, g): scratch holds the member list (as i32), the scores of one query

@@ -55,6 +55,23 @@ MNEMO_AVX2_INLINE float hsum(__m256 v) {
     return _mm_cvtss_f32(s);
 }
 
+// x . y over d floats: two accumulators of 8 lanes, then the scalar tail.
+MNEMO_AVX2_INLINE float dot(const float* x, const float* y, int64_t d) {
+    __m256 s0 = _mm256_setzero_ps(), s1 = _mm256_setzero_ps();
+    int64_t i = 0;
+    for (; i + 16 <= d; i += 16) {
+        s0 = _mm256_fmadd_ps(_mm256_loadu_ps(x + i), _mm256_loadu_ps(y + i), s0);
+        s1 = _mm256_fmadd_ps(_mm256_loadu_ps(x + i + 8), _mm256_loadu_ps(y + i + 8), s1);
+    }
+    if (i + 8 <= d) {
+        s0 = _mm256_fmadd_ps(_mm256_loadu_ps(x + i), _mm256_loadu_ps(y + i), s0);
+        i += 8;
+    }
+    float s = hsum(_mm256_add_ps(s0, s1));
+    for (; i < d; ++i) s += x[i] * y[i];
+    return s;
+}
+
 MNEMO_AVX2_INLINE float hmax(__m256 v) {
     __m128 s = _mm_max_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
     s = _mm_max_ps(s, _mm_movehl_ps(s, s));
