@@ -11,6 +11,7 @@
 #include "commands.hpp"
 #include "common.hpp"
 #include "generate.hpp"
+#include "memory_flags.hpp"
 #include "mnemo/error.hpp"
 #include "sampling_flags.hpp"
 
@@ -105,6 +106,7 @@ private:
 int cmd_chat(int argc, char** argv) {
     ModelFlags model;
     SamplingFlags sampling;
+    MemoryFlags memories;
     std::string system;
     int32_t n_predict = -1;
 
@@ -116,6 +118,7 @@ int cmd_chat(int argc, char** argv) {
         .int_opt("-n,--n-predict", "N", "tokens per answer at most; -1 = until the context is full (default)",
                  &n_predict, -1, 1 << 30);
     add_sampling_flags(p, sampling);
+    add_memory_flags(p, memories);
     if (!p.parse(argc, argv, 2)) return 0;
 
     const std::string dir = resolve_model_dir(model);
@@ -124,6 +127,7 @@ int cmd_chat(int argc, char** argv) {
     const ChatTemplate tmpl = detect_chat_template(dir, &note);
     if (!note.empty()) std::fprintf(stderr, "mnemo: %s\n", note.c_str());
     const auto session = open_session(session_options(model, dir));
+    attach_memories(*session, memories);  // every user turn is a prompt: its chunks retrieve
 
     std::vector<std::string> stops = tmpl.stop_strings;
     stops.insert(stops.end(), sampling.stops.begin(), sampling.stops.end());
