@@ -7,6 +7,7 @@
 
 #include <cmath>
 #include <filesystem>
+#include <fstream>
 #include <random>
 
 #include "compress.hpp"
@@ -302,3 +303,113 @@ TEST_F(KbCompress, CommandLine) {
 }
 
 }  // namespace
+
+// The device decode, end to end: a session reading the compressed folder must give the logits
+// of a session reading the same memories decoded on the host by VQ_DECODE's reference. Any slip
+// in how the session packs codes into blocks or where the decode graph writes shows up here,
+// on every backend device.
+namespace {
+
+// The f32 memories of a compressed folder, decoded on the host; retrieval by the compressed
+// folder's own ranking, so both sessions read the same memories.
+class HostDecoded : public MemorySource {
+public:
+    explicit HostDecoded(std::shared_ptr<FolderMemorySource> vq) : vq_(std::move(vq)) {}
+    bool wants_vector() const override { return true; }
+    std::string describe() const override { return "host-decoded copy of " + vq_->describe(); }
+    std::vector<std::shared_ptr<const ExplicitMemory>> retrieve(const ChunkQuery& q, int32_t k) override {
+        std::vector<std::shared_ptr<const ExplicitMemory>> out;
+        for (const auto& [id, score] : vq_->rank(q, k)) out.push_back(decoded(id));
+        return out;
+    }
+
+private:
+    std::shared_ptr<const ExplicitMemory> decoded(uint32_t id) {
+        auto coded = vq_->load(id);
+        auto m = std::make_shared<ExplicitMemory>();
+        m->id = coded->id;
+        m->n_valid = coded->n_valid;
+        m->indices = coded->indices;
+        m->keys = decode(vq_->codec()->keys, coded->key_codes);
+        m->values = decode(vq_->codec()->values, coded->value_codes);
+        return m;
+    }
+    static std::vector<float> decode(const VqCodebook& cb, const std::vector<int32_t>& codes) {
+        const int64_t words = cb.code_words(), n = static_cast<int64_t>(codes.size()) / words;
+        std::vector<float> out(static_cast<size_t>(n * cb.d_in));
+        auto tensor = [](const void* p, mnemo_dtype dt, std::initializer_list<int64_t> shape) {
+            mnemo_tensor t{};
+            t.buffer = const_cast<void*>(p);
+            t.dtype = dt;
+            t.ndim = static_cast<int32_t>(shape.size());
+            int i = 0;
+            for (int64_t d : shape) t.shape[i++] = d;
+            return t;
+        };
+        mnemo_node node{};
+        node.op = MNEMO_OP_VQ_DECODE;
+        node.n_inputs = cb.has_rotation() ? 4 : 3;
+        node.inputs[0] = tensor(codes.data(), MNEMO_DTYPE_I32, {n, words});
+        node.inputs[1] = tensor(cb.coarse.data(), MNEMO_DTYPE_F32, {cb.coarse_m, int64_t{1} << cb.coarse_nbits, cb.d_out / cb.coarse_m});
+        node.inputs[2] = tensor(cb.pq.data(), MNEMO_DTYPE_F32, {cb.pq_m, int64_t{1} << cb.pq_nbits, cb.d_out / cb.pq_m});
+        if (cb.has_rotation()) node.inputs[3] = tensor(cb.rotation.data(), MNEMO_DTYPE_F32, {cb.d_out, cb.d_in});
+        node.output = tensor(out.data(), MNEMO_DTYPE_F32, {n, cb.d_in});
+        node.iparams[0] = cb.coarse_nbits;
+        node.iparams[1] = cb.pq_nbits;
+        mnemo::reference_compute(node);
+        return out;
+    }
+    std::shared_ptr<FolderMemorySource> vq_;
+};
+
+class KbDeviceDecode : public KbCompress, public ::testing::WithParamInterface<std::string> {};
+
+}  // namespace
+
+TEST_P(KbDeviceDecode, MatchesTheHostDecode) {
+    const BackendModule* b = test::backends().find(GetParam());
+    if (!b) GTEST_SKIP() << "backend " << GetParam() << " was not built";
+    if (b->api->device_count() == 0) GTEST_SKIP() << "backend " << GetParam() << " has no device";
+    std::mt19937 rng(5);
+    std::uniform_int_distribution<int32_t> token(3, 319);
+    std::vector<int32_t> prompt(40);  // 3 chunks of 16: three blocks
+    for (int32_t& t : prompt) t = token(rng);
+    auto logits = [&](std::shared_ptr<MemorySource> src) {
+        SessionOptions o;
+        o.model_dir = test::model_dir("memory3-tiny-f32");
+        o.backend = GetParam();
+        o.n_ctx = 128;
+        o.n_threads = 2;
+        o.backends = &test::backends();
+        o.plugins = &test::plugins();
+        auto s = Session::open(o);
+        s->set_memory_source(std::move(src));
+        std::vector<float> l = s->append(0, prompt, /*all_logits=*/true);
+        for (int32_t t = 40; t < 60; ++t) {  // generated chunk 1 retrieves again
+            const auto& d = s->decode({{token(rng), t, 0, true}});
+            l.insert(l.end(), d.begin(), d.end());
+        }
+        return l;
+    };
+    auto vq = std::make_shared<FolderMemorySource>(vq_dir(), *model_, RetrievalMode::Vector);
+    const auto on_device = logits(vq);
+    rng.seed(5);
+    for (int i = 0; i < 40; ++i) (void)token(rng);
+    const auto on_host = logits(std::make_shared<HostDecoded>(vq));
+    EXPECT_LT(test::max_rel_error(on_device, on_host), 1e-5);
+}
+
+INSTANTIATE_TEST_SUITE_P(Backends, KbDeviceDecode, ::testing::Values("cpu", "vulkan", "cuda"),
+                         [](const auto& info) { return info.param; });
+
+TEST_F(KbCompress, RefusesACodebookWhoseHashDiffers) {
+    const std::string copy = scratch("tampered");
+    fs::remove_all(copy);
+    fs::copy(vq_dir(), copy, fs::copy_options::recursive);
+    {
+        std::fstream f(fs::path(copy) / "keys.mvqc", std::ios::in | std::ios::out | std::ios::binary);
+        f.seekp(200);
+        f.put('\x7f');
+    }
+    expect_error([&] { FolderMemorySource(copy, *model_, RetrievalMode::Vector); }, {"keys.mvqc", "SHA-256"});
+}
