@@ -46,6 +46,11 @@ void put_codes(std::string& out, const std::vector<int32_t>& words, size_t n, si
             out.push_back(static_cast<char>((static_cast<uint32_t>(words[i * per_words + byte / 4]) >> (8 * (byte % 4))) & 0xFF));
 }
 
+// memcpy that accepts empty ranges (an empty vector's data() may be null, which memcpy forbids).
+void copy_bytes(void* dst, const void* src, size_t n) {
+    if (n) std::memcpy(dst, src, n);
+}
+
 void put_u32(std::string& out, uint32_t v) {
     for (int i = 0; i < 4; ++i) out.push_back(static_cast<char>((v >> (8 * i)) & 0xFF));
 }
@@ -364,7 +369,7 @@ Folder open_folder(const std::string& dir) {
         throw Error(vwhere + ": holds " + std::to_string(vbytes.size()) + " bytes, expected " +
                     std::to_string(f.count * static_cast<uint64_t>(s.retrieval_dim) * 4));
     f.vectors.resize(vbytes.size() / 4);
-    std::memcpy(f.vectors.data(), vbytes.data(), vbytes.size());
+    copy_bytes(f.vectors.data(), vbytes.data(), vbytes.size());
     for (float x : f.vectors)
         if (!std::isfinite(x)) throw Error(vwhere + ": holds a value that is not finite");
 
@@ -407,7 +412,7 @@ std::shared_ptr<ExplicitMemory> read_record(const Folder& f, std::ifstream& reco
     const size_t slots = static_cast<size_t>(slots_of(s));
     mem->indices.resize(slots);
     const uint8_t* p = buf.data() + kRecordHeader;
-    std::memcpy(mem->indices.data(), p, slots * 4);
+    copy_bytes(mem->indices.data(), p, slots * 4);
     p += slots * 4;
     if (f.codec) {
         const VqCodebook& kc = f.codec->keys;
@@ -419,9 +424,9 @@ std::shared_ptr<ExplicitMemory> read_record(const Folder& f, std::ifstream& reco
     }
     mem->keys.resize(slots * static_cast<size_t>(s.head_dim));
     mem->values.resize(slots * static_cast<size_t>(s.value_dim));
-    std::memcpy(mem->keys.data(), p, mem->keys.size() * 4);
+    copy_bytes(mem->keys.data(), p, mem->keys.size() * 4);
     p += mem->keys.size() * 4;
-    std::memcpy(mem->values.data(), p, mem->values.size() * 4);
+    copy_bytes(mem->values.data(), p, mem->values.size() * 4);
     for (float x : mem->keys)
         if (!std::isfinite(x)) throw Error(where + ": holds a key that is not finite");
     for (float x : mem->values)

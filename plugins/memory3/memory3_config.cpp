@@ -48,9 +48,9 @@ std::vector<int64_t> read_memory_layers(const plugin::Host& h, int64_t layers) {
         require(out[i] >= 0 && out[i] < layers, "memory3.memory_layers[" + num(static_cast<int64_t>(i)) + "] = " +
                                                     num(out[i]) + " is out of range (num_hidden_layers = " +
                                                     num(layers) + ", layers 0.." + num(layers - 1) + ")");
-        require(i == 0 || out[i] > out[i - 1],
-                "memory3.memory_layers must be strictly increasing (no repeats), got " + num(out[i - 1]) +
-                    " before " + num(out[i]));
+        if (i > 0)  // (the message reads out[i - 1]: build it only where that exists)
+            require(out[i] > out[i - 1], "memory3.memory_layers must be strictly increasing (no repeats), got " +
+                                             num(out[i - 1]) + " before " + num(out[i]));
     }
     require(out.size() <= MNEMO_MAX_MEMORY_LAYERS,
             "memory3.memory_layers lists " + num(static_cast<int64_t>(out.size())) + " layers; at most " +
