@@ -154,8 +154,7 @@ int main(int argc, char** argv) try {
         tmp = o.write.empty() ? fs::temp_directory_path() / ("mnemo-bench-memory3-" + std::to_string(::getpid())) : fs::path();
         folder = o.write.empty() ? tmp.string() : o.write;
         if (!tmp.empty()) fs::remove_all(tmp);
-        MemoryFolderModel m{s->summary().model_type, s->model_fingerprint(), spec};
-        write_memory_folder(folder, m, written, meta, !o.write.empty());
+        write_memory_folder(folder, memory_folder_model(*s), written, meta, !o.write.empty());
     }
     // A new prompt for every run, so every run retrieves (and uploads) its own memories rather
     // than finding the previous run's still in the blocks.
@@ -168,7 +167,7 @@ int main(int argc, char** argv) try {
     // Runs alternate (without, with, without, ...) on the same prompts, so that drift in the
     // machine's speed (clock, other processes) falls on both sides alike.
     auto source = std::make_shared<FolderMemorySource>(
-        folder, MemoryFolderModel{s->summary().model_type, s->model_fingerprint(), spec}, RetrievalMode::Vector);
+        folder, memory_folder_model(*s), RetrievalMode::Vector);
     std::vector<Run> runs_without, runs_with;
     for (int32_t i = -1; i < o.reps; ++i) {  // i = -1: warm-up (plans the graphs), not counted
         const std::vector<int32_t> prompt = new_prompt();
@@ -183,8 +182,7 @@ int main(int argc, char** argv) try {
     }
     const Run without = median(runs_without);
     const Run with = median(runs_with);
-    auto src = FolderMemorySource(folder, MemoryFolderModel{s->summary().model_type, s->model_fingerprint(), spec}, RetrievalMode::Vector);
-    const bool compressed = src.codec() != nullptr;
+    const bool compressed = source->codec() != nullptr;
     if (!tmp.empty()) fs::remove_all(tmp);
 
     const double ratio = with.gen_tps / without.gen_tps;

@@ -39,14 +39,6 @@ std::unique_ptr<Session> open_memory3() {
     return Session::open(o);
 }
 
-MemoryFolderModel folder_model(const Session& s) {
-    MemoryFolderModel m;
-    m.model_type = s.summary().model_type;
-    m.fingerprint = s.model_fingerprint();
-    m.spec = s.memory_spec();
-    return m;
-}
-
 kb::CompressOptions small_options(const std::string& in, const std::string& out) {
     kb::CompressOptions o;
     o.in_dir = in;
@@ -75,7 +67,7 @@ protected:
         fs::remove_all(*root_);
         fs::create_directories(*root_);
         auto session = open_memory3();
-        model_ = new MemoryFolderModel(folder_model(*session));
+        model_ = new MemoryFolderModel(memory_folder_model(*session));
         // Random references of 1..24 tokens: the short ones leave slots unused (n_valid < 4).
         std::mt19937 rng(7);
         std::uniform_int_distribution<int32_t> token(3, session->vocab_size() - 1), length(1, 24);

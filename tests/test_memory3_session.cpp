@@ -202,9 +202,7 @@ protected:
         dir_ = fs::temp_directory_path() / ("mnemo-memories-" + std::to_string(::getpid()));
         fs::remove_all(dir_);
         session_ = open_on("cpu");
-        model_.model_type = session_->summary().model_type;
-        model_.fingerprint = session_->model_fingerprint();
-        model_.spec = session_->memory_spec();
+        model_ = memory_folder_model(*session_);
         const auto refs = golden_references();
         written_ = session_->write_memories(refs);
         for (const auto& r : refs) meta_.push_back({r, "reference"});

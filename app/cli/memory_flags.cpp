@@ -12,14 +12,6 @@ void add_memory_flags(ArgParser& p, MemoryFlags& f) {
                     &f.retrieval);
 }
 
-MemoryFolderModel memory_folder_model(const Session& session) {
-    MemoryFolderModel m;
-    m.model_type = session.summary().model_type;
-    m.fingerprint = session.model_fingerprint();
-    m.spec = session.memory_spec();
-    return m;
-}
-
 std::shared_ptr<FolderMemorySource> attach_memories(Session& session, const MemoryFlags& f) {
     const RetrievalMode mode = retrieval_mode_from_name(f.retrieval);
     if (f.folder.empty()) return nullptr;

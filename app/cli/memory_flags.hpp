@@ -22,7 +22,4 @@ void add_memory_flags(ArgParser& p, MemoryFlags& f);
 // does not fit the model.
 std::shared_ptr<FolderMemorySource> attach_memories(Session& session, const MemoryFlags& f);
 
-// The model facts a memory folder records (and is checked against).
-MemoryFolderModel memory_folder_model(const Session& session);
-
 }  // namespace mnemo::cli

@@ -2,6 +2,7 @@
 // own shared library and links nothing of the others): error text for the engine, buffer range
 // checks, the bad-index message, UUID formatting, and the op -> kernel table.
 #pragma once
+#include <algorithm>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
@@ -75,6 +76,24 @@ bool node_supported(const Context& ctx, const Kernel* k, const Props& props, con
         if (!ctx.owns(node.inputs[i].buffer)) return false;
     if (!ctx.owns(node.output.buffer)) return false;
     return !k->supports || k->supports(props, node);
+}
+
+// The first check of graph_prepare: every node supported (else `unsupported` is its index) and
+// the most scratch one node needs (nodes run in order, so one region serves them all).
+template <class Context, class Props, class KernelFor>
+uint64_t plan_scratch(const Context& ctx, const Props& props, const mnemo_node* nodes, int32_t n_nodes, KernelFor kernel_for,
+                      int32_t& unsupported) {
+    uint64_t bytes = 0;
+    unsupported = -1;
+    for (int32_t i = 0; i < n_nodes; ++i) {
+        const auto* k = kernel_for(nodes[i].op);
+        if (!node_supported(ctx, k, props, nodes[i])) {
+            unsupported = i;
+            return 0;
+        }
+        if (k->scratch_bytes) bytes = std::max(bytes, k->scratch_bytes(props, nodes[i]));
+    }
+    return bytes;
 }
 
 // The kernel of each op, filled once by `fill` (which calls the families' register functions).

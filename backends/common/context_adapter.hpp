@@ -2,10 +2,11 @@
 // written once: argument checks, making the device current, exceptions turned into statuses,
 // and the error text ("<backend> <function>: ..."). A module supplies Traits:
 //   using Context = ...; using Buffer = ...; static constexpr const char* kName = "vulkan";
-//   static bool supported(const Context&, const mnemo_node&);
-//   static mnemo_status prepare(Context&, const mnemo_node*, int32_t, void**, mnemo_error*);
-//   static mnemo_status run(Context&, void*, uint64_t*, mnemo_error*);
-//   static void release(Context&, void*);
+// and, in Context's namespace (found by argument-dependent lookup):
+//   bool node_supported(const Context&, const mnemo_node&);
+//   mnemo_status graph_prepare(Context&, const mnemo_node*, int32_t, void**, mnemo_error*);
+//   mnemo_status graph_run(Context&, void*, uint64_t*, mnemo_error*);
+//   void graph_release(Context&, void*);
 // Context must offer: Context(int32_t device) (throws), activate(std::string&), alloc,
 // import_host, release, owns, write, read (see backends/vulkan/src/context.hpp).
 #pragma once
@@ -71,25 +72,25 @@ struct ContextAdapter {
     static int32_t supports(void* ctx, const mnemo_node* node) {
         if (!ctx || !node) return 0;
         try {
-            return Traits::supported(*ctx_of(ctx), *node) ? 1 : 0;
+            return node_supported(*ctx_of(ctx), *node) ? 1 : 0;
         } catch (...) {
             return 0;
         }
     }
     static mnemo_status prepare(void* ctx, const mnemo_node* nodes, int32_t n_nodes, void** out_graph, mnemo_error* err) {
         if (!ctx) return set_error(err, MNEMO_ERR_INVALID, where("graph_prepare") + "context is null");
-        return Traits::prepare(*ctx_of(ctx), nodes, n_nodes, out_graph, err);
+        return graph_prepare(*ctx_of(ctx), nodes, n_nodes, out_graph, err);
     }
     static mnemo_status run(void* ctx, void* graph, uint64_t* timings_ns, mnemo_error* err) {
         if (!ctx) return set_error(err, MNEMO_ERR_INVALID, where("graph_run") + "context is null");
         try {
-            return Traits::run(*ctx_of(ctx), graph, timings_ns, err);
+            return graph_run(*ctx_of(ctx), graph, timings_ns, err);
         } catch (const std::exception& e) {
             return set_error(err, MNEMO_ERR_DEVICE, where("graph_run") + e.what());
         }
     }
     static void release(void* ctx, void* graph) {
-        if (ctx && graph) Traits::release(*ctx_of(ctx), graph);
+        if (ctx && graph) graph_release(*ctx_of(ctx), graph);
     }
 
     // The module's table; the device functions are the module's own.

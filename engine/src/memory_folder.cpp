@@ -151,6 +151,10 @@ uint32_t crc32(const void* data, size_t size) {
     return c ^ 0xFFFFFFFFu;
 }
 
+MemoryFolderModel memory_folder_model(const Session& session) {
+    return {session.summary().model_type, session.model_fingerprint(), session.memory_spec()};
+}
+
 RetrievalMode retrieval_mode_from_name(const std::string& name) {
     if (name == "vector") return RetrievalMode::Vector;
     if (name == "bm25") return RetrievalMode::BM25;

@@ -226,18 +226,12 @@ PlannedGraph& Session::Impl::plan_for(int64_t n_tokens, int64_t n_out, int32_t p
     return p;
 }
 
-void Session::Impl::run(const std::vector<BatchToken>& batch, std::vector<float>& out) {
-    if (cancel && cancel->load()) throw Cancelled();
+void Session::Impl::check_batch(const std::vector<BatchToken>& batch) const {
     const int64_t n = static_cast<int64_t>(batch.size());
     if (n == 0) throw Error("decode: the batch is empty");
     if (n > options.n_ubatch)
         throw Error("decode: the batch holds " + plural(n, "token") + ", more than n_ubatch " + std::to_string(options.n_ubatch));
-    in_tokens.clear();
-    in_pos.clear();
-    in_seq.clear();
-    in_rows.clear();
-    for (int64_t i = 0; i < n; ++i) {
-        const BatchToken& b = batch[static_cast<size_t>(i)];
+    for (const BatchToken& b : batch) {
         if (b.token < 0 || b.token >= info.vocab_size)
             throw Error("token id " + std::to_string(b.token) + " is outside the vocabulary (0.." + std::to_string(info.vocab_size - 1) + ")");
         if (b.seq < 0 || b.seq >= n_seq)
@@ -245,6 +239,19 @@ void Session::Impl::run(const std::vector<BatchToken>& batch, std::vector<float>
         if (b.pos < 0 || b.pos >= n_ctx)
             throw Error("context is full: sequence " + std::to_string(b.seq) + " needs position " + std::to_string(b.pos) +
                         " but the context holds " + std::to_string(n_ctx) + " positions (raise it with -c/--ctx-size)");
+    }
+}
+
+void Session::Impl::run(const std::vector<BatchToken>& batch, std::vector<float>& out) {
+    if (cancel && cancel->load()) throw Cancelled();
+    check_batch(batch);
+    const int64_t n = static_cast<int64_t>(batch.size());
+    in_tokens.clear();
+    in_pos.clear();
+    in_seq.clear();
+    in_rows.clear();
+    for (int64_t i = 0; i < n; ++i) {
+        const BatchToken& b = batch[static_cast<size_t>(i)];
         in_tokens.push_back(b.token);
         in_pos.push_back(b.pos);
         in_seq.push_back(b.seq);
@@ -256,7 +263,7 @@ void Session::Impl::run(const std::vector<BatchToken>& batch, std::vector<float>
     PlannedGraph& p = plan_for(n, n_out);
     if (p.has_input[MNEMO_INPUT_MEMORY_BLOCK] && in_block.size() != static_cast<size_t>(n))
         throw Error("internal: the memory blocks of this batch were not bound");
-    run_graph(p, batch);
+    run_graph(p);
     if (no_logits_wanted) {
         out.clear();
         return;
@@ -266,8 +273,7 @@ void Session::Impl::run(const std::vector<BatchToken>& batch, std::vector<float>
     device->read(arena, p.memory.where[p.output].offset, out.data(), bytes, "logits");
 }
 
-void Session::Impl::run_graph(PlannedGraph& p, const std::vector<BatchToken>& batch) {
-    (void)batch;  // in_* hold its inputs
+void Session::Impl::run_graph(PlannedGraph& p) {
     const std::vector<int32_t>* inputs[detail::kInputKinds] = {&in_tokens, &in_pos, &in_seq, &in_rows, &in_block};
     for (int k = 0; k < detail::kInputKinds; ++k)
         if (p.has_input[k]) device->write(arena, p.input_offset[k], inputs[k]->data(), inputs[k]->size() * 4, "graph inputs");
@@ -314,11 +320,7 @@ int32_t Session::vocab_size() const { return static_cast<int32_t>(impl_->info.vo
 
 const std::vector<float>& Session::decode(const std::vector<BatchToken>& batch) {
     if (impl_->memory) {
-        for (const BatchToken& b : batch)  // checked here too: the memory schedule indexes by them
-            if (b.seq < 0 || b.seq >= impl_->n_seq || b.pos < 0 || b.pos >= impl_->n_ctx) {
-                impl_->run(batch, impl_->logits);  // reports the error
-                break;
-            }
+        impl_->check_batch(batch);  // the memory schedule indexes by sequence and position
         impl_->bind_generated(batch);
     }
     impl_->run(batch, impl_->logits);
@@ -336,14 +338,13 @@ const std::vector<float>& Session::append(int32_t seq, const std::vector<int32_t
         throw Error("context is full: sequence " + std::to_string(seq) + " holds " + std::to_string(start) + " of " +
                     std::to_string(s.n_ctx) + " positions and " + plural(tokens.size(), "more token") +
                     " do not fit (raise it with -c/--ctx-size)");
-    if (s.memory) {
-        s.prompt_with_memories(seq, start, tokens, all_logits);
-        return s.logits;
-    }
+    std::vector<std::shared_ptr<const MemorySet>> chunk_sets;  // the memories of each prompt chunk
+    if (s.memory) chunk_sets = s.begin_prompt(seq, start, tokens);
     s.logits.clear();
     const size_t vocab = static_cast<size_t>(s.info.vocab_size);
-    for (size_t begin = 0; begin < tokens.size(); begin += static_cast<size_t>(s.options.n_ubatch)) {
-        const size_t end = std::min(tokens.size(), begin + static_cast<size_t>(s.options.n_ubatch));
+    for (size_t begin = 0, end = 0; begin < tokens.size(); begin = end) {
+        end = std::min(tokens.size(), begin + static_cast<size_t>(s.options.n_ubatch));
+        if (s.memory) end = s.bind_prompt_run(chunk_sets, begin, end);
         s.chunk.clear();
         for (size_t i = begin; i < end; ++i)
             s.chunk.push_back({tokens[i], static_cast<int32_t>(start + static_cast<int64_t>(i)), seq,

@@ -191,6 +191,10 @@ struct MemoryState {
     uint64_t clock = 0;
     std::vector<SeqMemory> seqs;
     std::shared_ptr<const MemorySet> empty = std::make_shared<MemorySet>();
+    // Scratch of the binding of one run, kept so that a decode step allocates nothing.
+    std::vector<std::shared_ptr<const MemorySet>> run_sets;  // distinct sets of the run
+    std::vector<int32_t> row_set, row_chunk, block_of;        // per row / per set
+    std::vector<char> taken;                                  // per block
 
     // Compressed memories: the source's codebooks on the device, a codes buffer per key/value
     // ([blocks][L_mem][Hkv][M][words] i32) and, per block, a prepared graph of VQ_DECODE nodes
@@ -202,6 +206,7 @@ struct MemoryState {
         uint32_t key_words = 0, value_words = 0;
         std::vector<mnemo_node> templates;  // per (K/V, layer, head) for block 0
         std::vector<void*> block_graphs;    // prepared lazily
+        std::string key_sha, value_sha;     // the codebooks uploaded
     };
     std::unique_ptr<Codec> codec;
 };
@@ -249,8 +254,11 @@ struct Session::Impl {
     void bind_params();
     PlannedGraph& plan_for(int64_t n_tokens, int64_t n_out, int32_t purpose = MNEMO_GRAPH_LOGITS);
     void prepare(PlannedGraph& p);
-    // Write the graph inputs of `batch` and run graph p (no logits read back).
-    void run_graph(PlannedGraph& p, const std::vector<BatchToken>& batch);
+    // Write the graph inputs (in_*) and run graph p (no logits read back).
+    void run_graph(PlannedGraph& p);
+    // Every row's token, sequence and position in range (run() checks too; decode() checks before
+    // the memory schedule indexes by them).
+    void check_batch(const std::vector<BatchToken>& batch) const;
     void run(const std::vector<BatchToken>& batch, std::vector<float>& out);
 
     // Explicit memories (session_memory.cpp).
@@ -265,8 +273,10 @@ struct Session::Impl {
     std::vector<std::shared_ptr<const MemorySet>> retrieve_for_chunks(const std::vector<std::vector<int32_t>>& chunks);
     std::vector<std::vector<float>> retrieval_vectors_impl(const std::vector<std::vector<int32_t>>& texts);
     std::vector<WrittenMemory> write_memories_impl(const std::vector<std::vector<int32_t>>& refs);
-    // append() for a model that reads memories: prompt chunks retrieve, runs bind blocks.
-    void prompt_with_memories(int32_t seq, int64_t start, const std::vector<int32_t>& tokens, bool all_logits);
+    // append() for a model that reads memories: every prompt chunk retrieves (returned per
+    // chunk), then each run binds the blocks of its rows, cut short where the blocks run out.
+    std::vector<std::shared_ptr<const MemorySet>> begin_prompt(int32_t seq, int64_t start, const std::vector<int32_t>& tokens);
+    size_t bind_prompt_run(const std::vector<std::shared_ptr<const MemorySet>>& chunk_sets, size_t begin, size_t end);
     // decode(): the memory block every generated row reads.
     void bind_generated(const std::vector<BatchToken>& batch);
     // Compressed memories: upload the source's codec (or drop the old one), decode one block.

@@ -176,7 +176,7 @@ std::map<std::string, std::vector<float>> Session::Impl::run_encode(int32_t purp
     in_rows.assign(1, static_cast<int32_t>(n - 1));
     in_block.assign(static_cast<size_t>(n), -1);
     PlannedGraph& p = plan_for(n, 1, purpose);
-    run_graph(p, rows);
+    run_graph(p);
     std::map<std::string, std::vector<float>> out;
     for (const std::string& name : wanted) {
         auto it = std::find_if(p.named.begin(), p.named.end(), [&](const auto& e) { return e.first == name; });
@@ -200,13 +200,15 @@ void Session::Impl::bind_memory_blocks(const std::vector<std::shared_ptr<const M
     const size_t B = m.block_set.size();
     if (sets.size() > B) throw Error("internal: a batch needs " + std::to_string(sets.size()) + " memory blocks, the model has " + std::to_string(B));
     ++m.clock;
-    std::vector<int32_t> block_of(sets.size(), -1);
-    std::vector<bool> taken(B, false);
+    std::vector<int32_t>& block_of = m.block_of;
+    std::vector<char>& taken = m.taken;
+    block_of.assign(sets.size(), -1);
+    taken.assign(B, 0);
     for (size_t i = 0; i < sets.size(); ++i)
         for (size_t blk = 0; blk < B; ++blk)
             if (!taken[blk] && same_memories(*m.block_set[blk], *sets[i])) {
                 block_of[i] = static_cast<int32_t>(blk);
-                taken[blk] = true;
+                taken[blk] = 1;
                 break;
             }
     for (size_t i = 0; i < sets.size(); ++i) {
@@ -214,7 +216,7 @@ void Session::Impl::bind_memory_blocks(const std::vector<std::shared_ptr<const M
         size_t victim = B;
         for (size_t blk = 0; blk < B; ++blk)
             if (!taken[blk] && (victim == B || m.block_stamp[blk] < m.block_stamp[victim])) victim = blk;
-        taken[victim] = true;
+        taken[victim] = 1;
         block_of[i] = static_cast<int32_t>(victim);
         // Upload: per layer, the block [Hkv, slots, D] = reference BOS then the memories' slots
         // packed in retrieval order (attention is a set operation: the order is only layout).
@@ -279,16 +281,17 @@ std::vector<std::shared_ptr<const MemorySet>> Session::Impl::retrieve_for_chunks
             throw Error(m.source->describe() + ": returned " + std::to_string(got.size()) + " memories for a chunk, at most " +
                         std::to_string(sp.references_per_chunk) + " were asked for");
         auto set = std::make_shared<MemorySet>();
+        const MemoryCodec* codec = m.source->codec();  // the source's memories are all coded with it, or none
         for (auto& mem : got) {
             if (!mem) throw Error(m.source->describe() + ": returned an empty memory");
             const size_t slots = static_cast<size_t>(sp.memory_layers.size()) * sp.kv_heads * sp.tokens_per_head;
             const bool shape_ok =
-                m.codec ? mem->compressed() && mem->key_codes.size() == slots * m.codec->key_words &&
-                              mem->value_codes.size() == slots * m.codec->value_words
-                        : !mem->compressed() && mem->keys.size() == slots * sp.head_dim && mem->values.size() == slots * sp.value_dim;
+                codec ? mem->compressed() && mem->key_codes.size() == slots * codec->keys.code_words() &&
+                            mem->value_codes.size() == slots * codec->values.code_words()
+                      : !mem->compressed() && mem->keys.size() == slots * sp.head_dim && mem->values.size() == slots * sp.value_dim;
             if (mem->n_valid < 0 || mem->n_valid > sp.tokens_per_head || !shape_ok)
                 throw Error(m.source->describe() + ": memory " + std::to_string(mem->id) + " does not have this model's shape" +
-                            (m.codec ? " (compressed with the source's codec)" : ""));
+                            (codec ? " (compressed with the source's codec)" : ""));
             set->slots += mem->n_valid;
             set->memories.push_back(std::move(mem));
         }
@@ -419,8 +422,11 @@ void Session::Impl::release_codec() {
 }
 
 void Session::Impl::set_codec(const MemoryCodec* mc) {
+    // Detaching keeps the decoder, and the same codebooks again (same SHA-256) reuse it: the
+    // upload and the per-block decode graphs are made once, not per attach.
+    if (!mc || (memory->codec && memory->codec->key_sha == mc->keys.sha256 && memory->codec->value_sha == mc->values.sha256))
+        return;
     release_codec();
-    if (!mc) return;
     const MemorySpec& sp = memory->spec;
     const int64_t b = static_cast<int64_t>(sp.prefix_ids.size());
     const int64_t M = static_cast<int64_t>(sp.references_per_chunk) * sp.tokens_per_head;
@@ -485,6 +491,8 @@ void Session::Impl::set_codec(const MemoryCodec* mc) {
         }
     }
     c->block_graphs.assign(static_cast<size_t>(sp.blocks), nullptr);
+    c->key_sha = mc->keys.sha256;
+    c->value_sha = mc->values.sha256;
     memory->codec = std::move(c);
     note_device_memory();
 }
@@ -536,64 +544,60 @@ void Session::Impl::decode_block(int32_t block, const MemorySet& set) {
 
 // ---------------------------------------------------------------- chunk schedule (§3.1)
 
-void Session::Impl::prompt_with_memories(int32_t seq, int64_t start, const std::vector<int32_t>& tokens, bool all_logits) {
+std::vector<std::shared_ptr<const MemorySet>> Session::Impl::begin_prompt(int32_t seq, int64_t start,
+                                                                         const std::vector<int32_t>& tokens) {
     MemoryState& m = *memory;
-    const int64_t C = m.spec.chunk_length;
+    const size_t C = static_cast<size_t>(m.spec.chunk_length);
     SeqMemory& sm = m.seqs[static_cast<size_t>(seq)];
     // Each prompt chunk reads the memories its own text retrieves.
     std::vector<std::vector<int32_t>> chunks;
-    for (size_t i = 0; i < tokens.size(); i += static_cast<size_t>(C))
-        chunks.emplace_back(tokens.begin() + static_cast<long>(i), tokens.begin() + static_cast<long>(std::min(tokens.size(), i + static_cast<size_t>(C))));
-    const auto sets = retrieve_for_chunks(chunks);
+    for (size_t i = 0; i < tokens.size(); i += C)
+        chunks.emplace_back(tokens.begin() + static_cast<long>(i), tokens.begin() + static_cast<long>(std::min(tokens.size(), i + C)));
+    auto sets = retrieve_for_chunks(chunks);
     sm.tokens.resize(static_cast<size_t>(start));
     sm.tokens.insert(sm.tokens.end(), tokens.begin(), tokens.end());
     sm.gen_start = static_cast<int32_t>(start + static_cast<int64_t>(tokens.size()));
     sm.prompt_last = sets.back();
     sm.gen_chunk = -1;
     sm.gen_set.reset();
+    return sets;
+}
 
-    const size_t vocab = static_cast<size_t>(info.vocab_size);
-    const size_t max_sets = m.block_set.size();
-    logits.clear();
-    size_t begin = 0;
-    while (begin < tokens.size()) {
-        // A run holds at most n_ubatch tokens and at most `blocks` distinct chunks.
-        size_t end = begin;
-        std::vector<std::shared_ptr<const MemorySet>> run_sets;
-        std::vector<int32_t> row_set;
-        while (end < tokens.size() && end - begin < static_cast<size_t>(options.n_ubatch)) {
-            const size_t c = end / static_cast<size_t>(C);
-            if (run_sets.empty() || run_sets.back() != sets[c]) {
-                if (run_sets.size() == max_sets) break;
-                run_sets.push_back(sets[c]);
+size_t Session::Impl::bind_prompt_run(const std::vector<std::shared_ptr<const MemorySet>>& chunk_sets, size_t begin, size_t end) {
+    MemoryState& m = *memory;
+    const size_t C = static_cast<size_t>(m.spec.chunk_length);
+    // A run reads at most `blocks` distinct chunks: cut it before the first one that does not fit.
+    m.run_sets.clear();
+    m.row_set.clear();
+    for (size_t i = begin; i < end; ++i) {
+        const auto& set = chunk_sets[i / C];
+        if (m.run_sets.empty() || m.run_sets.back() != set) {
+            if (m.run_sets.size() == m.block_set.size()) {
+                end = i;
+                break;
             }
-            row_set.push_back(static_cast<int32_t>(run_sets.size() - 1));
-            ++end;
+            m.run_sets.push_back(set);
         }
-        chunk.clear();
-        for (size_t i = begin; i < end; ++i)
-            chunk.push_back({tokens[i], static_cast<int32_t>(start + static_cast<int64_t>(i)), seq, all_logits || i + 1 == tokens.size()});
-        bind_memory_blocks(run_sets, row_set);
-        run(chunk, chunk_logits);
-        seq_len[seq] = static_cast<int32_t>(start + static_cast<int64_t>(end));
-        if (all_logits || end == tokens.size())
-            logits.insert(logits.end(), chunk_logits.begin(), chunk_logits.begin() + static_cast<long>((all_logits ? end - begin : 1) * vocab));
-        begin = end;
+        m.row_set.push_back(static_cast<int32_t>(m.run_sets.size() - 1));
     }
+    bind_memory_blocks(m.run_sets, m.row_set);
+    return end;
 }
 
 void Session::Impl::bind_generated(const std::vector<BatchToken>& batch) {
     MemoryState& m = *memory;
     const int64_t C = m.spec.chunk_length;
     // Which decoded chunk every row is in; chunk 0 keeps the last prompt chunk's memories, chunk
-    // k >= 1 retrieves with the text of chunk k-1.
-    std::vector<std::vector<int32_t>> queries;
+    // k >= 1 retrieves with the text of chunk k-1 (once, for every row of that chunk).
+    m.row_chunk.clear();
+    std::vector<std::vector<int32_t>> queries;          // allocated only on a chunk boundary
     std::vector<std::pair<int32_t, int32_t>> query_of;  // (seq, chunk)
     for (const BatchToken& r : batch) {
         SeqMemory& sm = m.seqs[static_cast<size_t>(r.seq)];
         if (sm.tokens.size() <= static_cast<size_t>(r.pos)) sm.tokens.resize(static_cast<size_t>(r.pos) + 1, 0);
         sm.tokens[static_cast<size_t>(r.pos)] = r.token;
         const int32_t k = r.pos >= sm.gen_start ? static_cast<int32_t>((r.pos - sm.gen_start) / C) : 0;
+        m.row_chunk.push_back(k);
         if (k == 0 || k == sm.gen_chunk) continue;
         bool queued = false;
         for (const auto& q : query_of) queued |= q.first == r.seq && q.second == k;
@@ -610,24 +614,20 @@ void Session::Impl::bind_generated(const std::vector<BatchToken>& batch) {
             sm.gen_set = got[i];
         }
     }
-    std::vector<std::shared_ptr<const MemorySet>> sets;
-    std::vector<int32_t> row_set;
-    for (const BatchToken& r : batch) {
-        const SeqMemory& sm = m.seqs[static_cast<size_t>(r.seq)];
-        const int32_t k = r.pos >= sm.gen_start ? static_cast<int32_t>((r.pos - sm.gen_start) / C) : 0;
-        std::shared_ptr<const MemorySet> s = k == 0 ? sm.prompt_last : sm.gen_set;
-        if (!s) s = m.empty;
-        auto it = std::find(sets.begin(), sets.end(), s);
-        if (it == sets.end()) {
-            sets.push_back(s);
-            it = sets.end() - 1;
-        }
-        row_set.push_back(static_cast<int32_t>(it - sets.begin()));
+    m.run_sets.clear();
+    m.row_set.clear();
+    for (size_t i = 0; i < batch.size(); ++i) {
+        const SeqMemory& sm = m.seqs[static_cast<size_t>(batch[i].seq)];
+        const std::shared_ptr<const MemorySet>& s = m.row_chunk[i] == 0 ? sm.prompt_last : sm.gen_set;
+        const std::shared_ptr<const MemorySet>& set = s ? s : m.empty;
+        auto it = std::find(m.run_sets.begin(), m.run_sets.end(), set);
+        if (it == m.run_sets.end()) it = m.run_sets.insert(m.run_sets.end(), set);
+        m.row_set.push_back(static_cast<int32_t>(it - m.run_sets.begin()));
     }
-    if (sets.size() > m.block_set.size())
-        throw Error("this batch reads " + std::to_string(sets.size()) + " different memory sets, the model holds " +
+    if (m.run_sets.size() > m.block_set.size())
+        throw Error("this batch reads " + std::to_string(m.run_sets.size()) + " different memory sets, the model holds " +
                     std::to_string(m.block_set.size()) + " blocks: decode fewer sequences at once");
-    bind_memory_blocks(sets, row_set);
+    bind_memory_blocks(m.run_sets, m.row_set);
 }
 
 // ---------------------------------------------------------------- public API

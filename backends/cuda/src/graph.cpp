@@ -101,13 +101,10 @@ mnemo_status graph_prepare(Context& ctx, const mnemo_node* nodes, int32_t n_node
         return set_error(err, s, "cuda graph_prepare: " + m);
     };
     try {
-        uint64_t scratch_bytes = 0;
-        for (int32_t i = 0; i < n_nodes; ++i) {
-            if (!node_supported(ctx, nodes[i]))
-                return fail(MNEMO_ERR_UNSUPPORTED, node_label(nodes[i].op, static_cast<size_t>(i)) + " is not supported on this device");
-            const Kernel* k = kernel_for(nodes[i].op);
-            if (k->scratch_bytes) scratch_bytes = std::max(scratch_bytes, k->scratch_bytes(ctx.props(), nodes[i]));
-        }
+        int32_t bad = -1;
+        const uint64_t scratch_bytes = mnemo_backend::plan_scratch(ctx, ctx.props(), nodes, n_nodes, kernel_for, bad);
+        if (bad >= 0)
+            return fail(MNEMO_ERR_UNSUPPORTED, node_label(nodes[bad].op, static_cast<size_t>(bad)) + " is not supported on this device");
         // One scratch region reused by every node: the stream runs nodes in order.
         if (scratch_bytes > 0) {
             g->scratch = ctx.alloc(scratch_bytes, why);

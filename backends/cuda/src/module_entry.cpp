@@ -47,12 +47,6 @@ struct CudaTraits {
     using Context = mnemo_cuda::Context;
     using Buffer = mnemo_cuda::Buffer;
     static constexpr const char* kName = "cuda";
-    static bool supported(const Context& c, const mnemo_node& n) { return node_supported(c, n); }
-    static mnemo_status prepare(Context& c, const mnemo_node* nodes, int32_t n, void** out, mnemo_error* err) {
-        return graph_prepare(c, nodes, n, out, err);
-    }
-    static mnemo_status run(Context& c, void* g, uint64_t* t, mnemo_error* err) { return graph_run(c, g, t, err); }
-    static void release(Context& c, void* g) { graph_release(c, g); }
 };
 
 const mnemo_backend_api kApi =

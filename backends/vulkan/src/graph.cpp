@@ -145,12 +145,10 @@ mnemo_status graph_prepare(Context& ctx, const mnemo_node* nodes, int32_t n_node
     std::string why;
     try {
         // Scratch is per node and reused by every node (barriers order the reuse).
-        uint64_t scratch_bytes = 0;
-        for (int32_t i = 0; i < n_nodes; ++i) {
-            if (!node_supported(ctx, nodes[i])) return fail(MNEMO_ERR_UNSUPPORTED, node_label(nodes[i].op, static_cast<size_t>(i)) + " is not supported on this device");
-            const Kernel* k = kernel_for(nodes[i].op);
-            if (k->scratch_bytes) scratch_bytes = std::max(scratch_bytes, k->scratch_bytes(ctx.features(), nodes[i]));
-        }
+        int32_t bad = -1;
+        const uint64_t scratch_bytes = mnemo_backend::plan_scratch(ctx, ctx.features(), nodes, n_nodes, kernel_for, bad);
+        if (bad >= 0)
+            return fail(MNEMO_ERR_UNSUPPORTED, node_label(nodes[bad].op, static_cast<size_t>(bad)) + " is not supported on this device");
         if (scratch_bytes > 0) {
             raw->scratch = ctx.alloc(scratch_bytes, why);
             if (!raw->scratch) return fail(MNEMO_ERR_NO_MEMORY, "scratch memory: " + why);

@@ -73,12 +73,6 @@ struct VulkanTraits {
     using Context = mnemo_vk::Context;
     using Buffer = mnemo_vk::Buffer;
     static constexpr const char* kName = "vulkan";
-    static bool supported(const Context& c, const mnemo_node& n) { return node_supported(c, n); }
-    static mnemo_status prepare(Context& c, const mnemo_node* nodes, int32_t n, void** out, mnemo_error* err) {
-        return graph_prepare(c, nodes, n, out, err);
-    }
-    static mnemo_status run(Context& c, void* g, uint64_t* t, mnemo_error* err) { return graph_run(c, g, t, err); }
-    static void release(Context& c, void* g) { graph_release(c, g); }
 };
 
 const mnemo_backend_api kApi =

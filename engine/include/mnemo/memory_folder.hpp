@@ -27,6 +27,7 @@
 #include <vector>
 
 #include "mnemo/memory.hpp"
+#include "mnemo/session.hpp"
 
 namespace mnemo {
 
@@ -41,6 +42,9 @@ struct MemoryFolderModel {
     std::string fingerprint;
     MemorySpec spec;
 };
+
+// The facts of the model a session has loaded (throws unless it reads memories).
+MemoryFolderModel memory_folder_model(const Session& session);
 
 // Writes a complete folder atomically: into DIR.partial, then renamed to DIR. An existing DIR
 // is an error unless `replace` (then it is swapped out only once the new one is complete).
