@@ -18,9 +18,9 @@
 #include <vector>
 
 #include "mnemo/abi/backend_abi.h"
-#include "mnemo/dtype.hpp"
+#include "mnemo/ops/dtype.hpp"
 #include "mnemo/error.hpp"
-#include "mnemo/membw.hpp"
+#include "mnemo/session/membw.hpp"
 
 namespace {
 

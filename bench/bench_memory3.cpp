@@ -20,8 +20,8 @@
 #include <unistd.h>
 
 #include "mnemo/error.hpp"
-#include "mnemo/memory_folder.hpp"
-#include "mnemo/session.hpp"
+#include "mnemo/memory/memory_folder.hpp"
+#include "mnemo/session/session.hpp"
 
 namespace fs = std::filesystem;
 using namespace mnemo;

@@ -16,8 +16,8 @@
 #include <vector>
 
 #include "mnemo/error.hpp"
-#include "mnemo/safetensors.hpp"
-#include "mnemo/session.hpp"
+#include "mnemo/io/safetensors.hpp"
+#include "mnemo/session/session.hpp"
 
 namespace mnemo::test {
 

@@ -15,8 +15,8 @@
 #include <vector>
 
 #include "mnemo/error.hpp"
-#include "mnemo/ops.hpp"
-#include "mnemo/registry.hpp"
+#include "mnemo/ops/op_table.hpp"
+#include "mnemo/modules/registry.hpp"
 
 namespace {
 

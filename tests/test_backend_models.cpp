@@ -18,8 +18,8 @@
 #include <string>
 #include <vector>
 
-#include "mnemo/compare.hpp"
-#include "mnemo/safetensors.hpp"
+#include "mnemo/session/compare.hpp"
+#include "mnemo/io/safetensors.hpp"
 #include "model_test_util.hpp"
 
 namespace fs = std::filesystem;

@@ -21,8 +21,8 @@
 
 #include "conformance/harness.hpp"
 #include "mnemo/error.hpp"
-#include "mnemo/ops.hpp"
-#include "mnemo/registry.hpp"
+#include "mnemo/ops/op_table.hpp"
+#include "mnemo/modules/registry.hpp"
 
 namespace {
 

@@ -6,7 +6,7 @@
 #include <fstream>
 
 #include "mnemo/error.hpp"
-#include "mnemo/tokenizer.hpp"
+#include "mnemo/tokenizer/tokenizer.hpp"
 
 namespace {
 

@@ -13,7 +13,7 @@
 #include <sstream>
 #include <string>
 
-#include "mnemo/npy.hpp"
+#include "mnemo/io/npy.hpp"
 #include "npy.hpp"
 #include "process_util.hpp"
 

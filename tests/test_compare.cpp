@@ -14,11 +14,11 @@
 #include <string>
 #include <vector>
 
-#include "mnemo/compare.hpp"
+#include "mnemo/session/compare.hpp"
 #include "mnemo/error.hpp"
-#include "mnemo/json.hpp"
-#include "mnemo/ops.hpp"
-#include "mnemo/sampling.hpp"
+#include "mnemo/io/json.hpp"
+#include "mnemo/ops/op_table.hpp"
+#include "mnemo/session/sampling.hpp"
 #include "model_test_util.hpp"
 
 using namespace mnemo;

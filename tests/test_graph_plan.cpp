@@ -4,7 +4,7 @@
 
 #include <random>
 
-#include "../engine/src/graph.hpp"
+#include "graph/graph.hpp"
 
 using namespace mnemo;
 using namespace mnemo::detail;

@@ -11,7 +11,7 @@
 #include <unistd.h>
 
 #include "mnemo/error.hpp"
-#include "mnemo/json.hpp"
+#include "mnemo/io/json.hpp"
 
 namespace json = mnemo::json;
 

@@ -13,9 +13,9 @@
 #include "compress.hpp"
 #include "decode_check.hpp"
 #include "mnemo/error.hpp"
-#include "mnemo/json.hpp"
-#include "mnemo/memory_folder.hpp"
-#include "mnemo/ops.hpp"
+#include "mnemo/io/json.hpp"
+#include "mnemo/memory/memory_folder.hpp"
+#include "mnemo/ops/op_table.hpp"
 #include "model_test_util.hpp"
 #include "process_util.hpp"
 

@@ -13,8 +13,8 @@
 #include <unistd.h>
 
 #include "mnemo/error.hpp"
-#include "mnemo/json.hpp"
-#include "mnemo/memory_folder.hpp"
+#include "mnemo/io/json.hpp"
+#include "mnemo/memory/memory_folder.hpp"
 #include "model_test_util.hpp"
 #include "npy.hpp"
 

@@ -7,7 +7,7 @@
 #include <filesystem>
 #include <set>
 
-#include "mnemo/json.hpp"
+#include "mnemo/io/json.hpp"
 #include "model_test_util.hpp"
 #include "npy.hpp"
 

@@ -7,7 +7,7 @@
 #include <vector>
 
 #include "mnemo/error.hpp"
-#include "mnemo/ops.hpp"
+#include "mnemo/ops/op_table.hpp"
 
 namespace {
 

@@ -13,11 +13,11 @@
 #include <string>
 #include <vector>
 
-#include "../engine/src/graph.hpp"
-#include "../engine/src/model_host.hpp"
+#include "graph/graph.hpp"
+#include "modules/model_host.hpp"
 #include "mnemo/error.hpp"
-#include "mnemo/json.hpp"
-#include "mnemo/safetensors.hpp"
+#include "mnemo/io/json.hpp"
+#include "mnemo/io/safetensors.hpp"
 #include "model_test_util.hpp"
 #include "npy.hpp"
 

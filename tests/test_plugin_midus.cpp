@@ -13,8 +13,8 @@
 #include <sstream>
 
 #include "mnemo/error.hpp"
-#include "mnemo/safetensors.hpp"
-#include "mnemo/session.hpp"
+#include "mnemo/io/safetensors.hpp"
+#include "mnemo/session/session.hpp"
 #include "model_test_util.hpp"
 
 namespace fs = std::filesystem;

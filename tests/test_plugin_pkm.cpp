@@ -10,9 +10,9 @@
 #include <functional>
 #include <sstream>
 
-#include "mnemo/dtype.hpp"
+#include "mnemo/ops/dtype.hpp"
 #include "mnemo/error.hpp"
-#include "mnemo/safetensors.hpp"
+#include "mnemo/io/safetensors.hpp"
 #include "model_test_util.hpp"
 #include "npy.hpp"
 

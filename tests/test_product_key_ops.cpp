@@ -9,8 +9,8 @@
 
 #include "mnemo/abi/backend_abi.h"
 #include "mnemo/error.hpp"
-#include "mnemo/ops.hpp"
-#include "mnemo/registry.hpp"
+#include "mnemo/ops/op_table.hpp"
+#include "mnemo/modules/registry.hpp"
 
 namespace {
 

@@ -7,7 +7,7 @@
 #include <filesystem>
 
 #include "mnemo/error.hpp"
-#include "mnemo/registry.hpp"
+#include "mnemo/modules/registry.hpp"
 
 namespace fs = std::filesystem;
 using namespace mnemo;

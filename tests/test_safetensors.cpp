@@ -11,9 +11,9 @@
 
 #include <unistd.h>
 
-#include "mnemo/dtype.hpp"
+#include "mnemo/ops/dtype.hpp"
 #include "mnemo/error.hpp"
-#include "mnemo/safetensors.hpp"
+#include "mnemo/io/safetensors.hpp"
 
 namespace fs = std::filesystem;
 using mnemo::Checkpoint;

@@ -9,7 +9,7 @@
 #include <vector>
 
 #include "mnemo/error.hpp"
-#include "mnemo/sampling.hpp"
+#include "mnemo/session/sampling.hpp"
 
 using mnemo::Sampler;
 using mnemo::SamplingParams;

@@ -2,7 +2,7 @@
 // whole-sequence decode, for byte-level BPE and SentencePiece alike.
 #include <gtest/gtest.h>
 
-#include "mnemo/tokenizer.hpp"
+#include "mnemo/tokenizer/tokenizer.hpp"
 
 namespace {
 

@@ -7,8 +7,8 @@
 #include <string>
 
 #include "mnemo/error.hpp"
-#include "mnemo/json.hpp"
-#include "mnemo/tokenizer.hpp"
+#include "mnemo/io/json.hpp"
+#include "mnemo/tokenizer/tokenizer.hpp"
 
 namespace {
 

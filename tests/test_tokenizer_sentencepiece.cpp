@@ -4,8 +4,8 @@
 #include <gtest/gtest.h>
 
 #include "mnemo/error.hpp"
-#include "mnemo/json.hpp"
-#include "mnemo/tokenizer.hpp"
+#include "mnemo/io/json.hpp"
+#include "mnemo/tokenizer/tokenizer.hpp"
 
 namespace {
 

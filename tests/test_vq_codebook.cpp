@@ -13,8 +13,8 @@
 #include <vector>
 
 #include "mnemo/error.hpp"
-#include "mnemo/sha256.hpp"
-#include "mnemo/vq_codebook.hpp"
+#include "mnemo/io/sha256.hpp"
+#include "mnemo/memory/vq_codebook.hpp"
 #include "npy.hpp"
 
 namespace {

@@ -17,9 +17,9 @@
 #include <vector>
 
 #include "mnemo/error.hpp"
-#include "mnemo/ops.hpp"
-#include "mnemo/registry.hpp"
-#include "mnemo/vq_codebook.hpp"
+#include "mnemo/ops/op_table.hpp"
+#include "mnemo/modules/registry.hpp"
+#include "mnemo/memory/vq_codebook.hpp"
 #include "npy.hpp"
 
 namespace {

@@ -20,7 +20,7 @@
 #include <string>
 #include <vector>
 
-#include "mnemo/registry.hpp"
+#include "mnemo/modules/registry.hpp"
 #include "process_util.hpp"
 #include "model_test_util.hpp"
 

@@ -14,8 +14,8 @@
 #include "json_writer.hpp"
 #include "memory_flags.hpp"
 #include "mnemo/error.hpp"
-#include "mnemo/membw.hpp"
-#include "mnemo/registry.hpp"
+#include "mnemo/session/membw.hpp"
+#include "mnemo/modules/registry.hpp"
 
 namespace mnemo::cli {
 

@@ -8,10 +8,10 @@
 #include "commands.hpp"
 #include "common.hpp"
 #include "json_writer.hpp"
-#include "mnemo/compare.hpp"
+#include "mnemo/session/compare.hpp"
 #include "mnemo/error.hpp"
-#include "mnemo/json.hpp"
-#include "mnemo/ops.hpp"
+#include "mnemo/io/json.hpp"
+#include "mnemo/ops/op_table.hpp"
 
 namespace mnemo::cli {
 

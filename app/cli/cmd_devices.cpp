@@ -4,7 +4,7 @@
 
 #include "commands.hpp"
 #include "common.hpp"
-#include "mnemo/registry.hpp"
+#include "mnemo/modules/registry.hpp"
 
 namespace mnemo::cli {
 

@@ -5,7 +5,7 @@
 #include "commands.hpp"
 #include "common.hpp"
 #include "mnemo/error.hpp"
-#include "mnemo/npy.hpp"
+#include "mnemo/io/npy.hpp"
 
 namespace mnemo::cli {
 

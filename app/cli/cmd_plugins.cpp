@@ -3,7 +3,7 @@
 
 #include "commands.hpp"
 #include "common.hpp"
-#include "mnemo/registry.hpp"
+#include "mnemo/modules/registry.hpp"
 
 namespace mnemo::cli {
 

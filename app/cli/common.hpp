@@ -8,8 +8,8 @@
 #include <string>
 
 #include "args.hpp"
-#include "mnemo/session.hpp"
-#include "mnemo/tokenizer.hpp"
+#include "mnemo/session/session.hpp"
+#include "mnemo/tokenizer/tokenizer.hpp"
 
 namespace mnemo::cli {
 

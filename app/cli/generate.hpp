@@ -9,9 +9,9 @@
 #include <string>
 #include <vector>
 
-#include "mnemo/sampling.hpp"
-#include "mnemo/session.hpp"
-#include "mnemo/tokenizer.hpp"
+#include "mnemo/session/sampling.hpp"
+#include "mnemo/session/session.hpp"
+#include "mnemo/tokenizer/tokenizer.hpp"
 
 namespace mnemo::cli {
 

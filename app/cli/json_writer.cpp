@@ -1,6 +1,6 @@
 #include "json_writer.hpp"
 
-#include "mnemo/json.hpp"
+#include "mnemo/io/json.hpp"
 
 #include <cmath>
 #include <cstdio>

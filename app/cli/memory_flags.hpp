@@ -5,8 +5,8 @@
 #include <string>
 
 #include "args.hpp"
-#include "mnemo/memory_folder.hpp"
-#include "mnemo/session.hpp"
+#include "mnemo/memory/memory_folder.hpp"
+#include "mnemo/session/session.hpp"
 
 namespace mnemo::cli {
 

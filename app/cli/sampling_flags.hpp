@@ -5,7 +5,7 @@
 #include <vector>
 
 #include "args.hpp"
-#include "mnemo/sampling.hpp"
+#include "mnemo/session/sampling.hpp"
 
 namespace mnemo::cli {
 

@@ -12,8 +12,8 @@
 #include "compress_metrics.hpp"
 #include "decode_check.hpp"
 #include "mnemo/error.hpp"
-#include "mnemo/json.hpp"
-#include "mnemo/memory_folder.hpp"
+#include "mnemo/io/json.hpp"
+#include "mnemo/memory/memory_folder.hpp"
 
 namespace mnemo::kb {
 namespace {

@@ -5,7 +5,7 @@
 #include <cstring>
 
 #include "mnemo/error.hpp"
-#include "mnemo/ops.hpp"
+#include "mnemo/ops/op_table.hpp"
 
 namespace mnemo::kb {
 namespace {

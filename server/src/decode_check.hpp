@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-#include "mnemo/vq_codebook.hpp"
+#include "mnemo/memory/vq_codebook.hpp"
 
 namespace mnemo::kb {
 

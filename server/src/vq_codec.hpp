@@ -14,7 +14,7 @@
 #include <string>
 #include <vector>
 
-#include "mnemo/vq_codebook.hpp"
+#include "mnemo/memory/vq_codebook.hpp"
 
 namespace faiss {
 struct Index;

@@ -9,7 +9,7 @@
 #include <sstream>
 
 #include "mnemo/error.hpp"
-#include "mnemo/ops.hpp"
+#include "mnemo/ops/op_table.hpp"
 
 namespace mnemo::conformance {
 

@@ -16,7 +16,7 @@
 
 #include "conformance/op_cases.hpp"
 #include "mnemo/abi/backend_abi.h"
-#include "mnemo/registry.hpp"
+#include "mnemo/modules/registry.hpp"
 
 namespace mnemo::conformance {
 

@@ -15,9 +15,9 @@
 #include <string>
 #include <vector>
 
-#include "mnemo/dtype.hpp"
+#include "mnemo/ops/dtype.hpp"
 #include "mnemo/error.hpp"
-#include "mnemo/ops.hpp"
+#include "mnemo/ops/op_table.hpp"
 
 namespace mnemo::conformance {
 

@@ -19,7 +19,7 @@
 #include <vector>
 
 #include "conformance/harness.hpp"
-#include "mnemo/ops.hpp"
+#include "mnemo/ops/op_table.hpp"
 
 namespace {
 

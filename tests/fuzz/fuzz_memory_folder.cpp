@@ -15,7 +15,7 @@
 #include <string>
 
 #include "mnemo/error.hpp"
-#include "mnemo/memory_folder.hpp"
+#include "mnemo/memory/memory_folder.hpp"
 
 namespace fs = std::filesystem;
 

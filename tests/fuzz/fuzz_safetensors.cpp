@@ -5,7 +5,7 @@
 #include <cstdlib>
 
 #include "mnemo/error.hpp"
-#include "mnemo/safetensors.hpp"
+#include "mnemo/io/safetensors.hpp"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     try {

@@ -6,7 +6,7 @@
 #include <string_view>
 
 #include "mnemo/error.hpp"
-#include "mnemo/tokenizer.hpp"
+#include "mnemo/tokenizer/tokenizer.hpp"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     const std::string_view text(reinterpret_cast<const char*>(data), size);

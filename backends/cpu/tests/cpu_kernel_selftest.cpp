@@ -13,7 +13,7 @@
 #include <vector>
 
 #include "mnemo/abi/backend_abi.h"
-#include "mnemo/dtype.hpp"
+#include "mnemo/ops/dtype.hpp"
 
 namespace {
 

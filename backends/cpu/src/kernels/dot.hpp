@@ -8,7 +8,7 @@
 #include <cstdint>
 
 #include "mnemo/abi/mnemo_abi.h"
-#include "mnemo/dtype.hpp"
+#include "mnemo/ops/dtype.hpp"
 #include "simd_avx2.hpp"
 
 namespace mnemo_cpu {

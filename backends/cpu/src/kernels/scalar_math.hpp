@@ -5,7 +5,7 @@
 #include <cstddef>
 #include <cstdint>
 
-#include "mnemo/dtype.hpp"
+#include "mnemo/ops/dtype.hpp"
 
 namespace mnemo_cpu {
 

@@ -1,0 +1,104 @@
+// Explicit memories (Memory3, shared/papers/004: §3.1-3.3): what a memory is on the host, where
+// the engine gets the memories of a chunk from, and the model facts a memory must match.
+//
+// A memory is the sparse attention key-values of one reference text: for every memory layer and
+// key-value head, the tokens_per_head reference tokens that received the most attention when the
+// reference was encoded (§3.3), keys already rotated by RoPE at their own positions 0..R-1.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "mnemo/memory/vq_codebook.hpp"
+
+namespace mnemo {
+
+// The model side of explicit memories (a C++ copy of mnemo_memory_spec).
+struct MemorySpec {
+    std::vector<int32_t> memory_layers;
+    int32_t kv_heads = 0;
+    int32_t head_dim = 0;
+    int32_t value_dim = 0;
+    int32_t tokens_per_head = 0;
+    int32_t reference_length = 0;
+    int32_t chunk_length = 0;
+    int32_t references_per_chunk = 0;
+    int32_t blocks = 0;
+    int32_t encode_sequences = 0;
+    int32_t retrieval_layer = 0;
+    int32_t retrieval_dim = 0;
+    std::vector<int32_t> prefix_ids;  // the reference BOS ("<s>Reference:")
+
+    int64_t key_floats() const {
+        return static_cast<int64_t>(memory_layers.size()) * kv_heads * tokens_per_head * head_dim;
+    }
+    int64_t value_floats() const {
+        return static_cast<int64_t>(memory_layers.size()) * kv_heads * tokens_per_head * value_dim;
+    }
+};
+
+// One reference's memory, decoded to f32.
+struct ExplicitMemory {
+    uint32_t id = 0;                // record number in its memory folder
+    int32_t n_valid = 0;            // slots used per head: min(reference tokens, tokens_per_head)
+    std::vector<int32_t> indices;   // [L_mem, Hkv, keep] reference token of each slot, ascending; -1 unused
+    std::vector<float> keys;        // [L_mem, Hkv, keep, head_dim], RoPE at the token's position
+    std::vector<float> values;      // [L_mem, Hkv, keep, value_dim]
+    // A compressed memory carries codes instead of keys/values: VQ_DECODE words per vector of
+    // its source's codec, [L_mem, Hkv, keep, words]; the engine decodes them on the device.
+    std::vector<int32_t> key_codes;
+    std::vector<int32_t> value_codes;
+
+    bool compressed() const { return !key_codes.empty(); }
+};
+
+// The vector-quantisation codec of a source's compressed memories (keys and values each).
+struct MemoryCodec {
+    VqCodebook keys;
+    VqCodebook values;
+};
+
+// What writing a reference produces: its memory and its retrieval vector (the mean hidden state
+// after spec.retrieval_layer layers over the reference's tokens, L2-normalised).
+struct WrittenMemory {
+    ExplicitMemory memory;
+    std::vector<float> vector;
+};
+
+// The chunk a retrieval is for: its tokens (the query text, §3.1) and, when the source asked for
+// one, its retrieval vector computed by the model the same way as a reference's.
+struct ChunkQuery {
+    const std::vector<int32_t>* tokens = nullptr;
+    const std::vector<float>* vector = nullptr;
+};
+
+// Where the engine gets memories from: a folder made by `mnemo memorize` (in process), or the
+// knowledge server. Called from the session's thread only.
+class MemorySource {
+public:
+    virtual ~MemorySource() = default;
+    // True when retrieve() needs ChunkQuery::vector (a pass of the model over the chunk).
+    virtual bool wants_vector() const = 0;
+    // At most k memories for the chunk, most relevant first.
+    virtual std::vector<std::shared_ptr<const ExplicitMemory>> retrieve(const ChunkQuery& query, int32_t k) = 0;
+    // One line for logs: "folder DIR (N memories, vector search)".
+    virtual std::string describe() const = 0;
+    // The codec of compressed memories; nullptr when the source serves f32 keys/values.
+    virtual const MemoryCodec* codec() const { return nullptr; }
+};
+
+// Counters a session keeps while it reads memories (for `mnemo bench` and the GUI).
+struct MemoryStats {
+    uint64_t retrievals = 0;      // chunks that asked the source
+    uint64_t memories_read = 0;   // memories placed in blocks (cache hits excluded)
+    uint64_t block_uploads = 0;   // blocks (re)written on the device
+    uint64_t query_passes = 0;    // ENCODE_QUERY graph runs (retrieval vectors)
+    uint64_t retrieve_ns = 0;     // time in MemorySource::retrieve
+    uint64_t query_ns = 0;        // time computing retrieval vectors
+    uint64_t upload_ns = 0;       // time writing blocks (decoding compressed memories included)
+    uint64_t vectors_decoded = 0; // key and value vectors decoded on the device (VQ_DECODE)
+};
+
+}  // namespace mnemo

@@ -1,0 +1,69 @@
+// The op table: one entry per op (name, arity, shape rule) and one naive CPU reference per op.
+// The references are the ground truth every backend (the fast CPU module included) is compared
+// with by the conformance harness; they favour clarity over speed and accumulate in double where
+// that is cheap.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+
+#include "mnemo/abi/mnemo_abi.h"
+#include "mnemo/ops/dtype.hpp"
+
+namespace mnemo {
+
+struct TensorShape {
+    DType dtype = DType::F32;
+    int32_t ndim = 0;
+    int64_t shape[MNEMO_MAX_DIMS] = {0, 0, 0, 0};
+
+    int64_t numel() const {
+        int64_t n = 1;
+        for (int32_t i = 0; i < ndim && i < MNEMO_MAX_DIMS; ++i) n *= shape[i];
+        return n;
+    }
+    uint64_t nbytes() const { return static_cast<uint64_t>(numel()) * dtype_size(dtype); }
+    std::string str() const;  // "f32[4, 8]"
+};
+
+struct OpInfo {
+    int32_t op;
+    const char* name;  // "matmul"
+    int32_t min_inputs;
+    int32_t max_inputs;
+    // Output aliases input 0 (in-place side effect, e.g. KV_STORE).
+    bool output_aliases_input0;
+    // The group a profile reports the op's time under (one of op_categories()), so that
+    // backends can be compared by kind of work rather than op by op.
+    const char* category;
+};
+
+const OpInfo& op_info(int32_t op);  // throws for unknown ids
+std::optional<int32_t> op_from_name(std::string_view name);
+int32_t op_count();
+// Every category an OpInfo names, in display order: matmul, attention, norm, elementwise,
+// memory-layer, moe, other.
+std::span<const char* const> op_categories();
+
+// Check inputs and parameters against the op's rule and return the output shape. Throws
+// mnemo::Error "<op>: input 1 (W): expected 2-D f32/f16/bf16, got f32[3]".
+TensorShape infer_output(int32_t op, std::span<const TensorShape> inputs,
+                         std::span<const int64_t> iparams, std::span<const float> fparams);
+
+TensorShape shape_of(const mnemo_tensor& t);
+
+// Run one node with the naive reference. Every tensor's `buffer` must be a host address.
+void reference_compute(const mnemo_node& node);
+
+// Floating-point operations of a node (for GFLOP/s in profiles); 0 when not meaningful.
+double node_flops(const mnemo_node& node);
+
+// The input whose indices select the rows (or experts) an op reads of its input `k`, or -1 when
+// the op reads input k whole. Gathering ops read a table only where their index points: memory
+// values, latent banks, pre-values, embeddings, experts (what "activated parameters" counts).
+int gathering_input(int32_t op, size_t k);
+
+}  // namespace mnemo

@@ -1,0 +1,120 @@
+// Running one prompt on several backends and comparing them: prompt and generation speed, time
+// per op category, device memory, and how far logits and greedy tokens drift from a reference.
+//
+// The first backend that runs is the reference: it decodes greedily and its logits are kept for
+// every step (the prompt's last-token logits, then one row per generated token). Every other
+// backend is fed the reference's tokens (teacher forcing), so its logits are compared position by
+// position on the same sequence even after the two would have chosen different tokens, while its
+// own greedy choice at each step shows where it first diverges. Backends run one after another,
+// each in its own Session, so the memory of one is freed before the next loads.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "mnemo/modules/registry.hpp"
+#include "mnemo/session/session.hpp"
+
+namespace mnemo {
+
+class Tokenizer;
+
+// One backend device to compare: "cpu", "vulkan" (device 0) or "vulkan:1".
+struct BackendSpec {
+    std::string backend;
+    int32_t device = 0;
+    std::string str() const;  // "vulkan:1"
+};
+
+// "name" or "name:index". Throws Error naming the text when it is malformed.
+BackendSpec parse_backend_spec(std::string_view text);
+// Comma-separated specs: "cpu,vulkan:1".
+std::vector<BackendSpec> parse_backend_list(std::string_view text);
+
+// The prompt as the model sees it: BOS first when the tokenizer asks for it (once, even when the
+// text starts with the BOS text), then the encoded text.
+std::vector<int32_t> encode_prompt(const Tokenizer& tokenizer, std::string_view text, bool parse_special = true);
+
+struct CompareOptions {
+    std::string model_dir;
+    // The prompt as token ids; when empty, prompt_text is encoded with the model's tokenizer
+    // (see encode_prompt).
+    std::vector<int32_t> prompt_tokens;
+    std::string prompt_text;
+    int32_t n_generate = 16;  // greedy tokens per backend (>= 1); one compared logit row each
+    std::vector<BackendSpec> backends;
+    int32_t n_threads = 0;    // 0: each backend's default
+    int32_t n_ctx = 0;        // 0: exactly the prompt plus n_generate
+    // Run the prompt and one decode step once untimed before measuring, so graph planning and
+    // pipeline creation are not counted as prompt or generation time.
+    bool warmup = true;
+    // Registries to use (nullptr: the global ones).
+    const BackendRegistry* backend_registry = nullptr;
+    const PluginRegistry* plugin_registry = nullptr;
+    const std::atomic<bool>* cancel = nullptr;  // stops between steps: compare_backends throws Cancelled
+    std::function<void(const BackendSpec&)> on_backend_start;  // progress, before each backend loads
+};
+
+// What one backend did. When it could not run (not built, no such device, an op it lacks, an
+// error mid-run), `error` says why and the figures are empty.
+struct BackendRun {
+    std::string backend;
+    int32_t device = 0;
+    std::string device_name;
+    std::string error;
+    bool ok() const { return error.empty(); }
+    ModelSummary summary;  // the session's, after the run (model, weight dtypes, memory)
+
+    double prompt_seconds = 0.0;
+    double prompt_tps = 0.0;  // prompt tokens / prompt_seconds
+    // Over the decode steps after the prompt (n_generate - 1 of them: the first token comes from
+    // the prompt's logits); 0 when there are none.
+    double gen_seconds = 0.0;
+    double gen_tps = 0.0;
+    // Time per op category (op_categories()) and per op, over the timed prompt and decode steps.
+    std::map<std::string, uint64_t> op_times;
+    std::vector<OpProfile> ops;
+    // The most bytes allocated through the device at once (ModelSummary::device_peak_bytes) and
+    // how many of those are host memory used in place ("resident", e.g. mmapped CPU weights).
+    uint64_t peak_device_bytes = 0;
+    uint64_t host_device_bytes = 0;
+
+    // This backend's greedy choice at every step (on the reference's sequence).
+    std::vector<int32_t> tokens;
+    // max |logit - reference logit| at each step, and over all steps (0 for the reference; +inf
+    // when one side is NaN or infinite and the other is not).
+    std::vector<double> step_max_abs_dlogit;
+    double max_abs_dlogit = 0.0;
+    // First step whose greedy token differs from the reference's, or -1. divergence_margin: the
+    // reference's logit of its own token minus its logit of this backend's token at that step
+    // (how near a tie it was for the reference).
+    int32_t first_divergence = -1;
+    double divergence_margin = 0.0;
+};
+
+struct CompareResult {
+    std::vector<int32_t> prompt_tokens;
+    int32_t n_steps = 0;     // compared logit rows per backend (= n_generate)
+    int32_t reference = -1;  // index in runs of the reference (the first that ran); -1: none ran
+    // max |logit| of the reference at each step: the scale for relative differences.
+    std::vector<double> ref_step_max_abs_logit;
+    std::vector<BackendRun> runs;  // in the order of CompareOptions::backends
+
+    int32_t n_ran() const;
+};
+
+// max |a[i] - b[i]| over n values, the measure compare_backends reports: equal values (the same
+// infinity, or both NaN) differ by 0, any other disagreement involving NaN or infinity by +inf, so
+// a backend that produces NaN never looks close.
+double max_abs_logit_diff(const float* a, const float* b, size_t n);
+
+// Runs every backend in turn. Throws Error for bad options (no backends, empty prompt, n_generate
+// < 1, a context too small) and Cancelled; a backend's own failure is reported in its run.
+CompareResult compare_backends(const CompareOptions& options);
+
+}  // namespace mnemo

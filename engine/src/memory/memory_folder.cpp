@@ -1,0 +1,567 @@
+// Memory folders (see mnemo/memory_folder.hpp): writing them atomically, reading and checking
+// them, and retrieving from them by retrieval vector (cosine) or BM25 over reference tokens.
+#include "mnemo/memory/memory_folder.hpp"
+
+#include <algorithm>
+#include <array>
+#include <cmath>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <sstream>
+#include <unordered_map>
+
+#include "mnemo/error.hpp"
+#include "mnemo/io/json.hpp"
+#include "mnemo/io/sha256.hpp"
+
+namespace fs = std::filesystem;
+
+namespace mnemo {
+
+namespace {
+
+constexpr char kFileMagic[8] = {'M', 'N', 'E', 'M', 'O', 'M', 'E', 'M'};
+constexpr uint32_t kRecordMagic = 0x4352334Du;  // "M3RC" little-endian
+constexpr uint32_t kVersion = 1;
+constexpr uint64_t kFileHeader = 16;
+constexpr uint64_t kRecordHeader = 16;
+
+uint64_t slots_of(const MemorySpec& s) {
+    return static_cast<uint64_t>(s.memory_layers.size()) * static_cast<uint64_t>(s.kv_heads) * static_cast<uint64_t>(s.tokens_per_head);
+}
+
+// Bytes of one record's payload: indices, then f32 keys/values or the codes' bytes.
+uint64_t payload_bytes(const MemorySpec& s, const MemoryCodec* codec) {
+    const uint64_t slots = slots_of(s);
+    if (codec) return slots * 4 + slots * codec->keys.code_size() + slots * codec->values.code_size();
+    return slots * 4 + slots * static_cast<uint64_t>(s.head_dim) * 4 + slots * static_cast<uint64_t>(s.value_dim) * 4;
+}
+
+// The code bytes of every vector (FAISS's layout) out of VQ_DECODE's words.
+void put_codes(std::string& out, const std::vector<int32_t>& words, size_t n, size_t per_words, size_t code_size) {
+    for (size_t i = 0; i < n; ++i)
+        for (size_t byte = 0; byte < code_size; ++byte)
+            out.push_back(static_cast<char>((static_cast<uint32_t>(words[i * per_words + byte / 4]) >> (8 * (byte % 4))) & 0xFF));
+}
+
+// memcpy that accepts empty ranges (an empty vector's data() may be null, which memcpy forbids).
+void copy_bytes(void* dst, const void* src, size_t n) {
+    if (n) std::memcpy(dst, src, n);
+}
+
+void put_u32(std::string& out, uint32_t v) {
+    for (int i = 0; i < 4; ++i) out.push_back(static_cast<char>((v >> (8 * i)) & 0xFF));
+}
+uint32_t get_u32(const uint8_t* p) {
+    return static_cast<uint32_t>(p[0]) | static_cast<uint32_t>(p[1]) << 8 | static_cast<uint32_t>(p[2]) << 16 |
+           static_cast<uint32_t>(p[3]) << 24;
+}
+template <class T>
+void put_array(std::string& out, const std::vector<T>& v) {
+    static_assert(sizeof(T) == 4);
+    for (const T& x : v) {
+        uint32_t u;
+        std::memcpy(&u, &x, 4);
+        put_u32(out, u);
+    }
+}
+
+json::Value ints(const std::vector<int32_t>& v) {
+    std::vector<json::Value> a;
+    for (int32_t x : v) a.push_back(json::Value::make_number(x, true, x));
+    return json::Value::make_array(std::move(a));
+}
+json::Value num(int64_t x) { return json::Value::make_number(static_cast<double>(x), true, x); }
+
+json::Value model_json(const MemoryFolderModel& m) {
+    const MemorySpec& s = m.spec;
+    return json::Value::make_object({{"model_type", json::Value::make_string(m.model_type)},
+                                     {"fingerprint", json::Value::make_string(m.fingerprint)},
+                                     {"memory_layers", ints(s.memory_layers)},
+                                     {"kv_heads", num(s.kv_heads)},
+                                     {"head_dim", num(s.head_dim)},
+                                     {"value_dim", num(s.value_dim)},
+                                     {"tokens_per_head", num(s.tokens_per_head)},
+                                     {"prefix_ids", ints(s.prefix_ids)},
+                                     {"retrieval_layer", num(s.retrieval_layer)},
+                                     {"retrieval_dim", num(s.retrieval_dim)}});
+}
+
+void write_file(const fs::path& path, const std::string& bytes) {
+    std::ofstream f(path, std::ios::binary);
+    f.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+    f.close();
+    if (!f) throw Error("cannot write '" + path.string() + "'");
+}
+
+// The words BM25 counts: the reference's token ids (language-independent and already what the
+// model reads; no second tokenizer to keep in step).
+struct Bm25 {
+    std::vector<std::unordered_map<int32_t, int32_t>> tf;
+    std::unordered_map<int32_t, int32_t> df;
+    std::vector<int32_t> length;
+    double avg_length = 0;
+
+    void build(const std::vector<MemoryReference>& refs) {
+        for (const MemoryReference& r : refs) {
+            std::unordered_map<int32_t, int32_t> t;
+            for (int32_t id : r.tokens) ++t[id];
+            for (const auto& [id, n] : t) ++df[id];
+            length.push_back(static_cast<int32_t>(r.tokens.size()));
+            tf.push_back(std::move(t));
+        }
+        double total = 0;
+        for (int32_t l : length) total += l;
+        avg_length = length.empty() ? 0 : total / static_cast<double>(length.size());
+    }
+    // Okapi BM25 (k1 = 1.2, b = 0.75, the usual defaults) with the non-negative idf of Lucene.
+    double score(size_t doc, const std::unordered_map<int32_t, int32_t>& query) const {
+        constexpr double k1 = 1.2, b = 0.75;
+        const double n = static_cast<double>(tf.size());
+        double s = 0;
+        for (const auto& [id, qn] : query) {
+            auto it = tf[doc].find(id);
+            if (it == tf[doc].end()) continue;
+            const double d = df.at(id);
+            const double idf = std::log((n - d + 0.5) / (d + 0.5) + 1.0);
+            const double f = it->second;
+            s += idf * f * (k1 + 1) / (f + k1 * (1 - b + b * length[doc] / std::max(avg_length, 1.0)));
+        }
+        return s;
+    }
+};
+
+}  // namespace
+
+uint32_t crc32(const void* data, size_t size) {
+    static const std::array<uint32_t, 256> table = [] {
+        std::array<uint32_t, 256> t{};
+        for (uint32_t i = 0; i < 256; ++i) {
+            uint32_t c = i;
+            for (int k = 0; k < 8; ++k) c = (c & 1) ? 0xEDB88320u ^ (c >> 1) : c >> 1;
+            t[i] = c;
+        }
+        return t;
+    }();
+    uint32_t c = 0xFFFFFFFFu;
+    const auto* p = static_cast<const uint8_t*>(data);
+    for (size_t i = 0; i < size; ++i) c = table[(c ^ p[i]) & 0xFF] ^ (c >> 8);
+    return c ^ 0xFFFFFFFFu;
+}
+
+MemoryFolderModel memory_folder_model(const Session& session) {
+    return {session.summary().model_type, session.model_fingerprint(), session.memory_spec()};
+}
+
+RetrievalMode retrieval_mode_from_name(const std::string& name) {
+    if (name == "vector") return RetrievalMode::Vector;
+    if (name == "bm25") return RetrievalMode::BM25;
+    throw Error("unknown retrieval mode '" + name + "' (expected vector or bm25)");
+}
+
+void write_memory_folder(const std::string& dir, const MemoryFolderModel& model, const std::vector<WrittenMemory>& memories,
+                         const std::vector<MemoryReference>& references, bool replace, const MemoryCodec* codec) {
+    const MemorySpec& s = model.spec;
+    if (references.size() != memories.size()) throw Error("write_memory_folder: one reference per memory is needed");
+    const fs::path target(dir);
+    if (fs::exists(target) && !replace)
+        throw Error("memory folder '" + dir + "' already exists (choose another folder, or --force to replace it)");
+    const fs::path partial = target.string() + ".partial";
+    fs::remove_all(partial);
+    fs::create_directories(partial);
+
+    const uint64_t payload = payload_bytes(s, codec);
+    const uint64_t record = kRecordHeader + payload;
+    std::string rec;
+    rec.append(kFileMagic, 8);
+    put_u32(rec, kVersion);
+    put_u32(rec, static_cast<uint32_t>(record));
+    std::string vec, refs;
+    for (size_t i = 0; i < memories.size(); ++i) {
+        const ExplicitMemory& m = memories[i].memory;
+        const uint64_t slots = slots_of(s);
+        const bool shape_ok = codec ? m.key_codes.size() == slots * codec->keys.code_words() &&
+                                          m.value_codes.size() == slots * codec->values.code_words()
+                                    : m.keys.size() == slots * s.head_dim && m.values.size() == slots * s.value_dim;
+        if (m.indices.size() != slots || !shape_ok) throw Error("memory " + std::to_string(i) + " does not have the model's shape");
+        if (memories[i].vector.size() != static_cast<size_t>(s.retrieval_dim))
+            throw Error("memory " + std::to_string(i) + ": the retrieval vector has " + std::to_string(memories[i].vector.size()) +
+                        " values, expected " + std::to_string(s.retrieval_dim));
+        std::string body;
+        put_array(body, m.indices);
+        if (codec) {
+            put_codes(body, m.key_codes, slots, codec->keys.code_words(), codec->keys.code_size());
+            put_codes(body, m.value_codes, slots, codec->values.code_words(), codec->values.code_size());
+        } else {
+            put_array(body, m.keys);
+            put_array(body, m.values);
+        }
+        put_u32(rec, kRecordMagic);
+        put_u32(rec, static_cast<uint32_t>(i));
+        put_u32(rec, static_cast<uint32_t>(m.n_valid));
+        put_u32(rec, crc32(body.data(), body.size()));
+        rec += body;
+        put_array(vec, memories[i].vector);
+        std::vector<json::Value> toks;
+        for (int32_t t : references[i].tokens) toks.push_back(num(t));
+        refs += json::Value::make_object({{"id", num(static_cast<int64_t>(i))},
+                                          {"tokens", json::Value::make_array(std::move(toks))},
+                                          {"text", json::Value::make_string(references[i].text)}})
+                    .dump() +
+                "\n";
+    }
+    std::vector<std::pair<std::string, json::Value>> fields = {{"format", json::Value::make_string("mnemo-memories")},
+                                                               {"version", num(kVersion)},
+                                                               {"model", model_json(model)},
+                                                               {"count", num(static_cast<int64_t>(memories.size()))},
+                                                               {"encoding", json::Value::make_string(codec ? "vq" : "f32")},
+                                                               {"record_bytes", num(static_cast<int64_t>(record))}};
+    if (codec) {
+        auto book = [&](const VqCodebook& cb, const char* file) {
+            const std::vector<uint8_t> bytes = cb.to_bytes();
+            write_file(partial / file, std::string(bytes.begin(), bytes.end()));
+            return json::Value::make_object({{"file", json::Value::make_string(file)},
+                                             {"sha256", json::Value::make_string(sha256_hex(bytes.data(), bytes.size()))}});
+        };
+        fields.emplace_back("codec", json::Value::make_object({{"keys", book(codec->keys, "keys.mvqc")},
+                                                                {"values", book(codec->values, "values.mvqc")}}));
+    }
+    const json::Value manifest = json::Value::make_object(std::move(fields));
+    write_file(partial / "records.bin", rec);
+    write_file(partial / "vectors.f32", vec);
+    write_file(partial / "references.jsonl", refs);
+    write_file(partial / "manifest.json", manifest.dump() + "\n");  // last: its presence marks a complete folder
+    if (fs::exists(target)) {
+        const fs::path old = target.string() + ".old";
+        fs::remove_all(old);
+        fs::rename(target, old);
+        fs::rename(partial, target);
+        fs::remove_all(old);
+    } else {
+        fs::rename(partial, target);
+    }
+}
+
+// ---------------------------------------------------------------- reading
+
+namespace {
+
+const json::Value& member(const json::Value& obj, const char* key, const std::string& where) {
+    const json::Value* v = obj.find(key);
+    if (!v) throw Error(where + ": field '" + key + "' is missing");
+    return *v;
+}
+int64_t int_member(const json::Value& obj, const char* key, const std::string& where) {
+    const json::Value& v = member(obj, key, where);
+    if (!v.is_integer()) throw Error(where + ": field '" + key + "' must be an integer");
+    return v.as_int();
+}
+std::string string_member(const json::Value& obj, const char* key, const std::string& where) {
+    const json::Value& v = member(obj, key, where);
+    if (!v.is_string()) throw Error(where + ": field '" + key + "' must be a string");
+    return v.as_string();
+}
+std::vector<int32_t> int_list(const json::Value& obj, const char* key, const std::string& where) {
+    const json::Value& v = member(obj, key, where);
+    if (!v.is_array()) throw Error(where + ": field '" + key + "' must be an array of integers");
+    std::vector<int32_t> out;
+    for (const json::Value& x : v.as_array()) {
+        if (!x.is_integer()) throw Error(where + ": field '" + key + "' must be an array of integers");
+        out.push_back(static_cast<int32_t>(x.as_int()));
+    }
+    return out;
+}
+
+std::string read_all(const fs::path& p, const std::string& where) {
+    std::ifstream f(p, std::ios::binary);
+    if (!f) throw Error(where + ": cannot open");
+    std::ostringstream s;
+    s << f.rdbuf();
+    return s.str();
+}
+
+// Everything a folder says about itself, checked for internal consistency (not yet against a model).
+struct Folder {
+    std::string dir;
+    MemoryFolderModel model;
+    uint64_t count = 0, record_bytes = 0;
+    std::unique_ptr<MemoryCodec> codec;
+    std::vector<float> vectors;
+    std::vector<MemoryReference> refs;
+
+    std::string where(const std::string& file) const { return "memory folder '" + dir + "': " + file; }
+};
+
+Folder open_folder(const std::string& dir) {
+    Folder f;
+    f.dir = dir;
+    const fs::path root(dir);
+    if (!fs::is_directory(root)) throw Error("memory folder '" + dir + "' does not exist");
+    const std::string mwhere = f.where("manifest.json");
+    if (!fs::exists(root / "manifest.json")) throw Error(mwhere + " is missing (an incomplete or foreign folder)");
+    const json::Value manifest = json::parse_file((root / "manifest.json").string());
+    if (!manifest.is_object()) throw Error(mwhere + ": expected a JSON object");
+    if (string_member(manifest, "format", mwhere) != "mnemo-memories") throw Error(mwhere + ": field 'format' must be \"mnemo-memories\"");
+    const int64_t version = int_member(manifest, "version", mwhere);
+    if (version != kVersion) throw Error(mwhere + ": field 'version' is " + std::to_string(version) + ", this build reads version 1");
+    const json::Value& mm = member(manifest, "model", mwhere);
+    const std::string mw = mwhere + ": model";
+    if (!mm.is_object()) throw Error(mw + " must be an object");
+    f.model.model_type = string_member(mm, "model_type", mw);
+    f.model.fingerprint = string_member(mm, "fingerprint", mw);
+    MemorySpec& s = f.model.spec;
+    s.memory_layers = int_list(mm, "memory_layers", mw);
+    s.prefix_ids = int_list(mm, "prefix_ids", mw);
+    // Bounds far above any model, low enough that record sizes computed from them never overflow.
+    auto bounded = [&](const char* key, int64_t max) {
+        const int64_t v = int_member(mm, key, mw);
+        if (v < 0 || v > max) throw Error(mw + ": field '" + key + "' is " + std::to_string(v) + ", expected 0.." + std::to_string(max));
+        return static_cast<int32_t>(v);
+    };
+    s.kv_heads = bounded("kv_heads", 4096);
+    s.head_dim = bounded("head_dim", 65536);
+    s.value_dim = bounded("value_dim", 65536);
+    s.tokens_per_head = bounded("tokens_per_head", 4096);
+    s.retrieval_layer = bounded("retrieval_layer", 65536);
+    s.retrieval_dim = bounded("retrieval_dim", 1 << 20);
+    if (s.memory_layers.size() > 4096) throw Error(mw + ": field 'memory_layers' lists more than 4096 layers");
+
+    const std::string encoding = string_member(manifest, "encoding", mwhere);
+    if (encoding == "vq") {
+        const json::Value& codec = member(manifest, "codec", mwhere);
+        f.codec = std::make_unique<MemoryCodec>();
+        for (int kv = 0; kv < 2; ++kv) {
+            const char* key = kv == 0 ? "keys" : "values";
+            const json::Value& e = member(codec, key, mwhere + ": codec");
+            const std::string cw = mwhere + ": codec." + key;
+            const std::string file = string_member(e, "file", cw);
+            if (file.find('/') != std::string::npos || file.find("..") != std::string::npos)
+                throw Error(cw + ": field 'file' must name a file inside the folder");
+            (kv == 0 ? f.codec->keys : f.codec->values) = load_vq_codebook((root / file).string(), string_member(e, "sha256", cw));
+        }
+    } else if (encoding != "f32") {
+        throw Error(mwhere + ": field 'encoding' is \"" + encoding + "\"; expected \"f32\" or \"vq\"");
+    }
+
+    const int64_t count = int_member(manifest, "count", mwhere);
+    if (count < 0) throw Error(mwhere + ": field 'count' must be >= 0");
+    f.count = static_cast<uint64_t>(count);
+    f.record_bytes = static_cast<uint64_t>(int_member(manifest, "record_bytes", mwhere));
+    const uint64_t want_record = kRecordHeader + payload_bytes(s, f.codec.get());
+    if (f.record_bytes != want_record)
+        throw Error(mwhere + ": field 'record_bytes' is " + std::to_string(f.record_bytes) + ", the shapes it names need " + std::to_string(want_record));
+
+    const std::string rwhere = f.where("records.bin");
+    std::ifstream records(root / "records.bin", std::ios::binary);
+    if (!records) throw Error(rwhere + ": cannot open");
+    uint8_t head[kFileHeader];
+    if (!records.read(reinterpret_cast<char*>(head), kFileHeader)) throw Error(rwhere + ": truncated header");
+    if (std::memcmp(head, kFileMagic, 8) != 0) throw Error(rwhere + ": not a memory records file (bad magic)");
+    if (get_u32(head + 8) != kVersion || get_u32(head + 12) != f.record_bytes)
+        throw Error(rwhere + ": header version/record size disagree with manifest.json");
+    const uint64_t want_size = kFileHeader + f.count * f.record_bytes;
+    const uint64_t size = fs::file_size(root / "records.bin");
+    if (size != want_size)
+        throw Error(rwhere + ": holds " + std::to_string(size) + " bytes, " + std::to_string(f.count) + " records need " +
+                    std::to_string(want_size) + (size < want_size ? " (truncated)" : ""));
+
+    const std::string vwhere = f.where("vectors.f32");
+    const std::string vbytes = read_all(root / "vectors.f32", vwhere);
+    if (vbytes.size() != f.count * static_cast<uint64_t>(s.retrieval_dim) * 4)
+        throw Error(vwhere + ": holds " + std::to_string(vbytes.size()) + " bytes, expected " +
+                    std::to_string(f.count * static_cast<uint64_t>(s.retrieval_dim) * 4));
+    f.vectors.resize(vbytes.size() / 4);
+    copy_bytes(f.vectors.data(), vbytes.data(), vbytes.size());
+    for (float x : f.vectors)
+        if (!std::isfinite(x)) throw Error(vwhere + ": holds a value that is not finite");
+
+    const std::string jwhere = f.where("references.jsonl");
+    std::ifstream refs(root / "references.jsonl");
+    if (!refs) throw Error(jwhere + ": cannot open");
+    std::string line;
+    for (uint64_t i = 0; i < f.count; ++i) {
+        if (!std::getline(refs, line)) throw Error(jwhere + ": has " + std::to_string(i) + " lines, expected " + std::to_string(f.count));
+        const std::string lwhere = jwhere + ":" + std::to_string(i + 1);
+        const json::Value v = json::parse(line, lwhere);
+        if (!v.is_object()) throw Error(lwhere + ": expected an object");
+        MemoryReference r;
+        r.tokens = int_list(v, "tokens", lwhere);
+        r.text = string_member(v, "text", lwhere);
+        f.refs.push_back(std::move(r));
+    }
+    return f;
+}
+
+// Record `id` of an open folder, read and checked.
+std::shared_ptr<ExplicitMemory> read_record(const Folder& f, std::ifstream& records, uint32_t id) {
+    const std::string where = f.where("records.bin") + ": record " + std::to_string(id);
+    std::vector<uint8_t> buf(f.record_bytes);
+    records.clear();
+    records.seekg(static_cast<std::streamoff>(kFileHeader + id * f.record_bytes));
+    if (!records.read(reinterpret_cast<char*>(buf.data()), static_cast<std::streamsize>(buf.size())))
+        throw Error(where + ": cannot be read (truncated file?)");
+    if (get_u32(buf.data()) != kRecordMagic) throw Error(where + ": bad record magic (damaged file)");
+    if (get_u32(buf.data() + 4) != id) throw Error(where + ": holds record " + std::to_string(get_u32(buf.data() + 4)) + " (damaged file)");
+    const uint32_t n_valid = get_u32(buf.data() + 8);
+    if (get_u32(buf.data() + 12) != crc32(buf.data() + kRecordHeader, buf.size() - kRecordHeader))
+        throw Error(where + ": checksum mismatch (the record is damaged; write the memories again)");
+    const MemorySpec& s = f.model.spec;
+    if (n_valid > static_cast<uint32_t>(s.tokens_per_head))
+        throw Error(where + ": uses " + std::to_string(n_valid) + " slots per head, at most " + std::to_string(s.tokens_per_head));
+    auto mem = std::make_shared<ExplicitMemory>();
+    mem->id = id;
+    mem->n_valid = static_cast<int32_t>(n_valid);
+    const size_t slots = static_cast<size_t>(slots_of(s));
+    mem->indices.resize(slots);
+    const uint8_t* p = buf.data() + kRecordHeader;
+    copy_bytes(mem->indices.data(), p, slots * 4);
+    p += slots * 4;
+    if (f.codec) {
+        const VqCodebook& kc = f.codec->keys;
+        const VqCodebook& vc = f.codec->values;
+        mem->key_codes = vq_code_words(p, slots, kc.code_size(), kc.code_words());
+        p += slots * kc.code_size();
+        mem->value_codes = vq_code_words(p, slots, vc.code_size(), vc.code_words());
+        return mem;
+    }
+    mem->keys.resize(slots * static_cast<size_t>(s.head_dim));
+    mem->values.resize(slots * static_cast<size_t>(s.value_dim));
+    copy_bytes(mem->keys.data(), p, mem->keys.size() * 4);
+    p += mem->keys.size() * 4;
+    copy_bytes(mem->values.data(), p, mem->values.size() * 4);
+    for (float x : mem->keys)
+        if (!std::isfinite(x)) throw Error(where + ": holds a key that is not finite");
+    for (float x : mem->values)
+        if (!std::isfinite(x)) throw Error(where + ": holds a value that is not finite");
+    return mem;
+}
+
+}  // namespace
+
+MemoryFolderContents read_memory_folder(const std::string& dir) {
+    Folder f = open_folder(dir);
+    std::ifstream records(fs::path(dir) / "records.bin", std::ios::binary);
+    MemoryFolderContents c;
+    const size_t dim = static_cast<size_t>(f.model.spec.retrieval_dim);
+    for (uint32_t i = 0; i < f.count; ++i) {
+        WrittenMemory w;
+        w.memory = *read_record(f, records, i);
+        w.vector.assign(f.vectors.begin() + static_cast<long>(i * dim), f.vectors.begin() + static_cast<long>((i + 1) * dim));
+        c.memories.push_back(std::move(w));
+    }
+    c.model = f.model;
+    c.references = std::move(f.refs);
+    c.codec = std::move(f.codec);
+    return c;
+}
+
+struct FolderMemorySource::Impl {
+    Folder folder;
+    RetrievalMode mode = RetrievalMode::Vector;
+    std::ifstream records;
+    Bm25 bm25;
+    std::unordered_map<uint32_t, std::shared_ptr<const ExplicitMemory>> cache;
+
+    std::string where(const std::string& file) const { return folder.where(file); }
+};
+
+FolderMemorySource::FolderMemorySource(const std::string& dir, const MemoryFolderModel& model, RetrievalMode mode)
+    : impl_(std::make_unique<Impl>()) {
+    Impl& m = *impl_;
+    m.folder = open_folder(dir);
+    m.mode = mode;
+    const std::string mw = m.where("manifest.json") + ": model";
+    const MemoryFolderModel& got = m.folder.model;
+    if (got.model_type != model.model_type)
+        throw Error(mw + ".model_type is " + got.model_type + ", the loaded model is " + model.model_type);
+    if (got.fingerprint != model.fingerprint)
+        throw Error(mw + ".fingerprint differs from the loaded model's (" + model.fingerprint.substr(0, 12) +
+                    "...): these memories were made with another checkpoint; write them again with `mnemo memorize`");
+    const MemorySpec& a = got.spec;
+    const MemorySpec& s = model.spec;
+    auto expect = [&](const char* key, int64_t have, int64_t want) {
+        if (have != want) throw Error(mw + "." + key + " is " + std::to_string(have) + ", the loaded model has " + std::to_string(want));
+    };
+    if (a.memory_layers != s.memory_layers) throw Error(mw + ".memory_layers differ from the loaded model's");
+    expect("kv_heads", a.kv_heads, s.kv_heads);
+    expect("head_dim", a.head_dim, s.head_dim);
+    expect("value_dim", a.value_dim, s.value_dim);
+    expect("tokens_per_head", a.tokens_per_head, s.tokens_per_head);
+    expect("retrieval_layer", a.retrieval_layer, s.retrieval_layer);
+    expect("retrieval_dim", a.retrieval_dim, s.retrieval_dim);
+    if (a.prefix_ids != s.prefix_ids) throw Error(mw + ".prefix_ids differ from the loaded model's");
+    if (m.folder.codec) {
+        if (static_cast<int32_t>(m.folder.codec->keys.d_in) != s.head_dim || static_cast<int32_t>(m.folder.codec->values.d_in) != s.value_dim)
+            throw Error(m.where("manifest.json") + ": the codebooks decode " + std::to_string(m.folder.codec->keys.d_in) + "/" +
+                        std::to_string(m.folder.codec->values.d_in) + "-dimensional keys/values, the model's heads have " +
+                        std::to_string(s.head_dim) + "/" + std::to_string(s.value_dim));
+    }
+    m.records.open(fs::path(dir) / "records.bin", std::ios::binary);
+    if (!m.records) throw Error(m.where("records.bin") + ": cannot open");
+    m.bm25.build(m.folder.refs);
+}
+
+FolderMemorySource::~FolderMemorySource() = default;
+
+bool FolderMemorySource::wants_vector() const { return impl_->mode == RetrievalMode::Vector; }
+
+size_t FolderMemorySource::size() const { return impl_->folder.count; }
+
+const MemoryCodec* FolderMemorySource::codec() const { return impl_->folder.codec.get(); }
+
+const MemoryReference& FolderMemorySource::reference(uint32_t id) const {
+    if (id >= impl_->folder.count) throw Error(impl_->where("references.jsonl") + ": no reference " + std::to_string(id));
+    return impl_->folder.refs[id];
+}
+
+std::string FolderMemorySource::describe() const {
+    return "memory folder '" + impl_->folder.dir + "' (" + std::to_string(impl_->folder.count) + (impl_->folder.codec ? " compressed" : "") +
+           " memories, " + (impl_->mode == RetrievalMode::Vector ? "vector" : "BM25") + " retrieval)";
+}
+
+std::vector<std::pair<uint32_t, double>> FolderMemorySource::rank(const ChunkQuery& query, int32_t k) const {
+    const Impl& im = *impl_;
+    const Folder& m = im.folder;
+    std::vector<std::pair<uint32_t, double>> scored;
+    if (im.mode == RetrievalMode::Vector) {
+        if (!query.vector || query.vector->size() != static_cast<size_t>(m.model.spec.retrieval_dim))
+            throw Error(describe() + ": the query has no retrieval vector of " + std::to_string(m.model.spec.retrieval_dim) + " values");
+        const size_t dim = query.vector->size();
+        for (uint64_t i = 0; i < m.count; ++i) {
+            double dot = 0;  // both unit length: the cosine similarity of §3.1
+            for (size_t d = 0; d < dim; ++d) dot += static_cast<double>(m.vectors[i * dim + d]) * (*query.vector)[d];
+            scored.emplace_back(static_cast<uint32_t>(i), dot);
+        }
+    } else {
+        if (!query.tokens) throw Error(describe() + ": the query has no tokens");
+        std::unordered_map<int32_t, int32_t> q;
+        for (int32_t t : *query.tokens) ++q[t];
+        for (uint64_t i = 0; i < m.count; ++i) {
+            const double s = im.bm25.score(i, q);
+            if (s > 0) scored.emplace_back(static_cast<uint32_t>(i), s);  // no shared term: not relevant
+        }
+    }
+    // Best first; equal scores go to the lower id so every run picks the same memories.
+    std::stable_sort(scored.begin(), scored.end(), [](const auto& a, const auto& b) { return a.second > b.second; });
+    if (static_cast<int64_t>(scored.size()) > k) scored.resize(static_cast<size_t>(std::max(k, 0)));
+    return scored;
+}
+
+std::vector<std::shared_ptr<const ExplicitMemory>> FolderMemorySource::retrieve(const ChunkQuery& query, int32_t k) {
+    std::vector<std::shared_ptr<const ExplicitMemory>> out;
+    for (const auto& [id, score] : rank(query, k)) out.push_back(load(id));
+    return out;
+}
+
+std::shared_ptr<const ExplicitMemory> FolderMemorySource::load(uint32_t id) {
+    Impl& m = *impl_;
+    if (id >= m.folder.count) throw Error(m.where("records.bin") + ": no record " + std::to_string(id));
+    if (auto it = m.cache.find(id); it != m.cache.end()) return it->second;
+    std::shared_ptr<const ExplicitMemory> mem = read_record(m.folder, m.records, id);
+    m.cache.emplace(id, mem);
+    return mem;
+}
+
+}  // namespace mnemo

@@ -1,0 +1,22 @@
+// Small readers shared by the tokenizer loader and the chat-template detector, both of which
+// look at tokenizer_config.json.
+#pragma once
+
+#include <optional>
+#include <string>
+
+#include "mnemo/io/json.hpp"
+
+namespace mnemo {
+
+// bos_token / eos_token are written either as "<s>" or as {"content": "<s>", ...}.
+inline std::optional<std::string> token_text(const json::Value& cfg, const char* key) {
+    const json::Value* v = cfg.find(key);
+    if (!v) return std::nullopt;
+    if (v->is_string()) return v->as_string();
+    if (v->is_object())
+        if (const json::Value* c = v->find("content"); c && c->is_string()) return c->as_string();
+    return std::nullopt;
+}
+
+}  // namespace mnemo
