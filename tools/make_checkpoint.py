@@ -25,7 +25,6 @@ Examples:
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import sys
 import time
@@ -119,9 +118,12 @@ def parse_args(argv: List[str]) -> argparse.Namespace:
     return a
 
 
-def make_config(a: argparse.Namespace) -> dict:
-    cfg = {
-        "architectures": [ARCH_CLASS[a.arch]],
+def backbone_config(a: argparse.Namespace, architecture: str) -> dict:
+    """The config.json fields of a Llama backbone in HF's order, from the shape flags every seeded
+    generator shares (--arch --hidden --ffn --layers --heads --kv-heads --vocab --max-pos --eps
+    --rope-theta --tied); the generator adds its own fields after them."""
+    return {
+        "architectures": [architecture],
         "model_type": a.arch,
         "hidden_size": a.hidden,
         "intermediate_size": a.ffn,
@@ -135,6 +137,12 @@ def make_config(a: argparse.Namespace) -> dict:
         "rope_scaling": None,
         "tie_word_embeddings": bool(a.tied),
         "hidden_act": "silu",
+    }
+
+
+def make_config(a: argparse.Namespace) -> dict:
+    cfg = {
+        **backbone_config(a, ARCH_CLASS[a.arch]),
         "torch_dtype": TORCH_DTYPE[a.dtype],
         "bos_token_id": a.bos,
         "eos_token_id": a.eos,
@@ -235,7 +243,7 @@ def write_planned(out: str, plan, seed: int, config: dict, generator: str, shard
     os.makedirs(out, exist_ok=True)
     files = st.write_checkpoint(out, [s for s, _, _ in plan], produce, shard_bytes=shard_bytes, shards=shards,
                                 metadata={"generator": generator, "seed": str(seed)})
-    st.write_text_atomic(os.path.join(out, "config.json"), json.dumps(config, indent=2) + "\n")
+    st.write_config(out, config)
     return files
 
 

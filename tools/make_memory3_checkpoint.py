@@ -32,7 +32,7 @@ TOOLS = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, TOOLS)
 sys.path.insert(0, os.path.join(TOOLS, "reference"))
 import make_checkpoint  # noqa: E402  (the llama tensor plan and the streaming writer)
-import make_goldens  # noqa: E402  (golden_ids)
+import make_goldens  # noqa: E402  (golden_ids, save_goldens)
 import memory3  # noqa: E402  (config check and the plain-prompt logits)
 
 
@@ -59,9 +59,7 @@ def generate(a: argparse.Namespace, m3: dict) -> List[str]:
 def write_prompt_goldens(model_dir: str, count: int, ids_seed: int) -> np.ndarray:
     ids = make_goldens.golden_ids(model_dir, count, ids_seed)
     logits = memory3.Memory3.load(model_dir).forward_chunkwise(ids, lambda c: []).numpy()
-    with open(os.path.join(model_dir, "golden_ids.txt"), "w", encoding="utf-8", newline="\n") as f:
-        f.write(",".join(str(i) for i in ids) + "\n")
-    np.save(os.path.join(model_dir, "golden_logits.npy"), logits.astype(np.float32))
+    make_goldens.save_goldens(model_dir, ids, logits)
     return logits
 
 

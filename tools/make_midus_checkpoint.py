@@ -29,7 +29,7 @@ TOOLS = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, TOOLS)
 sys.path.insert(0, os.path.join(TOOLS, "convert"))
 sys.path.insert(0, os.path.join(TOOLS, "reference"))
-import make_goldens  # noqa: E402  (golden_ids: the seeded id draw every test model uses)
+import make_goldens  # noqa: E402  (the seeded id draw and the golden files every test model shares)
 import midus_from_llama  # noqa: E402
 import midus_ref  # noqa: E402
 
@@ -77,9 +77,7 @@ def main(argv: List[str]) -> int:
         print(f"{a.out}: a top-k selection is within {stats.min_margin:.3g} of a tie (< {a.min_margin}); "
               "pick another --seed", file=sys.stderr)
         return 1
-    with open(os.path.join(a.out, "golden_ids.txt"), "w", encoding="utf-8", newline="\n") as f:
-        f.write(",".join(str(i) for i in ids) + "\n")
-    np.save(os.path.join(a.out, "golden_logits.npy"), logits.astype(np.float32))
+    make_goldens.save_goldens(a.out, ids, logits)
     size = sum(os.path.getsize(os.path.join(a.out, f)) for f in os.listdir(a.out))
     print(f"{a.out}: {size:,} bytes, {stats.lookups} lookups, min top-k margin {stats.min_margin:.3g}, "
           f"argmax {logits.argmax(axis=1).tolist()}")

@@ -28,7 +28,7 @@ from typing import List
 import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import make_checkpoint  # noqa: E402  (write_planned: the seeded, chunked tensor writer)
+import make_checkpoint  # noqa: E402  (backbone_config, write_planned: the seeded, chunked tensor writer)
 import safetensors_io as st  # noqa: E402
 
 ARCH_CLASS = {"olmoe": "OlmoeForCausalLM", "mixtral": "MixtralForCausalLM", "moe": "MnemoMoeForCausalLM"}
@@ -75,20 +75,7 @@ def parse_args(argv: List[str]) -> argparse.Namespace:
 
 def make_config(a: argparse.Namespace) -> dict:
     cfg = {
-        "architectures": [ARCH_CLASS[a.arch]],
-        "model_type": a.arch,
-        "hidden_size": a.hidden,
-        "intermediate_size": a.ffn,
-        "num_hidden_layers": a.layers,
-        "num_attention_heads": a.heads,
-        "num_key_value_heads": a.kv_heads,
-        "vocab_size": a.vocab,
-        "max_position_embeddings": a.max_pos,
-        "rms_norm_eps": a.eps,
-        "rope_theta": a.rope_theta,
-        "rope_scaling": None,
-        "tie_word_embeddings": bool(a.tied),
-        "hidden_act": "silu",
+        **make_checkpoint.backbone_config(a, ARCH_CLASS[a.arch]),
         "num_experts_per_tok": a.top_k,
         "torch_dtype": TORCH_DTYPE[a.dtype],
         "bos_token_id": 1,

@@ -21,7 +21,6 @@ apart; the margins reached are printed.
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import sys
 
@@ -95,18 +94,17 @@ def config(a) -> dict:
 def write_model(a) -> None:
     rng = np.random.default_rng(a.seed)
     tensors = build_tensors(a, rng)
-    os.makedirs(a.out, exist_ok=True)
     stored = {}
     for n, x in sorted(tensors.items()):
         # Biases, norms and batch-norm vectors stay F32 (the plugin adds biases in f32).
         dt = a.dtype if np.ndim(x) >= 2 else "f32"
         stored[n] = safetensors_io.Tensor(safetensors_io.canonical_dtype(dt),
                                           safetensors_io.encode(np.asarray(x, dtype=np.float32), dt))
-    safetensors_io.write_safetensors(os.path.join(a.out, "model.safetensors"), stored, {"format": "pt"})
-    safetensors_io.write_text_atomic(os.path.join(a.out, "config.json"), json.dumps(config(a), indent=2) + "\n")
+    safetensors_io.write_model_folder(a.out, stored, config(a))
 
 
 def write_goldens(a) -> None:
+    import make_goldens  # the golden files every test model shares
     import pkm_ref  # torch is only needed for the goldens
 
     rng = np.random.default_rng(a.seed + 1000)
@@ -118,9 +116,7 @@ def write_goldens(a) -> None:
             break
     else:
         raise SystemExit(f"no id sequence with top-k margins >= {a.min_gap} in 200 draws; use another --seed")
-    with open(os.path.join(a.out, "golden_ids.txt"), "w", encoding="utf-8", newline="\n") as f:
-        f.write(",".join(str(i) for i in ids) + "\n")
-    np.save(os.path.join(a.out, "golden_logits.npy"), logits.numpy().astype(np.float32))
+    make_goldens.save_goldens(a.out, ids, logits.numpy())
     print(f"{a.out}: ids {ids} (draw {attempt + 1}), top-k margins stage 1 {trace.stage1_gap:.4f} "
           f"stage 2 {trace.stage2_gap:.4f}, max |logit| {logits.abs().max().item():.3f}")
 

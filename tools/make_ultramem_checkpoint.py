@@ -19,7 +19,6 @@ again from seed + 1000, seed + 2000, ... (deterministic; the seed used goes into
 from __future__ import annotations
 
 import argparse
-import json
 import math
 import os
 import sys
@@ -152,10 +151,7 @@ def config(a, seed: int) -> dict:
 
 
 def write_model(a, seed: int) -> None:
-    os.makedirs(a.out, exist_ok=True)
-    tensors = make_tensors(a, seed)
-    safetensors_io.write_safetensors(os.path.join(a.out, "model.safetensors"), tensors, {"format": "pt"})
-    safetensors_io.write_text_atomic(os.path.join(a.out, "config.json"), json.dumps(config(a, seed), indent=2) + "\n")
+    safetensors_io.write_model_folder(a.out, make_tensors(a, seed), config(a, seed))
 
 
 def write_goldens(model_dir: str, count: int, seed: int, min_gap: float) -> float:
@@ -164,14 +160,10 @@ def write_goldens(model_dir: str, count: int, seed: int, min_gap: float) -> floa
     import ultramem_ref
     ids = make_goldens.golden_ids(model_dir, count, seed)
     stats = ultramem_ref.Stats()
-    logits = ultramem_ref.forward(model_dir, ids, stats).astype(np.float32)
+    logits = ultramem_ref.forward(model_dir, ids, stats)
     if stats.min_gap() < min_gap:
         return 0.0
-    with open(os.path.join(model_dir, "golden_ids.txt"), "w", encoding="utf-8", newline="\n") as f:
-        f.write(",".join(str(i) for i in ids) + "\n")
-    tmp = os.path.join(model_dir, "golden_logits.tmp.npy")
-    np.save(tmp, logits)
-    os.replace(tmp, os.path.join(model_dir, "golden_logits.npy"))
+    logits = make_goldens.save_goldens(model_dir, ids, logits)
     print(f"{model_dir}: ids {ids}, logits {logits.shape}, argmax {logits.argmax(axis=1).tolist()}, "
           f"closest tie {stats.min_gap():.3g}")
     return stats.min_gap()

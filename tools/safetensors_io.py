@@ -362,6 +362,19 @@ def write_text_atomic(path: str, text: str) -> None:
     os.replace(tmp, path)
 
 
+def write_config(model_dir: str, config: dict) -> None:
+    """MODEL_DIR/config.json: JSON indented by 2, keys in the dict's order, written atomically."""
+    write_text_atomic(os.path.join(model_dir, "config.json"), json.dumps(config, indent=2) + "\n")
+
+
+def write_model_folder(model_dir: str, tensors: Dict[str, Tensor], config: dict) -> None:
+    """A one-file model folder: model.safetensors (tensors already in storage form, metadata
+    {"format": "pt"} as torch writes it) and config.json."""
+    os.makedirs(model_dir, exist_ok=True)
+    write_safetensors(os.path.join(model_dir, "model.safetensors"), tensors, {"format": "pt"})
+    write_config(model_dir, config)
+
+
 def _main(argv: Iterable[str]) -> int:
     """`python3 safetensors_io.py FILE_OR_DIR`: list tensors (name, dtype, shape, min/max)."""
     import sys

@@ -325,7 +325,7 @@ def write_folder(out: str, config: dict, tensors: Dict[str, st.Tensor], source: 
     config["mnemo_converter"] = {"tool": "tools/convert/memory_plus_to_mnemo.py", "source": source}
     specs = [st.TensorSpec(n, t.dtype, t.shape) for n, t in tensors.items()]
     st.write_checkpoint(out, specs, lambda s, w: w.write(s.name, tensors[s.name].data))
-    st.write_text_atomic(os.path.join(out, "config.json"), json.dumps(config, indent=2) + "\n")
+    st.write_config(out, config)
 
 
 def main(argv: List[str]) -> int:

@@ -152,7 +152,7 @@ def write_model(base_dir: str, out_dir: str, cfg: dict, base: Dict[str, st.Tenso
         if os.path.isfile(path) and name != "config.json" and not name.endswith(SKIPPED_SUFFIXES) \
                 and name not in WEIGHT_FILES and not name.startswith("golden_"):
             shutil.copyfile(path, os.path.join(out_dir, name))
-    st.write_text_atomic(os.path.join(out_dir, "config.json"), json.dumps(cfg, indent=2) + "\n")
+    st.write_config(out_dir, cfg)
     return files
 
 

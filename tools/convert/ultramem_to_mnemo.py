@@ -327,7 +327,6 @@ def convert(sd: Dict[str, torch.Tensor], c: dict) -> Tuple[dict, Dict[str, torch
 
 
 def write_folder(out_dir: str, cfg: dict, tensors: Dict[str, torch.Tensor], dtype: str) -> None:
-    os.makedirs(out_dir, exist_ok=True)
     store: Dict[str, Tensor] = {}
     for name, t in tensors.items():
         if t.dtype in (torch.int32, torch.int64):
@@ -335,8 +334,7 @@ def write_folder(out_dir: str, cfg: dict, tensors: Dict[str, torch.Tensor], dtyp
         else:
             dt = safetensors_io.canonical_dtype(dtype)
             store[name] = Tensor(dt, safetensors_io.encode(t.to(torch.float32).contiguous().numpy(), dt))
-    safetensors_io.write_safetensors(os.path.join(out_dir, "model.safetensors"), store, {"format": "pt"})
-    safetensors_io.write_text_atomic(os.path.join(out_dir, "config.json"), json.dumps(cfg, indent=2) + "\n")
+    safetensors_io.write_model_folder(out_dir, store, cfg)
 
 
 def main(argv: List[str]) -> int:

@@ -25,7 +25,6 @@ tensors are an error: nothing is dropped silently.
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import sys
 from typing import Dict, List, Tuple
@@ -242,7 +241,6 @@ def convert(sd: Dict[str, torch.Tensor], p: dict, model_key: str, lang_id=None) 
 
 
 def write_folder(out_dir: str, cfg: dict, tensors: Dict[str, torch.Tensor], dtype: str, source: str) -> None:
-    os.makedirs(out_dir, exist_ok=True)
     dt = safetensors_io.canonical_dtype(dtype)
     stored = {}
     for name in sorted(tensors):
@@ -254,8 +252,7 @@ def write_folder(out_dir: str, cfg: dict, tensors: Dict[str, torch.Tensor], dtyp
     cfg = dict(cfg)
     cfg["torch_dtype"] = {"F32": "float32", "F16": "float16", "BF16": "bfloat16"}[dt]
     cfg["mnemo_converter"] = {"tool": "tools/convert/xlm_pkm_to_mnemo.py", "source": os.path.basename(source)}
-    safetensors_io.write_safetensors(os.path.join(out_dir, "model.safetensors"), stored, {"format": "pt"})
-    safetensors_io.write_text_atomic(os.path.join(out_dir, "config.json"), json.dumps(cfg, indent=2) + "\n")
+    safetensors_io.write_model_folder(out_dir, stored, cfg)
 
 
 def main(argv) -> int:

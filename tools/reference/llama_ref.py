@@ -28,10 +28,13 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."
 import safetensors_io  # noqa: E402  (tools/safetensors_io.py)
 
 SUPPORTED = ("llama", "qwen2", "olmo2")
+QK_NORMS = ("", "full", "head")
 
 
-@dataclass
+@dataclass(kw_only=True)
 class Config:
+    """The Llama backbone every reference reads: this numpy pass, and the torch references of
+    llama_core.py, whose model configs extend it with their own fields."""
     model_type: str
     hidden: int
     layers: int
@@ -42,38 +45,71 @@ class Config:
     vocab: int
     eps: float
     rope_theta: float
-    rope_scaling: Optional[dict]
-    tied: bool
-    attention_bias: bool   # bias on q, k, v (and o for llama)
-    o_bias: bool
-    mlp_bias: bool
+    rope_scaling: Optional[dict] = None
+    tied: bool = False
+    attention_bias: bool = False   # bias on q, k and v
+    o_bias: bool = False
+    mlp_bias: bool = False
+    # RMSNorm of q and k before RoPE: "" none, "full" over the whole projection before the split
+    # into heads (OLMo-2, OLMoE: q_norm [H*d]), "head" over each head (OLMo fork of UltraMem: [d])
+    qk_norm: str = ""
+
+    def __post_init__(self) -> None:
+        if self.qk_norm not in QK_NORMS:
+            raise ValueError(f"qk_norm {self.qk_norm!r} is not one of {QK_NORMS}")
 
     @staticmethod
-    def load(model_dir: str) -> "Config":
-        with open(os.path.join(model_dir, "config.json"), "r", encoding="utf-8") as f:
-            c = json.load(f)
-        mt = c.get("model_type")
-        if mt not in SUPPORTED:
-            raise ValueError(f"{model_dir}/config.json: model_type {mt!r} is not one of {SUPPORTED}")
+    def shared_fields(c: dict, *, eps: float = 1e-6, rope_theta: float = 10000.0) -> dict:
+        """The fields every Llama-style config.json spells the same way (HF names), as keyword
+        arguments of Config. eps and rope_theta: the model family's defaults when the file has none."""
         heads = int(c["num_attention_heads"])
         hidden = int(c["hidden_size"])
-        head_dim = c.get("head_dim") or hidden // heads
+        return dict(hidden=hidden, layers=int(c["num_hidden_layers"]), heads=heads,
+                    kv_heads=int(c.get("num_key_value_heads") or heads),
+                    head_dim=int(c.get("head_dim") or hidden // heads), ffn=int(c["intermediate_size"]),
+                    vocab=int(c["vocab_size"]), eps=float(c.get("rms_norm_eps", eps)),
+                    rope_theta=float(c.get("rope_theta", rope_theta)), rope_scaling=c.get("rope_scaling"),
+                    tied=bool(c.get("tie_word_embeddings", False)))
+
+    @staticmethod
+    def llama_fields(c: dict, **defaults) -> dict:
+        """shared_fields with HF LlamaAttention / LlamaMLP's biases: config.attention_bias applies
+        to all four attention projections, config.mlp_bias to the three MLP ones."""
+        bias = bool(c.get("attention_bias", False))
+        return dict(Config.shared_fields(c, **defaults), attention_bias=bias, o_bias=bias,
+                    mlp_bias=bool(c.get("mlp_bias", False)))
+
+    @staticmethod
+    def from_dict(c: dict, where: str = "config.json") -> "Config":
+        mt = check_model_type(c, where, SUPPORTED)
+        if mt == "llama":
+            return Config(model_type=mt, **Config.llama_fields(c))
         if mt == "qwen2":
             # Qwen2Attention: q/k/v always have a bias, o_proj never does.
-            qkv_bias, o_bias = True, False
-        else:
-            # LlamaAttention: config.attention_bias applies to all four projections.
-            # Olmo2Attention reads the same flag.
-            qkv_bias = o_bias = bool(c.get("attention_bias", False))
-        return Config(
-            model_type=mt, hidden=hidden, layers=int(c["num_hidden_layers"]), heads=heads,
-            kv_heads=int(c.get("num_key_value_heads") or heads), head_dim=int(head_dim),
-            ffn=int(c["intermediate_size"]), vocab=int(c["vocab_size"]),
-            eps=float(c.get("rms_norm_eps", 1e-6)), rope_theta=float(c.get("rope_theta", 10000.0)),
-            rope_scaling=c.get("rope_scaling"), tied=bool(c.get("tie_word_embeddings", False)),
-            attention_bias=qkv_bias, o_bias=o_bias,
-            mlp_bias=bool(c.get("mlp_bias", False)) if mt == "llama" else False,
-        )
+            return Config(model_type=mt, **Config.shared_fields(c), attention_bias=True)
+        # Olmo2Attention reads attention_bias for all four projections and normalises q and k over
+        # the whole projection.
+        bias = bool(c.get("attention_bias", False))
+        return Config(model_type=mt, **Config.shared_fields(c), attention_bias=bias, o_bias=bias, qk_norm="full")
+
+    @classmethod
+    def load(cls, model_dir: str):
+        """The config of MODEL_DIR/config.json, read by this class's (or subclass's) from_dict."""
+        path = os.path.join(model_dir, "config.json")
+        return cls.from_dict(read_json(path), path)
+
+
+def read_json(path: str) -> dict:
+    with open(path, "r", encoding="utf-8") as f:
+        return json.load(f)
+
+
+def check_model_type(c: dict, where: str, model_types: Sequence[str]) -> str:
+    """c's model_type, refused (ValueError naming `where`) unless it is one of model_types."""
+    mt = c.get("model_type")
+    if mt not in model_types:
+        raise ValueError(f"{where}: model_type {mt!r} is not one of {tuple(model_types)}")
+    return mt
 
 
 # ----------------------------------------------------------------------------------------------
@@ -167,19 +203,27 @@ def silu(x: np.ndarray) -> np.ndarray:
 # ----------------------------------------------------------------------------------------------
 
 class Weights:
-    """Tensors by HF name, widened to float64 on first use."""
+    """Tensors by HF name, widened to float64 on first use: read from a model folder, or given as
+    arrays (tensors=...) for hand-made cases."""
 
-    def __init__(self, model_dir: str):
-        self.raw = safetensors_io.read_checkpoint(model_dir)
+    def __init__(self, model_dir: str = "", tensors: Optional[Dict[str, np.ndarray]] = None):
+        self.raw = safetensors_io.read_checkpoint(model_dir) if model_dir else {}
+        self.arrays = dict(tensors or {})
         self.cache: Dict[str, np.ndarray] = {}
-        self.model_dir = model_dir
+        self.model_dir = model_dir or "in-memory weights"
 
     def __call__(self, name: str) -> np.ndarray:
         if name not in self.cache:
-            if name not in self.raw:
+            if name in self.arrays:
+                self.cache[name] = np.asarray(self.arrays[name], dtype=np.float64)
+            elif name in self.raw:
+                self.cache[name] = self.raw[name].to_float64()
+            else:
                 raise KeyError(f"{self.model_dir}: checkpoint has no tensor {name!r}")
-            self.cache[name] = self.raw[name].to_float64()
         return self.cache[name]
+
+    def has(self, name: str) -> bool:
+        return name in self.arrays or name in self.raw
 
     def optional(self, name: str, present: bool) -> Optional[np.ndarray]:
         return self(name) if present else None
@@ -202,7 +246,7 @@ def attention(cfg: Config, W: Weights, i: int, x: np.ndarray, cos, sin) -> np.nd
     q = linear(x, W(p + "q_proj.weight"), W.optional(p + "q_proj.bias", cfg.attention_bias))
     k = linear(x, W(p + "k_proj.weight"), W.optional(p + "k_proj.bias", cfg.attention_bias))
     v = linear(x, W(p + "v_proj.weight"), W.optional(p + "v_proj.bias", cfg.attention_bias))
-    if cfg.model_type == "olmo2":
+    if cfg.qk_norm == "full":
         q = rms_norm(q, W(p + "q_norm.weight"), cfg.eps)
         k = rms_norm(k, W(p + "k_norm.weight"), cfg.eps)
     q = q.reshape(T, H, d).transpose(1, 0, 2)      # [H, T, d]

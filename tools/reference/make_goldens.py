@@ -21,6 +21,7 @@ import argparse
 import json
 import os
 import sys
+from typing import Sequence
 
 import numpy as np
 
@@ -42,16 +43,24 @@ def golden_ids(model_dir: str, count: int, seed: int) -> list:
     return ids
 
 
-def write_goldens(model_dir: str, count: int, seed: int, out_dir: str = "") -> None:
-    out_dir = out_dir or model_dir
-    os.makedirs(out_dir, exist_ok=True)
-    ids = golden_ids(model_dir, count, seed)
-    logits = llama_ref.forward(model_dir, ids).astype(np.float32)
+def save_goldens(out_dir: str, ids: Sequence[int], logits) -> np.ndarray:
+    """Writes golden_ids.txt (comma-separated ids) and golden_logits.npy (the logits as float32
+    [T, vocab], NPY 1.0, replaced atomically) into out_dir; returns the float32 logits. Every
+    reference's golden writer ends here, so all test models share one file format."""
+    logits = np.asarray(logits).astype(np.float32)
     with open(os.path.join(out_dir, "golden_ids.txt"), "w", encoding="utf-8", newline="\n") as f:
         f.write(",".join(str(i) for i in ids) + "\n")
     tmp = os.path.join(out_dir, "golden_logits.tmp.npy")
     np.save(tmp, logits)
     os.replace(tmp, os.path.join(out_dir, "golden_logits.npy"))
+    return logits
+
+
+def write_goldens(model_dir: str, count: int, seed: int, out_dir: str = "") -> None:
+    out_dir = out_dir or model_dir
+    os.makedirs(out_dir, exist_ok=True)
+    ids = golden_ids(model_dir, count, seed)
+    logits = save_goldens(out_dir, ids, llama_ref.forward(model_dir, ids))
     print(f"{model_dir} -> {out_dir}: {len(ids)} ids, logits {logits.shape}, argmax {logits.argmax(axis=1).tolist()}")
 
 

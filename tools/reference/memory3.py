@@ -7,10 +7,9 @@ explicit memory: for every memory layer and key-value head, the post-RoPE keys a
 the 8 reference tokens that receive the most attention (§3.3). At inference the model reads the
 memories retrieved for the current 64-token chunk by concatenating them before the context's keys
 and values (eq. 4, §3.2); every 64 generated tokens it drops them and retrieves new ones (§3.1,
-§7.5). This file is written from the paper alone (no official code is consulted). It takes from
-llama_ref.py only the config parser, the weight reader and the RoPE frequencies (the tested HF
-rope_scaling formulas); all arithmetic is torch float64, numpy is used for file I/O only. The
-tests compare it with llama_ref's independent numpy forward pass. It is the yardstick for issue
+§7.5). This file is written from the paper alone (no official code is consulted). Its Llama
+backbone is llama_core.py's (torch float64; numpy is used for file I/O only); the tests compare
+it with llama_ref's independent numpy forward pass. It is the yardstick for issue
 6's C++ `memory3` plugin; `main()` writes goldens for it.
 
 Model folder format (the C++ plugin follows it)
@@ -118,7 +117,6 @@ import json
 import math
 import os
 import sys
-import tempfile
 from dataclasses import dataclass, replace
 from typing import Callable, Dict, List, Optional, Sequence, Tuple
 
@@ -128,7 +126,9 @@ import torch
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.dirname(HERE))
 sys.path.insert(0, HERE)
-import llama_ref  # noqa: E402  (config parser, weight reader, RoPE frequencies)
+import llama_core  # noqa: E402  (the torch Llama backbone)
+import llama_ref  # noqa: E402  (the backbone config)
+from llama_core import Weights, attend, project_qkv  # noqa: E402
 
 torch.set_default_dtype(torch.float64)
 
@@ -193,124 +193,29 @@ class Memory3Config:
 
 
 def load_config(model_dir: str) -> Tuple[llama_ref.Config, Memory3Config]:
-    """(backbone llama Config, Memory3Config) from MODEL_DIR/config.json (model_type "memory3")."""
-    with open(os.path.join(model_dir, "config.json"), "r", encoding="utf-8") as f:
-        raw = json.load(f)
-    if raw.get("model_type") != MODEL_TYPE:
-        raise ValueError(f"{model_dir}/config.json: model_type {raw.get('model_type')!r} is not {MODEL_TYPE!r}")
-    # llama_ref parses a config from a folder; give it the backbone as the llama config it is,
-    # rather than re-writing its parser here.
-    backbone = {k: v for k, v in raw.items() if k != "memory3"}
-    backbone["model_type"] = "llama"
-    with tempfile.TemporaryDirectory() as tmp:
-        with open(os.path.join(tmp, "config.json"), "w", encoding="utf-8") as f:
-            json.dump(backbone, f)
-        cfg = llama_ref.Config.load(tmp)
+    """(backbone llama Config, Memory3Config) from MODEL_DIR/config.json (model_type "memory3").
+    The backbone fields mean exactly what they mean for "llama"."""
+    path = os.path.join(model_dir, "config.json")
+    raw = llama_ref.read_json(path)
+    llama_ref.check_model_type(raw, path, (MODEL_TYPE,))
+    cfg = llama_ref.Config(model_type="llama", **llama_ref.Config.llama_fields(raw))
     return cfg, Memory3Config.from_json(raw.get("memory3") or {}, cfg.layers)
 
 
 # ----------------------------------------------------------------------------------------------
-# Llama building blocks in torch
+# The backbone's attention with the layer index Memory3 addresses it by
 # ----------------------------------------------------------------------------------------------
-
-class Weights:
-    """Tensors by HF name as float64 torch tensors (llama_ref.Weights reads and widens them)."""
-
-    def __init__(self, source):
-        self.np = source if isinstance(source, llama_ref.Weights) else llama_ref.Weights(source)
-        self.cache: Dict[str, torch.Tensor] = {}
-
-    def __call__(self, name: str) -> torch.Tensor:
-        if name not in self.cache:
-            self.cache[name] = torch.from_numpy(np.ascontiguousarray(self.np(name), dtype=np.float64))
-        return self.cache[name]
-
-    def optional(self, name: str, present: bool) -> Optional[torch.Tensor]:
-        return self(name) if present else None
-
-
-def rms_norm(x: torch.Tensor, weight: torch.Tensor, eps: float) -> torch.Tensor:
-    return weight * (x / torch.sqrt((x * x).mean(dim=-1, keepdim=True) + eps))
-
-
-def linear(x: torch.Tensor, w: torch.Tensor, b: Optional[torch.Tensor] = None) -> torch.Tensor:
-    y = x @ w.T
-    return y + b if b is not None else y
-
-
-def rope_tables(cfg: llama_ref.Config, positions: torch.Tensor) -> Tuple[torch.Tensor, torch.Tensor]:
-    """cos, sin [T, d] for any (also negative) positions, HF rotate-half layout."""
-    inv_freq = torch.from_numpy(llama_ref.rope_inv_freq(cfg))
-    freqs = positions.to(torch.float64)[:, None] * inv_freq[None, :]
-    emb = torch.cat([freqs, freqs], dim=-1)
-    return emb.cos(), emb.sin()
-
-
-def apply_rope(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor) -> torch.Tensor:
-    """x [heads, T, d]: x * cos + rotate_half(x) * sin, pairs (i, i + d/2)."""
-    half = x.shape[-1] // 2
-    rotated = torch.cat([-x[..., half:], x[..., :half]], dim=-1)
-    return x * cos[None] + rotated * sin[None]
-
-
-def mlp(cfg: llama_ref.Config, W: Weights, i: int, x: torch.Tensor) -> torch.Tensor:
-    p = f"model.layers.{i}.mlp."
-    gate = linear(x, W(p + "gate_proj.weight"), W.optional(p + "gate_proj.bias", cfg.mlp_bias))
-    up = linear(x, W(p + "up_proj.weight"), W.optional(p + "up_proj.bias", cfg.mlp_bias))
-    silu = gate / (1.0 + torch.exp(-gate))
-    return linear(silu * up, W(p + "down_proj.weight"), W.optional(p + "down_proj.bias", cfg.mlp_bias))
-
 
 def project(cfg: llama_ref.Config, W: Weights, i: int, x: torch.Tensor):
     """Pre-RoPE q [H, T, d], k [Hkv, T, d], v [Hkv, T, d] of layer i for attention input x [T, D]."""
-    p = f"model.layers.{i}.self_attn."
-    T = x.shape[0]
-    q = linear(x, W(p + "q_proj.weight"), W.optional(p + "q_proj.bias", cfg.attention_bias))
-    k = linear(x, W(p + "k_proj.weight"), W.optional(p + "k_proj.bias", cfg.attention_bias))
-    v = linear(x, W(p + "v_proj.weight"), W.optional(p + "v_proj.bias", cfg.attention_bias))
-    return (q.reshape(T, cfg.heads, cfg.head_dim).transpose(0, 1),
-            k.reshape(T, cfg.kv_heads, cfg.head_dim).transpose(0, 1),
-            v.reshape(T, cfg.kv_heads, cfg.head_dim).transpose(0, 1))
+    return project_qkv(cfg, W, f"model.layers.{i}.self_attn.", x)
 
 
-def attend(cfg: llama_ref.Config, W: Weights, i: int, q: torch.Tensor, K: torch.Tensor, V: torch.Tensor,
-           open_: torch.Tensor) -> torch.Tensor:
-    """o_proj(softmax(q K^T / sqrt(d) where open_, else -inf) V): q [H, T, d] post-RoPE, K, V
-    [Hkv, S, d], open_ [Hkv, T, S] bool. GQA: query head h reads kv head h // (H / Hkv)."""
-    H, T, d = q.shape
-    group = H // K.shape[0]
-    K = K.repeat_interleave(group, dim=0)
-    V = V.repeat_interleave(group, dim=0)
-    open_ = open_.repeat_interleave(group, dim=0)
-    s = (q @ K.transpose(1, 2) / math.sqrt(d)).masked_fill(~open_, -math.inf)
-    p = torch.softmax(s, dim=-1)
-    out = (p @ V).transpose(0, 1).reshape(T, H * d)
-    pre = f"model.layers.{i}.self_attn."
-    return linear(out, W(pre + "o_proj.weight"), W.optional(pre + "o_proj.bias", cfg.o_bias))
-
-
-AttentionFn = Callable[[int, torch.Tensor, torch.Tensor, torch.Tensor], torch.Tensor]
-
-
-def run_layers(cfg: llama_ref.Config, W: Weights, ids: Sequence[int], positions: torch.Tensor,
-               attention: AttentionFn) -> Tuple[torch.Tensor, List[torch.Tensor]]:
-    """Pre-norm Llama: h = x + attn(input_layernorm(x)); x = h + mlp(post_attention_layernorm(h)).
-    Returns (logits [T, V], residual stream [T, D] entering each layer 0..L-1 and leaving the last,
-    i.e. L + 1 tensors, the first the token embeddings)."""
-    ids_t = torch.as_tensor(list(ids), dtype=torch.long)
-    if ids_t.ndim != 1 or ids_t.numel() == 0 or int(ids_t.min()) < 0 or int(ids_t.max()) >= cfg.vocab:
-        raise ValueError(f"ids must be a non-empty sequence of ids in [0, {cfg.vocab})")
-    embed = W("model.embed_tokens.weight")
-    cos, sin = rope_tables(cfg, positions)
-    x = embed[ids_t]
-    states = [x]
-    for i in range(cfg.layers):
-        p = f"model.layers.{i}."
-        h = x + attention(i, rms_norm(x, W(p + "input_layernorm.weight"), cfg.eps), cos, sin)
-        x = h + mlp(cfg, W, i, rms_norm(h, W(p + "post_attention_layernorm.weight"), cfg.eps))
-        states.append(x)
-    lm_head = embed if cfg.tied else W("lm_head.weight")
-    return rms_norm(x, W("model.norm.weight"), cfg.eps) @ lm_head.T, states
+def attend_output(cfg: llama_ref.Config, W: Weights, i: int, q: torch.Tensor, K: torch.Tensor, V: torch.Tensor,
+                  open_: torch.Tensor) -> torch.Tensor:
+    """o_proj of layer i applied to llama_core.attend(q, K, V, open_): q [H, T, d] post-RoPE, K, V
+    [Hkv, S, d], open_ [Hkv, T, S] bool."""
+    return W.linear(f"model.layers.{i}.self_attn.o_proj", attend(q, K, V, open_), cfg.o_bias)
 
 
 # ----------------------------------------------------------------------------------------------
@@ -481,14 +386,13 @@ class Memory3:
         trace: Dict[int, dict] = {}
         T = len(ids)
 
-        def causal(i, x, cos, sin):
+        def causal(i, x, rope):
             q, k, v = project(cfg, W, i, x)
-            k_rope = apply_rope(k, cos, sin)
+            k_rope = rope(k)
             trace[i] = {"x": x, "q": q, "k": k, "v": v, "k_rope": k_rope}
-            mask = torch.tril(torch.ones(T, T, dtype=torch.bool))[None].expand(cfg.kv_heads, T, T)
-            return attend(cfg, W, i, apply_rope(q, cos, sin), k_rope, v, mask)
+            return attend_output(cfg, W, i, rope(q), k_rope, v, llama_core.causal_mask(T))
 
-        _, states = run_layers(cfg, W, ids, torch.arange(T) - self.b, causal)
+        _, states = llama_core.run_layers(cfg, W, ids, torch.arange(T) - self.b, attention=causal)
         return trace, states
 
     def _retrieval_of(self, states: List[torch.Tensor], n: int) -> torch.Tensor:
@@ -568,7 +472,7 @@ class Memory3:
         Hkv = cfg.kv_heads
         causal = torch.tril(torch.ones(T, T, dtype=torch.bool))[None].expand(Hkv, T, T)
 
-        def memory_attention(i, x, cos, sin):
+        def memory_attention(i, x, rope):
             q, k, v = project(cfg, W, i, x)
             Ks, Vs = [self.bos_k[i]], [self.bos_v[i]]
             opens = [torch.ones(Hkv, T, self.b, dtype=torch.bool)]
@@ -580,13 +484,13 @@ class Memory3:
                         Vs.append(m.values[li])
                         # open to chunk c's queries, and only in slots holding a token
                         opens.append((chunk == c)[None, :, None] & (m.indices[li] >= 0)[:, None, :])
-            Ks.append(apply_rope(k, cos, sin))
+            Ks.append(rope(k))
             Vs.append(v)
             opens.append(causal)
-            return attend(cfg, W, i, apply_rope(q, cos, sin), torch.cat(Ks, dim=1), torch.cat(Vs, dim=1),
-                          torch.cat(opens, dim=2))
+            return attend_output(cfg, W, i, rope(q), torch.cat(Ks, dim=1), torch.cat(Vs, dim=1),
+                                 torch.cat(opens, dim=2))
 
-        return run_layers(cfg, W, ids, self.context_positions(T), memory_attention)[0]
+        return llama_core.run_layers(cfg, W, ids, self.context_positions(T), attention=memory_attention)[0]
 
     def forward_token_by_token(self, ids: Sequence[int], memories_for_chunk: MemorySource,
                                prompt_len: Optional[int] = None) -> torch.Tensor:
@@ -671,7 +575,7 @@ class Memory3:
                         acc = acc + ej * vj
                     heads_out.append(acc / z)
                 h = h + proj(torch.cat(heads_out), p + "self_attn.o_proj", cfg.o_bias)
-                h = h + mlp(cfg, W, i, norm(h, p + "post_attention_layernorm.weight"))
+                h = h + llama_core.layer_mlp(cfg, W, i, norm(h, p + "post_attention_layernorm.weight"))
                 states[i + 1].append(h)
             logits[t] = lm_head @ norm(h, "model.norm.weight")
         trace = {i: {"x": torch.stack(xs[i]),

@@ -38,36 +38,30 @@ Usage:  forward(model_dir, ids) -> np.ndarray [T, vocab] float64
 from __future__ import annotations
 
 import argparse
-import json
 import math
 import os
 import sys
 from dataclasses import dataclass
-from typing import Dict, List, Sequence, Tuple
+from typing import List, Optional, Sequence, Tuple
 
 import numpy as np
 import torch
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, os.path.dirname(HERE))
 sys.path.insert(0, HERE)
-import safetensors_io  # noqa: E402  (tools/safetensors_io.py)
+import llama_core  # noqa: E402  (the Llama blocks, here under lingua's tensor names)
+import llama_ref  # noqa: E402  (the backbone config)
+import make_goldens  # noqa: E402  (the golden id draw and files every test model shares)
+from llama_core import F64, Weights, rms_norm  # noqa: E402
 
-F64 = torch.float64
+MODEL_TYPE = "memory_plus"
+LINGUA_ATTENTION = ("wq", "wk", "wv", "wo")
+LINGUA_FEED_FORWARD = ("w1", "w3", "w2")   # gate, up, down
 
 
-@dataclass
-class Config:
-    hidden: int
-    layers: int
-    heads: int
-    kv_heads: int
-    head_dim: int
-    ffn: int
-    vocab: int
-    eps: float
-    rope_theta: float
-    tied: bool
+@dataclass(kw_only=True)
+class Config(llama_ref.Config):
+    """lingua's Llama (no biases, no rope scaling) and the memory layers."""
     rope_interleaved: bool
     mem_layers: List[int]
     n_keys: int
@@ -83,32 +77,22 @@ class Config:
     query_bias: bool
 
     @staticmethod
-    def load(model_dir: str) -> "Config":
-        with open(os.path.join(model_dir, "config.json"), "r", encoding="utf-8") as f:
-            c = json.load(f)
-        if c.get("model_type") != "memory_plus":
-            raise ValueError(f"{model_dir}/config.json: model_type {c.get('model_type')!r} is not 'memory_plus'")
-        return Config.from_dict(c)
-
-    @staticmethod
-    def from_dict(c: dict) -> "Config":
-        hidden, heads = int(c["hidden_size"]), int(c["num_attention_heads"])
+    def from_dict(c: dict, where: str = "config.json") -> "Config":
+        llama_ref.check_model_type(c, where, (MODEL_TYPE,))
+        backbone = Config.shared_fields(c)
+        backbone["rope_scaling"] = None           # lingua's RoPE has no scaling
         v = int(c.get("mem_v_dim", -1))
         cfg = Config(
-            hidden=hidden, layers=int(c["num_hidden_layers"]), heads=heads,
-            kv_heads=int(c.get("num_key_value_heads") or heads),
-            head_dim=int(c.get("head_dim") or hidden // heads), ffn=int(c["intermediate_size"]),
-            vocab=int(c["vocab_size"]), eps=float(c.get("rms_norm_eps", 1e-6)),
-            rope_theta=float(c.get("rope_theta", 10000.0)), tied=bool(c.get("tie_word_embeddings", False)),
-            rope_interleaved=bool(c.get("rope_interleaved", True)),
+            model_type=MODEL_TYPE, **backbone, rope_interleaved=bool(c.get("rope_interleaved", True)),
             mem_layers=sorted(int(i) for i in c["mem_layers"]), n_keys=int(c["mem_n_keys"]),
             mem_heads=int(c["mem_heads"]), knn=int(c["mem_knn"]), k_dim=int(c["mem_k_dim"]),
-            v_dim=v if v > 0 else hidden, v_dim_given=v > 0,
+            v_dim=v if v > 0 else backbone["hidden"], v_dim_given=v > 0,
             share_values=bool(c.get("mem_share_values", True)), swilu=bool(c.get("swilu_projection", True)),
             gated=bool(c.get("mem_gated", False)), peer=bool(c.get("peer_variant", False)),
             query_bias=bool(c.get("mem_query_bias", True)))
         if cfg.mem_heads < 2 or cfg.k_dim % 2 or not 1 <= cfg.knn <= cfg.n_keys:
-            raise ValueError("memory config out of range (mem_heads >= 2, even mem_k_dim, 1 <= mem_knn <= mem_n_keys)")
+            raise ValueError(f"{where}: memory config out of range (mem_heads >= 2, even mem_k_dim, "
+                             "1 <= mem_knn <= mem_n_keys)")
         return cfg
 
     def values_prefix(self, layer: int) -> str:
@@ -117,90 +101,61 @@ class Config:
         return f"layers.{owner}.feed_forward."
 
 
-class Weights:
-    """Tensors by name, widened exactly to float64 torch tensors on first use."""
-
-    def __init__(self, model_dir: str):
-        self.raw = safetensors_io.read_checkpoint(model_dir)
-        self.cache: Dict[str, torch.Tensor] = {}
-        self.model_dir = model_dir
-
-    def has(self, name: str) -> bool:
-        return name in self.raw
-
-    def __call__(self, name: str) -> torch.Tensor:
-        if name not in self.cache:
-            if name not in self.raw:
-                raise KeyError(f"{self.model_dir}: checkpoint has no tensor {name!r}")
-            self.cache[name] = torch.from_numpy(np.ascontiguousarray(self.raw[name].to_float64()))
-        return self.cache[name]
-
-
 # ----------------------------------------------------------------------------------------------
-# Backbone pieces
+# Backbone pieces: lingua's RoPE; attention and FFN are llama_core's under lingua's names
 # ----------------------------------------------------------------------------------------------
 
-def rms_norm(x: torch.Tensor, w: torch.Tensor, eps: float) -> torch.Tensor:
-    """lingua RMSNorm: x / sqrt(mean(x^2) + eps) * weight, over the last axis."""
-    return x * torch.rsqrt((x * x).mean(-1, keepdim=True) + eps) * w
-
-
-def linear(x: torch.Tensor, W: Weights, name: str, bias: bool = False) -> torch.Tensor:
-    y = x @ W(name + ".weight").T
-    return y + W(name + ".bias") if bias else y
-
-
-def rope(x: torch.Tensor, pos: torch.Tensor, theta: float, interleaved: bool) -> torch.Tensor:
-    """x [T, heads, d]. Rotation of pair j by pos * theta^(-2j/d) (RoFormer, Su et al. 2021).
+class LinguaRope:
+    """RoPE of x [heads, T, d]: pair j rotated by pos * theta^(-2j/d) (RoFormer, Su et al. 2021).
 
     interleaved: pairs (2j, 2j+1), written as the complex product (x_2j + i x_2j+1) e^{i angle}
     that lingua's 2x2 rotation matrices implement; otherwise pairs (j, j + d/2) (HF)."""
-    d = x.shape[-1]
-    inv_freq = 1.0 / (theta ** (torch.arange(0, d, 2, dtype=F64) / d))
-    angle = pos.to(F64)[:, None] * inv_freq[None, :]                   # [T, d/2]
-    rot = torch.polar(torch.ones_like(angle), angle)[:, None, :]      # e^{i angle}, [T, 1, d/2]
-    if interleaved:
-        z = torch.view_as_complex(x.reshape(*x.shape[:-1], d // 2, 2).contiguous())
-        return torch.view_as_real(z * rot).reshape(x.shape)
-    z = torch.complex(x[..., : d // 2], x[..., d // 2:]) * rot
-    return torch.cat([z.real, z.imag], dim=-1)
+
+    def __init__(self, cfg: Config, positions: torch.Tensor):
+        inv_freq = torch.from_numpy(llama_ref.rope_inv_freq(cfg))
+        angle = positions.to(F64)[:, None] * inv_freq[None, :]           # [T, d/2]
+        self.rot = torch.polar(torch.ones_like(angle), angle)             # e^{i angle}
+        self.interleaved = cfg.rope_interleaved
+
+    def __call__(self, x: torch.Tensor) -> torch.Tensor:
+        d = x.shape[-1]
+        if self.interleaved:
+            z = torch.view_as_complex(x.reshape(*x.shape[:-1], d // 2, 2).contiguous())
+            return torch.view_as_real(z * self.rot).reshape(x.shape)
+        z = torch.complex(x[..., : d // 2], x[..., d // 2:]) * self.rot
+        return torch.cat([z.real, z.imag], dim=-1)
 
 
-def attention(cfg: Config, W: Weights, layer: int, x: torch.Tensor) -> torch.Tensor:
-    """Causal GQA self-attention of one sequence x [T, D]; query head h reads kv head
-    h // (H / Hkv); softmax(q k^T / sqrt(d)) v; lingua's wq/wk/wv/wo have no biases."""
-    p = f"layers.{layer}.attention."
-    T, d = x.shape[0], cfg.head_dim
-    pos = torch.arange(T)
-    q = rope(linear(x, W, p + "wq").view(T, cfg.heads, d), pos, cfg.rope_theta, cfg.rope_interleaved)
-    k = rope(linear(x, W, p + "wk").view(T, cfg.kv_heads, d), pos, cfg.rope_theta, cfg.rope_interleaved)
-    v = linear(x, W, p + "wv").view(T, cfg.kv_heads, d)
-    rep = cfg.heads // cfg.kv_heads
-    k = k.repeat_interleave(rep, dim=1)
-    v = v.repeat_interleave(rep, dim=1)
-    scores = torch.einsum("thd,shd->hts", q, k) / math.sqrt(d)
-    mask = torch.triu(torch.ones(T, T, dtype=torch.bool), diagonal=1)
-    probs = torch.softmax(scores.masked_fill(mask, float("-inf")), dim=-1)
-    out = torch.einsum("hts,shd->thd", probs, v).reshape(T, cfg.heads * d)
-    return linear(out, W, p + "wo")
+def attention(cfg: Config, W: Weights, layer: int, x: torch.Tensor, rope: LinguaRope) -> torch.Tensor:
+    """Causal GQA self-attention of one sequence x [T, D]; lingua's wq/wk/wv/wo have no biases."""
+    return llama_core.self_attention(cfg, W, f"layers.{layer}.attention.", x, rope, LINGUA_ATTENTION)
 
 
-def feed_forward(W: Weights, layer: int, x: torch.Tensor) -> torch.Tensor:
+def feed_forward(cfg: Config, W: Weights, layer: int, x: torch.Tensor) -> torch.Tensor:
     """lingua FeedForward: w2(silu(w1 x) * w3 x), no biases."""
-    p = f"layers.{layer}.feed_forward."
-    return linear(torch.nn.functional.silu(linear(x, W, p + "w1")) * linear(x, W, p + "w3"), W, p + "w2")
+    return llama_core.mlp(cfg, W, f"layers.{layer}.feed_forward.", x, LINGUA_FEED_FORWARD)
 
 
 # ----------------------------------------------------------------------------------------------
 # The memory layer
 # ----------------------------------------------------------------------------------------------
 
-def product_key_search(q: torch.Tensor, keys: torch.Tensor, heads: int, knn: int
-                       ) -> Tuple[torch.Tensor, torch.Tensor]:
+def cut_gap(s: torch.Tensor, k: int) -> float:
+    """Smallest gap, over the rows of s, between the k-th best score (kept) and the (k+1)-th
+    (dropped); inf when a row has no more than k scores."""
+    if s.shape[-1] <= k:
+        return math.inf
+    top = s.topk(k + 1, dim=-1).values
+    return float((top[..., k - 1] - top[..., k]).min())
+
+
+def product_key_search(q: torch.Tensor, keys: torch.Tensor, heads: int, knn: int,
+                       gaps: Optional[List[float]] = None) -> Tuple[torch.Tensor, torch.Tensor]:
     """q [T, H, k], keys [2 H n, k/2]. Returns (scores, rows), both [T, H, knn], best first.
 
     Lample et al. 2019 §3.2: with s(i, j) = s1[i] + s2[j], the knn best pairs over all n^2 lie in
-    topk(s1) x topk(s2), so two small searches and a search over knn^2 candidates are exact."""
+    topk(s1) x topk(s2), so two small searches and a search over knn^2 candidates are exact.
+    gaps, when given, receives the cut_gap of each of the three searches."""
     T, H, k = q.shape
     half = k // 2
     K = keys.view(heads, 2, -1, half)
@@ -212,15 +167,17 @@ def product_key_search(q: torch.Tensor, keys: torch.Tensor, heads: int, knn: int
     cand = (v1[..., :, None] + v2[..., None, :]).reshape(T, H, knn * knn)
     rows = (i1[..., :, None] * n + i2[..., None, :]).reshape(T, H, knn * knn)
     best, at = cand.topk(knn, dim=-1)
+    if gaps is not None:
+        gaps += [cut_gap(s1, knn), cut_gap(s2, knn), cut_gap(cand, knn)]
     return best, rows.gather(-1, at)
 
 
-def memory(cfg: Config, W: Weights, layer: int, x: torch.Tensor) -> torch.Tensor:
-    """Memory+ layer output [T, D] for the normed hidden states x [T, D]."""
+def memory(cfg: Config, W: Weights, layer: int, x: torch.Tensor, gaps: Optional[List[float]] = None) -> torch.Tensor:
+    """Memory+ layer output [T, D] for the normed hidden states x [T, D]; gaps: product_key_search's."""
     p = f"layers.{layer}.feed_forward."
     T = x.shape[0]
-    q = linear(x, W, p + "query_proj.query_mlps.0", cfg.query_bias).view(T, cfg.mem_heads, cfg.k_dim)
-    scores, rows = product_key_search(q, W(p + "keys"), cfg.mem_heads, cfg.knn)
+    q = W.linear(p + "query_proj.query_mlps.0", x, cfg.query_bias).view(T, cfg.mem_heads, cfg.k_dim)
+    scores, rows = product_key_search(q, W(p + "keys"), cfg.mem_heads, cfg.knn, gaps)
     w = torch.softmax(scores, dim=-1)                                  # per head, over its knn rows
     vp = cfg.values_prefix(layer)
     if cfg.peer:
@@ -230,10 +187,10 @@ def memory(cfg: Config, W: Weights, layer: int, x: torch.Tensor) -> torch.Tensor
     else:
         bag = torch.einsum("thr,thrv->tv", w, W(vp + "values.weight")[rows])   # heads summed
         if cfg.swilu:
-            bag = bag * torch.nn.functional.silu(linear(x, W, p + "swilu_projection", True))
-        out = linear(bag, W, p + "value_proj", True) if (cfg.swilu or cfg.v_dim_given) else bag
+            bag = bag * torch.nn.functional.silu(W.linear(p + "swilu_projection", x, True))
+        out = W.linear(p + "value_proj", bag, True) if (cfg.swilu or cfg.v_dim_given) else bag
     if cfg.gated:
-        out = torch.sigmoid(linear(x, W, p + "gating", True)) * out
+        out = torch.sigmoid(W.linear(p + "gating", x, True)) * out
     return out
 
 
@@ -241,15 +198,18 @@ def memory(cfg: Config, W: Weights, layer: int, x: torch.Tensor) -> torch.Tensor
 # The model
 # ----------------------------------------------------------------------------------------------
 
-def forward_weights(cfg: Config, W: Weights, ids: Sequence[int]) -> torch.Tensor:
-    h = W("tok_embeddings.weight")[torch.as_tensor(list(ids), dtype=torch.long)]
+def forward_weights(cfg: Config, W: Weights, ids: Sequence[int], gaps: Optional[List[float]] = None) -> torch.Tensor:
+    """Logits [T, V]: lingua's pre-norm layers, the FFN of a memory layer replaced by its memory."""
+    ids_t = llama_core.token_tensor(cfg, ids)
+    rope = LinguaRope(cfg, torch.arange(len(ids_t)))
+    h = W("tok_embeddings.weight")[ids_t]
     for l in range(cfg.layers):
         p = f"layers.{l}."
-        h = h + attention(cfg, W, l, rms_norm(h, W(p + "attention_norm.weight"), cfg.eps))
+        h = h + attention(cfg, W, l, rms_norm(h, W(p + "attention_norm.weight"), cfg.eps), rope)
         x = rms_norm(h, W(p + "ffn_norm.weight"), cfg.eps)
-        h = h + (memory(cfg, W, l, x) if l in cfg.mem_layers else feed_forward(W, l, x))
-    head = W("tok_embeddings.weight") if (cfg.tied and not W.has("output.weight")) else W("output.weight")
-    return rms_norm(h, W("norm.weight"), cfg.eps) @ head.T
+        h = h + (memory(cfg, W, l, x, gaps) if l in cfg.mem_layers else feed_forward(cfg, W, l, x))
+    return llama_core.output_logits(cfg, W, h, embed="tok_embeddings.weight", norm="norm.weight",
+                                    head="output.weight")
 
 
 def forward(model_dir: str, ids: Sequence[int]) -> np.ndarray:
@@ -261,49 +221,18 @@ def selection_margin(model_dir: str, ids: Sequence[int]) -> float:
     """Smallest gap, over every top-k the memory layers take for these ids, between the last score
     kept and the best score dropped. A golden is only robust if this is far above f32 rounding:
     otherwise an engine computing in f32 may legitimately pick a different row."""
-    cfg, W = Config.load(model_dir), Weights(model_dir)
-    margins: List[float] = []
-
-    def gap(s: torch.Tensor, k: int) -> None:
-        if s.shape[-1] > k:
-            top = s.topk(k + 1, dim=-1).values
-            margins.append(float((top[..., k - 1] - top[..., k]).min()))
-
-    h = W("tok_embeddings.weight")[torch.as_tensor(list(ids), dtype=torch.long)]
-    for l in range(cfg.layers):
-        p = f"layers.{l}."
-        h = h + attention(cfg, W, l, rms_norm(h, W(p + "attention_norm.weight"), cfg.eps))
-        x = rms_norm(h, W(p + "ffn_norm.weight"), cfg.eps)
-        if l in cfg.mem_layers:
-            f = p + "feed_forward."
-            q = linear(x, W, f + "query_proj.query_mlps.0", cfg.query_bias).view(len(ids), cfg.mem_heads, cfg.k_dim)
-            half = cfg.k_dim // 2
-            K = W(f + "keys").view(cfg.mem_heads, 2, -1, half)
-            s1 = torch.einsum("thd,hnd->thn", q[..., :half], K[:, 0])
-            s2 = torch.einsum("thd,hnd->thn", q[..., half:], K[:, 1])
-            gap(s1, cfg.knn)
-            gap(s2, cfg.knn)
-            v1, v2 = s1.topk(cfg.knn, -1).values, s2.topk(cfg.knn, -1).values
-            gap((v1[..., :, None] + v2[..., None, :]).flatten(-2), cfg.knn)
-            h = h + memory(cfg, W, l, x)
-        else:
-            h = h + feed_forward(W, l, x)
-    return min(margins) if margins else float("inf")
+    gaps: List[float] = []
+    forward_weights(Config.load(model_dir), Weights(model_dir), ids, gaps)
+    return min(gaps, default=math.inf)
 
 
 def write_goldens(model_dir: str, count: int = 12, seed: int = 1234, min_margin: float = 1e-3) -> None:
-    import make_goldens  # noqa: E402  (same id draw as every other test model)
     ids = make_goldens.golden_ids(model_dir, count, seed)
     margin = selection_margin(model_dir, ids)
     if margin < min_margin:
         raise SystemExit(f"{model_dir}: a memory top-k is decided by a score gap of {margin:.2e} < {min_margin}; "
                          "pick another seed so the golden does not hinge on rounding")
-    logits = forward(model_dir, ids).astype(np.float32)
-    with open(os.path.join(model_dir, "golden_ids.txt"), "w", encoding="utf-8", newline="\n") as f:
-        f.write(",".join(str(i) for i in ids) + "\n")
-    tmp = os.path.join(model_dir, "golden_logits.tmp.npy")
-    np.save(tmp, logits)
-    os.replace(tmp, os.path.join(model_dir, "golden_logits.npy"))
+    logits = make_goldens.save_goldens(model_dir, ids, forward(model_dir, ids))
     print(f"{model_dir}: {len(ids)} ids, logits {logits.shape}, top-k margin {margin:.3g}, "
           f"argmax {logits.argmax(axis=1).tolist()}")
 

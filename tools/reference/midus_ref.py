@@ -30,68 +30,43 @@ Usage:  logits = forward(model_dir, ids)            # numpy float64 [T, vocab]
 
 from __future__ import annotations
 
-import json
 import math
 import os
 import sys
-from dataclasses import dataclass, field
-from typing import Dict, List, Optional, Sequence, Tuple
+from dataclasses import dataclass
+from typing import List, Optional, Sequence, Tuple
 
 import numpy as np
 import torch
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, os.path.join(HERE, ".."))
 sys.path.insert(0, HERE)
-import safetensors_io  # noqa: E402  (tools/safetensors_io.py)
-import llama_ref  # noqa: E402  (RoPE frequencies only: the tested HF rope_scaling formulas)
+import llama_core  # noqa: E402  (the Llama blocks: HF LlamaForCausalLM semantics)
+import llama_ref  # noqa: E402  (the backbone config)
+from llama_core import Rotation, Weights, rms_norm  # noqa: E402
 
 DT = torch.float64
+MODEL_TYPE = "midus_hml"
 
 
-@dataclass
-class MidusConfig:
-    hidden: int
-    layers: int
-    heads: int
-    kv_heads: int
-    head_dim: int
-    ffn: int
-    vocab: int
-    eps: float
-    rope_theta: float
-    rope_scaling: Optional[dict]
-    tied: bool
-    attention_bias: bool
-    mlp_bias: bool
+@dataclass(kw_only=True)
+class MidusConfig(llama_ref.Config):
+    """A Llama backbone (the fields and biases of HF "llama") and the memory blocks."""
     anchors: List[int]
     n_keys: int
     topk: int
     latent_dim: int
 
     @staticmethod
-    def from_dict(c: dict) -> "MidusConfig":
-        if c.get("model_type") != "midus_hml":
-            raise ValueError(f"model_type {c.get('model_type')!r} is not 'midus_hml'")
-        heads = int(c["num_attention_heads"])
-        hidden = int(c["hidden_size"])
-        head_dim = int(c.get("head_dim") or hidden // heads)
+    def from_dict(c: dict, where: str = "config.json") -> "MidusConfig":
+        llama_ref.check_model_type(c, where, (MODEL_TYPE,))
+        backbone = llama_ref.Config.llama_fields(c)
         cfg = MidusConfig(
-            hidden=hidden, layers=int(c["num_hidden_layers"]), heads=heads,
-            kv_heads=int(c.get("num_key_value_heads") or heads), head_dim=head_dim,
-            ffn=int(c["intermediate_size"]), vocab=int(c["vocab_size"]),
-            eps=float(c.get("rms_norm_eps", 1e-6)), rope_theta=float(c.get("rope_theta", 10000.0)),
-            rope_scaling=c.get("rope_scaling"), tied=bool(c.get("tie_word_embeddings", False)),
-            attention_bias=bool(c.get("attention_bias", False)), mlp_bias=bool(c.get("mlp_bias", False)),
+            model_type=MODEL_TYPE, **backbone,
             anchors=[int(a) for a in c["memory_anchors"]], n_keys=int(c["memory_n_keys"]),
-            topk=int(c["memory_topk"]), latent_dim=int(c.get("memory_latent_dim") or head_dim))
+            topk=int(c["memory_topk"]), latent_dim=int(c.get("memory_latent_dim") or backbone["head_dim"]))
         cfg.check()
         return cfg
-
-    @staticmethod
-    def load(model_dir: str) -> "MidusConfig":
-        with open(os.path.join(model_dir, "config.json"), "r", encoding="utf-8") as f:
-            return MidusConfig.from_dict(json.load(f))
 
     def check(self) -> None:
         if self.heads * self.head_dim != self.hidden:
@@ -189,102 +164,32 @@ def hml(a: torch.Tensor, keys: torch.Tensor, bank: torch.Tensor, proj: torch.Ten
 
 
 # ----------------------------------------------------------------------------------------------
-# Llama pieces (HF LlamaForCausalLM semantics)
+# The model: memory blocks before their anchors in a Llama (llama_core)
 # ----------------------------------------------------------------------------------------------
 
-class Weights:
-    def __init__(self, model_dir: str):
-        self.raw = safetensors_io.read_checkpoint(model_dir)
-        self.model_dir = model_dir
-        self.cache: Dict[str, torch.Tensor] = {}
-
-    def __call__(self, name: str) -> torch.Tensor:
-        if name not in self.cache:
-            if name not in self.raw:
-                raise KeyError(f"{self.model_dir}: checkpoint has no tensor {name!r}")
-            self.cache[name] = torch.from_numpy(self.raw[name].to_float64())
-        return self.cache[name]
-
-    def has(self, name: str) -> bool:
-        return name in self.raw
-
-
-def rms_norm(x: torch.Tensor, w: torch.Tensor, eps: float) -> torch.Tensor:
-    return w * x / torch.sqrt((x * x).mean(dim=-1, keepdim=True) + eps)
-
-
-def linear(W: Weights, x: torch.Tensor, name: str, bias: bool) -> torch.Tensor:
-    y = x @ W(name + ".weight").T
-    return y + W(name + ".bias") if bias else y
-
-
-def rope_tables(cfg: MidusConfig, T: int) -> Tuple[torch.Tensor, torch.Tensor]:
-    shim = llama_ref.Config(model_type="llama", hidden=cfg.hidden, layers=cfg.layers, heads=cfg.heads,
-                            kv_heads=cfg.kv_heads, head_dim=cfg.head_dim, ffn=cfg.ffn, vocab=cfg.vocab,
-                            eps=cfg.eps, rope_theta=cfg.rope_theta, rope_scaling=cfg.rope_scaling,
-                            tied=cfg.tied, attention_bias=cfg.attention_bias, o_bias=cfg.attention_bias,
-                            mlp_bias=cfg.mlp_bias)
-    inv = torch.from_numpy(llama_ref.rope_inv_freq(shim))
-    ang = torch.arange(T, dtype=DT)[:, None] * inv[None, :]
-    ang = torch.cat([ang, ang], dim=-1)                                    # HF rotate-half layout
-    return torch.cos(ang), torch.sin(ang)
-
-
-def rotate(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor) -> torch.Tensor:
-    """x [T, heads, d]; pairs (i, i + d/2)."""
-    half = x.shape[-1] // 2
-    rot = torch.cat([-x[..., half:], x[..., :half]], dim=-1)
-    return x * cos[:, None, :] + rot * sin[:, None, :]
-
-
-def attention_heads(cfg: MidusConfig, W: Weights, prefix: str, x: torch.Tensor, cos, sin) -> torch.Tensor:
-    """Causal GQA self-attention of normed x [T, D] before the output projection: [T, H, d_h]."""
-    T, H, Hkv, d = x.shape[0], cfg.heads, cfg.kv_heads, cfg.head_dim
-    q = linear(W, x, prefix + "self_attn.q_proj", cfg.attention_bias).reshape(T, H, d)
-    k = linear(W, x, prefix + "self_attn.k_proj", cfg.attention_bias).reshape(T, Hkv, d)
-    v = linear(W, x, prefix + "self_attn.v_proj", cfg.attention_bias).reshape(T, Hkv, d)
-    q, k = rotate(q, cos, sin), rotate(k, cos, sin)
-    k = k.repeat_interleave(H // Hkv, dim=1)                               # head h reads kv head h // (H/Hkv)
-    v = v.repeat_interleave(H // Hkv, dim=1)
-    scores = torch.einsum("thd,shd->hts", q, k) / math.sqrt(d)
-    scores = scores.masked_fill(torch.triu(torch.ones(T, T, dtype=torch.bool), 1)[None], -math.inf)
-    return torch.einsum("hts,shd->thd", torch.softmax(scores, dim=-1), v)
-
-
-def base_block(cfg: MidusConfig, W: Weights, i: int, x: torch.Tensor, cos, sin) -> torch.Tensor:
-    """eq. 7: B(x) = a(x) + FFN(LN(a(x))), a(x) = x + Attn(LN(x)); SwiGLU FFN, RMSNorm LN."""
-    p = f"model.layers.{i}."
-    a = attention_heads(cfg, W, p, rms_norm(x, W(p + "input_layernorm.weight"), cfg.eps), cos, sin)
-    h = x + linear(W, a.reshape(x.shape[0], -1), p + "self_attn.o_proj", cfg.attention_bias)
-    u = rms_norm(h, W(p + "post_attention_layernorm.weight"), cfg.eps)
-    gate = linear(W, u, p + "mlp.gate_proj", cfg.mlp_bias)
-    up = linear(W, u, p + "mlp.up_proj", cfg.mlp_bias)
-    return h + linear(W, torch.nn.functional.silu(gate) * up, p + "mlp.down_proj", cfg.mlp_bias)
-
-
-def memory_block(cfg: MidusConfig, W: Weights, j: int, x: torch.Tensor, cos, sin,
+def memory_block(cfg: MidusConfig, W: Weights, j: int, x: torch.Tensor, rope: Rotation,
                  stats: Optional[LookupStats] = None) -> torch.Tensor:
-    """eq. 5 / 12: M(x) = x + HML(a'(x)), a'(x) = Attn'(LN(x))."""
+    """eq. 5 / 12: M(x) = x + HML(a'(x)), a'(x) = Attn'(LN(x)): the block's causal GQA
+    self-attention (HF Llama) without the output projection, as heads [T, H, d_h]."""
     p = f"model.memory_blocks.{j}."
-    a = attention_heads(cfg, W, p, rms_norm(x, W(p + "input_layernorm.weight"), cfg.eps), cos, sin)
+    a = llama_core.attention_heads(cfg, W, p + "self_attn.", rms_norm(x, W(p + "input_layernorm.weight"), cfg.eps),
+                                   rope)
+    a = a.reshape(x.shape[0], cfg.heads, cfg.head_dim)
     return x + hml(a, W(p + "hml.keys"), W(p + "hml.values"), W(p + "hml.value_proj"), cfg.topk, stats)
 
 
 def forward_loaded(cfg: MidusConfig, W: Weights, ids: Sequence[int],
                    stats: Optional[LookupStats] = None) -> torch.Tensor:
-    ids_t = torch.as_tensor(list(ids), dtype=torch.long)
-    if ids_t.ndim != 1 or ids_t.numel() == 0 or ids_t.min() < 0 or ids_t.max() >= cfg.vocab:
-        raise ValueError(f"ids must be a non-empty list in [0, {cfg.vocab})")
-    cos, sin = rope_tables(cfg, ids_t.numel())
-    x = W("model.embed_tokens.weight")[ids_t]
-    memory_before = {anchor: j for j, anchor in enumerate(cfg.anchors)}   # eq. 11
-    for i in range(cfg.layers):
+    """eq. 11: memory block j runs right before base block anchors[j]; a base block is eq. 7,
+    B(x) = a(x) + FFN(LN(a(x))), a(x) = x + Attn(LN(x)): llama_core.decoder_layer."""
+    memory_before = {anchor: j for j, anchor in enumerate(cfg.anchors)}
+
+    def layer(i: int, h: torch.Tensor, rope: Rotation) -> torch.Tensor:
         if i in memory_before:
-            x = memory_block(cfg, W, memory_before[i], x, cos, sin, stats)
-        x = base_block(cfg, W, i, x, cos, sin)
-    x = rms_norm(x, W("model.norm.weight"), cfg.eps)
-    head = W("lm_head.weight") if (not cfg.tied or W.has("lm_head.weight")) else W("model.embed_tokens.weight")
-    return x @ head.T
+            h = memory_block(cfg, W, memory_before[i], h, rope, stats)
+        return llama_core.decoder_layer(cfg, W, i, h, rope)
+
+    return llama_core.run_layers(cfg, W, ids, layer=layer)[0]
 
 
 def forward(model_dir: str, ids: Sequence[int], stats: Optional[LookupStats] = None) -> np.ndarray:

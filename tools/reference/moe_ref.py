@@ -33,77 +33,53 @@ Usage:
 from __future__ import annotations
 
 import argparse
-import json
 import math
 import os
 import sys
 from dataclasses import dataclass, field
-from typing import Dict, List, Optional, Sequence, Tuple
+from typing import List, Optional, Sequence, Tuple
 
-import numpy as np
 import torch
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, os.path.dirname(HERE))
 sys.path.insert(0, HERE)
-import safetensors_io  # noqa: E402  (tools/safetensors_io.py)
-import llama_ref  # noqa: E402  (RoPE inverse frequencies incl. llama3 / linear scaling)
+import llama_core  # noqa: E402  (the Llama backbone: attention, RoPE, norms, SwiGLU)
+import llama_ref  # noqa: E402  (the backbone config)
+import make_goldens  # noqa: E402  (the golden id draw and files every test model shares)
+from llama_core import Weights, linear  # noqa: E402
 
 SUPPORTED = ("olmoe", "mixtral", "moe")
 ROUTERS = ("softmax_topk", "topk_softmax")
 
 
-@dataclass
-class Config:
-    model_type: str
-    hidden: int
-    layers: int
-    heads: int
-    kv_heads: int
-    head_dim: int
-    ffn: int              # width of every expert
-    vocab: int
-    eps: float
-    rope_theta: float
-    rope_scaling: Optional[dict]
-    tied: bool
-    qkv_bias: bool
-    o_bias: bool
-    qk_norm: bool
+@dataclass(kw_only=True)
+class Config(llama_ref.Config):
+    """The Llama backbone (ffn: the width of every expert) and the sparse MoE block."""
     experts: int
     top_k: int
     router: str           # "softmax_topk" | "topk_softmax"
     norm_topk_prob: bool
     block: str            # "mlp" | "block_sparse_moe"
-    proj: Tuple[str, str, str] = field(default=("gate_proj", "up_proj", "down_proj"))  # gate, up, down
+    proj: Tuple[str, str, str] = field(default=llama_core.HF_MLP)  # gate, up, down
 
     @staticmethod
     def from_dict(c: dict, where: str = "config.json") -> "Config":
-        mt = c.get("model_type")
-        if mt not in SUPPORTED:
-            raise ValueError(f"{where}: model_type {mt!r} is not one of {SUPPORTED}")
-        hidden, heads = int(c["hidden_size"]), int(c["num_attention_heads"])
+        mt = llama_ref.check_model_type(c, where, SUPPORTED)
         if c.get("hidden_act", "silu") != "silu":
             raise ValueError(f"{where}: hidden_act must be silu")
-        common = dict(model_type=mt, hidden=hidden, layers=int(c["num_hidden_layers"]), heads=heads,
-                      kv_heads=int(c.get("num_key_value_heads") or heads), ffn=int(c["intermediate_size"]),
-                      vocab=int(c["vocab_size"]), rope_scaling=c.get("rope_scaling"),
-                      tied=bool(c.get("tie_word_embeddings", False)))
         if mt == "olmoe":
             # OlmoeAttention: head_dim = hidden / heads; attention_bias on q, k, v and o.
             if c.get("clip_qkv") is not None:
                 raise ValueError(f"{where}: clip_qkv is not supported")
+            backbone = Config.shared_fields(c, eps=1e-5)
+            backbone["head_dim"] = backbone["hidden"] // backbone["heads"]
             bias = bool(c.get("attention_bias", False))
-            return Config(**common, head_dim=hidden // heads, eps=float(c.get("rms_norm_eps", 1e-5)),
-                          rope_theta=float(c.get("rope_theta", 10000.0)), qkv_bias=bias, o_bias=bias,
-                          qk_norm=True, experts=int(c.get("num_experts", 64)),
-                          top_k=int(c.get("num_experts_per_tok", 8)), router="softmax_topk",
-                          norm_topk_prob=bool(c.get("norm_topk_prob", False)), block="mlp")
+            return Config(model_type=mt, **backbone, attention_bias=bias, o_bias=bias, qk_norm="full",
+                          experts=int(c.get("num_experts", 64)), top_k=int(c.get("num_experts_per_tok", 8)),
+                          router="softmax_topk", norm_topk_prob=bool(c.get("norm_topk_prob", False)), block="mlp")
         if mt == "mixtral":
             # MixtralAttention: no biases; head_dim from config when given.
-            return Config(**common, head_dim=int(c.get("head_dim") or hidden // heads),
-                          eps=float(c.get("rms_norm_eps", 1e-5)), rope_theta=float(c.get("rope_theta", 1e6)),
-                          qkv_bias=False, o_bias=False, qk_norm=False,
+            return Config(model_type=mt, **Config.shared_fields(c, eps=1e-5, rope_theta=1e6),
                           experts=int(c.get("num_local_experts", 8)), top_k=int(c.get("num_experts_per_tok", 2)),
                           router="topk_softmax", norm_topk_prob=True, block="block_sparse_moe",
                           proj=("w1", "w3", "w2"))
@@ -111,37 +87,15 @@ class Config:
         if router not in ROUTERS:
             raise ValueError(f"{where}: router {router!r} is not one of {ROUTERS}")
         bias = bool(c.get("attention_bias", False))
-        return Config(**common, head_dim=int(c.get("head_dim") or hidden // heads),
-                      eps=float(c.get("rms_norm_eps", 1e-6)), rope_theta=float(c.get("rope_theta", 10000.0)),
-                      qkv_bias=bias, o_bias=bias, qk_norm=bool(c.get("qk_norm", False)),
+        return Config(model_type=mt, **Config.shared_fields(c), attention_bias=bias, o_bias=bias,
+                      qk_norm="full" if c.get("qk_norm", False) else "",
                       experts=int(c["num_experts"]), top_k=int(c["num_experts_per_tok"]), router=router,
                       norm_topk_prob=bool(c.get("norm_topk_prob", False)), block="mlp")
 
-    @staticmethod
-    def load(model_dir: str) -> "Config":
-        path = os.path.join(model_dir, "config.json")
-        with open(path, "r", encoding="utf-8") as f:
-            return Config.from_dict(json.load(f), path)
-
 
 # ----------------------------------------------------------------------------------------------
-# Building blocks
+# The sparse MoE block
 # ----------------------------------------------------------------------------------------------
-
-def rms_norm(x: torch.Tensor, weight: torch.Tensor, eps: float) -> torch.Tensor:
-    """weight * x / sqrt(mean(x^2) + eps) over the last axis (OlmoeRMSNorm / MixtralRMSNorm)."""
-    return weight * (x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + eps))
-
-
-def linear(x: torch.Tensor, w: torch.Tensor, b: Optional[torch.Tensor] = None) -> torch.Tensor:
-    y = x @ w.T
-    return y + b if b is not None else y
-
-
-def swiglu_expert(x: torch.Tensor, gate: torch.Tensor, up: torch.Tensor, down: torch.Tensor) -> torch.Tensor:
-    """OlmoeMLP / MixtralBlockSparseTop2MLP: down(silu(gate x) * up x), weights [F,D], [F,D], [D,F]."""
-    return linear(torch.nn.functional.silu(linear(x, gate)) * linear(x, up), down)
-
 
 def top_k_stable(scores: torch.Tensor, k: int) -> Tuple[torch.Tensor, torch.Tensor]:
     """(values, indices) of the k largest per row, ties to the lower index (stable sort)."""
@@ -183,62 +137,9 @@ def moe_block(x: torch.Tensor, router_w: torch.Tensor, experts_w: Sequence[Tuple
         token, slot = torch.where(experts == e)
         if token.numel() == 0:
             continue
-        y = swiglu_expert(x[token], gate, up, down) * weights[token, slot, None]
+        y = llama_core.swiglu(x[token], gate, up, down) * weights[token, slot, None]
         out.index_add_(0, token, y)
     return out, experts, logits
-
-
-class Weights:
-    """Checkpoint tensors by HF name as float64 torch tensors (f16/bf16 widened exactly)."""
-
-    def __init__(self, model_dir: str = "", tensors: Optional[Dict[str, np.ndarray]] = None):
-        self.where = model_dir or "in-memory weights"
-        self.raw = safetensors_io.read_checkpoint(model_dir) if model_dir else {}
-        self.arrays = tensors or {}
-        self.cache: Dict[str, torch.Tensor] = {}
-
-    def __call__(self, name: str) -> torch.Tensor:
-        if name not in self.cache:
-            if name in self.arrays:
-                value = np.asarray(self.arrays[name], dtype=np.float64)
-            elif name in self.raw:
-                value = self.raw[name].to_float64()
-            else:
-                raise KeyError(f"{self.where}: no tensor {name!r}")
-            self.cache[name] = torch.from_numpy(np.ascontiguousarray(value))
-        return self.cache[name]
-
-    def has(self, name: str) -> bool:
-        return name in self.arrays or name in self.raw
-
-
-def rope(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor) -> torch.Tensor:
-    """HF rotate-half RoPE on x [heads, T, d]: x cos + rotate_half(x) sin, pairs (i, i + d/2)."""
-    half = x.shape[-1] // 2
-    rotated = torch.cat([-x[..., half:], x[..., :half]], dim=-1)
-    return x * cos + rotated * sin
-
-
-def attention(cfg: Config, W: Weights, i: int, x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor) -> torch.Tensor:
-    """Causal self-attention of layer i on the normed x [T, D] (GQA: head h reads kv head h // group)."""
-    p = f"model.layers.{i}.self_attn."
-    T, H, Hkv, d = x.shape[0], cfg.heads, cfg.kv_heads, cfg.head_dim
-    bias = (lambda n: W(p + n + ".bias")) if cfg.qkv_bias else (lambda n: None)
-    q = linear(x, W(p + "q_proj.weight"), bias("q_proj"))
-    k = linear(x, W(p + "k_proj.weight"), bias("k_proj"))
-    v = linear(x, W(p + "v_proj.weight"), bias("v_proj"))
-    if cfg.qk_norm:
-        q = rms_norm(q, W(p + "q_norm.weight"), cfg.eps)
-        k = rms_norm(k, W(p + "k_norm.weight"), cfg.eps)
-    q = rope(q.view(T, H, d).transpose(0, 1), cos, sin)
-    k = rope(k.view(T, Hkv, d).transpose(0, 1), cos, sin)
-    v = v.view(T, Hkv, d).transpose(0, 1)
-    k = k.repeat_interleave(H // Hkv, dim=0)
-    v = v.repeat_interleave(H // Hkv, dim=0)
-    scores = q @ k.transpose(1, 2) / math.sqrt(d)
-    scores = scores.masked_fill(torch.triu(torch.ones(T, T, dtype=torch.bool), 1), float("-inf"))
-    out = (torch.softmax(scores, dim=-1) @ v).transpose(0, 1).reshape(T, H * d)
-    return linear(out, W(p + "o_proj.weight"), W(p + "o_proj.bias") if cfg.o_bias else None)
 
 
 def expert_weights(cfg: Config, W: Weights, i: int):
@@ -270,29 +171,16 @@ class Trace:
 
 def forward_loaded(cfg: Config, W: Weights, ids: Sequence[int], trace: Optional[Trace] = None) -> torch.Tensor:
     """Logits [T, V] for ids at positions 0..T-1: h += attn(norm(h)); h += moe(norm(h))."""
-    ids_t = torch.as_tensor(list(ids), dtype=torch.long)
-    if ids_t.ndim != 1 or ids_t.numel() == 0:
-        raise ValueError("ids must be a non-empty 1-D sequence")
-    if int(ids_t.min()) < 0 or int(ids_t.max()) >= cfg.vocab:
-        raise ValueError(f"token ids must be in [0, {cfg.vocab})")
-    inv_freq = torch.from_numpy(llama_ref.rope_inv_freq(cfg))       # [d/2] float64
-    freqs = torch.outer(torch.arange(len(ids_t), dtype=torch.float64), inv_freq)
-    emb = torch.cat([freqs, freqs], dim=-1)                          # [T, d]
-    cos, sin = emb.cos(), emb.sin()
-    h = W("model.embed_tokens.weight")[ids_t]
-    for i in range(cfg.layers):
-        p = f"model.layers.{i}."
-        h = h + attention(cfg, W, i, rms_norm(h, W(p + "input_layernorm.weight"), cfg.eps), cos, sin)
+
+    def routed(i: int, x: torch.Tensor) -> torch.Tensor:
         router_w, experts_w = expert_weights(cfg, W, i)
-        out, experts, logits = moe_block(rms_norm(h, W(p + "post_attention_layernorm.weight"), cfg.eps),
-                                         router_w, experts_w, cfg)
+        out, experts, logits = moe_block(x, router_w, experts_w, cfg)
         if trace is not None:
             trace.experts.append(experts)
             trace.logits.append(logits)
-        h = h + out
-    h = rms_norm(h, W("model.norm.weight"), cfg.eps)
-    lm_head = W("lm_head.weight") if (not cfg.tied or W.has("lm_head.weight")) else W("model.embed_tokens.weight")
-    return h @ lm_head.T
+        return out
+
+    return llama_core.run_layers(cfg, W, ids, feed_forward=routed)[0]
 
 
 def forward(model_dir: str, ids: Sequence[int], trace: Optional[Trace] = None) -> torch.Tensor:
@@ -306,34 +194,17 @@ def forward(model_dir: str, ids: Sequence[int], trace: Optional[Trace] = None) -
 MIN_MARGIN = 1e-3  # a routing decision closer than this to a tie could flip in f32
 
 
-def golden_ids(cfg_dict: dict, count: int, seed: int) -> List[int]:
-    """Same draw as make_goldens.py: ids from a seeded generator, the first is bos_token_id."""
-    vocab = int(cfg_dict["vocab_size"])
-    rng = np.random.default_rng(seed)
-    ids = [int(t) for t in rng.integers(0, vocab, size=count)]
-    bos = cfg_dict.get("bos_token_id")
-    if isinstance(bos, int) and 0 <= bos < vocab:
-        ids[0] = bos
-    return ids
-
-
 def write_goldens(model_dir: str, count: int, seed: int) -> None:
-    with open(os.path.join(model_dir, "config.json"), "r", encoding="utf-8") as f:
-        cfg_dict = json.load(f)
-    cfg = Config.from_dict(cfg_dict)
-    ids = golden_ids(cfg_dict, count, seed)
+    ids = make_goldens.golden_ids(model_dir, count, seed)
+    cfg = Config.load(model_dir)
     trace = Trace()
-    logits = forward_loaded(cfg, Weights(model_dir), ids, trace).numpy().astype(np.float32)
+    logits = forward_loaded(cfg, Weights(model_dir), ids, trace).numpy()
     margin = trace.margin(cfg)
     if margin < MIN_MARGIN:
         raise SystemExit(f"{model_dir}: a routing decision is {margin:.2e} from a tie; the engine's f32 "
                          f"could choose differently. Pick another seed.")
     used = sorted({int(e) for t in trace.experts for e in t.flatten()})
-    with open(os.path.join(model_dir, "golden_ids.txt"), "w", encoding="utf-8", newline="\n") as f:
-        f.write(",".join(str(i) for i in ids) + "\n")
-    tmp = os.path.join(model_dir, "golden_logits.tmp.npy")
-    np.save(tmp, logits)
-    os.replace(tmp, os.path.join(model_dir, "golden_logits.npy"))
+    logits = make_goldens.save_goldens(model_dir, ids, logits)
     print(f"{model_dir}: {len(ids)} ids, logits {logits.shape}, experts used {used}, "
           f"routing margin {margin:.3g}, argmax {logits.argmax(axis=1).tolist()}")
 

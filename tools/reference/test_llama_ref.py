@@ -199,10 +199,10 @@ class HandCheckable(unittest.TestCase):
         # d = 16, theta 500000: wavelengths 2*pi*500000^(i/8) = 6.28, 32.5, 168, 872, 4443, 23000,
         # 119000, 618000. With original 8192 and factors 1/4 the bands are: high (< 2048) for
         # i = 0..3 unchanged, medium (2048..8192) for i = 4 smoothed, low for i = 5..7 divided by 32.
-        cfg = llama_ref.Config("llama", 32, 1, 2, 2, 16, 8, 5, 1e-5, 500000.0,
-                               {"rope_type": "llama3", "factor": 32.0, "low_freq_factor": 1.0,
-                                "high_freq_factor": 4.0, "original_max_position_embeddings": 8192},
-                               False, False, False, False)
+        cfg = llama_ref.Config(model_type="llama", hidden=32, layers=1, heads=2, kv_heads=2, head_dim=16, ffn=8,
+                               vocab=5, eps=1e-5, rope_theta=500000.0,
+                               rope_scaling={"rope_type": "llama3", "factor": 32.0, "low_freq_factor": 1.0,
+                                             "high_freq_factor": 4.0, "original_max_position_embeddings": 8192})
         base = 1.0 / 500000.0 ** (np.arange(8) * 2 / 16)
         got = llama_ref.rope_inv_freq(cfg)
         np.testing.assert_allclose(got[:4], base[:4])

@@ -37,6 +37,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 TOOLS = os.path.dirname(HERE)
 sys.path.insert(0, HERE)
 sys.path.insert(0, TOOLS)
+import llama_core  # noqa: E402
 import llama_ref  # noqa: E402
 import make_checkpoint  # noqa: E402
 import make_memory3_checkpoint  # noqa: E402
@@ -299,8 +300,7 @@ class ModelTests(unittest.TestCase):
         with the stored keys rotated by b more: the logits do not change (decision A)."""
         small = self.variant(chunk_length=16)
         b, R, T = small.b, self.m3.reference_length, 40
-        cos, sin = m3ref.rope_tables(self.cfg, torch.tensor([float(b)]))
-        turn = lambda k: m3ref.apply_rope(k, cos, sin)  # noqa: E731   RoPE(k, j) -> RoPE(k, j + b)
+        turn = llama_core.Rope(self.cfg, torch.tensor([float(b)]))   # RoPE(k, j) -> RoPE(k, j + b)
         old = self.variant(chunk_length=16)
         old.bos_k = [turn(k) for k in small.bos_k]
         shifted = [replace(m, keys=turn(m.keys) * (m.indices[..., None] >= 0)) for m in self.mems]

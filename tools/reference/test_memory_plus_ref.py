@@ -29,6 +29,7 @@ TOOLS = os.path.dirname(HERE)
 REPO = os.path.dirname(TOOLS)
 sys.path.insert(0, HERE)
 sys.path.insert(0, TOOLS)
+import llama_core  # noqa: E402
 import memory_plus_ref as ref  # noqa: E402
 import make_memory_plus_checkpoint as gen  # noqa: E402
 
@@ -41,15 +42,6 @@ def make_model(out: str, *flags: str) -> str:
     gen.main(["--out", out, "--dim", "16", "--heads", "2", "--kv-heads", "2", "--vocab", "40",
               "--n-keys", "6", "--knn", "3", "--k-dim", "8", "--mem-heads", "2", *flags])
     return out
-
-
-class DictWeights(ref.Weights):
-    """Weights from a plain dict (hand-made cases)."""
-
-    def __init__(self, tensors):  # noqa: D401  (no file behind it)
-        self.cache = {k: torch.as_tensor(v, dtype=torch.float64) for k, v in tensors.items()}
-        self.raw = self.cache
-        self.model_dir = "<dict>"
 
 
 def naive_forward(model_dir: str, ids) -> np.ndarray:
@@ -214,10 +206,11 @@ class HandChecked(unittest.TestCase):
              p + "value_proj.weight": rng.standard_normal((self.D, self.D)),
              p + "value_proj.bias": rng.standard_normal(self.D)}
         t.update({p + k: v for k, v in extra.items()})
-        return DictWeights(t)
+        return llama_core.Weights(tensors=t)
 
     def config(self, **kw):
-        c = dict(hidden_size=self.D, num_hidden_layers=1, num_attention_heads=1, intermediate_size=8,
+        c = dict(model_type="memory_plus", hidden_size=self.D, num_hidden_layers=1, num_attention_heads=1,
+                 intermediate_size=8,
                  vocab_size=5, mem_layers=[0], mem_n_keys=self.n, mem_heads=self.H, mem_knn=2,
                  mem_k_dim=self.k)
         c.update(kw)
@@ -252,14 +245,15 @@ class HandChecked(unittest.TestCase):
         torch.testing.assert_close(ref.memory(cfg, W, 0, x)[0], expect, rtol=0, atol=1e-14)
 
     def test_rope(self):
-        x = torch.randn(2, 3, 8, dtype=torch.float64)
+        x = torch.randn(3, 2, 8, dtype=torch.float64)              # [heads, T, d]
         for inter in (True, False):
-            torch.testing.assert_close(ref.rope(x, torch.zeros(2, dtype=torch.long), 1e4, inter), x)
-        y = ref.rope(x, torch.tensor([0, 5]), 100.0, True)
+            cfg = self.config(head_dim=8, rope_theta=1e4, rope_interleaved=inter)
+            torch.testing.assert_close(ref.LinguaRope(cfg, torch.zeros(2, dtype=torch.long))(x), x)
+        y = ref.LinguaRope(self.config(head_dim=8, rope_theta=100.0), torch.tensor([0, 5]))(x)
         ang = 5 * 100.0 ** (-2 * 1 / 8)                          # pair j = 1: elements 2, 3
         c, s = math.cos(ang), math.sin(ang)
-        torch.testing.assert_close(y[1, :, 2], x[1, :, 2] * c - x[1, :, 3] * s)
-        torch.testing.assert_close(y[1, :, 3], x[1, :, 2] * s + x[1, :, 3] * c)
+        torch.testing.assert_close(y[:, 1, 2], x[:, 1, 2] * c - x[:, 1, 3] * s)
+        torch.testing.assert_close(y[:, 1, 3], x[:, 1, 2] * s + x[:, 1, 3] * c)
         torch.testing.assert_close(y.norm(dim=-1), x.norm(dim=-1))
 
 

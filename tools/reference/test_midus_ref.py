@@ -29,6 +29,7 @@ TOOLS = os.path.dirname(HERE)
 REPO = os.path.dirname(TOOLS)
 sys.path.insert(0, HERE)
 sys.path.insert(0, TOOLS)
+import llama_core  # noqa: E402
 import llama_ref  # noqa: E402
 import midus_ref  # noqa: E402
 import safetensors_io as st  # noqa: E402
@@ -181,8 +182,8 @@ class WholeModel(unittest.TestCase):
         W = midus_ref.Weights(TINY)
         W.cache["model.memory_blocks.1.hml.values"] = torch.zeros(cfg.n_keys ** 2, cfg.latent_dim, dtype=DT)
         x = torch.randn(5, cfg.hidden, generator=torch.Generator().manual_seed(9), dtype=DT)
-        cos, sin = midus_ref.rope_tables(cfg, 5)
-        self.assertTrue(torch.equal(midus_ref.memory_block(cfg, W, 1, x, cos, sin), x))
+        rope = llama_core.Rope(cfg, torch.arange(5))
+        self.assertTrue(torch.equal(midus_ref.memory_block(cfg, W, 1, x, rope), x))
 
     def test_causal(self):
         ids = self.ids()
@@ -197,14 +198,14 @@ class WholeModel(unittest.TestCase):
         cfg = midus_ref.MidusConfig.load(TINY)
         W = midus_ref.Weights(TINY)
         ids = self.ids()
-        cos, sin = midus_ref.rope_tables(cfg, len(ids))
+        rope = llama_core.Rope(cfg, torch.arange(len(ids)))
         x = W("model.embed_tokens.weight")[torch.tensor(ids)]
-        x = midus_ref.memory_block(cfg, W, 0, x, cos, sin)
+        x = midus_ref.memory_block(cfg, W, 0, x, rope)
         for i in range(cfg.layers):
             if i == 2:
-                x = midus_ref.memory_block(cfg, W, 1, x, cos, sin)
-            x = midus_ref.base_block(cfg, W, i, x, cos, sin)
-        by_hand = midus_ref.rms_norm(x, W("model.norm.weight"), cfg.eps) @ W("lm_head.weight").T
+                x = midus_ref.memory_block(cfg, W, 1, x, rope)
+            x = llama_core.decoder_layer(cfg, W, i, x, rope)
+        by_hand = llama_core.rms_norm(x, W("model.norm.weight"), cfg.eps) @ W("lm_head.weight").T
         self.assertEqual(cfg.anchors, [0, 2])
         np.testing.assert_allclose(midus_ref.forward(TINY, ids), by_hand.numpy(), rtol=0, atol=1e-12)
         cfg.anchors = [0, 1]

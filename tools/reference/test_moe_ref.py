@@ -27,8 +27,10 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(os.path.dirname(HERE))
 sys.path.insert(0, HERE)
 sys.path.insert(0, os.path.dirname(HERE))
+import llama_core  # noqa: E402
 import llama_ref  # noqa: E402
 import moe_ref  # noqa: E402
+import safetensors_io  # noqa: E402
 
 MODELS = os.path.join(REPO, "tests", "data", "models")
 TINY = ("olmoe-tiny-f32", "mixtral-tiny-f32", "moe-tiny-f32")
@@ -36,8 +38,7 @@ TINY = ("olmoe-tiny-f32", "mixtral-tiny-f32", "moe-tiny-f32")
 
 def block_config(router: str, experts: int, top_k: int, norm: bool = False, model_type: str = "moe") -> moe_ref.Config:
     return moe_ref.Config(model_type=model_type, hidden=6, layers=1, heads=1, kv_heads=1, head_dim=6, ffn=5,
-                          vocab=4, eps=1e-6, rope_theta=1e4, rope_scaling=None, tied=False, qkv_bias=False,
-                          o_bias=False, qk_norm=False, experts=experts, top_k=top_k, router=router,
+                          vocab=4, eps=1e-6, rope_theta=1e4, experts=experts, top_k=top_k, router=router,
                           norm_topk_prob=norm, block="mlp")
 
 
@@ -101,7 +102,7 @@ class BlockTests(unittest.TestCase):
             out, experts, logits = moe_ref.moe_block(x, router, experts_w, cfg)
             _, weights = moe_ref.route(logits, cfg)
             mix = torch.zeros(9, 5, dtype=torch.float64).scatter(1, experts, weights)     # [T, E]
-            every = torch.stack([moe_ref.swiglu_expert(x, *e) for e in experts_w], dim=1)  # [T, E, D]
+            every = torch.stack([llama_core.swiglu(x, *e) for e in experts_w], dim=1)  # [T, E, D]
             dense = (mix[:, :, None] * every).sum(dim=1)
             self.assertLess((out - dense).abs().max().item(), 1e-12)
             if cfg.top_k == cfg.experts:  # every expert, each exactly once per token
@@ -130,11 +131,11 @@ class ModelTests(unittest.TestCase):
                                     layers=cfg.layers, heads=cfg.heads, kv_heads=cfg.kv_heads,
                                     head_dim=cfg.head_dim, ffn=cfg.ffn, vocab=cfg.vocab, eps=cfg.eps,
                                     rope_theta=cfg.rope_theta, rope_scaling=cfg.rope_scaling, tied=cfg.tied,
-                                    attention_bias=cfg.qkv_bias, o_bias=cfg.o_bias, mlp_bias=False)
+                                    attention_bias=cfg.attention_bias, o_bias=cfg.o_bias, qk_norm=cfg.qk_norm)
             W = moe_ref.Weights(d)
             x = W("model.embed_tokens.weight")[torch.tensor([1, 5, 9, 3, 7])]
+            ours = llama_core.layer_attention(cfg, W, 0, x, llama_core.Rope(cfg, torch.arange(5)))
             cos, sin = llama_ref.rope_cos_sin(lcfg, np.arange(5))
-            ours = moe_ref.attention(cfg, W, 0, x, torch.from_numpy(cos), torch.from_numpy(sin))
             theirs = llama_ref.attention(lcfg, llama_ref.Weights(d), 0, x.numpy(), cos, sin)
             self.assertLess(np.abs(ours.numpy() - theirs).max(), 1e-12, name)
 
@@ -159,13 +160,13 @@ class ModelTests(unittest.TestCase):
         c = load_config_dict("mixtral-tiny-f32")
         c.update(model_type="moe", router="topk_softmax", num_experts=c["num_local_experts"])
         renamed = {}
-        for name, t in moe_ref.safetensors_io.read_checkpoint(d).items():
+        for name, t in safetensors_io.read_checkpoint(d).items():
             for old, new in ((".block_sparse_moe.", ".mlp."), (".w1.", ".gate_proj."), (".w3.", ".up_proj."),
                              (".w2.", ".down_proj.")):
                 name = name.replace(old, new)
             renamed[name] = t.to_float64()
         ids = [1, 40, 2, 77, 5]
-        generic = moe_ref.forward_loaded(moe_ref.Config.from_dict(c), moe_ref.Weights(tensors=renamed), ids)
+        generic = moe_ref.forward_loaded(moe_ref.Config.from_dict(c), llama_core.Weights(tensors=renamed), ids)
         self.assertLess((generic - moe_ref.forward(d, ids)).abs().max().item(), 1e-12)
 
     def test_committed_goldens_are_current_and_well_conditioned(self):

@@ -195,8 +195,8 @@ class ImplicitValueExpansion(unittest.TestCase):
             m = ultramem_ref.UltraMemRef(os.path.join(MODELS, name))
             c = m.cfg
             x = torch.randn(2, c.hidden, dtype=torch.float64, generator=torch.Generator().manual_seed(4))
-            P = m.w["model.full_memory_layer.pre_values_for_look_up"].numpy()
-            V = m.w["model.full_memory_layer.values_for_look_up"].numpy()
+            P = m.W("model.full_memory_layer.pre_values_for_look_up").numpy()
+            V = m.W("model.full_memory_layer.values_for_look_up").numpy()
             for l in range(len(c.insert)):
                 virt, scores = m.tdqkr(l, x)
                 group, row = m.physical(l, virt)

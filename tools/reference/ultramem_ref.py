@@ -40,21 +40,22 @@ Usage:  logits = forward(model_dir, ids)      # -> np.ndarray [T, V] float64
 
 from __future__ import annotations
 
-import json
 import math
 import os
 import sys
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
 import torch
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
-import safetensors_io  # noqa: E402  (tools/safetensors_io.py)
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+import llama_core  # noqa: E402  (the backbone: pre-norm Llama blocks, per-head QK-norm, RoPE)
+import llama_ref  # noqa: E402  (the backbone config)
+from llama_core import F64, Rotation, Weights, rms_norm  # noqa: E402
 
 SUPPORTED = ("ultramem", "ultramem_v2")
-F64 = torch.float64
 
 
 # ----------------------------------------------------------------------------------------------
@@ -88,20 +89,9 @@ def parse_insert_way(text: str, n_layers: int) -> List[Tuple[int, int]]:
     return pairs
 
 
-@dataclass
-class Config:
-    model_type: str
-    hidden: int
-    layers: int
-    heads: int
-    kv_heads: int
-    head_dim: int
-    ffn: int
-    vocab: int
-    eps: float
-    rope_theta: float
-    tied: bool
-    qk_norm: bool
+@dataclass(kw_only=True)
+class Config(llama_ref.Config):
+    """The OLMo backbone (a Llama with no biases and per-head QK-norm) and the memory layers."""
     insert: List[Tuple[int, int]]
     knum: int
     kdim: int
@@ -124,23 +114,14 @@ class Config:
     share_ratio: float = 1.0
 
     @staticmethod
-    def load(model_dir: str) -> "Config":
-        with open(os.path.join(model_dir, "config.json"), "r", encoding="utf-8") as f:
-            c = json.load(f)
-        mt = c.get("model_type")
-        if mt not in SUPPORTED:
-            raise ValueError(f"{model_dir}/config.json: model_type {mt!r} is not one of {SUPPORTED}")
-        heads = int(c["num_attention_heads"])
-        hidden = int(c["hidden_size"])
-        layers = int(c["num_hidden_layers"])
+    def from_dict(c: dict, where: str = "config.json") -> "Config":
+        mt = llama_ref.check_model_type(c, where, SUPPORTED)
+        backbone = Config.shared_fields(c, eps=1e-5)
+        backbone["rope_scaling"] = None          # OLMo's RotaryEmbedding has no scaling
+        layers = backbone["layers"]
         v2 = mt == "ultramem_v2"
         cfg = Config(
-            model_type=mt, hidden=hidden, layers=layers, heads=heads,
-            kv_heads=int(c.get("num_key_value_heads") or heads),
-            head_dim=int(c.get("head_dim") or hidden // heads), ffn=int(c["intermediate_size"]),
-            vocab=int(c["vocab_size"]), eps=float(c.get("rms_norm_eps", 1e-5)),
-            rope_theta=float(c.get("rope_theta", 10000.0)), tied=bool(c.get("tie_word_embeddings", False)),
-            qk_norm=bool(c.get("qk_norm", True)),
+            model_type=mt, **backbone, qk_norm="head" if c.get("qk_norm", True) else "",
             insert=parse_insert_way(str(c.get("mem_insert_way", "full" if v2 else "")), layers),
             knum=int(c["mem_knum"]), kdim=int(c["mem_kdim"]), vdim=int(c["mem_vdim"]),
             knn=int(c["mem_knn"]), mem_heads=int(c.get("mem_head", 1)),
@@ -185,24 +166,8 @@ def window_offset(cfg: Config, layer: int) -> int:
 
 
 # ----------------------------------------------------------------------------------------------
-# Building blocks
+# Top-k and its tie margins
 # ----------------------------------------------------------------------------------------------
-
-def rms_norm(x: torch.Tensor, g: torch.Tensor, eps: float) -> torch.Tensor:
-    """RMSLayerNorm of OLMo: x / sqrt(mean(x^2) + eps) * g over the last axis."""
-    return x / torch.sqrt((x * x).mean(dim=-1, keepdim=True) + eps) * g
-
-
-def rope(x: torch.Tensor, pos: torch.Tensor, theta: float) -> torch.Tensor:
-    """Rotate-half RoPE of OLMo's RotaryEmbedding: x [T, H, d] at positions pos [T]."""
-    d = x.shape[-1]
-    inv = 1.0 / (theta ** (torch.arange(0, d, 2, dtype=F64) / d))
-    ang = pos.to(F64)[:, None] * inv[None, :]
-    ang = torch.cat([ang, ang], dim=-1)[:, None, :]
-    x1, x2 = x[..., : d // 2], x[..., d // 2:]
-    rotated = torch.cat([-x2, x1], dim=-1)
-    return x * torch.cos(ang) + rotated * torch.sin(ang)
-
 
 def topk_stable(x: torch.Tensor, k: int) -> Tuple[torch.Tensor, torch.Tensor]:
     """Largest k along the last axis, largest first, ties to the lower index."""
@@ -237,20 +202,13 @@ class Stats:
 class UltraMemRef:
     def __init__(self, model_dir: str):
         self.cfg = Config.load(model_dir)
-        raw = safetensors_io.read_checkpoint(model_dir)
-        self.w: Dict[str, torch.Tensor] = {}
-        self.i: Dict[str, torch.Tensor] = {}
-        for name, t in raw.items():
-            if t.dtype == "I32":
-                self.i[name] = torch.from_numpy(np.array(t.data, dtype=np.int64))
-            else:
-                self.w[name] = torch.from_numpy(t.to_float64())
+        self.W = Weights(model_dir)
         self.stats = Stats()
 
     # --- memory layer ------------------------------------------------------------------------
 
     def _mem(self, l: int, suffix: str) -> torch.Tensor:
-        return self.w[f"model.mem_blocks.{l}.{suffix}"]
+        return self.W(f"model.mem_blocks.{l}.{suffix}")
 
     def query(self, l: int, x: torch.Tensor) -> Tuple[torch.Tensor, torch.Tensor]:
         """Row and column queries [T, H, kdim] of memory layer l for inputs x [T, D]."""
@@ -308,14 +266,14 @@ class UltraMemRef:
     def physical(self, l: int, virt: torch.Tensor) -> Tuple[torch.Tensor, torch.Tensor]:
         """Index pipeline: (group, table row) of virtual indices (notes 8.3)."""
         c = self.cfg
-        s = self.i[f"model.mem_blocks.{l}.shuffle_index"][virt]
+        s = self.W.indices(f"model.mem_blocks.{l}.shuffle_index")[virt]
         group = s // c.value_num
         row = (s % c.value_num + window_offset(c, l)) % c.table_rows
         return group, row
 
     def value_table(self, l: int) -> torch.Tensor:
         if self.cfg.model_type == "ultramem_v2":
-            return self.w["model.full_memory_layer.values_for_look_up"]
+            return self.W("model.full_memory_layer.values_for_look_up")
         return self._mem(l, "values_for_look_up")
 
     def memory(self, l: int, x: torch.Tensor) -> torch.Tensor:
@@ -329,7 +287,7 @@ class UltraMemRef:
         if c.pre_vdim > 0:
             # PEER pre-values (V2 paper eq. 15): a scalar per entry from a row dot product.
             p = x @ self._mem(l, "pre_values_proj.weight").T                        # [T, pre_vdim]
-            pre = self.w["model.full_memory_layer.pre_values_for_look_up"][row]     # [T, B, pre_vdim]
+            pre = self.W("model.full_memory_layer.pre_values_for_look_up")[row]     # [T, B, pre_vdim]
             gate = torch.einsum("tbp,tp->tb", pre, p)
             if c.glu_act:
                 gate = torch.nn.functional.gelu(gate)
@@ -343,51 +301,28 @@ class UltraMemRef:
             out = out.sum(dim=1, keepdim=True)        # one projector for all virtual blocks
         return out.reshape(T, -1) @ self._mem(l, "values_proj.weight").T
 
-    # --- backbone ----------------------------------------------------------------------------
-
-    def _blk(self, i: int, suffix: str) -> torch.Tensor:
-        return self.w[f"model.layers.{i}.{suffix}"]
-
-    def attention(self, i: int, x: torch.Tensor) -> torch.Tensor:
-        c = self.cfg
-        T = x.shape[0]
-        q = (x @ self._blk(i, "self_attn.q_proj.weight").T).view(T, c.heads, c.head_dim)
-        k = (x @ self._blk(i, "self_attn.k_proj.weight").T).view(T, c.kv_heads, c.head_dim)
-        v = (x @ self._blk(i, "self_attn.v_proj.weight").T).view(T, c.kv_heads, c.head_dim)
-        if c.qk_norm:
-            q = rms_norm(q, self._blk(i, "self_attn.q_norm.weight"), c.eps)
-            k = rms_norm(k, self._blk(i, "self_attn.k_norm.weight"), c.eps)
-        pos = torch.arange(T)
-        q, k = rope(q, pos, c.rope_theta), rope(k, pos, c.rope_theta)
-        rep = c.heads // c.kv_heads
-        k = k.repeat_interleave(rep, dim=1)
-        v = v.repeat_interleave(rep, dim=1)
-        att = torch.einsum("qhd,khd->hqk", q, k) / math.sqrt(c.head_dim)
-        mask = torch.triu(torch.ones(T, T, dtype=torch.bool), diagonal=1)
-        att = att.masked_fill(mask, -math.inf).softmax(dim=-1)
-        o = torch.einsum("hqk,khd->qhd", att, v).reshape(T, c.heads * c.head_dim)
-        return o @ self._blk(i, "self_attn.o_proj.weight").T
+    # --- the model: memories read inside blocks of the llama_core decoder -----------------------
 
     def forward(self, ids: Sequence[int]) -> np.ndarray:
+        """Logits [T, V]: memory l reads the ff_norm output x of block insert[l][0], and its output
+        is added to the residual stream after block insert[l][1]."""
         c = self.cfg
-        h = self.w["model.embed_tokens.weight"][torch.tensor(list(ids), dtype=torch.long)]
         reads = {a: l for l, (a, _) in enumerate(c.insert)}
         pending: Dict[int, List[torch.Tensor]] = {}
-        for i in range(c.layers):
-            h = h + self.attention(i, rms_norm(h, self._blk(i, "input_layernorm.weight"), c.eps))
-            x = rms_norm(h, self._blk(i, "post_attention_layernorm.weight"), c.eps)
-            gate = x @ self._blk(i, "mlp.gate_proj.weight").T
-            up = x @ self._blk(i, "mlp.up_proj.weight").T
-            h = h + (torch.nn.functional.silu(gate) * up) @ self._blk(i, "mlp.down_proj.weight").T
+
+        def feed_forward(i: int, x: torch.Tensor) -> torch.Tensor:
             if i in reads:
                 l = reads[i]
                 pending.setdefault(c.insert[l][1], []).append(self.memory(l, x))
+            return llama_core.layer_mlp(c, self.W, i, x)
+
+        def layer(i: int, h: torch.Tensor, rope: Rotation) -> torch.Tensor:
+            h = llama_core.decoder_layer(c, self.W, i, h, rope, feed_forward=feed_forward)
             for y in pending.pop(i, []):
                 h = h + y
-        h = rms_norm(h, self.w["model.norm.weight"], c.eps)
-        head = self.w["model.embed_tokens.weight"] if c.tied and "lm_head.weight" not in self.w \
-            else self.w["lm_head.weight"]
-        return (h @ head.T).numpy()
+            return h
+
+        return llama_core.run_layers(c, self.W, ids, layer=layer)[0].numpy()
 
 
 def forward(model_dir: str, ids: Sequence[int], stats: Optional[Stats] = None) -> np.ndarray:
