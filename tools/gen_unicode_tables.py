@@ -58,6 +58,17 @@ def check_white_space():
             sys.exit(f"White_Space table disagrees with regex \\s at U+{cp:04X}")
 
 
+def write_table(w, declaration: str, count_name: str, entries: list, per_line: int) -> None:
+    """`const declaration[] = {` the entries, per_line to a line (0: all on one), `};` and
+    `const size_t count_name = N;`."""
+    w(f"const {declaration}[] = {{\n")
+    for i, entry in enumerate(entries):
+        w(entry)
+        if per_line and i % per_line == per_line - 1:
+            w("\n")
+    w(f"\n}};\nconst size_t {count_name} = {len(entries)};\n\n")
+
+
 def main():
     check_white_space()
     cats = ranges_of(major_class)
@@ -82,29 +93,16 @@ def main():
       f"{unicodedata.unidata_version}.\n")
     w("// Do not edit: regenerate with\n")
     w("//     /usr/bin/python3 tools/gen_unicode_tables.py > engine/src/tokenizer/unicode_tables.cpp\n")
-    w('#include "unicode.hpp"\n\nnamespace mnemo::unicode::tables {\n\n')
+    w('#include "tokenizer/unicode.hpp"\n\nnamespace mnemo::unicode::tables {\n\n')
     w(f'const char* const kUnicodeVersion = "{unicodedata.unidata_version}";\n\n')
-    w(f"const CategoryRange kCategories[] = {{\n")
-    for i, (lo, hi, v) in enumerate(cats):
-        w(f"{{0x{lo:X},0x{hi:X},{v}}},")
-        if i % 4 == 3:
-            w("\n")
-    w(f"\n}};\nconst size_t kCategoryCount = {len(cats)};\n\n")
-    w("const CodeRange kWhiteSpace[] = {\n")
-    w("".join(f"{{0x{lo:X},0x{hi:X}}}," for lo, hi in WHITE_SPACE))
-    w(f"\n}};\nconst size_t kWhiteSpaceCount = {len(WHITE_SPACE)};\n\n")
-    w("const CombiningRange kCombiningClasses[] = {\n")
-    for i, (lo, hi, v) in enumerate(ccc):
-        w(f"{{0x{lo:X},0x{hi:X},{v}}},")
-        if i % 5 == 4:
-            w("\n")
-    w(f"\n}};\nconst size_t kCombiningClassCount = {len(ccc)};\n\n")
-    w("const Decomposition kDecompositions[] = {\n")
-    for i, (cp, a, b, c) in enumerate(decomp):
-        w(f"{{0x{cp:X},0x{a:X},0x{b:X},{c}}},")
-        if i % 4 == 3:
-            w("\n")
-    w(f"\n}};\nconst size_t kDecompositionCount = {len(decomp)};\n\n")
+    write_table(w, "CategoryRange kCategories", "kCategoryCount",
+                [f"{{0x{lo:X},0x{hi:X},{v}}}," for lo, hi, v in cats], 4)
+    write_table(w, "CodeRange kWhiteSpace", "kWhiteSpaceCount",
+                [f"{{0x{lo:X},0x{hi:X}}}," for lo, hi in WHITE_SPACE], 0)
+    write_table(w, "CombiningRange kCombiningClasses", "kCombiningClassCount",
+                [f"{{0x{lo:X},0x{hi:X},{v}}}," for lo, hi, v in ccc], 5)
+    write_table(w, "Decomposition kDecompositions", "kDecompositionCount",
+                [f"{{0x{cp:X},0x{a:X},0x{b:X},{c}}}," for cp, a, b, c in decomp], 4)
     w("}  // namespace mnemo::unicode::tables\n")
 
 

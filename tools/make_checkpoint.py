@@ -191,13 +191,7 @@ def tensor_plan(a: argparse.Namespace):
             add(p + "self_attn.q_proj.bias", (H * d,), "normal", 0.5)
             add(p + "self_attn.k_proj.bias", (Hkv * d,), "normal", 0.5)
             add(p + "self_attn.v_proj.bias", (Hkv * d,), "normal", 0.5)
-        if a.arch == "olmo2":
-            add(p + "self_attn.q_norm.weight", (H * d,), "norm", 0.1)
-            add(p + "self_attn.k_norm.weight", (Hkv * d,), "norm", 0.1)
-        add(p + "self_attn.o_proj.weight", (D, H * d), "normal", 1.0 / np.sqrt(H * d))
-        if a.attention_bias:
-            add(p + "self_attn.o_proj.bias", (D,), "normal", 0.5)
-        add(p + "post_attention_layernorm.weight", (D,), "norm", 0.1)
+        plan_attention_output(add, p, D, H * d, Hkv * d, qk_norm=a.arch == "olmo2", o_bias=a.attention_bias)
         add(p + "mlp.gate_proj.weight", (F, D), "normal", 1.0 / np.sqrt(D))
         add(p + "mlp.up_proj.weight", (F, D), "normal", 1.0 / np.sqrt(D))
         add(p + "mlp.down_proj.weight", (D, F), "normal", 1.0 / np.sqrt(F))
@@ -211,6 +205,20 @@ def tensor_plan(a: argparse.Namespace):
     if not a.tied:
         add("lm_head.weight", (V, D), "normal", 2.0 / np.sqrt(D))
     return plan
+
+
+def plan_attention_output(add, p: str, D: int, q_rows: int, kv_rows: int, qk_norm: bool, o_bias: bool) -> None:
+    """The plan entries of layer prefix p that follow its q/k/v projections, in the order every
+    seeded generator writes them: q_norm [q_rows] / k_norm [kv_rows] when qk_norm (over the whole
+    projections), o_proj [D, q_rows] and its bias when o_bias, post_attention_layernorm [D].
+    add(name, shape, kind, std) appends to the plan (tensor_plan)."""
+    if qk_norm:
+        add(p + "self_attn.q_norm.weight", (q_rows,), "norm", 0.1)
+        add(p + "self_attn.k_norm.weight", (kv_rows,), "norm", 0.1)
+    add(p + "self_attn.o_proj.weight", (D, q_rows), "normal", 1.0 / np.sqrt(q_rows))
+    if o_bias:
+        add(p + "self_attn.o_proj.bias", (D,), "normal", 0.5)
+    add(p + "post_attention_layernorm.weight", (D,), "norm", 0.1)
 
 
 def tensor_rng(seed: int, name: str) -> np.random.Generator:

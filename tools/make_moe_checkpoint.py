@@ -117,13 +117,7 @@ def tensor_plan(a: argparse.Namespace):
             add(p + f"self_attn.{name}.weight", (rows, D), "normal", 1.0 / np.sqrt(D))
             if a.attention_bias:
                 add(p + f"self_attn.{name}.bias", (rows,), "normal", 0.5)
-        if qk_norm:
-            add(p + "self_attn.q_norm.weight", (H * d,), "norm", 0.1)
-            add(p + "self_attn.k_norm.weight", (Hkv * d,), "norm", 0.1)
-        add(p + "self_attn.o_proj.weight", (D, H * d), "normal", 1.0 / np.sqrt(H * d))
-        if a.attention_bias:
-            add(p + "self_attn.o_proj.bias", (D,), "normal", 0.5)
-        add(p + "post_attention_layernorm.weight", (D,), "norm", 0.1)
+        make_checkpoint.plan_attention_output(add, p, D, H * d, Hkv * d, qk_norm, o_bias=a.attention_bias)
         add(p + f"{block}.gate.weight", (E, D), "normal", 1.0 / np.sqrt(D))
         for e in range(E):
             x = p + f"{block}.experts.{e}."

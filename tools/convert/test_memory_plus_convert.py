@@ -37,6 +37,7 @@ sys.path.insert(0, os.path.join(TOOLS, "reference"))
 import memory_plus_ref as ref  # noqa: E402
 import memory_plus_to_mnemo as conv  # noqa: E402
 import safetensors_io as st  # noqa: E402
+from engine_logits import engine_logits, mnemo_binary  # noqa: E402
 
 CONVERTER = os.path.join(HERE, "memory_plus_to_mnemo.py")
 
@@ -253,7 +254,7 @@ class RoundTrip(unittest.TestCase):
         return out, expect, r.stdout
 
     def test_reference_and_engine_match_the_lingua_model(self):
-        bin_dir = os.environ.get("MNEMO_BUILD_BIN")
+        has_engine = mnemo_binary() is not None
         with tempfile.TemporaryDirectory() as tmp:
             for seed, (name, kw) in enumerate(CASES.items()):
                 with self.subTest(case=name):
@@ -262,16 +263,12 @@ class RoundTrip(unittest.TestCase):
                     self.assertLess(np.abs(got - expect).max(), 1e-10 * np.abs(expect).max())
                     # f32 may only rank memory rows like float64 if no top-k is decided by rounding.
                     self.assertGreater(ref.selection_margin(out, IDS), 1e-4, "pick another seed")
-                    if not bin_dir:
+                    if not has_engine:
                         continue
-                    npy = os.path.join(tmp, name + ".npy")
-                    r = subprocess.run([os.path.join(bin_dir, "mnemo"), "logits", "-m", out, "--ids",
-                                        ",".join(map(str, IDS)), "--out", npy], capture_output=True, text=True)
-                    self.assertEqual(r.returncode, 0, r.stderr)
-                    eng = np.load(npy)
+                    eng = engine_logits(self, out, IDS, tmp)
                     self.assertLess(np.abs(eng - expect).max(), 1e-4 * np.abs(expect).max())
-        if not bin_dir:
-            self.skipTest("MNEMO_BUILD_BIN is not set (ctest sets it): engine not compared")
+        if not has_engine:
+            self.skipTest("no bin/mnemo built (set MNEMO_BUILD_BIN): engine not compared")
 
     def test_folder_layout(self):
         with tempfile.TemporaryDirectory() as tmp:
@@ -313,13 +310,9 @@ class RoundTrip(unittest.TestCase):
             st.write_safetensors(os.path.join(out, "model.safetensors"), tensors)
             got = ref.forward(out, IDS)
             self.assertLess(np.abs(got - expect).max(), 1e-10 * np.abs(expect).max())
-            bin_dir = os.environ.get("MNEMO_BUILD_BIN")
-            if bin_dir:
-                npy = os.path.join(tmp, "halves.npy")
-                r = subprocess.run([os.path.join(bin_dir, "mnemo"), "logits", "-m", out, "--ids",
-                                    ",".join(map(str, IDS)), "--out", npy], capture_output=True, text=True)
-                self.assertEqual(r.returncode, 0, r.stderr)
-                self.assertLess(np.abs(np.load(npy) - expect).max(), 1e-4 * np.abs(expect).max())
+            if mnemo_binary() is not None:
+                eng = engine_logits(self, out, IDS, tmp)
+                self.assertLess(np.abs(eng - expect).max(), 1e-4 * np.abs(expect).max())
 
     def test_yaml_config(self):
         import yaml

@@ -28,6 +28,7 @@ sys.path.insert(0, os.path.join(TOOLS, "reference"))
 import llama_ref  # noqa: E402
 import midus_from_llama  # noqa: E402
 import midus_ref  # noqa: E402
+from engine_logits import engine_logits  # noqa: E402
 import safetensors_io as st  # noqa: E402
 
 MODELS = os.path.join(REPO, "tests", "data", "models")
@@ -78,17 +79,6 @@ class Convert(unittest.TestCase):
         self.assertEqual(r.returncode, 0, r.stderr)
         return out
 
-    def engine_logits(self, model_dir: str, ids) -> np.ndarray:
-        bin_dir = os.environ.get("MNEMO_BUILD_BIN", "")
-        exe = os.path.join(bin_dir, "mnemo")
-        if not bin_dir or not os.path.exists(exe):
-            self.skipTest("MNEMO_BUILD_BIN does not point at a build with bin/mnemo")
-        out = os.path.join(self.tmp, "logits.npy")
-        r = subprocess.run([exe, "logits", "-m", model_dir, "--ids", ",".join(map(str, ids)), "--out", out],
-                           capture_output=True, text=True)
-        self.assertEqual(r.returncode, 0, r.stderr)
-        return np.load(out)
-
     def test_identity_at_initialisation_in_the_references(self):
         out = self.convert("llama-tiny-f32", "--anchors", "0,1", "--n-keys", "4", "--topk", "2", "--seed", "3")
         ids = golden_ids("llama-tiny-f32")
@@ -101,9 +91,9 @@ class Convert(unittest.TestCase):
                            "--topk", "4")
         ids = golden_ids("llama-tiny-f32")
         golden = np.load(os.path.join(MODELS, "llama-tiny-f32", "golden_logits.npy"))
-        got = self.engine_logits(out, ids)
+        got = engine_logits(self, out, ids, self.tmp)
         self.assertLess(np.abs(got - golden).max() / np.abs(golden).max(), 1e-4)
-        base = self.engine_logits(os.path.join(MODELS, "llama-tiny-f32"), ids)
+        base = engine_logits(self, os.path.join(MODELS, "llama-tiny-f32"), ids, self.tmp)
         np.testing.assert_array_equal(got, base)  # M(x) = x + 0 exactly
 
     def test_tensors(self):
@@ -139,7 +129,7 @@ class Convert(unittest.TestCase):
         ids = golden_ids("llama-tiny-bf16")
         golden = np.load(os.path.join(MODELS, "llama-tiny-bf16", "golden_logits.npy"))
         np.testing.assert_allclose(midus_ref.forward(out, ids), golden, rtol=0, atol=1e-5 * np.abs(golden).max())
-        got = self.engine_logits(out, ids)
+        got = engine_logits(self, out, ids, self.tmp)
         self.assertLess(np.abs(got - golden).max() / np.abs(golden).max(), 1e-4)
 
     def test_refused_inputs(self):

@@ -14,7 +14,6 @@ from __future__ import annotations
 import math
 import os
 import shutil
-import subprocess
 import sys
 import tempfile
 import unittest
@@ -29,6 +28,7 @@ sys.path.insert(0, HERE)
 sys.path.insert(0, os.path.join(REPO, "tools", "reference"))
 import ultramem_ref  # noqa: E402
 import ultramem_to_mnemo  # noqa: E402
+from engine_logits import engine_logits  # noqa: E402
 
 F = torch.float32
 IDS = [3, 17, 200, 45, 99, 7, 150, 31, 64, 1]
@@ -277,17 +277,6 @@ class Convert(unittest.TestCase):
                 return seed, sd
         self.fail("no tie-free seed")
 
-    def run_mnemo(self, model_dir):
-        bin_dir = os.environ.get("MNEMO_BUILD_BIN", os.path.join(REPO, "build", "bin"))
-        exe = os.path.join(bin_dir, "mnemo")
-        if not os.path.exists(exe):
-            self.skipTest(f"{exe} is not built (set MNEMO_BUILD_BIN)")
-        out = os.path.join(self.tmp, "logits.npy")
-        r = subprocess.run([exe, "logits", "-m", model_dir, "--ids", ",".join(map(str, IDS)), "--out", out],
-                           capture_output=True, text=True)
-        self.assertEqual(r.returncode, 0, r.stderr)
-        return np.load(out).astype(np.float64)
-
     def round_trip(self, c, layout):
         seed, sd = self.pick_seed(c)
         src = os.path.join(self.tmp, "official")
@@ -312,7 +301,7 @@ class Convert(unittest.TestCase):
         want = official_forward(sd, c, IDS)
         ours = ultramem_ref.forward(dst, IDS)
         self.assertLess(rel(ours, want), 1e-9, f"seed {seed}")
-        engine = self.run_mnemo(dst)
+        engine = engine_logits(self, dst, IDS, self.tmp)
         self.assertEqual(engine.shape, want.shape)
         self.assertLess(rel(engine, want), 1e-4, f"seed {seed}")
 

@@ -16,7 +16,6 @@ import argparse
 import math
 import os
 import shutil
-import subprocess
 import sys
 import tempfile
 import unittest
@@ -32,6 +31,7 @@ sys.path.insert(0, HERE)
 sys.path.insert(0, os.path.join(REPO, "tools", "reference"))
 import pkm_ref  # noqa: E402
 import xlm_pkm_to_mnemo  # noqa: E402
+from engine_logits import engine_logits  # noqa: E402
 
 
 # ----------------------------------------------------------------------------------------------
@@ -247,17 +247,6 @@ class ConvertRoundTrip(unittest.TestCase):
                 return ids
         self.fail("no id sequence with clear top-k margins")
 
-    def engine_logits(self, folder: str, ids) -> torch.Tensor:
-        build_bin = os.environ.get("MNEMO_BUILD_BIN", os.path.join(REPO, "build", "bin"))
-        mnemo = os.path.join(build_bin, "mnemo")
-        if not os.path.exists(mnemo):
-            self.skipTest(f"{mnemo} not built (set MNEMO_BUILD_BIN)")
-        npy = os.path.join(self.tmp, "logits.npy")
-        r = subprocess.run([mnemo, "logits", "-m", folder, "--ids", ",".join(map(str, ids)), "--out", npy],
-                           capture_output=True, text=True)
-        self.assertEqual(r.returncode, 0, r.stderr)
-        return torch.from_numpy(np.load(npy).astype(np.float64))
-
     def round_trip(self, p, seed, argv_extra=(), lang=None, **ckpt):
         ckpt_path = os.path.join(self.tmp, f"xlm-{seed}.pth")
         out = os.path.join(self.tmp, f"mnemo-{seed}")
@@ -268,7 +257,7 @@ class ConvertRoundTrip(unittest.TestCase):
         got = pkm_ref.forward(out, ids)
         self.assertLess((got - want).abs().max().item() / want.abs().max().item(), 1e-10)
 
-        engine = self.engine_logits(out, ids)
+        engine = torch.from_numpy(engine_logits(self, out, ids, self.tmp))
         err = (engine - want).abs().max().item() / want.abs().max().item()
         self.assertLess(err, 1e-4, f"mnemo logits vs the XLM-layout forward: max rel error {err:.3g}")
         return out
@@ -316,7 +305,7 @@ class ConvertRoundTrip(unittest.TestCase):
         self.assertEqual(stored["attentions.0.q_lin.bias"].dtype, "F32")
         ids = self.pick_ids(out, p["n_words"], 15)
         want = pkm_ref.forward(out, ids)
-        engine = self.engine_logits(out, ids)
+        engine = torch.from_numpy(engine_logits(self, out, ids, self.tmp))
         self.assertLess((engine - want).abs().max().item() / want.abs().max().item(), 1e-4)
 
 

@@ -311,17 +311,13 @@ def forward(model_dir: str, ids: Sequence[int]) -> np.ndarray:
     return forward_loaded(Config.load(model_dir), Weights(model_dir), ids)
 
 
-def main(argv: List[str]) -> int:
-    if len(argv) != 2:
-        print("usage: llama_ref.py MODEL_DIR ID,ID,...", file=sys.stderr)
-        return 2
-    ids = [int(t) for t in argv[1].split(",") if t.strip()]
-    logits = forward(argv[0], ids)
+def show(model_dir: str, ids: List[int]) -> None:
+    logits = forward(model_dir, ids)
     for t, row in enumerate(logits):
         print(f"pos {t}: token {ids[t]} -> argmax {int(row.argmax())} max {row.max():+.6f} "
               f"mean {row.mean():+.6f} std {row.std():.6f}")
-    return 0
 
 
 if __name__ == "__main__":
-    raise SystemExit(main(sys.argv[1:]))
+    import reference_cli  # noqa: E402  (tools/reference/reference_cli.py, next to this file)
+    raise SystemExit(reference_cli.run(sys.argv[1:], __doc__, show))

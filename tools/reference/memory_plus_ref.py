@@ -37,7 +37,6 @@ Usage:  forward(model_dir, ids) -> np.ndarray [T, vocab] float64
 
 from __future__ import annotations
 
-import argparse
 import math
 import os
 import sys
@@ -52,6 +51,7 @@ sys.path.insert(0, HERE)
 import llama_core  # noqa: E402  (the Llama blocks, here under lingua's tensor names)
 import llama_ref  # noqa: E402  (the backbone config)
 import make_goldens  # noqa: E402  (the golden id draw and files every test model shares)
+import reference_cli  # noqa: E402
 from llama_core import F64, Weights, rms_norm  # noqa: E402
 
 MODEL_TYPE = "memory_plus"
@@ -237,24 +237,10 @@ def write_goldens(model_dir: str, count: int = 12, seed: int = 1234, min_margin:
           f"argmax {logits.argmax(axis=1).tolist()}")
 
 
-def main(argv: Sequence[str]) -> int:
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--goldens", nargs="+", metavar="DIR", help="write golden_ids.txt / golden_logits.npy")
-    ap.add_argument("--count", type=int, default=12)
-    ap.add_argument("--seed", type=int, default=1234)
-    ap.add_argument("model", nargs="?", help="model folder (with ids: print argmax per position)")
-    ap.add_argument("ids", nargs="?", help="comma-separated token ids")
-    a = ap.parse_args(argv)
-    if a.goldens:
-        for d in a.goldens:
-            write_goldens(d, a.count, a.seed)
-        return 0
-    if not (a.model and a.ids):
-        ap.error("give --goldens DIR..., or MODEL IDS")
-    logits = forward(a.model, [int(t) for t in a.ids.split(",")])
+def show(model_dir: str, ids: List[int]) -> None:
+    logits = forward(model_dir, ids)
     print("argmax", logits.argmax(axis=1).tolist(), "sum", float(logits.sum()))
-    return 0
 
 
 if __name__ == "__main__":
-    sys.exit(main(sys.argv[1:]))
+    raise SystemExit(reference_cli.run(sys.argv[1:], __doc__, show, write_goldens))

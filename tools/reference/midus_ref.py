@@ -43,6 +43,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 import llama_core  # noqa: E402  (the Llama blocks: HF LlamaForCausalLM semantics)
 import llama_ref  # noqa: E402  (the backbone config)
+import reference_cli  # noqa: E402
 from llama_core import Rotation, Weights, rms_norm  # noqa: E402
 
 DT = torch.float64
@@ -197,16 +198,12 @@ def forward(model_dir: str, ids: Sequence[int], stats: Optional[LookupStats] = N
     return forward_loaded(MidusConfig.load(model_dir), Weights(model_dir), ids, stats).numpy()
 
 
-def main(argv: List[str]) -> int:
-    if len(argv) != 2:
-        print("usage: midus_ref.py MODEL_DIR ID,ID,...", file=sys.stderr)
-        return 2
+def show(model_dir: str, ids: List[int]) -> None:
     stats = LookupStats()
-    logits = forward(argv[0], [int(t) for t in argv[1].split(",") if t], stats)
+    logits = forward(model_dir, ids, stats)
     print(f"argmax {logits.argmax(axis=1).tolist()}  max|logit| {np.abs(logits).max():.6f}  "
           f"lookups {stats.lookups}  min top-k margin {stats.min_margin:.3g}")
-    return 0
 
 
 if __name__ == "__main__":
-    raise SystemExit(main(sys.argv[1:]))
+    raise SystemExit(reference_cli.run(sys.argv[1:], __doc__, show))

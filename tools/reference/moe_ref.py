@@ -32,7 +32,6 @@ Usage:
 
 from __future__ import annotations
 
-import argparse
 import math
 import os
 import sys
@@ -46,6 +45,7 @@ sys.path.insert(0, HERE)
 import llama_core  # noqa: E402  (the Llama backbone: attention, RoPE, norms, SwiGLU)
 import llama_ref  # noqa: E402  (the backbone config)
 import make_goldens  # noqa: E402  (the golden id draw and files every test model shares)
+import reference_cli  # noqa: E402
 from llama_core import Weights, linear  # noqa: E402
 
 SUPPORTED = ("olmoe", "mixtral", "moe")
@@ -209,29 +209,15 @@ def write_goldens(model_dir: str, count: int, seed: int) -> None:
           f"routing margin {margin:.3g}, argmax {logits.argmax(axis=1).tolist()}")
 
 
-def main(argv: List[str]) -> int:
-    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--goldens", action="store_true", help="write golden_ids.txt + golden_logits.npy")
-    p.add_argument("--count", type=int, default=12)
-    p.add_argument("--seed", type=int, default=1234)
-    p.add_argument("args", nargs="+", help="MODEL_DIR... (--goldens) or MODEL_DIR ID,ID,...")
-    a = p.parse_args(argv)
-    if a.goldens:
-        for d in a.args:
-            write_goldens(d, a.count, a.seed)
-        return 0
-    if len(a.args) != 2:
-        p.error("expected MODEL_DIR ID,ID,...")
-    ids = [int(t) for t in a.args[1].split(",") if t.strip()]
-    cfg = Config.load(a.args[0])
+def show(model_dir: str, ids: List[int]) -> None:
+    cfg = Config.load(model_dir)
     trace = Trace()
-    logits = forward_loaded(cfg, Weights(a.args[0]), ids, trace)
+    logits = forward_loaded(cfg, Weights(model_dir), ids, trace)
     for t, row in enumerate(logits):
         chosen = [trace.experts[l][t].tolist() for l in range(cfg.layers)]
         print(f"pos {t}: token {ids[t]} -> argmax {int(row.argmax())} max {row.max().item():+.6f} experts {chosen}")
     print(f"routing margin {trace.margin(cfg):.3g}")
-    return 0
 
 
 if __name__ == "__main__":
-    raise SystemExit(main(sys.argv[1:]))
+    raise SystemExit(reference_cli.run(sys.argv[1:], __doc__, show, write_goldens))

@@ -272,18 +272,14 @@ def forward(model_dir: str, ids: List[int], trace: Optional[MemoryTrace] = None)
         return logits_from(Config.load(model_dir), load_weights(model_dir), ids, trace)
 
 
-def main(argv) -> int:
-    if len(argv) != 2:
-        print("usage: pkm_ref.py MODEL_DIR 1,2,3", file=sys.stderr)
-        return 2
-    ids = [int(v) for v in argv[1].split(",") if v]
+def show(model_dir: str, ids: List[int]) -> None:
     trace = MemoryTrace()
-    logits = forward(argv[0], ids, trace)
+    logits = forward(model_dir, ids, trace)
     print("argmax", logits.argmax(dim=1).tolist())
     print(f"max |logit| {logits.abs().max().item():.6f}  top-k margins: stage 1 {trace.stage1_gap:.3g}, "
           f"stage 2 {trace.stage2_gap:.3g}")
-    return 0
 
 
 if __name__ == "__main__":
-    raise SystemExit(main(sys.argv[1:]))
+    import reference_cli  # noqa: E402  (tools/reference/reference_cli.py, next to this file)
+    raise SystemExit(reference_cli.run(sys.argv[1:], __doc__, show))

@@ -165,6 +165,28 @@ class IndexPipeline(unittest.TestCase):
             self.assertEqual(set(group.flatten().tolist()), set(range(c.groups)))
 
 
+def memory_entry_by_entry(m, l: int, x: torch.Tensor, V: np.ndarray, gate=lambda t, row: 1.0) -> np.ndarray:
+    """Eq. 15 with every selected entry accumulated one by one: memory layer l's output for x
+    [T, D] is sum over (token t, head, entry, core) of gate(t, row) * score * W_g[:, slice] V[row, slice],
+    with core c's 1/C slice of the value and W_g the projector of the entry's virtual block g
+    (one projector for all blocks when value_expand_time is 1)."""
+    c = m.cfg
+    virt, scores = m.tdqkr(l, x)
+    group, row = m.physical(l, virt)
+    W = m._mem(l, "values_proj.weight").numpy()
+    width = c.vdim // c.cores
+    want = np.zeros((x.shape[0], c.hidden))
+    for t in range(x.shape[0]):
+        for h in range(c.mem_heads):
+            for j in range(c.knn):
+                g, r = int(group[t, h, j]), int(row[t, h, j])
+                proj = W if c.value_expand == 1 else W[:, g * c.vdim:(g + 1) * c.vdim]
+                for core in range(c.cores):
+                    sl = slice(core * width, (core + 1) * width)
+                    want[t] += gate(t, r) * float(scores[t, h, j, core]) * (proj[:, sl] @ V[r, sl])
+    return want
+
+
 class ImplicitValueExpansion(unittest.TestCase):
     def test_v1_equals_e_separate_projections(self):
         """Eq. 15: y = sum_p W_p^T (V^T s_p), every entry accumulated one by one."""
@@ -172,20 +194,7 @@ class ImplicitValueExpansion(unittest.TestCase):
         c = m.cfg
         x = torch.randn(3, c.hidden, dtype=torch.float64, generator=torch.Generator().manual_seed(9))
         for l in range(len(c.insert)):
-            virt, scores = m.tdqkr(l, x)
-            group, row = m.physical(l, virt)
-            V = m._mem(l, "values_for_look_up").numpy()
-            W = m._mem(l, "values_proj.weight").numpy()
-            projectors = [W[:, g * c.vdim:(g + 1) * c.vdim] for g in range(c.value_expand)]
-            width = c.vdim // c.cores
-            want = np.zeros((3, c.hidden))
-            for t in range(3):
-                for h in range(c.mem_heads):
-                    for j in range(c.knn):
-                        g, r = int(group[t, h, j]), int(row[t, h, j])
-                        for core in range(c.cores):
-                            sl = slice(core * width, (core + 1) * width)
-                            want[t] += float(scores[t, h, j, core]) * (projectors[g][:, sl] @ V[r, sl])
+            want = memory_entry_by_entry(m, l, x, m._mem(l, "values_for_look_up").numpy())
             np.testing.assert_allclose(m.memory(l, x).numpy(), want, rtol=1e-10, atol=1e-12)
 
     def test_v2_gate_and_group_sum(self):
@@ -198,24 +207,14 @@ class ImplicitValueExpansion(unittest.TestCase):
             P = m.W("model.full_memory_layer.pre_values_for_look_up").numpy()
             V = m.W("model.full_memory_layer.values_for_look_up").numpy()
             for l in range(len(c.insert)):
-                virt, scores = m.tdqkr(l, x)
-                group, row = m.physical(l, virt)
                 p = (x @ m._mem(l, "pre_values_proj.weight").T).numpy()
-                W = m._mem(l, "values_proj.weight").numpy()
-                width = c.vdim // c.cores
-                want = np.zeros((2, c.hidden))
-                for t in range(2):
-                    for h in range(c.mem_heads):
-                        for j in range(c.knn):
-                            g, r = int(group[t, h, j]), int(row[t, h, j])
-                            gate = P[r] @ p[t]
-                            if c.glu_act:
-                                gate = float(torch.nn.functional.gelu(torch.tensor(gate, dtype=torch.float64)))
-                            proj = W if c.value_expand == 1 else W[:, g * c.vdim:(g + 1) * c.vdim]
-                            for core in range(c.cores):
-                                sl = slice(core * width, (core + 1) * width)
-                                want[t] += gate * float(scores[t, h, j, core]) * (proj[:, sl] @ V[r, sl])
-                np.testing.assert_allclose(m.memory(l, x).numpy(), want, rtol=1e-10, atol=1e-12)
+
+                def gate(t, r):
+                    g = P[r] @ p[t]
+                    return float(torch.nn.functional.gelu(torch.tensor(g, dtype=torch.float64))) if c.glu_act else g
+
+                np.testing.assert_allclose(m.memory(l, x).numpy(), memory_entry_by_entry(m, l, x, V, gate),
+                                           rtol=1e-10, atol=1e-12)
 
     def test_linear_gate_is_linear_in_the_pre_value_projection(self):
         s = Scratch(TINY["v2"])

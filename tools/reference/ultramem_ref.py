@@ -53,6 +53,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 import llama_core  # noqa: E402  (the backbone: pre-norm Llama blocks, per-head QK-norm, RoPE)
 import llama_ref  # noqa: E402  (the backbone config)
+import reference_cli  # noqa: E402
 from llama_core import F64, Rotation, Weights, rms_norm  # noqa: E402
 
 SUPPORTED = ("ultramem", "ultramem_v2")
@@ -335,18 +336,13 @@ def forward(model_dir: str, ids: Sequence[int], stats: Optional[Stats] = None) -
     return out
 
 
-def main(argv: List[str]) -> int:
-    if len(argv) != 2:
-        print("usage: ultramem_ref.py MODEL_DIR id,id,...", file=sys.stderr)
-        return 2
-    ids = [int(t) for t in argv[1].split(",") if t]
+def show(model_dir: str, ids: List[int]) -> None:
     st = Stats()
-    logits = forward(argv[0], ids, st)
+    logits = forward(model_dir, ids, st)
     print("argmax", logits.argmax(axis=1).tolist())
     print("logits[-1][:8]", np.round(logits[-1][:8], 6).tolist())
     print(f"closest selection to a tie: stage 1 {st.min_gap_stage1:.3g}, stage 2 {st.min_gap_stage2:.3g}")
-    return 0
 
 
 if __name__ == "__main__":
-    raise SystemExit(main(sys.argv[1:]))
+    raise SystemExit(reference_cli.run(sys.argv[1:], __doc__, show))
