@@ -9,10 +9,12 @@
 #include <random>
 #include <thread>
 
+#include "app/json_writer.hpp"
+#include "app/measure.hpp"
 #include "commands.hpp"
 #include "common.hpp"
-#include "json_writer.hpp"
 #include "memory_flags.hpp"
+#include "op_profile_json.hpp"
 #include "mnemo/error.hpp"
 #include "mnemo/session/membw.hpp"
 #include "mnemo/modules/registry.hpp"
@@ -97,9 +99,9 @@ void prefill(Session& s, int32_t n_seq, int32_t start, int32_t len, int32_t ubat
 
 double run_pp(Session& s, int32_t n_seq, int32_t p, int32_t ubatch, const std::vector<int32_t>& toks) {
     s.reset_all();
-    const double t0 = now_seconds();
+    const double t0 = app::now_seconds();
     prefill(s, n_seq, 0, p, ubatch, toks);
-    const double dt = now_seconds() - t0;
+    const double dt = app::now_seconds() - t0;
     return static_cast<double>(n_seq) * p / dt;
 }
 
@@ -108,14 +110,14 @@ double run_tg(Session& s, int32_t n_seq, int32_t n, int32_t ubatch, const std::v
     prefill(s, n_seq, 0, kTgPrefill, ubatch, toks);
     std::vector<BatchToken> batch(static_cast<size_t>(n_seq));
     size_t k = 0;
-    const double t0 = now_seconds();
+    const double t0 = app::now_seconds();
     for (int32_t step = 0; step < n; ++step) {
         for (int32_t seq = 0; seq < n_seq; ++seq) {
             batch[static_cast<size_t>(seq)] = {toks[k++ % toks.size()], kTgPrefill + step, seq, true};
         }
         s.decode(batch);
     }
-    const double dt = now_seconds() - t0;
+    const double dt = app::now_seconds() - t0;
     return static_cast<double>(n_seq) * n / dt;
 }
 
@@ -176,7 +178,7 @@ void print_table(const std::vector<Row>& rows, bool membw, const Bandwidth* bw) 
 
 void print_json(const std::vector<Row>& rows, const Bandwidth* bw, const std::string& model_dir, int32_t p,
                 int32_t n, int32_t reps, int32_t threads) {
-    JsonWriter j;
+    app::JsonWriter j;
     j.begin_object();
     j.key("build").begin_object().key("mnemo_version").value(MNEMO_VERSION).key("cpu").value(cpu_name()).end_object();
     const ModelSummary* m = rows.empty() ? nullptr : &rows.front().summary;
@@ -204,19 +206,12 @@ void print_json(const std::vector<Row>& rows, const Bandwidth* bw, const std::st
         j.begin_object();
         j.key("backend").value(r.backend).key("device").value(r.device).key("batch").value(r.batch);
         j.key("test").value(r.test).key("tokens_per_run").value(r.tokens);
-        j.key("samples_tps").begin_array();
-        for (double t : r.tps) j.value(t);
-        j.end_array();
+        j.key("samples_tps").array(r.tps);
         j.key("tps_min").value(r.min()).key("tps_median").value(r.median()).key("tps_max").value(r.max());
         j.key("peak_rss_bytes").value(r.peak_rss);
         j.key("weight_bytes").value(r.summary.weight_bytes).key("state_bytes").value(r.summary.state_bytes);
         j.key("work_bytes").value(r.summary.work_bytes);
-        if (!r.ops.empty()) {
-            j.key("ops").begin_array();
-            for (const OpProfile& op : r.ops)
-                j.begin_object().key("op").value(op.op).key("calls").value(op.calls).key("total_ns").value(op.total_ns).end_object();
-            j.end_array();
-        }
+        if (!r.ops.empty()) op_profiles_json(j.key("ops"), r.ops);
         if (bw != nullptr && r.generation) {
             j.key("achieved_gbps").value(r.achieved_gbps).key("roofline_fraction").value(r.roofline);
         }
@@ -236,8 +231,8 @@ int cmd_bench(int argc, char** argv) {
     std::vector<std::string> backends;
     bool json = false, membw = false, no_warmup = false, profile = false;
 
-    ArgParser ap("bench", "mnemo bench [-m DIR] [-p 128] [-n 64] [-r 3] [--batch 1,8] [--backend a,b] [options]",
-                 "Measure prompt processing (pp) and token generation (tg) speed for each backend and batch size.");
+    app::ArgParser ap("bench", "mnemo bench [-m DIR] [-p 128] [-n 64] [-r 3] [--batch 1,8] [--backend a,b] [options]",
+                      "Measure prompt processing (pp) and token generation (tg) speed for each backend and batch size.");
     add_model_flags(ap, model);
     MemoryFlags memories;
     add_memory_flags(ap, memories);
@@ -245,12 +240,12 @@ int cmd_bench(int argc, char** argv) {
         .int_opt("-n,--n-gen", "N", "generated tokens per sequence for the tg test; 0 = skip (default: 64)", &n, 0, 1 << 20)
         .int_opt("-r,--repetitions", "R", "timed runs per test (default: 3)", &reps, 1, 1000)
         .custom_opt("--batch", "LIST", "batch sizes = sequences decoded together (default: 1)",
-                    [&](const std::string& v) { batches = parse_int_list(v, "--batch", 1, 4096); })
+                    [&](const std::string& v) { batches = app::parse_int_list(v, "--batch", 1, 4096); })
         .custom_opt("--backend", "LIST", "comma-separated backends to compare (default: cpu)",
                     [&](const std::string& v) {
-                        backends = split(v, ',');
+                        backends = app::split(v, ',');
                         for (const std::string& b : backends) {
-                            if (b.empty()) throw UsageError("--backend expects names like cpu,vulkan, got '" + v + "'");
+                            if (b.empty()) throw app::UsageError("--backend expects names like cpu,vulkan, got '" + v + "'");
                         }
                     })
         .int_opt("--ubatch", "N", "max tokens per decode call (default: 256)", &ubatch, 1, 1 << 16)
@@ -260,7 +255,7 @@ int cmd_bench(int argc, char** argv) {
         .flag("--profile", "also report the time spent in each op (adds a clock read per node)", &profile);
     if (!ap.parse(argc, argv, 2)) return 0;
     if (backends.empty()) backends = {model.backend};
-    if (p == 0 && n == 0) throw UsageError("-p and -n are both 0: nothing to measure");
+    if (p == 0 && n == 0) throw app::UsageError("-p and -n are both 0: nothing to measure");
 
     const std::string dir = resolve_model_dir(model);
     const int32_t threads = model.threads > 0 ? model.threads
@@ -303,7 +298,7 @@ int cmd_bench(int argc, char** argv) {
                 session->clear_profile();
                 for (int32_t i = 0; i < reps; ++i) r.tps.push_back(once());
                 if (profile) r.ops = session->profile();
-                r.peak_rss = peak_rss_bytes();
+                r.peak_rss = app::peak_rss_bytes();
                 r.summary = session->summary();
                 if (!json) {
                     std::fprintf(stderr, "  %s: %.2f t/s (median of %d)\n", r.test.c_str(), r.median(), reps);

@@ -8,12 +8,12 @@
 #include <cstdio>
 #include <cstdlib>
 
+#include "app/generate.hpp"
 #include "commands.hpp"
 #include "common.hpp"
-#include "generate.hpp"
 #include "memory_flags.hpp"
-#include "mnemo/error.hpp"
 #include "sampling_flags.hpp"
+#include "mnemo/error.hpp"
 
 namespace mnemo::cli {
 
@@ -110,9 +110,9 @@ int cmd_chat(int argc, char** argv) {
     std::string system;
     int32_t n_predict = -1;
 
-    ArgParser p("chat", "mnemo chat [-m DIR] [--system TEXT] [options]",
-                "Chat with the model on stdin/stdout. Commands: /reset clears the conversation, /quit exits.\n"
-                "Ctrl-C stops the current answer; at the prompt, Ctrl-C or Ctrl-D exits.");
+    app::ArgParser p("chat", "mnemo chat [-m DIR] [--system TEXT] [options]",
+                     "Chat with the model on stdin/stdout. Commands: /reset clears the conversation, /quit exits.\n"
+                     "Ctrl-C stops the current answer; at the prompt, Ctrl-C or Ctrl-D exits.");
     add_model_flags(p, model);
     p.string_opt("--system", "TEXT", "system message at the start of the conversation", &system)
         .int_opt("-n,--n-predict", "N", "tokens per answer at most; -1 = until the context is full (default)",
@@ -177,10 +177,10 @@ int cmd_chat(int argc, char** argv) {
             std::fprintf(stderr, "(the context was full: the conversation was reset)\n");
         }
 
-        GenerateResult r;
+        app::GenerateResult r;
         try {
             const float* logits = conv.sync(target);
-            GenerateRequest req;
+            app::GenerateRequest req;
             req.session = session.get();
             req.tokenizer = tok.get();
             req.sampler = &sampler;
@@ -193,14 +193,14 @@ int cmd_chat(int argc, char** argv) {
                 std::fwrite(piece.data(), 1, piece.size(), stdout);
                 std::fflush(stdout);
             };
-            r = generate(req);
+            r = app::generate(req);
         } catch (const Cancelled&) {
-            r.reason = StopReason::Cancelled;
+            r.reason = app::StopReason::Cancelled;
         }
         std::fputc('\n', stdout);
         std::fflush(stdout);
 
-        if (r.reason == StopReason::Cancelled) {
+        if (r.reason == app::StopReason::Cancelled) {
             interrupted.store(false);
             conv.check_consistent();
             std::fprintf(stderr, "(answer stopped)\n");
@@ -209,7 +209,7 @@ int cmd_chat(int argc, char** argv) {
                 continue;
             }
         }
-        if (r.reason == StopReason::ContextFull) {
+        if (r.reason == app::StopReason::ContextFull) {
             conv.reset();
             std::fprintf(stderr, "(the context is full: the conversation was reset)\n");
             continue;

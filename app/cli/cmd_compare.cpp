@@ -5,9 +5,11 @@
 #include <cstdio>
 #include <functional>
 
+#include "app/json_writer.hpp"
+#include "app/measure.hpp"
 #include "commands.hpp"
 #include "common.hpp"
-#include "json_writer.hpp"
+#include "op_profile_json.hpp"
 #include "mnemo/session/compare.hpp"
 #include "mnemo/error.hpp"
 #include "mnemo/io/json.hpp"
@@ -36,9 +38,9 @@ uint64_t total_op_ns(const BackendRun& r) {
 }
 
 std::string memory_cell(const BackendRun& r) {
-    std::string s = format_bytes(r.peak_device_bytes);
+    std::string s = app::format_bytes(r.peak_device_bytes);
     // Host memory used in place (mmapped weights) is resident in the process, not a device copy.
-    if (r.host_device_bytes > 0) s += " (" + format_bytes(r.host_device_bytes) + " resident)";
+    if (r.host_device_bytes > 0) s += " (" + app::format_bytes(r.host_device_bytes) + " resident)";
     return s;
 }
 
@@ -114,12 +116,10 @@ void print_table(const CompareResult& res, const std::string& model_dir, const T
 }
 
 void print_json(const CompareResult& res, const std::string& model_dir) {
-    JsonWriter j;
+    app::JsonWriter j;
     j.begin_object();
     j.key("model_dir").value(model_dir);
-    j.key("prompt_tokens").begin_array();
-    for (int32_t t : res.prompt_tokens) j.value(t);
-    j.end_array();
+    j.key("prompt_tokens").array(res.prompt_tokens);
     j.key("n_steps").value(res.n_steps);
     j.key("reference");
     if (res.reference >= 0) {
@@ -145,18 +145,11 @@ void print_json(const CompareResult& res, const std::string& model_dir) {
             j.key("op_times_ns").begin_object();
             for (const auto& [cat, ns] : r.op_times) j.key(cat).value(ns);
             j.end_object();
-            j.key("ops").begin_array();
-            for (const OpProfile& op : r.ops)
-                j.begin_object().key("op").value(op.op).key("calls").value(op.calls).key("total_ns").value(op.total_ns).end_object();
-            j.end_array();
+            op_profiles_json(j.key("ops"), r.ops);
             j.key("peak_device_bytes").value(r.peak_device_bytes).key("resident_host_bytes").value(r.host_device_bytes);
-            j.key("tokens").begin_array();
-            for (int32_t t : r.tokens) j.value(t);
-            j.end_array();
+            j.key("tokens").array(r.tokens);
             j.key("max_abs_dlogit").value(r.max_abs_dlogit);
-            j.key("step_max_abs_dlogit").begin_array();
-            for (double d : r.step_max_abs_dlogit) j.value(d);
-            j.end_array();
+            j.key("step_max_abs_dlogit").array(r.step_max_abs_dlogit);
             j.key("first_divergence");
             if (r.first_divergence >= 0) {
                 j.value(r.first_divergence).key("divergence_margin").value(r.divergence_margin);
@@ -182,11 +175,11 @@ int cmd_compare(int argc, char** argv) {
     int32_t n = 16, threads = 0, ctx = 0;
     bool json = false, no_warmup = false;
 
-    ArgParser p("compare", "mnemo compare [-m DIR] (-p TEXT | --ids LIST) [-n 16] --backends cpu,vulkan[:I],... [--json]",
-                "Run the same prompt with greedy decoding on each backend, one after another, and compare them with\n"
-                "the first one that runs: prompt and generation speed, time per op category, peak device memory,\n"
-                "the largest logit difference over all steps and the first step whose token differs. The other\n"
-                "backends decode the first one's tokens, so logits stay comparable after a divergence.");
+    app::ArgParser p("compare", "mnemo compare [-m DIR] (-p TEXT | --ids LIST) [-n 16] --backends cpu,vulkan[:I],... [--json]",
+                     "Run the same prompt with greedy decoding on each backend, one after another, and compare them with\n"
+                     "the first one that runs: prompt and generation speed, time per op category, peak device memory,\n"
+                     "the largest logit difference over all steps and the first step whose token differs. The other\n"
+                     "backends decode the first one's tokens, so logits stay comparable after a divergence.");
     p.string_opt("-m,--model", "DIR", "model folder (default: the bundled default model)", &model)
         .custom_opt("-p,--prompt", "TEXT", "prompt text, encoded with the model's tokenizer", [&](const std::string& v) {
             prompt = v;
@@ -194,9 +187,9 @@ int cmd_compare(int argc, char** argv) {
         })
         .custom_opt("--ids", "LIST", "prompt as comma-separated token ids instead of text", [&](const std::string& v) {
             ids.clear();
-            const auto items = split(v, ',');
+            const auto items = app::split(v, ',');
             for (size_t i = 0; i < items.size(); ++i)
-                ids.push_back(static_cast<int32_t>(parse_int(items[i], "--ids item " + std::to_string(i), 0, INT32_MAX)));
+                ids.push_back(static_cast<int32_t>(app::parse_int(items[i], "--ids item " + std::to_string(i), 0, INT32_MAX)));
         })
         .int_opt("-n,--n-predict", "N", "greedy tokens to generate and compare (default: 16)", &n, 1, 1 << 20)
         .custom_opt("--backends", "LIST", "backends to compare, NAME or NAME:DEVICE, e.g. cpu,vulkan:1 (required)",
@@ -204,7 +197,7 @@ int cmd_compare(int argc, char** argv) {
                         try {
                             backends = parse_backend_list(v);
                         } catch (const Error& e) {
-                            throw UsageError(std::string("--backends: ") + e.what());
+                            throw app::UsageError(std::string("--backends: ") + e.what());
                         }
                     })
         .int_opt("-t,--threads", "N", "worker threads (default: backend's choice)", &threads, 0, 4096)
@@ -212,8 +205,8 @@ int cmd_compare(int argc, char** argv) {
         .flag("--no-warmup", "count graph planning and pipeline creation in the first timed run", &no_warmup)
         .flag("--json", "print one JSON document instead of the table", &json);
     if (!p.parse(argc, argv, 2)) return 0;
-    if (prompt_given == p.given("--ids")) throw UsageError("give the prompt as -p TEXT or as --ids LIST (one of them)");
-    if (backends.empty()) throw UsageError("missing --backends LIST (e.g. --backends cpu,vulkan)");
+    if (prompt_given == p.given("--ids")) throw app::UsageError("give the prompt as -p TEXT or as --ids LIST (one of them)");
+    if (backends.empty()) throw app::UsageError("missing --backends LIST (e.g. --backends cpu,vulkan)");
 
     ModelFlags mf;
     mf.model = model;
@@ -224,7 +217,7 @@ int cmd_compare(int argc, char** argv) {
     if (prompt_given) {
         tok = open_tokenizer(dir);
         o.prompt_tokens = encode_prompt(*tok, prompt);
-        if (o.prompt_tokens.empty()) throw UsageError("the prompt is empty after tokenization (and no BOS token is added)");
+        if (o.prompt_tokens.empty()) throw app::UsageError("the prompt is empty after tokenization (and no BOS token is added)");
     } else {
         o.prompt_tokens = ids;
     }

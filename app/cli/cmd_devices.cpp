@@ -2,6 +2,7 @@
 #include <cstdio>
 #include <cstring>
 
+#include "app/measure.hpp"
 #include "commands.hpp"
 #include "common.hpp"
 #include "mnemo/modules/registry.hpp"
@@ -43,7 +44,7 @@ std::string c_field(const char (&a)[N]) {
 }  // namespace
 
 int cmd_devices(int argc, char** argv) {
-    ArgParser p("devices", "mnemo devices", "List the backend modules that were found and their devices.");
+    app::ArgParser p("devices", "mnemo devices", "List the backend modules that were found and their devices.");
     if (!p.parse(argc, argv, 2)) return 0;
 
     const BackendRegistry& reg = BackendRegistry::global();
@@ -74,8 +75,8 @@ int cmd_devices(int argc, char** argv) {
             shown.push_back(&d);
             std::printf("  [%d] %s  type=%s  memory=%s total, %s free  caps=%s\n", d.index,
                         c_field(d.info.name).c_str(), device_type_name(d.info.type),
-                        d.info.memory_total ? format_bytes(d.info.memory_total).c_str() : "unknown",
-                        d.info.memory_free ? format_bytes(d.info.memory_free).c_str() : "unknown",
+                        d.info.memory_total ? app::format_bytes(d.info.memory_total).c_str() : "unknown",
+                        d.info.memory_free ? app::format_bytes(d.info.memory_free).c_str() : "unknown",
                         caps_text(d.info.caps).c_str());
             if (!desc.empty()) std::printf("      %s\n", desc.c_str());
         }

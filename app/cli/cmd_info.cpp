@@ -1,6 +1,7 @@
 // `mnemo info`: what a model folder holds and what it costs to run at the chosen context.
 #include <cstdio>
 
+#include "app/measure.hpp"
 #include "commands.hpp"
 #include "common.hpp"
 #include "mnemo/error.hpp"
@@ -23,9 +24,9 @@ std::string token_label(const Tokenizer& tok, int32_t id) {
 
 int cmd_info(int argc, char** argv) {
     ModelFlags model;
-    ArgParser p("info", "mnemo info [-m DIR] [options]",
-                "Describe a model: type, plugin, architecture, parameters, weight sizes, KV-cache size at\n"
-                "the chosen context, tokenizer, chat template and special tokens.");
+    app::ArgParser p("info", "mnemo info [-m DIR] [options]",
+                     "Describe a model: type, plugin, architecture, parameters, weight sizes, KV-cache size at\n"
+                     "the chosen context, tokenizer, chat template and special tokens.");
     add_model_flags(p, model);
     if (!p.parse(argc, argv, 2)) return 0;
 
@@ -48,12 +49,12 @@ int cmd_info(int argc, char** argv) {
                     static_cast<long long>(s.activated_params),
                     100.0 * static_cast<double>(s.activated_params) / static_cast<double>(s.n_params));
     std::printf("read per token: %llu weight bytes (%s) for one decode token at batch 1\n",
-                static_cast<unsigned long long>(s.decode_weight_bytes), format_bytes(s.decode_weight_bytes).c_str());
+                static_cast<unsigned long long>(s.decode_weight_bytes), app::format_bytes(s.decode_weight_bytes).c_str());
     std::printf("weight dtypes:  %s\n", s.weight_dtypes.c_str());
     std::printf("weight bytes:   %llu (%s)\n", static_cast<unsigned long long>(s.weight_bytes),
-                format_bytes(s.weight_bytes).c_str());
+                app::format_bytes(s.weight_bytes).c_str());
     std::printf("KV/state bytes: %llu (%s) at context %d\n", static_cast<unsigned long long>(s.state_bytes),
-                format_bytes(s.state_bytes).c_str(), session->n_ctx());
+                app::format_bytes(s.state_bytes).c_str(), session->n_ctx());
     std::printf("device:         %s (%s)\n", s.device_name.c_str(), s.backend.c_str());
 
     // The tokenizer and template are described when present; a model without them still has

@@ -14,22 +14,22 @@ int cmd_logits(int argc, char** argv) {
     std::vector<int32_t> ids;
     std::string out;
 
-    ArgParser p("logits", "mnemo logits [-m DIR] --ids 1,2,3 --out FILE.npy [options]",
-                "Feed the token ids to sequence 0 and write the logits of every position as a float32\n"
-                "array of shape [T, vocab].");
+    app::ArgParser p("logits", "mnemo logits [-m DIR] --ids 1,2,3 --out FILE.npy [options]",
+                     "Feed the token ids to sequence 0 and write the logits of every position as a float32\n"
+                     "array of shape [T, vocab].");
     add_model_flags(p, model);
     p.custom_opt("--ids", "LIST", "comma-separated token ids (required)", [&](const std::string& v) {
          ids.clear();
-         const auto items = split(v, ',');
+         const auto items = app::split(v, ',');
          for (size_t i = 0; i < items.size(); ++i) {
              ids.push_back(static_cast<int32_t>(
-                 parse_int(items[i], "--ids item " + std::to_string(i), 0, INT32_MAX)));
+                 app::parse_int(items[i], "--ids item " + std::to_string(i), 0, INT32_MAX)));
          }
      })
         .string_opt("-o,--out", "FILE", "output .npy file (required)", &out);
     if (!p.parse(argc, argv, 2)) return 0;
-    if (!p.given("--ids")) throw UsageError("missing --ids LIST");
-    if (out.empty()) throw UsageError("missing --out FILE.npy");
+    if (!p.given("--ids")) throw app::UsageError("missing --ids LIST");
+    if (out.empty()) throw app::UsageError("missing --out FILE.npy");
 
     const std::string dir = resolve_model_dir(model);
     const auto session = open_session(session_options(model, dir));

@@ -7,6 +7,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "app/measure.hpp"
 #include "commands.hpp"
 #include "common.hpp"
 #include "memory_flags.hpp"
@@ -42,16 +43,16 @@ int cmd_memorize(int argc, char** argv) {
     ModelFlags model;
     std::string corpus, out;
     bool force = false;
-    ArgParser p("memorize", "mnemo memorize [-m DIR] --corpus FILE -o FOLDER [options]",
-                "Encode every reference of a UTF-8 text corpus (paragraphs separated by blank lines) into explicit "
-                "memories with the model, and write them to FOLDER for `mnemo run --memories FOLDER`.");
+    app::ArgParser p("memorize", "mnemo memorize [-m DIR] --corpus FILE -o FOLDER [options]",
+                     "Encode every reference of a UTF-8 text corpus (paragraphs separated by blank lines) into explicit "
+                     "memories with the model, and write them to FOLDER for `mnemo run --memories FOLDER`.");
     add_model_flags(p, model);
     p.string_opt("--corpus", "FILE", "the text corpus: a UTF-8 file, or a folder of .txt files (required)", &corpus)
         .string_opt("-o,--out", "FOLDER", "the memory folder to write (required)", &out)
         .flag("--force", "replace FOLDER if it exists (the old one stays until the new one is complete)", &force);
     if (!p.parse(argc, argv, 2)) return 0;
-    if (corpus.empty()) throw UsageError("missing --corpus FILE");
-    if (out.empty()) throw UsageError("missing -o/--out FOLDER");
+    if (corpus.empty()) throw app::UsageError("missing --corpus FILE");
+    if (out.empty()) throw app::UsageError("missing -o/--out FOLDER");
 
     // A file, or a folder whose .txt files are read in name order (each ends its paragraphs).
     std::vector<std::string> files;
@@ -92,9 +93,9 @@ int cmd_memorize(int argc, char** argv) {
 
     install_interrupt_handler();
     session->set_cancel_flag(&interrupt_flag());
-    const double t0 = now_seconds();
+    const double t0 = app::now_seconds();
     const std::vector<WrittenMemory> memories = session->write_memories(refs);
-    const double seconds = now_seconds() - t0;
+    const double seconds = app::now_seconds() - t0;
     write_memory_folder(out, memory_folder_model(*session), memories, meta, force);
     size_t tokens = 0;
     for (const auto& r : refs) tokens += r.size();

@@ -8,7 +8,7 @@
 namespace mnemo::cli {
 
 int cmd_plugins(int argc, char** argv) {
-    ArgParser p("plugins", "mnemo plugins", "List the model plugins that were found and the model types they load.");
+    app::ArgParser p("plugins", "mnemo plugins", "List the model plugins that were found and the model types they load.");
     if (!p.parse(argc, argv, 2)) return 0;
 
     const PluginRegistry& reg = PluginRegistry::global();

@@ -3,12 +3,13 @@
 
 #include <cstdio>
 
+#include "app/generate.hpp"
+#include "app/measure.hpp"
 #include "commands.hpp"
 #include "common.hpp"
-#include "generate.hpp"
 #include "memory_flags.hpp"
-#include "mnemo/error.hpp"
 #include "sampling_flags.hpp"
+#include "mnemo/error.hpp"
 
 namespace mnemo::cli {
 
@@ -22,8 +23,8 @@ int cmd_run(int argc, char** argv) {
     bool raw = false;
     MemoryFlags memories;
 
-    ArgParser p("run", "mnemo run [-m DIR] -p TEXT [options]",
-                "Complete TEXT with the model and stream the result to stdout; timings go to stderr.");
+    app::ArgParser p("run", "mnemo run [-m DIR] -p TEXT [options]",
+                     "Complete TEXT with the model and stream the result to stdout; timings go to stderr.");
     add_model_flags(p, model);
     p.custom_opt("-p,--prompt", "TEXT", "prompt text (required)", [&](const std::string& v) {
          prompt = v;
@@ -36,7 +37,7 @@ int cmd_run(int argc, char** argv) {
     p.flag("--no-bos", "do not prepend the BOS token even when the tokenizer asks for it", &no_bos)
         .flag("--raw", "treat special-token text in the prompt (\"<|eot_id|>\") as plain text", &raw);
     if (!p.parse(argc, argv, 2)) return 0;
-    if (!prompt_given) throw UsageError("missing -p/--prompt TEXT");
+    if (!prompt_given) throw app::UsageError("missing -p/--prompt TEXT");
 
     const std::string dir = resolve_model_dir(model);
     const auto tok = open_tokenizer(dir);
@@ -49,7 +50,7 @@ int cmd_run(int argc, char** argv) {
     // A prompt that already starts with the BOS text keeps a single BOS.
     const bool starts_with_bos = !ids.empty() && !encoded.empty() && encoded.front() == ids.front();
     ids.insert(ids.end(), encoded.begin() + (starts_with_bos ? 1 : 0), encoded.end());
-    if (ids.empty()) throw UsageError("the prompt is empty after tokenization (and no BOS token is added)");
+    if (ids.empty()) throw app::UsageError("the prompt is empty after tokenization (and no BOS token is added)");
     if (static_cast<int64_t>(ids.size()) >= session->n_ctx()) {
         throw Error("prompt has " + std::to_string(ids.size()) + " tokens but the context holds " +
                     std::to_string(session->n_ctx()) + " (-c), leaving no room to generate");
@@ -58,7 +59,7 @@ int cmd_run(int argc, char** argv) {
     install_interrupt_handler();
     session->set_cancel_flag(&interrupt_flag());
 
-    const double t0 = now_seconds();
+    const double t0 = app::now_seconds();
     const float* logits = nullptr;
     try {
         logits = session->append(0, ids).data();
@@ -66,11 +67,11 @@ int cmd_run(int argc, char** argv) {
         std::fprintf(stderr, "\nmnemo: interrupted while reading the prompt\n");
         return 130;
     }
-    const double prompt_seconds = now_seconds() - t0;
+    const double prompt_seconds = app::now_seconds() - t0;
 
     Sampler sampler(sampling.resolved());
     std::vector<int32_t> fed = ids;
-    GenerateRequest req;
+    app::GenerateRequest req;
     req.session = session.get();
     req.tokenizer = tok.get();
     req.sampler = &sampler;
@@ -83,13 +84,13 @@ int cmd_run(int argc, char** argv) {
         std::fwrite(piece.data(), 1, piece.size(), stdout);
         std::fflush(stdout);
     };
-    const GenerateResult r = generate(req);
+    const app::GenerateResult r = app::generate(req);
     if (isatty(STDOUT_FILENO)) std::fputc('\n', stdout);
     std::fflush(stdout);
 
-    if (r.reason == StopReason::ContextFull) {
+    if (r.reason == app::StopReason::ContextFull) {
         std::fprintf(stderr, "mnemo: the context is full (%d tokens, -c); generation stopped\n", session->n_ctx());
-    } else if (r.reason == StopReason::Cancelled) {
+    } else if (r.reason == app::StopReason::Cancelled) {
         std::fprintf(stderr, "mnemo: interrupted\n");
     }
     const double pp_rate = prompt_seconds > 0 ? static_cast<double>(ids.size()) / prompt_seconds : 0.0;
@@ -104,7 +105,7 @@ int cmd_run(int argc, char** argv) {
                      static_cast<unsigned long long>(ms.memories_read), static_cast<unsigned long long>(ms.block_uploads),
                      ms.retrieve_ns / 1e6, ms.query_ns / 1e6, ms.upload_ns / 1e6);
     }
-    return r.reason == StopReason::Cancelled ? 130 : 0;
+    return r.reason == app::StopReason::Cancelled ? 130 : 0;
 }
 
 }  // namespace mnemo::cli

@@ -1,5 +1,5 @@
 // Entry points of the subcommands: argv[0] is "mnemo", argv[1] the subcommand; options start at 2.
-// Each returns the process exit code and throws UsageError (exit 2) or mnemo::Error (exit 1).
+// Each returns the process exit code and throws app::UsageError (exit 2) or mnemo::Error (exit 1).
 #pragma once
 
 namespace mnemo::cli {

@@ -1,21 +1,18 @@
 #include "common.hpp"
 
 #include <signal.h>
-#include <sys/resource.h>
 #include <unistd.h>
 
-#include <chrono>
-#include <climits>
-#include <cstdio>
 #include <filesystem>
 
+#include "app/default_model.hpp"
 #include "mnemo/error.hpp"
 
 namespace mnemo::cli {
 
 namespace fs = std::filesystem;
 
-void add_model_flags(ArgParser& p, ModelFlags& f) {
+void add_model_flags(app::ArgParser& p, ModelFlags& f) {
     p.string_opt("-m,--model", "DIR", "model folder (default: the bundled default model)", &f.model)
         .string_opt("--backend", "NAME", "backend module to run on (default: cpu)", &f.backend)
         .int_opt("--device", "I", "device index within the backend (default: 0)", &f.device, 0, 1 << 16)
@@ -24,16 +21,6 @@ void add_model_flags(ArgParser& p, ModelFlags& f) {
                  1 << 24);
 }
 
-namespace {
-
-std::string executable_dir() {
-    std::error_code ec;
-    const fs::path exe = fs::read_symlink("/proc/self/exe", ec);
-    return ec ? std::string() : exe.parent_path().string();
-}
-
-}  // namespace
-
 std::string resolve_model_dir(const ModelFlags& f) {
     if (!f.model.empty()) {
         std::error_code ec;
@@ -41,20 +28,10 @@ std::string resolve_model_dir(const ModelFlags& f) {
         if (!fs::is_directory(f.model, ec)) throw Error("model path '" + f.model + "' is not a folder");
         return f.model;
     }
-    std::vector<std::string> candidates;
-    const std::string exe_dir = executable_dir();
-    if (!exe_dir.empty()) {
-        candidates.push_back((fs::path(exe_dir) / ".." / MNEMO_INSTALL_DATA_SUBDIR / "default-model")
-                                 .lexically_normal()
-                                 .string());
-    }
-    candidates.push_back(MNEMO_DEFAULT_MODEL_DIR);
-    for (const std::string& c : candidates) {
-        std::error_code ec;
-        if (fs::is_regular_file(fs::path(c) / "config.json", ec)) return c;
-    }
+    const std::string found = app::find_default_model();
+    if (!found.empty()) return found;
     std::string tried;
-    for (const std::string& c : candidates) tried += (tried.empty() ? "" : ", ") + c;
+    for (const std::string& place : app::default_model_places()) tried += (tried.empty() ? "" : ", ") + place;
     throw Error("no model given (-m DIR) and no default model found (looked in " + tried + ")");
 }
 
@@ -115,33 +92,6 @@ void install_interrupt_handler() {
     sigemptyset(&sa.sa_mask);
     sa.sa_flags = 0;  // no SA_RESTART: a blocking getline() must return so we can exit cleanly
     sigaction(SIGINT, &sa, nullptr);
-}
-
-std::string format_bytes(uint64_t bytes) {
-    static const char* const units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
-    double v = static_cast<double>(bytes);
-    int u = 0;
-    while (v >= 1024.0 && u < 4) {
-        v /= 1024.0;
-        ++u;
-    }
-    char buf[64];
-    if (u == 0) {
-        std::snprintf(buf, sizeof buf, "%llu B", static_cast<unsigned long long>(bytes));
-    } else {
-        std::snprintf(buf, sizeof buf, "%.2f %s", v, units[u]);
-    }
-    return buf;
-}
-
-double now_seconds() {
-    return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
-}
-
-uint64_t peak_rss_bytes() {
-    struct rusage ru {};
-    if (getrusage(RUSAGE_SELF, &ru) != 0) return 0;
-    return static_cast<uint64_t>(ru.ru_maxrss) * 1024;  // Linux reports KiB
 }
 
 }  // namespace mnemo::cli

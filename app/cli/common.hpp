@@ -1,5 +1,6 @@
-// Pieces every subcommand shares: the model flags, finding the default model, opening a session
-// and tokenizer with error context, Ctrl-C handling and human-readable sizes.
+// Pieces every subcommand of `mnemo` shares: the model flags, picking the model folder, opening a
+// session and tokenizer with error context, and Ctrl-C handling. What other programs need too
+// (argument parser, clock, sizes, the default model's places) is in app/common.
 #pragma once
 
 #include <atomic>
@@ -7,7 +8,7 @@
 #include <memory>
 #include <string>
 
-#include "args.hpp"
+#include "app/args.hpp"
 #include "mnemo/session/session.hpp"
 #include "mnemo/tokenizer/tokenizer.hpp"
 
@@ -22,10 +23,10 @@ struct ModelFlags {
 };
 
 // -m/--model, --backend, --device, -t/--threads, -c/--ctx-size.
-void add_model_flags(ArgParser& p, ModelFlags& f);
+void add_model_flags(app::ArgParser& p, ModelFlags& f);
 
 // The folder to load: -m when given (must exist), else the bundled default model
-// (<exe>/../share/mnemo/default-model, then the source tree's assets/default-model).
+// (app::find_default_model).
 std::string resolve_model_dir(const ModelFlags& f);
 
 SessionOptions session_options(const ModelFlags& f, const std::string& model_dir);
@@ -39,9 +40,5 @@ std::string tokenizer_kind(const std::string& model_dir);
 // process. Installed without SA_RESTART so a blocking read returns with EINTR.
 std::atomic<bool>& interrupt_flag();
 void install_interrupt_handler();
-
-std::string format_bytes(uint64_t bytes);  // "1.50 GiB"
-double now_seconds();                      // monotonic
-uint64_t peak_rss_bytes();                 // getrusage ru_maxrss
 
 }  // namespace mnemo::cli

@@ -1,11 +1,11 @@
 // `mnemo` dispatcher: picks the subcommand and maps errors to exit codes
 // (0 ok, 1 runtime error, 2 usage error).
+#include "app/dispatch.hpp"
 #include "commands.hpp"
-#include "dispatch.hpp"
 
 namespace {
 
-using mnemo::cli::Command;
+using mnemo::app::Command;
 
 const Command kCommands[] = {
     {"run", mnemo::cli::cmd_run, "generate text from a prompt"},
@@ -21,4 +21,4 @@ const Command kCommands[] = {
 
 }  // namespace
 
-int main(int argc, char** argv) { return mnemo::cli::dispatch("mnemo", MNEMO_VERSION, "", kCommands, argc, argv); }
+int main(int argc, char** argv) { return mnemo::app::dispatch("mnemo", MNEMO_VERSION, "", kCommands, argc, argv); }

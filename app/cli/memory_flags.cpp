@@ -4,7 +4,7 @@
 
 namespace mnemo::cli {
 
-void add_memory_flags(ArgParser& p, MemoryFlags& f) {
+void add_memory_flags(app::ArgParser& p, MemoryFlags& f) {
     p.string_opt("--memories", "FOLDER", "explicit memories made by `mnemo memorize` (models that read memories, e.g. memory3)",
                  &f.folder)
         .string_opt("--retrieval", "MODE", "how chunks find memories: vector (the model's hidden state, cosine) or bm25 "

@@ -4,7 +4,7 @@
 #include <memory>
 #include <string>
 
-#include "args.hpp"
+#include "app/args.hpp"
 #include "mnemo/memory/memory_folder.hpp"
 #include "mnemo/session/session.hpp"
 
@@ -15,7 +15,7 @@ struct MemoryFlags {
     std::string retrieval = "vector";
 };
 
-void add_memory_flags(ArgParser& p, MemoryFlags& f);
+void add_memory_flags(app::ArgParser& p, MemoryFlags& f);
 
 // Open the folder against the session's model and make it the session's memory source. Returns
 // the source (nullptr without --memories). Errors: the model reads no memories, or the folder

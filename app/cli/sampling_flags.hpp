@@ -4,7 +4,7 @@
 #include <string>
 #include <vector>
 
-#include "args.hpp"
+#include "app/args.hpp"
 #include "mnemo/session/sampling.hpp"
 
 namespace mnemo::cli {
@@ -22,7 +22,7 @@ struct SamplingFlags {
     }
 };
 
-inline void add_sampling_flags(ArgParser& p, SamplingFlags& f) {
+inline void add_sampling_flags(app::ArgParser& p, SamplingFlags& f) {
     p.float_opt("--temp", "T", "temperature; <= 0 picks the most likely token (default: 0.8)",
                 &f.params.temperature, -1e9f, 1e9f)
         .int_opt("--top-k", "K", "keep the K most likely tokens; 0 = off (default: 40)", &f.params.top_k, 0,

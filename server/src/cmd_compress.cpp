@@ -3,15 +3,15 @@
 #include <cstdio>
 #include <string>
 
-#include "args.hpp"
+#include "app/args.hpp"
+#include "app/json_writer.hpp"
 #include "commands.hpp"
 #include "compress.hpp"
-#include "json_writer.hpp"
 
 namespace mnemo::kb {
 namespace {
 
-using cli::JsonWriter;
+using app::JsonWriter;
 
 void codec_json(JsonWriter& j, const CodecReport& c) {
     j.begin_object()
@@ -42,9 +42,7 @@ std::string report_json(const CompressOptions& o, const CompressReport& r) {
     j.key("values");
     codec_json(j, r.values);
     j.key("attention_error").value(r.attention_error);
-    j.key("notes").begin_array();
-    for (const std::string& n : r.notes) j.value(n);
-    j.end_array().end_object();
+    j.key("notes").array(r.notes).end_object();
     return j.str();
 }
 
@@ -74,7 +72,7 @@ int cmd_compress(int argc, char** argv) {
     std::string factory;
     bool json = false, verbose = false;
     int32_t decode_check = 512;
-    cli::ArgParser p(
+    app::ArgParser p(
         "compress", "mnemo-kb compress IN_FOLDER -o OUT_FOLDER [--factory F | --key-factory F --value-factory F] [options]",
         "Train one FAISS vector-quantisation codec on all keys and one on all values of an f32 memory folder (made by "
         "`mnemo memorize`), encode every memory, and write OUT_FOLDER with the codes and the codebooks. Prints the "
@@ -102,11 +100,11 @@ int cmd_compress(int argc, char** argv) {
         first = 3;
     }
     if (!p.parse(argc, argv, first)) return 0;
-    if (o.in_dir.empty()) throw cli::UsageError("missing IN_FOLDER (the f32 memory folder, right after 'compress')");
-    if (o.out_dir.empty()) throw cli::UsageError("missing -o/--out FOLDER");
+    if (o.in_dir.empty()) throw app::UsageError("missing IN_FOLDER (the f32 memory folder, right after 'compress')");
+    if (o.out_dir.empty()) throw app::UsageError("missing -o/--out FOLDER");
     if (!factory.empty()) {
         if (!o.key_factory.empty() || !o.value_factory.empty())
-            throw cli::UsageError("--factory sets both codecs; give it alone, or --key-factory/--value-factory");
+            throw app::UsageError("--factory sets both codecs; give it alone, or --key-factory/--value-factory");
         o.key_factory = o.value_factory = factory;
     }
     o.decode_check_rows = static_cast<size_t>(decode_check);

@@ -1,5 +1,5 @@
 // mnemo-kb subcommands: each parses its own arguments (argv[2..]) and returns the exit code; a
-// mnemo::cli::UsageError means exit code 2, any other exception exit code 1 (main.cpp).
+// mnemo::app::UsageError means exit code 2, any other exception exit code 1 (main.cpp).
 #pragma once
 
 namespace mnemo::kb {

@@ -1,11 +1,11 @@
 // `mnemo-kb` dispatcher: picks the subcommand and maps errors to exit codes (0 ok, 1 runtime
-// error, 2 usage error), with the same dispatcher as `mnemo` itself (app/cli/dispatch.cpp).
+// error, 2 usage error), with the same dispatcher as `mnemo` itself (app/common).
+#include "app/dispatch.hpp"
 #include "commands.hpp"
-#include "dispatch.hpp"
 
 namespace {
 
-using mnemo::cli::Command;
+using mnemo::app::Command;
 
 const Command kCommands[] = {
     {"compress", mnemo::kb::cmd_compress, "train a VQ codec on a memory folder and write its memories as codes"},
@@ -14,6 +14,6 @@ const Command kCommands[] = {
 }  // namespace
 
 int main(int argc, char** argv) {
-    return mnemo::cli::dispatch("mnemo-kb", MNEMO_VERSION, "The Mnemo knowledge server's tools (server/README.md).", kCommands,
+    return mnemo::app::dispatch("mnemo-kb", MNEMO_VERSION, "The Mnemo knowledge server's tools (server/README.md).", kCommands,
                                 argc, argv);
 }

@@ -1,6 +1,7 @@
-// The token loop shared by `run` and `chat`: sample, stream the text through the UTF-8 decoder
-// and the stop-string matcher, feed the token back, until end-of-sequence, a stop string, the
-// token limit, a full context or Ctrl-C.
+// The token loop of every program that writes text (`mnemo run` and `mnemo chat` today): sample,
+// stream the text through the UTF-8 decoder and the stop-string matcher, feed the token back,
+// until end-of-sequence, a stop string, the token limit, a full context or the cancel flag
+// (Ctrl-C in the CLI). The text goes to a callback, so a terminal and a window use the same loop.
 #pragma once
 
 #include <atomic>
@@ -13,7 +14,7 @@
 #include "mnemo/session/session.hpp"
 #include "mnemo/tokenizer/tokenizer.hpp"
 
-namespace mnemo::cli {
+namespace mnemo::app {
 
 enum class StopReason { Eos, StopString, Limit, ContextFull, Cancelled };
 
@@ -41,4 +42,4 @@ struct GenerateRequest {
 
 GenerateResult generate(const GenerateRequest& r);
 
-}  // namespace mnemo::cli
+}  // namespace mnemo::app

@@ -1,4 +1,4 @@
-#include "args.hpp"
+#include "app/args.hpp"
 
 #include <cerrno>
 #include <cmath>
@@ -6,7 +6,7 @@
 #include <cstdlib>
 #include <limits>
 
-namespace mnemo::cli {
+namespace mnemo::app {
 
 std::vector<std::string> split(const std::string& text, char sep) {
     std::vector<std::string> parts;
@@ -208,4 +208,4 @@ std::string ArgParser::help() const {
     return out;
 }
 
-}  // namespace mnemo::cli
+}  // namespace mnemo::app

@@ -1,12 +1,12 @@
-#include "dispatch.hpp"
+#include "app/dispatch.hpp"
 
 #include <cstdio>
 #include <exception>
 #include <string>
 
-#include "args.hpp"
+#include "app/args.hpp"
 
-namespace mnemo::cli {
+namespace mnemo::app {
 
 namespace {
 
@@ -52,4 +52,4 @@ int dispatch(const char* program, const char* version, const char* blurb, std::s
     return 2;
 }
 
-}  // namespace mnemo::cli
+}  // namespace mnemo::app

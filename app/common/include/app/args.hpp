@@ -1,7 +1,8 @@
-// A small declarative argument parser shared by the subcommands. Each option is declared with its
-// names, a value placeholder and help text, and writes straight into the caller's variable.
-// Malformed input throws UsageError with a message naming the flag and what it expected; main()
-// turns that into exit code 2 and a "see mnemo <cmd> --help" hint.
+// A small declarative argument parser for the subcommands of Mnemo's programs. Each option is
+// declared with its names, a value placeholder and help text, and writes straight into the
+// caller's variable. Malformed input throws UsageError with a message naming the flag and what it
+// expected; dispatch() (app/dispatch.hpp) turns that into exit code 2 and a
+// "see <program> <cmd> --help" hint.
 #pragma once
 
 #include <cstdint>
@@ -10,7 +11,7 @@
 #include <string>
 #include <vector>
 
-namespace mnemo::cli {
+namespace mnemo::app {
 
 class UsageError : public std::runtime_error {
 public:
@@ -72,4 +73,4 @@ private:
     std::vector<Option> options_;
 };
 
-}  // namespace mnemo::cli
+}  // namespace mnemo::app

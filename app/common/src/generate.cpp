@@ -1,11 +1,11 @@
-#include "generate.hpp"
+#include "app/generate.hpp"
 
 #include <algorithm>
 
-#include "common.hpp"
+#include "app/measure.hpp"
 #include "mnemo/error.hpp"
 
-namespace mnemo::cli {
+namespace mnemo::app {
 
 namespace {
 
@@ -82,4 +82,4 @@ GenerateResult generate(const GenerateRequest& r) {
     return result;
 }
 
-}  // namespace mnemo::cli
+}  // namespace mnemo::app

@@ -4,7 +4,7 @@
 
 #include <span>
 
-namespace mnemo::cli {
+namespace mnemo::app {
 
 struct Command {
     const char* name;
@@ -16,4 +16,4 @@ struct Command {
 int dispatch(const char* program, const char* version, const char* blurb, std::span<const Command> commands, int argc,
              char** argv);
 
-}  // namespace mnemo::cli
+}  // namespace mnemo::app
