@@ -1,6 +1,7 @@
-// Small pieces every GPU backend module needs in the same form (header-only: each module is its
-// own shared library and links nothing of the others): error text for the engine, buffer range
-// checks, the bad-index message, UUID formatting, and the op -> kernel table.
+// Small pieces every backend module needs in the same form (header-only: each module is its own
+// shared library and links nothing of the others): error text for the engine, buffer range
+// checks, the bad-index message, UUID formatting, and the op -> kernel table. C++17, because the
+// CUDA module's kernels (nvcc) include it too; node_support.hpp holds the C++20 host side.
 #pragma once
 #include <algorithm>
 #include <cstdint>
@@ -67,51 +68,27 @@ struct KernelT {
     void (*build)(Builder&) = nullptr;
 };
 
-// A node runs on a context when its op has a kernel, every tensor lives in that context's
-// buffers, and the kernel accepts its dtypes and shapes.
-template <class Context, class Kernel, class Props>
-bool node_supported(const Context& ctx, const Kernel* k, const Props& props, const mnemo_node& node) {
-    if (!k) return false;
-    for (int32_t i = 0; i < node.n_inputs; ++i)
-        if (!ctx.owns(node.inputs[i].buffer)) return false;
-    if (!ctx.owns(node.output.buffer)) return false;
-    return !k->supports || k->supports(props, node);
-}
-
-// The first check of graph_prepare: every node supported (else `unsupported` is its index) and
-// the most scratch one node needs (nodes run in order, so one region serves them all).
-template <class Context, class Props, class KernelFor>
-uint64_t plan_scratch(const Context& ctx, const Props& props, const mnemo_node* nodes, int32_t n_nodes, KernelFor kernel_for,
-                      int32_t& unsupported) {
-    uint64_t bytes = 0;
-    unsupported = -1;
-    for (int32_t i = 0; i < n_nodes; ++i) {
-        const auto* k = kernel_for(nodes[i].op);
-        if (!node_supported(ctx, k, props, nodes[i])) {
-            unsupported = i;
-            return 0;
-        }
-        if (k->scratch_bytes) bytes = std::max(bytes, k->scratch_bytes(props, nodes[i]));
-    }
-    return bytes;
-}
-
-// The kernel of each op, filled once by `fill` (which calls the families' register functions).
+// The kernel of each op, filled once by `fill` (which calls every family's register function:
+// backends/common/kernel_table.cpp).
 template <class Kernel>
 class KernelTable {
 public:
     void set(int32_t op, Kernel k) {
-        if (op > 0 && op < MNEMO_OP_COUNT_) table_[op] = k;
+        if (op > 0 && op < MNEMO_OP_COUNT_) {
+            table_[op] = k;
+            present_[op] = true;
+        }
     }
     // nullptr when the op has no kernel.
     const Kernel* get(int32_t op, void (*fill)()) {
         std::call_once(once_, fill);
-        if (op <= 0 || op >= MNEMO_OP_COUNT_ || !table_[op].build) return nullptr;
+        if (op <= 0 || op >= MNEMO_OP_COUNT_ || !present_[op]) return nullptr;
         return &table_[op];
     }
 
 private:
     Kernel table_[MNEMO_OP_COUNT_]{};
+    bool present_[MNEMO_OP_COUNT_]{};
     std::once_flag once_;
 };
 

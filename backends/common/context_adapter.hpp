@@ -1,20 +1,29 @@
-// The C entry points of a GPU backend that only forward to its C++ Context and graph functions,
-// written once: argument checks, making the device current, exceptions turned into statuses,
-// and the error text ("<backend> <function>: ..."). A module supplies Traits:
+// The C entry points of a backend module that only forward to its C++ Context and graph
+// functions, written once for the CPU, Vulkan and CUDA modules: argument checks, making the
+// device current, exceptions turned into statuses, and the error text ("<backend> <function>:
+// ..."). A module supplies Traits:
 //   using Context = ...; using Buffer = ...; static constexpr const char* kName = "vulkan";
-// and, in Context's namespace (found by argument-dependent lookup):
-//   bool node_supported(const Context&, const mnemo_node&);
-//   mnemo_status graph_prepare(Context&, const mnemo_node*, int32_t, void**, mnemo_error*);
-//   mnemo_status graph_run(Context&, void*, uint64_t*, mnemo_error*);
-//   void graph_release(Context&, void*);
-// Context must offer: Context(int32_t device) (throws), activate(std::string&), alloc,
-// import_host, release, owns, write, read (see backends/vulkan/src/context.hpp).
+// and, in Context's namespace (found by argument-dependent lookup), the functions
+// MNEMO_BACKEND_GRAPH_FUNCTIONS(Context) declares.
+// Context must offer: Context(int32_t device) or Context(int32_t device, const
+// mnemo_backend_config*) (throws), activate(std::string&), alloc, import_host, release, owns,
+// write, read (see backends/vulkan/src/context.hpp), and set_threads(int32_t) -> mnemo_status
+// where threads run kernels (the CPU).
 #pragma once
 #include <exception>
 #include <new>
 #include <string>
+#include <type_traits>
 
 #include "backend_common.hpp"
+
+// The graph functions of a module, in its namespace: whether a node runs there; prepare a node
+// list once; run it (per-node times into timings_ns when not null); release it.
+#define MNEMO_BACKEND_GRAPH_FUNCTIONS(Context)                                                                   \
+    bool node_supported(const Context& ctx, const mnemo_node& node);                                             \
+    mnemo_status graph_prepare(Context& ctx, const mnemo_node* nodes, int32_t n_nodes, void** out, mnemo_error* err); \
+    mnemo_status graph_run(Context& ctx, void* graph, uint64_t* timings_ns, mnemo_error* err);                    \
+    void graph_release(Context& ctx, void* graph);
 
 namespace mnemo_backend {
 
@@ -26,10 +35,13 @@ struct ContextAdapter {
     static Context* ctx_of(void* ctx) { return static_cast<Context*>(ctx); }
     static std::string where(const char* fn) { return std::string(Traits::kName) + " " + fn + ": "; }
 
-    static mnemo_status open(int32_t device, const mnemo_backend_config*, void** out_ctx, mnemo_error* err) {
+    static mnemo_status open(int32_t device, const mnemo_backend_config* config, void** out_ctx, mnemo_error* err) {
         if (!out_ctx) return set_error(err, MNEMO_ERR_INVALID, where("open") + "out_ctx is null");
         try {
-            *out_ctx = new Context(device);
+            if constexpr (std::is_constructible_v<Context, int32_t, const mnemo_backend_config*>)
+                *out_ctx = new Context(device, config);
+            else
+                *out_ctx = new Context(device);
             return MNEMO_OK;
         } catch (const std::bad_alloc&) {
             return set_error(err, MNEMO_ERR_NO_MEMORY, where("open") + "out of memory");
@@ -38,8 +50,14 @@ struct ContextAdapter {
         }
     }
     static void close(void* ctx) { delete ctx_of(ctx); }
-    // Host threads only record and submit; nothing to resize.
-    static mnemo_status set_threads(void* ctx, int32_t) { return ctx ? MNEMO_OK : MNEMO_ERR_INVALID; }
+    // GPU modules' host threads only record and submit: nothing to resize there.
+    static mnemo_status set_threads(void* ctx, int32_t n_threads) {
+        if (!ctx) return MNEMO_ERR_INVALID;
+        if constexpr (requires(Context& c) { c.set_threads(n_threads); })
+            return ctx_of(ctx)->set_threads(n_threads);
+        else
+            return MNEMO_OK;
+    }
 
     static mnemo_status buffer_alloc(void* ctx, uint64_t size, void** out, mnemo_error* err) {
         return make_buffer(ctx, out, err, "buffer_alloc", MNEMO_ERR_NO_MEMORY,
@@ -79,7 +97,15 @@ struct ContextAdapter {
     }
     static mnemo_status prepare(void* ctx, const mnemo_node* nodes, int32_t n_nodes, void** out_graph, mnemo_error* err) {
         if (!ctx) return set_error(err, MNEMO_ERR_INVALID, where("graph_prepare") + "context is null");
-        return graph_prepare(*ctx_of(ctx), nodes, n_nodes, out_graph, err);
+        if (!out_graph || n_nodes < 0 || (n_nodes > 0 && !nodes))
+            return set_error(err, MNEMO_ERR_INVALID, where("graph_prepare") + "invalid node list (" + std::to_string(n_nodes) + " nodes)");
+        try {
+            return graph_prepare(*ctx_of(ctx), nodes, n_nodes, out_graph, err);
+        } catch (const std::bad_alloc&) {
+            return set_error(err, MNEMO_ERR_NO_MEMORY, where("graph_prepare") + "out of host memory");
+        } catch (const std::exception& e) {
+            return set_error(err, MNEMO_ERR_DEVICE, where("graph_prepare") + e.what());
+        }
     }
     static mnemo_status run(void* ctx, void* graph, uint64_t* timings_ns, mnemo_error* err) {
         if (!ctx) return set_error(err, MNEMO_ERR_INVALID, where("graph_run") + "context is null");
@@ -126,3 +152,20 @@ private:
 };
 
 }  // namespace mnemo_backend
+
+// A module's exported entry point, mnemo_backend_entry(): the table ContextAdapter makes over the
+// module's Context and Buffer types and its own device functions (used once, at global scope, in
+// the module's module_entry.cpp).
+#define MNEMO_BACKEND_MODULE(ContextT, BufferT, name, device_count, device_info, unavailable_reason)                        \
+    namespace {                                                                                                     \
+    struct ModuleTraits {                                                                                           \
+        using Context = ContextT;                                                                                   \
+        using Buffer = BufferT;                                                                                     \
+        static constexpr const char* kName = name;                                                                  \
+    };                                                                                                              \
+    }                                                                                                               \
+    extern "C" MNEMO_EXPORT const mnemo_backend_api* mnemo_backend_entry(void) {                                    \
+        static const mnemo_backend_api api =                                                                        \
+            ::mnemo_backend::ContextAdapter<ModuleTraits>::table(device_count, device_info, unavailable_reason);      \
+        return &api;                                                                                                \
+    }

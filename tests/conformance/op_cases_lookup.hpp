@@ -1,4 +1,5 @@
-// Conformance cases of MEM_INDEX, PEER_GATE, HIVE and the grouped / per-core EMBEDDING_BAG. Included by op_cases.hpp after its helpers.
+// Conformance cases of the lookup family: EMBEDDING_BAG (plain, grouped, per-core), MEM_INDEX,
+// PEER_GATE and HIVE.
 //
 // Shapes follow the memory layers that use these ops (UltraMem V1: 4 groups, 2 cores, vdim 384,
 // m = 2 heads x 80 = 160 entries; UltraMemV2: a shared table read through offset windows that
@@ -6,7 +7,39 @@
 // every core or column-block boundary non-trivial.
 #pragma once
 
+#include "conformance/op_case.hpp"
+
 namespace mnemo::conformance::detail {
+
+// The memory-layer value read: N bags (tokens x heads) of m rows from a large table. The table
+// size is capped at 4M elements (R = 65536 for narrow rows) to keep the suite quick. Every bag
+// repeats a row (its first two entries), and the first bag touches the first and last rows.
+inline void embedding_bag(std::vector<OpCase>& out) {
+    const int64_t ns[] = {1, 3, 32}, ms[] = {1, 16, 32}, cs[] = {1, 17, 256, 1024};
+    for (size_t in = 0; in < 3; ++in)
+        for (size_t im = 0; im < 3; ++im)
+            for (size_t ic = 0; ic < 4; ++ic) {
+                const int64_t n = ns[in], m = ms[im], cols = cs[ic];
+                const int64_t rows = std::min<int64_t>(65536, (int64_t{1} << 22) / cols);
+                const DType dt = kWeightTypes[(in + im + ic) % 3];  // every (N, C) and (m, C) sees every dtype
+                OpCase c;
+                c.op = MNEMO_OP_EMBEDDING_BAG;
+                c.name = "embedding_bag_R" + std::to_string(rows) + "_C" + std::to_string(cols) + "_N" +
+                         std::to_string(n) + "_m" + std::to_string(m) + "_" + dt_name(dt);
+                CaseRng rng(name_seed(c.name) ^ 5);
+                std::vector<int32_t> idx;
+                for (int64_t b = 0; b < n; ++b)
+                    for (int64_t j = 0; j < m; ++j) {
+                        int32_t r = rng.below(static_cast<int32_t>(rows));
+                        if (j == 1) r = idx.back();
+                        if (b == 0 && j == 2) r = static_cast<int32_t>(rows - 1);
+                        if (b == 0 && j == 3) r = 0;
+                        idx.push_back(r);
+                    }
+                c.inputs = {weight(dt, {rows, cols}), i32_shaped({n, m}, idx), f32({n, m}, 0.5f)};
+                out.push_back(c);
+            }
+}
 
 // Random indices in 0..limit-1 for `count` entries, with the first entries pinned to the edges
 // (0, limit-1 and, when given, the first and last index of every group of `group_rows`) so that
@@ -151,7 +184,8 @@ inline void hive(std::vector<OpCase>& out) {
     }
 }
 
-inline void lookup(std::vector<OpCase>& out) {
+inline void lookup_cases(std::vector<OpCase>& out) {
+    embedding_bag(out);
     embedding_bag_groups(out);
     mem_index(out);
     peer_gate(out);

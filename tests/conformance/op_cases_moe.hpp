@@ -6,9 +6,11 @@
 // one token, and a batch big enough to be processed in two chunks.
 #pragma once
 
+#include "conformance/op_case.hpp"
+
 namespace mnemo::conformance::detail {
 
-inline void moe(std::vector<OpCase>& out) {
+inline void moe_cases(std::vector<OpCase>& out) {
     enum class Route { Random, OneExpert, Repeats, Any };
     struct Cfg { int64_t n, experts, k, dim, hidden; DType dt; Route route; const char* label; };
     const Cfg cfgs[] = {

@@ -13,6 +13,8 @@
 // (lower index in stage 1, lower pair index in stage 2) are what is tested.
 #pragma once
 
+#include "conformance/op_case.hpp"
+
 namespace mnemo::conformance::detail {
 
 // Scores on a 0.5 grid in -3..3 (with -0.0 for some zeros): many exact ties.
@@ -257,7 +259,7 @@ inline void pk_pair_scores_cases(std::vector<OpCase>& out) {
     }
 }
 
-inline void product_keys(std::vector<OpCase>& out) {
+inline void product_keys_cases(std::vector<OpCase>& out) {
     pk_score_cases(out);
     pk_topk_cases(out);
     pk_pair_scores_cases(out);

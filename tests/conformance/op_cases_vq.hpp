@@ -21,6 +21,8 @@
 
 #include <limits>
 
+#include "conformance/op_case.hpp"
+
 namespace mnemo::conformance::detail {
 
 // n codes of `words` i32 words each for a codec with Mc x bc coarse bits.
@@ -78,5 +80,7 @@ inline void vq_decode(std::vector<OpCase>& out) {
         out.push_back(c);
     }
 }
+
+inline void vq_cases(std::vector<OpCase>& out) { vq_decode(out); }
 
 }  // namespace mnemo::conformance::detail

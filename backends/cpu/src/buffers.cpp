@@ -2,7 +2,6 @@
 
 #include "buffers.hpp"
 
-#include <cstdarg>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -14,25 +13,16 @@ namespace mnemo_cpu {
 constexpr uint64_t kAlignment = 64;
 constexpr uint64_t kHugePage = uint64_t{2} << 20;
 
-mnemo_status set_error(mnemo_error* err, mnemo_status status, const char* fmt, ...) {
-    if (err) {
-        va_list args;
-        va_start(args, fmt);
-        std::vsnprintf(err->message, sizeof(err->message), fmt, args);
-        va_end(args);
-    }
-    return status;
-}
-
 BufferTable::~BufferTable() {
     for (auto& [ptr, rec] : records_)
         if (rec.owned) std::free(const_cast<void*>(ptr));
 }
 
-mnemo_status BufferTable::alloc(uint64_t size, void** out, mnemo_error* err) {
-    if (size > UINT64_MAX - kAlignment)
-        return set_error(err, MNEMO_ERR_INVALID, "cpu buffer_alloc: size %llu is too large",
-                         static_cast<unsigned long long>(size));
+void* BufferTable::alloc(uint64_t size, std::string& why) {
+    if (size > UINT64_MAX - kHugePage) {
+        why = "size " + std::to_string(size) + " is too large";
+        return nullptr;
+    }
     // aligned_alloc wants a multiple of the alignment; a zero-size buffer still gets a unique
     // address so that it can be registered and freed like any other.
     // Large buffers (weights, KV caches, activations) are placed on 2 MiB boundaries and asked
@@ -44,32 +34,28 @@ mnemo_status BufferTable::alloc(uint64_t size, void** out, mnemo_error* err) {
 #if defined(MADV_HUGEPAGE)
     if (p && align == kHugePage) madvise(p, static_cast<size_t>(rounded), MADV_HUGEPAGE);  // a hint: failure is fine
 #endif
-    if (!p)
-        return set_error(err, MNEMO_ERR_NO_MEMORY, "cpu buffer_alloc: out of memory allocating %llu bytes",
-                         static_cast<unsigned long long>(size));
+    if (!p) {
+        why = "out of memory allocating " + std::to_string(size) + " bytes";
+        return nullptr;
+    }
     try {
         records_[p] = BufferRecord{size, true};
     } catch (const std::bad_alloc&) {
         std::free(p);
-        return set_error(err, MNEMO_ERR_NO_MEMORY, "cpu buffer_alloc: out of memory");
+        throw;
     }
-    *out = p;
-    return MNEMO_OK;
+    return p;
 }
 
-mnemo_status BufferTable::wrap(void* host, uint64_t size, void** out, mnemo_error* err) {
-    if (!host) return set_error(err, MNEMO_ERR_INVALID, "cpu buffer_from_host: host pointer is null");
-    auto it = records_.find(host);
-    if (it != records_.end())
-        return set_error(err, MNEMO_ERR_INVALID, "cpu buffer_from_host: %p is already a buffer of this context",
-                         host);
-    try {
-        records_[host] = BufferRecord{size, false};
-    } catch (const std::bad_alloc&) {
-        return set_error(err, MNEMO_ERR_NO_MEMORY, "cpu buffer_from_host: out of memory");
+void* BufferTable::wrap(void* host, uint64_t size, std::string& why) {
+    if (records_.count(host)) {
+        char text[64];
+        std::snprintf(text, sizeof text, "%p", host);
+        why = std::string(text) + " is already a buffer of this context";
+        return nullptr;
     }
-    *out = host;
-    return MNEMO_OK;
+    records_[host] = BufferRecord{size, false};
+    return host;
 }
 
 void BufferTable::release(void* buffer) {
@@ -79,32 +65,38 @@ void BufferTable::release(void* buffer) {
     records_.erase(it);
 }
 
-mnemo_status BufferTable::write(void* buffer, uint64_t offset, const void* src, uint64_t size, mnemo_error* err) {
-    const BufferRecord* rec = find(buffer);
-    if (!rec) return set_error(err, MNEMO_ERR_INVALID, "cpu buffer_write: %p is not a buffer of this context", buffer);
-    if (!rec->owned)
-        return set_error(err, MNEMO_ERR_INVALID,
-                         "cpu buffer_write: buffer %p wraps caller memory (buffer_from_host) and is read-only",
-                         buffer);
-    if (!range_fits(offset, size, rec->size))
-        return set_error(err, MNEMO_ERR_INVALID,
-                         "cpu buffer_write: %llu bytes at offset %llu exceed the buffer's %llu bytes",
-                         static_cast<unsigned long long>(size), static_cast<unsigned long long>(offset),
-                         static_cast<unsigned long long>(rec->size));
-    if (size) std::memcpy(static_cast<char*>(buffer) + offset, src, static_cast<size_t>(size));
-    return MNEMO_OK;
+namespace {
+
+std::string overrun(uint64_t offset, uint64_t size, uint64_t limit) {
+    return std::to_string(size) + " bytes at offset " + std::to_string(offset) + " exceed the buffer's " + std::to_string(limit) +
+           " bytes";
 }
 
-mnemo_status BufferTable::read(void* buffer, uint64_t offset, void* dst, uint64_t size, mnemo_error* err) const {
+}  // namespace
+
+// The caller (the module's entry point) has checked that the buffer is one of ours.
+bool BufferTable::write(void* buffer, uint64_t offset, const void* src, uint64_t size, std::string& why) {
     const BufferRecord* rec = find(buffer);
-    if (!rec) return set_error(err, MNEMO_ERR_INVALID, "cpu buffer_read: %p is not a buffer of this context", buffer);
-    if (!range_fits(offset, size, rec->size))
-        return set_error(err, MNEMO_ERR_INVALID,
-                         "cpu buffer_read: %llu bytes at offset %llu exceed the buffer's %llu bytes",
-                         static_cast<unsigned long long>(size), static_cast<unsigned long long>(offset),
-                         static_cast<unsigned long long>(rec->size));
+    if (!rec->owned) {
+        why = "the buffer wraps caller memory (buffer_from_host) and is read-only";
+        return false;
+    }
+    if (!range_fits(offset, size, rec->size)) {
+        why = overrun(offset, size, rec->size);
+        return false;
+    }
+    if (size) std::memcpy(static_cast<char*>(buffer) + offset, src, static_cast<size_t>(size));
+    return true;
+}
+
+bool BufferTable::read(void* buffer, uint64_t offset, void* dst, uint64_t size, std::string& why) const {
+    const BufferRecord* rec = find(buffer);
+    if (!range_fits(offset, size, rec->size)) {
+        why = overrun(offset, size, rec->size);
+        return false;
+    }
     if (size) std::memcpy(dst, static_cast<const char*>(buffer) + offset, static_cast<size_t>(size));
-    return MNEMO_OK;
+    return true;
 }
 
 const BufferRecord* BufferTable::find(const void* buffer) const {

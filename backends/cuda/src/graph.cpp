@@ -3,10 +3,12 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <memory>
 #include <vector>
 
 #include "cuda_check.hpp"
 #include "kernels/kernel_api.hpp"
+#include "node_support.hpp"
 
 namespace mnemo_cuda {
 
@@ -83,6 +85,11 @@ void destroy(Context& ctx, Graph* g) {
     delete g;
 }
 
+struct GraphDeleter {
+    Context* ctx;
+    void operator()(Graph* g) const { destroy(*ctx, g); }
+};
+
 }  // namespace
 
 
@@ -91,41 +98,23 @@ bool node_supported(const Context& ctx, const mnemo_node& node) {
 }
 
 mnemo_status graph_prepare(Context& ctx, const mnemo_node* nodes, int32_t n_nodes, void** out, mnemo_error* err) {
-    if (!out || (n_nodes > 0 && !nodes)) return set_error(err, MNEMO_ERR_INVALID, "cuda graph_prepare: null argument");
     std::string why;
     if (!ctx.activate(why)) return set_error(err, MNEMO_ERR_DEVICE, "cuda graph_prepare: " + why);
-    Graph* g = new (std::nothrow) Graph;
-    if (!g) return set_error(err, MNEMO_ERR_NO_MEMORY, "cuda graph_prepare: out of host memory");
-    auto fail = [&](mnemo_status s, const std::string& m) {
-        destroy(ctx, g);
-        return set_error(err, s, "cuda graph_prepare: " + m);
-    };
-    try {
-        int32_t bad = -1;
-        const uint64_t scratch_bytes = mnemo_backend::plan_scratch(ctx, ctx.props(), nodes, n_nodes, kernel_for, bad);
-        if (bad >= 0)
-            return fail(MNEMO_ERR_UNSUPPORTED, node_label(nodes[bad].op, static_cast<size_t>(bad)) + " is not supported on this device");
+    std::unique_ptr<Graph, GraphDeleter> g(new Graph, GraphDeleter{&ctx});
+    auto make_scratch = [&](uint64_t bytes, std::string& why) { return (g->scratch = ctx.alloc(bytes, why)) != nullptr; };
+    auto build_node = [&](int32_t i, const Kernel& kernel, std::string&) {
         // One scratch region reused by every node: the stream runs nodes in order.
-        if (scratch_bytes > 0) {
-            g->scratch = ctx.alloc(scratch_bytes, why);
-            if (!g->scratch) return fail(MNEMO_ERR_NO_MEMORY, "scratch memory: " + why);
-        }
-        for (int32_t i = 0; i < n_nodes; ++i) {
-            KernelBuilder b(ctx, nodes[i], static_cast<uint32_t>(i), g->scratch ? g->scratch->ptr : nullptr);
-            try {
-                kernel_for(nodes[i].op)->build(b);
-            } catch (const KernelError& e) {
-                return fail(MNEMO_ERR_UNSUPPORTED, node_label(nodes[i].op, static_cast<size_t>(i)) + ": " + e.what());
-            }
-            g->ops.push_back(nodes[i].op);
-            g->launches.push_back(std::move(b.launches()));
-        }
-    } catch (const std::bad_alloc&) {
-        return fail(MNEMO_ERR_NO_MEMORY, "out of host memory");
-    } catch (const std::exception& e) {
-        return fail(MNEMO_ERR_DEVICE, e.what());
-    }
-    *out = g;
+        KernelBuilder b(ctx, nodes[i], static_cast<uint32_t>(i), g->scratch ? g->scratch->ptr : nullptr);
+        kernel.build(b);
+        g->ops.push_back(nodes[i].op);
+        g->launches.push_back(std::move(b.launches()));
+        return true;
+    };
+    if (mnemo_status s = mnemo_backend::prepare_nodes<KernelError>(ctx, ctx.props(), nodes, n_nodes, kernel_for, make_scratch,
+                                                                   build_node, why);
+        s != MNEMO_OK)
+        return set_error(err, s, "cuda graph_prepare: " + why);
+    *out = g.release();
     return MNEMO_OK;
 }
 

@@ -43,16 +43,7 @@ mnemo_status device_info(int32_t index, mnemo_device_info* out) {
 
 const char* unavailable_reason() { return device_list().why.c_str(); }
 
-struct CudaTraits {
-    using Context = mnemo_cuda::Context;
-    using Buffer = mnemo_cuda::Buffer;
-    static constexpr const char* kName = "cuda";
-};
-
-const mnemo_backend_api kApi =
-    mnemo_backend::ContextAdapter<CudaTraits>::table(device_count, device_info, unavailable_reason);
-
 }  // namespace
 }  // namespace mnemo_cuda
 
-extern "C" MNEMO_EXPORT const mnemo_backend_api* mnemo_backend_entry(void) { return &mnemo_cuda::kApi; }
+MNEMO_BACKEND_MODULE(mnemo_cuda::Context, mnemo_cuda::Buffer, "cuda", mnemo_cuda::device_count, mnemo_cuda::device_info, mnemo_cuda::unavailable_reason)

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "kernels/kernel_api.hpp"
+#include "node_support.hpp"
 
 namespace mnemo_vk {
 
@@ -127,6 +128,11 @@ void destroy(Context& ctx, Graph* g) {
     delete g;
 }
 
+struct GraphDeleter {
+    Context* ctx;
+    void operator()(Graph* g) const { destroy(*ctx, g); }
+};
+
 }  // namespace
 
 
@@ -135,49 +141,30 @@ bool node_supported(const Context& ctx, const mnemo_node& node) {
 }
 
 mnemo_status graph_prepare(Context& ctx, const mnemo_node* nodes, int32_t n_nodes, void** out, mnemo_error* err) {
-    if (!out || (n_nodes > 0 && !nodes)) return set_error(err, MNEMO_ERR_INVALID, "vulkan graph_prepare: null argument");
-    Graph* raw = new (std::nothrow) Graph;
-    if (!raw) return set_error(err, MNEMO_ERR_NO_MEMORY, "vulkan graph_prepare: out of host memory");
-    auto fail = [&](mnemo_status s, const std::string& m) {
-        destroy(ctx, raw);
-        return set_error(err, s, "vulkan graph_prepare: " + m);
+    std::unique_ptr<Graph, GraphDeleter> g(new Graph, GraphDeleter{&ctx});
+    auto make_scratch = [&](uint64_t bytes, std::string& why) { return (g->scratch = ctx.alloc(bytes, why)) != nullptr; };
+    auto build_node = [&](int32_t i, const Kernel& kernel, std::string& why) {
+        // Scratch is shared by every node (barriers order the reuse).
+        KernelBuilder b(ctx, nodes[i], static_cast<uint32_t>(i), g->scratch);
+        kernel.build(b);
+        g->nodes.push_back({nodes[i].op, static_cast<uint32_t>(g->dispatches.size()), static_cast<uint32_t>(b.dispatches().size())});
+        for (Dispatch& d : b.dispatches()) {
+            VkPipeline p = ctx.pipeline(d.pipeline, why);
+            if (!p) return false;
+            g->pipelines.push_back(p);
+            g->dispatches.push_back(std::move(d));
+        }
+        return true;
     };
     std::string why;
-    try {
-        // Scratch is per node and reused by every node (barriers order the reuse).
-        int32_t bad = -1;
-        const uint64_t scratch_bytes = mnemo_backend::plan_scratch(ctx, ctx.features(), nodes, n_nodes, kernel_for, bad);
-        if (bad >= 0)
-            return fail(MNEMO_ERR_UNSUPPORTED, node_label(nodes[bad].op, static_cast<size_t>(bad)) + " is not supported on this device");
-        if (scratch_bytes > 0) {
-            raw->scratch = ctx.alloc(scratch_bytes, why);
-            if (!raw->scratch) return fail(MNEMO_ERR_NO_MEMORY, "scratch memory: " + why);
-        }
-        for (int32_t i = 0; i < n_nodes; ++i) {
-            KernelBuilder b(ctx, nodes[i], static_cast<uint32_t>(i), raw->scratch);
-            try {
-                kernel_for(nodes[i].op)->build(b);
-            } catch (const KernelError& e) {
-                return fail(MNEMO_ERR_UNSUPPORTED, node_label(nodes[i].op, static_cast<size_t>(i)) + ": " + e.what());
-            }
-            NodeDispatches nd{nodes[i].op, static_cast<uint32_t>(raw->dispatches.size()), static_cast<uint32_t>(b.dispatches().size())};
-            raw->nodes.push_back(nd);
-            for (Dispatch& d : b.dispatches()) {
-                VkPipeline p = ctx.pipeline(d.pipeline, why);
-                if (!p) return fail(MNEMO_ERR_DEVICE, node_label(nodes[i].op, static_cast<size_t>(i)) + ": " + why);
-                raw->pipelines.push_back(p);
-                raw->dispatches.push_back(std::move(d));
-            }
-        }
-        place_barriers(*raw);
-        raw->plain = ctx.new_command_buffer(why);
-        if (!raw->plain || !record(ctx, *raw, raw->plain, false, why)) return fail(MNEMO_ERR_DEVICE, why);
-    } catch (const std::bad_alloc&) {
-        return fail(MNEMO_ERR_NO_MEMORY, "out of host memory");
-    } catch (const std::exception& e) {
-        return fail(MNEMO_ERR_DEVICE, e.what());
-    }
-    *out = raw;
+    if (mnemo_status s = mnemo_backend::prepare_nodes<KernelError>(ctx, ctx.features(), nodes, n_nodes, kernel_for, make_scratch,
+                                                                   build_node, why);
+        s != MNEMO_OK)
+        return set_error(err, s, "vulkan graph_prepare: " + why);
+    place_barriers(*g);
+    g->plain = ctx.new_command_buffer(why);
+    if (!g->plain || !record(ctx, *g, g->plain, false, why)) return set_error(err, MNEMO_ERR_DEVICE, "vulkan graph_prepare: " + why);
+    *out = g.release();
     return MNEMO_OK;
 }
 

@@ -69,16 +69,7 @@ const char* unavailable_reason() {
     return why.c_str();
 }
 
-struct VulkanTraits {
-    using Context = mnemo_vk::Context;
-    using Buffer = mnemo_vk::Buffer;
-    static constexpr const char* kName = "vulkan";
-};
-
-const mnemo_backend_api kApi =
-    mnemo_backend::ContextAdapter<VulkanTraits>::table(device_count, device_info, unavailable_reason);
-
 }  // namespace
 }  // namespace mnemo_vk
 
-extern "C" MNEMO_EXPORT const mnemo_backend_api* mnemo_backend_entry(void) { return &mnemo_vk::kApi; }
+MNEMO_BACKEND_MODULE(mnemo_vk::Context, mnemo_vk::Buffer, "vulkan", mnemo_vk::device_count, mnemo_vk::device_info, mnemo_vk::unavailable_reason)

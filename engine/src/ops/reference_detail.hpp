@@ -1,9 +1,11 @@
-// Shared pieces of the naive op references (ops_reference*.cpp): the view of a node's tensors
-// and one function per op in the family files. See ops_reference.cpp for the rules all of them
-// follow (plain loops, double accumulation, data-dependent indices checked with a message).
+// Shared pieces of the naive op references (reference*.cpp): the view of a node's tensors and one
+// function per op in the family files. See reference.cpp for the rules all of them follow (plain
+// loops, double accumulation, data-dependent indices checked with a message).
 #pragma once
 
+#include <cmath>
 #include <cstdint>
+#include <numbers>
 #include <string>
 #include <vector>
 
@@ -43,19 +45,19 @@ inline int64_t leading_rows(const TensorShape& s) {
     return rows;
 }
 
-// Memory-layer ops (ops_reference_memory.cpp: top-k and bags; ops_reference_product_keys.cpp;
-// ops_reference_lookup.cpp: index pipeline, gates, HIVE; ops_reference_moe.cpp).
-void argtopk(const Ctx& c);
-void take_along(const Ctx& c);
-void embedding_bag(const Ctx& c);
-void pk_score(const Ctx& c);
-void pk_topk(const Ctx& c);
-void pk_pair_scores(const Ctx& c);
-void mem_index(const Ctx& c);
-void peer_gate(const Ctx& c);
-void hive(const Ctx& c);
-void moe_ffn(const Ctx& c);
-void vq_decode(const Ctx& c);  // ops_reference_vq.cpp
+// One reference per op, named after it, defined in its family's file (reference_<family>.cpp).
+#define MNEMO_OP(id, value, name, family, min_inputs, max_inputs, aliases, category) void name(const Ctx& c);
+#include "mnemo/abi/mnemo_ops.def"
+#undef MNEMO_OP
+
+// KV_STORE and ATTENTION: row n's sequence id and position index the cache (reference.cpp).
+void check_seq_pos(const Ctx& c, const In& seq, const In& pos, int64_t n, int64_t n_seq, int64_t ctx_len);
+
+// GELU's tanh approximation (the elementwise GELU and PEER_GATE's activation 2).
+inline double gelu_tanh(double x) {
+    const double k = std::sqrt(2.0 / std::numbers::pi);
+    return 0.5 * x * (1.0 + std::tanh(k * (x + 0.044715 * x * x * x)));
+}
 
 // ARGTOPK's order: value descending, NaN below every number (ties are left to a stable sort).
 bool ranks_before(float a, float b);

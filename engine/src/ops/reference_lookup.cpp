@@ -1,4 +1,5 @@
-// References of the UltraMem index pipeline, the PEER gate and HIVE (MEM_INDEX, PEER_GATE, HIVE).
+// References of the lookup family (memory values): EMBEDDING_BAG (the fused gather-weight-sum),
+// UltraMem's index pipeline, the PEER gate and HIVE (MEM_INDEX, PEER_GATE, HIVE).
 // Written from the op table in mnemo_abi.h; the official code they follow is described in
 // shared/notes/memory-layers-reference-code.md (sections 1.3, 2.2 and 7).
 #include <algorithm>
@@ -10,6 +11,41 @@
 #include "ops/reference_detail.hpp"
 
 namespace mnemo::reference {
+
+// The weighted bag sum of PyTorch's EmbeddingBag(mode="sum", per_sample_weights) as the product-key
+// memories use it (shared/notes/memory-layers-reference-code.md sections 3.3-3.4 and 4), extended
+// with UltraMem's groups and per-core weights (section 1.3 step 7, the FusedLookup kernel): entry j
+// reads row idx % R into group idx / R, and with w [N, m, P] core p weights only its contiguous
+// C/P columns. One output row per bag, accumulated here in double.
+void embedding_bag(const Ctx& c) {
+    const In& table = c.in[0];
+    const In& idx = c.in[1];
+    const In& w = c.in[2];
+    const int64_t rows = table.dim(0), cols = table.dim(1), n_bags = idx.dim(0), m = idx.dim(1);
+    const int64_t groups = c.node.iparams[0] == 0 ? 1 : c.node.iparams[0];
+    const int64_t cores = w.shape.ndim == 3 ? w.dim(2) : 1;
+    const int64_t core_cols = cols / cores;  // the shape rule checked that the cores divide C
+    const int64_t limit = groups * rows;
+    for (int64_t i = 0; i < n_bags * m; ++i)
+        if (idx.i32(i) < 0 || idx.i32(i) >= limit)
+            c.fail("bag " + std::to_string(i / m) + " entry " + std::to_string(i % m) +
+                   (groups == 1 ? " is row " + std::to_string(idx.i32(i)) + ", table has " + std::to_string(rows) + " rows"
+                                : " is index " + std::to_string(idx.i32(i)) + ", outside 0.." + std::to_string(limit - 1) +
+                                      " (" + std::to_string(groups) + " groups x " + std::to_string(rows) + " table rows)"));
+    std::vector<double> acc(static_cast<size_t>(groups * cols));
+    for (int64_t n = 0; n < n_bags; ++n) {
+        std::fill(acc.begin(), acc.end(), 0.0);
+        for (int64_t j = 0; j < m; ++j) {
+            const int64_t v = idx.i32(n * m + j), g = v / rows, row = v % rows;
+            for (int64_t col = 0; col < cols; ++col) {
+                const double wj = w.f((n * m + j) * cores + col / core_cols);
+                acc[static_cast<size_t>(g * cols + col)] += wj * table.f(row * cols + col);
+            }
+        }
+        for (int64_t i = 0; i < groups * cols; ++i)
+            c.out[n * groups * cols + i] = static_cast<float>(acc[static_cast<size_t>(i)]);
+    }
+}
 
 // s = shuffle[v] (or v), g = s / value_num, row = (s % value_num + offset) % A. A shuffled index
 // that is negative has no group at all, so it is rejected like g >= G (the integer division
@@ -42,12 +78,9 @@ void mem_index(const Ctx& c) {
 
 namespace {
 
+// PEER's exact GELU in its plain erf form (the elementwise GELU's reference uses erfc; both are
+// far below f32 rounding, and the goldens were made with this one).
 double gelu_erf(double x) { return 0.5 * x * (1.0 + std::erf(x / std::numbers::sqrt2)); }
-
-double gelu_tanh(double x) {
-    const double k = std::sqrt(2.0 / std::numbers::pi);
-    return 0.5 * x * (1.0 + std::tanh(k * (x + 0.044715 * x * x * x)));
-}
 
 }  // namespace
 

@@ -229,4 +229,9 @@ KernelFn select_attention(PreparedNode& p, Isa isa) {
     return attention_kernel<false>;
 }
 
+// Every query row reads up to the whole cache of its sequence.
+double attention_work(const mnemo_node& n) { return static_cast<double>(numel(n.inputs[0])) * static_cast<double>(n.inputs[1].shape[2]); }
+
+void register_attention_kernels() { register_kernel(MNEMO_OP_ATTENTION, {select_attention, attention_work, check_attention_indices}); }
+
 }  // namespace mnemo_cpu

@@ -137,4 +137,9 @@ KernelFn select_attn_mass(PreparedNode& p, Isa isa) {
     return attn_mass_kernel<false>;
 }
 
+// Every query row against the keys of its sequence (bound: all N).
+double attn_mass_work(const mnemo_node& n) { return static_cast<double>(numel(n.inputs[0])) * static_cast<double>(n.inputs[0].shape[0]); }
+
+void register_attn_mass_kernels() { register_kernel(MNEMO_OP_ATTN_MASS, {select_attn_mass, attn_mass_work, nullptr}); }
+
 }  // namespace mnemo_cpu

@@ -215,4 +215,9 @@ KernelFn select_elementwise(PreparedNode& p, Isa isa) {
     }
 }
 
+void register_elementwise_kernels() {
+    for (int32_t op : {MNEMO_OP_ADD, MNEMO_OP_MUL, MNEMO_OP_SCALE, MNEMO_OP_SILU, MNEMO_OP_GELU, MNEMO_OP_SWIGLU})
+        register_kernel(op, {select_elementwise, nullptr, nullptr});
+}
+
 }  // namespace mnemo_cpu

@@ -1,12 +1,13 @@
 // What graph_prepare hands to a kernel: the node with its tensors resolved to host addresses, the
-// kernel chosen for this node and ISA, and per-thread scratch. Every kernel family file exports
-// a `select_*` function that picks the implementation once per node, so graph_run only calls a
-// function pointer per thread.
+// kernel chosen for this node and ISA, and per-thread scratch. Every op family's file
+// (kernels/<family>.cpp) registers, per op, a Kernel whose `select` picks the implementation once
+// per node, so graph_run only calls a function pointer per thread.
 #pragma once
 
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
+#include <cstdio>
 
 #include "../cpu_features.hpp"
 #include "mnemo/abi/mnemo_abi.h"
@@ -36,6 +37,8 @@ struct PreparedNode {
     bool parallel = true;
     // Op-specific choices made in prepare (e.g. the matmul tiling); meaning is per kernel family.
     int64_t plan[4] = {0, 0, 0, 0};
+    // The op's check of data-dependent indices before each run (Kernel::check_indices), or none.
+    bool (*check_indices)(const PreparedNode& node, char* message, size_t cap) = nullptr;
 };
 
 inline int64_t numel(const mnemo_tensor& t) {
@@ -61,29 +64,32 @@ inline void split_range(int64_t count, int ith, int nth, int64_t grain, int64_t*
     *end = u1 * grain < count ? u1 * grain : count;
 }
 
-// Kernel families (one file each). select_* returns the kernel for the node on this ISA and
-// sets node.plan / node.scratch_floats; check_* validate data-dependent indices before a run and
-// return false with a message (indices are data, so they cannot be checked in prepare).
-KernelFn select_matmul(PreparedNode& node, Isa isa);
-KernelFn select_elementwise(PreparedNode& node, Isa isa);  // ADD MUL SCALE SILU GELU SWIGLU
-KernelFn select_norm(PreparedNode& node, Isa isa);         // RMS_NORM LAYER_NORM
-KernelFn select_softmax(PreparedNode& node, Isa isa);
-KernelFn select_rope(PreparedNode& node, Isa isa);
-KernelFn select_rows(PreparedNode& node, Isa isa);         // GET_ROWS KV_STORE
-KernelFn select_attention(PreparedNode& node, Isa isa);
-KernelFn select_attn_mass(PreparedNode& node, Isa isa);
-KernelFn select_memory_ops(PreparedNode& node, Isa isa);  // ARGTOPK TAKE_ALONG EMBEDDING_BAG
-KernelFn select_product_keys(PreparedNode& node, Isa isa);  // PK_SCORE PK_TOPK PK_PAIR_SCORES
-KernelFn select_lookup(PreparedNode& node, Isa isa);        // MEM_INDEX PEER_GATE HIVE
-KernelFn select_moe(PreparedNode& node, Isa isa);           // MOE_FFN
-KernelFn select_vq_decode(PreparedNode& node, Isa isa);     // VQ_DECODE
+// False with "<what>: index i is v, outside 0..limit-1" in message when an index is out of range.
+inline bool check_index_range(const int32_t* idx, int64_t count, int64_t limit, const char* what, char* message, size_t cap) {
+    for (int64_t i = 0; i < count; ++i)
+        if (idx[i] < 0 || idx[i] >= limit) {
+            std::snprintf(message, cap, "%s: index %lld is %d, outside 0..%lld", what, static_cast<long long>(i), idx[i],
+                          static_cast<long long>(limit - 1));
+            return false;
+        }
+    return true;
+}
 
-bool check_rows_indices(const PreparedNode& node, char* message, size_t cap);
-bool check_attention_indices(const PreparedNode& node, char* message, size_t cap);
-bool check_memory_indices(const PreparedNode& node, char* message, size_t cap);  // TAKE_ALONG EMBEDDING_BAG
-bool check_product_key_indices(const PreparedNode& node, char* message, size_t cap);  // PK_PAIR_SCORES
-bool check_lookup_indices(const PreparedNode& node, char* message, size_t cap);  // MEM_INDEX PEER_GATE HIVE
-bool check_moe_indices(const PreparedNode& node, char* message, size_t cap);     // MOE_FFN
-bool check_vq_indices(const PreparedNode& node, char* message, size_t cap);      // VQ_DECODE: coarse list numbers
+// What the CPU backend knows of one op, registered by the op's family file (kernels/<family>.cpp,
+// register_<family>_kernels()):
+//  - select: picks the implementation for the node on this ISA, once per prepare; may set
+//    node.plan and node.scratch_floats;
+//  - work: how much work a node is (multiply-adds, or elements touched), to decide whether waking
+//    the pool pays (default: the output's elements);
+//  - check_indices: validates the node's data-dependent indices before each run (indices are
+//    data, so they cannot be checked in prepare); false with a message. None: no indices.
+struct Kernel {
+    KernelFn (*select)(PreparedNode& node, Isa isa) = nullptr;
+    double (*work)(const mnemo_node& node) = nullptr;
+    bool (*check_indices)(const PreparedNode& node, char* message, size_t cap) = nullptr;
+};
+
+const Kernel* kernel_for(int32_t op);  // nullptr when the op has no kernel
+void register_kernel(int32_t op, Kernel k);
 
 }  // namespace mnemo_cpu

@@ -1,17 +1,17 @@
-// MEM_INDEX (UltraMem's virtual index -> table row pipeline), PEER_GATE (the pre-value gate of
-// PEER / UltraMemV2) and HIVE (MIDUS's head-wise bag over a shared latent bank).
+// The lookup family (a memory layer's value retrieval): MEM_INDEX (UltraMem's virtual index ->
+// table row pipeline), PEER_GATE (the pre-value gate of PEER / UltraMemV2) and HIVE (MIDUS's
+// head-wise bag over a shared latent bank); EMBEDDING_BAG's kernel is in lookup_bag.cpp.
 //
 // MEM_INDEX is a few integer operations per index. PEER_GATE is one dot product of a gathered
 // row per entry: entries are split between threads, and each row is read once. HIVE is a bag over
-// the latent bank (bag.hpp, as EMBEDDING_BAG) followed by that head's small r x Dh projection;
+// the latent bank (lookup_bag.hpp, as EMBEDDING_BAG) followed by that head's small r x Dh projection;
 // its tasks run head by head so that a thread keeps one head's projection in cache.
 #include <climits>
 #include <cmath>
 #include <cstdio>
 #include <string>
 
-#include "../node_check.hpp"
-#include "bag.hpp"
+#include "lookup_bag.hpp"
 #include "dot.hpp"
 #include "kernel_api.hpp"
 #include "scalar_math.hpp"
@@ -254,81 +254,42 @@ struct PeerGate {
     static constexpr KernelFn fn = peer_gate_kernel<DT, AVX2>;
 };
 
+KernelFn select_mem_index(PreparedNode&, Isa) { return mem_index_kernel; }
+
+KernelFn select_peer_gate(PreparedNode& p, Isa isa) {
+#if defined(MNEMO_HAVE_AVX2_KERNELS)
+    if (isa == Isa::Avx2) return by_dtype<PeerGate, true>(p.node.inputs[0].dtype);
+#endif
+    (void)isa;
+    return by_dtype<PeerGate, false>(p.node.inputs[0].dtype);
+}
+
+// A P-long dot product per entry.
+double peer_gate_work(const mnemo_node& n) { return static_cast<double>(numel(n.inputs[1])) * static_cast<double>(n.inputs[0].shape[1]); }
+
+KernelFn select_hive(PreparedNode& p, Isa isa) {
+    p.scratch_floats = hive_scratch_floats(p.node.inputs[1].shape[2], p.node.inputs[0].shape[1]);
+#if defined(MNEMO_HAVE_AVX2_KERNELS)
+    if (isa == Isa::Avx2) return hive_kernel<true>;
+#endif
+    (void)isa;
+    return hive_kernel<false>;
+}
+
+// The latent bag (m x r per head), then an r x Dh projection per head.
+double hive_work(const mnemo_node& n) {
+    return static_cast<double>(numel(n.inputs[1])) * static_cast<double>(n.inputs[0].shape[1]) +
+           static_cast<double>(numel(n.output)) * static_cast<double>(n.inputs[0].shape[1]);
+}
+
 }  // namespace
 
-KernelFn select_lookup(PreparedNode& p, Isa isa) {
-    p.scratch_floats = 0;
-#if defined(MNEMO_HAVE_AVX2_KERNELS)
-    const bool avx2 = isa == Isa::Avx2;
-#else
-    (void)isa;
-    const bool avx2 = false;
-#endif
-    switch (p.node.op) {
-        case MNEMO_OP_MEM_INDEX: return mem_index_kernel;
-        case MNEMO_OP_PEER_GATE:
-            return avx2 ? by_dtype<PeerGate, true>(p.node.inputs[0].dtype) : by_dtype<PeerGate, false>(p.node.inputs[0].dtype);
-        case MNEMO_OP_HIVE:
-            p.scratch_floats = hive_scratch_floats(p.node.inputs[1].shape[2], p.node.inputs[0].shape[1]);
-            return avx2 ? hive_kernel<true> : hive_kernel<false>;
-        default: return nullptr;
-    }
-}
-
-bool check_lookup_indices(const PreparedNode& p, char* message, size_t cap) {
-    switch (p.node.op) {
-        case MNEMO_OP_MEM_INDEX: return check_mem_index(p, message, cap);
-        case MNEMO_OP_PEER_GATE: return check_peer_gate(p, message, cap);
-        case MNEMO_OP_HIVE: return check_hive(p, message, cap);
-        default: return true;
-    }
-}
-
-bool check_lookup_node(const mnemo_node& n, Checker& c) {
-    const mnemo_tensor* in = n.inputs;
-    switch (n.op) {
-        case MNEMO_OP_MEM_INDEX: {
-            if (!c.input(0, in[0].dtype == MNEMO_DTYPE_I32, 1, 4, "i32 virtual indices")) return false;
-            if (n.n_inputs > 1 && !c.input(1, in[1].dtype == MNEMO_DTYPE_I32, 1, 1, "1-D i32 shuffle permutation [V]"))
-                return false;
-            const int64_t value_num = n.iparams[0], offset = n.iparams[1], rows = n.iparams[2], groups = n.iparams[3];
-            if (value_num < 1 || rows < 1 || groups < 1) return c.fail("value_num, table rows and groups must be >= 1");
-            if (offset < 0 || offset >= rows) return c.fail("offset must be in 0..rows-1");
-            if (n.iparams[4] != 0 && n.iparams[4] != 1) return c.fail("with_group must be 0 or 1");
-            if (rows > INT32_MAX) return c.fail("table rows exceed i32 indices");
-            if (n.iparams[4] == 1 && groups > INT32_MAX / rows) return c.fail("groups x rows exceed i32 indices");
-            return c.output(in[0], MNEMO_DTYPE_I32);
-        }
-        case MNEMO_OP_PEER_GATE: {
-            if (!c.weight(0, 2, "2-D f32/f16/bf16 pre-value table [R, P]") ||
-                !c.input(1, in[1].dtype == MNEMO_DTYPE_I32, 2, 2, "2-D i32 indices [N, m]") ||
-                !c.f32(2, 2, 2, "2-D f32 pre-value query [N, P]") || !c.f32(3, 2, 3, "f32 scores [N, m] or [N, m, C]"))
-                return false;
-            if (in[2].shape[0] != in[1].shape[0] || in[2].shape[1] != in[0].shape[1])
-                return c.fail("query " + shape_text(in[2]) + " must be [N, P] with N of the indices " + shape_text(in[1]) +
-                              " and P of the table " + shape_text(in[0]));
-            if (in[3].shape[0] != in[1].shape[0] || in[3].shape[1] != in[1].shape[1])
-                return c.fail("scores " + shape_text(in[3]) + " must start with the shape of the indices " + shape_text(in[1]));
-            if (n.iparams[0] < 0 || n.iparams[0] > 2)
-                return c.fail("activation " + std::to_string(n.iparams[0]) + " must be 0 (none), 1 (GELU erf) or 2 (GELU tanh)");
-            return c.output(in[3]);
-        }
-        case MNEMO_OP_HIVE: {
-            if (!c.weight(0, 2, "2-D f32/f16/bf16 latent bank [R, r]") ||
-                !c.input(1, in[1].dtype == MNEMO_DTYPE_I32, 3, 3, "3-D i32 indices [N, H, m]") ||
-                !c.f32(2, 3, 3, "3-D f32 weights [N, H, m]") || !c.weight(3, 3, "3-D f32/f16/bf16 head projections [H, r, Dh]"))
-                return false;
-            if (!same_shape(in[1], in[2])) return c.fail("weights and indices differ in shape");
-            if (in[3].shape[0] != in[1].shape[1] || in[3].shape[1] != in[0].shape[1])
-                return c.fail("head projections " + shape_text(in[3]) + " must be [H, r, Dh] with H of the indices " +
-                              shape_text(in[1]) + " and r of the bank " + shape_text(in[0]));
-            mnemo_tensor o = in[1];
-            o.dtype = MNEMO_DTYPE_F32;
-            o.shape[2] = in[3].shape[2];
-            return c.output(o);
-        }
-        default: return c.fail("not a lookup op");
-    }
+// MEM_INDEX costs a few integer operations per index: the default work (its output's elements).
+void register_lookup_kernels() {
+    register_kernel(MNEMO_OP_EMBEDDING_BAG, {select_embedding_bag, embedding_bag_work, check_embedding_bag});
+    register_kernel(MNEMO_OP_MEM_INDEX, {select_mem_index, nullptr, check_mem_index});
+    register_kernel(MNEMO_OP_PEER_GATE, {select_peer_gate, peer_gate_work, check_peer_gate});
+    register_kernel(MNEMO_OP_HIVE, {select_hive, hive_work, check_hive});
 }
 
 }  // namespace mnemo_cpu

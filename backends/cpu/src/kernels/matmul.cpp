@@ -241,4 +241,9 @@ KernelFn select_matmul(PreparedNode& p, Isa isa) {
     }
 }
 
+// A multiply-add per output element and K.
+double matmul_work(const mnemo_node& n) { return static_cast<double>(numel(n.output)) * static_cast<double>(n.inputs[1].shape[1]); }
+
+void register_matmul_kernels() { register_kernel(MNEMO_OP_MATMUL, {select_matmul, matmul_work, nullptr}); }
+
 }  // namespace mnemo_cpu

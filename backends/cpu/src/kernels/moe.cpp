@@ -25,7 +25,6 @@
 #include <string>
 #include <thread>
 
-#include "../node_check.hpp"
 #include "dot.hpp"
 #include "kernel_api.hpp"
 #include "scalar_math.hpp"
@@ -394,24 +393,12 @@ bool check_moe_indices(const PreparedNode& p, char* message, size_t cap) {
     return true;
 }
 
-bool check_moe_node(const mnemo_node& n, Checker& c) {
-    const mnemo_tensor* in = n.inputs;
-    if (!c.f32(0, 2, 2, "2-D f32 activations [N, D]") ||
-        !c.input(1, in[1].dtype == MNEMO_DTYPE_I32, 2, 2, "2-D i32 expert ids [N, k]") ||
-        !c.f32(2, 2, 2, "2-D f32 expert weights [N, k]") || !c.weight(3, 3, "3-D f32/f16/bf16 gate [E, F, D]") ||
-        !c.weight(4, 3, "3-D f32/f16/bf16 up [E, F, D]") || !c.weight(5, 3, "3-D f32/f16/bf16 down [E, D, F]"))
-        return false;
-    if (in[1].shape[0] != in[0].shape[0]) return c.fail("expert ids " + shape_text(in[1]) + " must have N = " + std::to_string(in[0].shape[0]) + " rows");
-    if (!same_shape(in[1], in[2])) return c.fail("expert weights and expert ids differ in shape");
-    const int64_t e = in[3].shape[0], f = in[3].shape[1], d = in[0].shape[1];
-    if (in[3].shape[2] != d) return c.fail("gate " + shape_text(in[3]) + " must be [E, F, " + std::to_string(d) + "]");
-    if (!same_shape(in[3], in[4])) return c.fail("up " + shape_text(in[4]) + " must have the shape of gate " + shape_text(in[3]));
-    if (in[5].shape[0] != e || in[5].shape[1] != d || in[5].shape[2] != f)
-        return c.fail("down " + shape_text(in[5]) + " must be [E, D, F] = [" + std::to_string(e) + ", " + std::to_string(d) +
-                      ", " + std::to_string(f) + "]");
-    // The kernel keeps slot numbers and token ids in i32.
-    if (in[0].shape[0] * in[1].shape[1] > INT32_MAX) return c.fail("N x k exceeds the i32 slot numbers");
-    return c.output(in[0]);
+// Three F x D matrix-vector products per (token, choice).
+double moe_work(const mnemo_node& n) {
+    return 3.0 * static_cast<double>(numel(n.inputs[1])) * static_cast<double>(n.inputs[3].shape[1]) *
+           static_cast<double>(n.inputs[3].shape[2]);
 }
+
+void register_moe_kernels() { register_kernel(MNEMO_OP_MOE_FFN, {select_moe, moe_work, check_moe_indices}); }
 
 }  // namespace mnemo_cpu

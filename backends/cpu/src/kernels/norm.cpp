@@ -135,4 +135,9 @@ KernelFn select_norm(PreparedNode& p, Isa isa) {
     return layer ? norm_scalar<true> : norm_scalar<false>;
 }
 
+void register_norm_kernels() {
+    register_kernel(MNEMO_OP_RMS_NORM, {select_norm, nullptr, nullptr});
+    register_kernel(MNEMO_OP_LAYER_NORM, {select_norm, nullptr, nullptr});
+}
+
 }  // namespace mnemo_cpu

@@ -117,4 +117,6 @@ KernelFn select_rope(PreparedNode& p, Isa isa) {
     return rope_kernel<false>;
 }
 
+void register_rope_kernels() { register_kernel(MNEMO_OP_ROPE, {select_rope, nullptr, nullptr}); }
+
 }  // namespace mnemo_cpu

@@ -119,4 +119,12 @@ KernelFn select_rows(PreparedNode& p, Isa isa) {
     return get_rows_kernel<false>;
 }
 
+// KV_STORE moves one row of the cache per source row.
+double kv_store_work(const mnemo_node& n) { return static_cast<double>(numel(n.inputs[1])); }
+
+void register_rows_kernels() {
+    register_kernel(MNEMO_OP_GET_ROWS, {select_rows, nullptr, check_rows_indices});
+    register_kernel(MNEMO_OP_KV_STORE, {select_rows, kv_store_work, check_rows_indices});
+}
+
 }  // namespace mnemo_cpu

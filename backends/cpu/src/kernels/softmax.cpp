@@ -87,4 +87,6 @@ KernelFn select_softmax(PreparedNode& p, Isa isa) {
     return softmax_scalar;
 }
 
+void register_softmax_kernels() { register_kernel(MNEMO_OP_SOFTMAX, {select_softmax, nullptr, nullptr}); }
+
 }  // namespace mnemo_cpu

@@ -34,6 +34,29 @@ using mnemo_backend::numel;
 inline int64_t last_dim(const mnemo_tensor& t) { return t.ndim > 0 ? t.shape[t.ndim - 1] : 1; }
 inline uint64_t rows(const mnemo_tensor& t) { return t.ndim > 0 ? numel(t) / static_cast<uint64_t>(std::max<int64_t>(last_dim(t), 1)) : 0; }
 inline uint32_t blocks_for(uint64_t n, uint64_t per_block) { return static_cast<uint32_t>((n + per_block - 1) / per_block); }
+inline bool is_weight_dtype(int32_t dt) { return dt == MNEMO_DTYPE_F32 || dt == MNEMO_DTYPE_F16 || dt == MNEMO_DTYPE_BF16; }
+
+// Blocks for one block per row up to the grid's x limit; the kernels loop over the rest.
+inline uint32_t row_grid(const DeviceProps& p, uint64_t rows) {
+    const uint64_t cap = p.max_grid[0] > 0 ? static_cast<uint64_t>(p.max_grid[0]) : 65535;
+    return static_cast<uint32_t>(std::max<uint64_t>(1, std::min(rows, cap)));
+}
+
+// Blocks of `threads` for a grid-stride loop over n items: enough to fill every multiprocessor
+// `per_sm` times over, no more.
+inline uint32_t stride_grid(const DeviceProps& p, uint64_t n, uint32_t threads, uint32_t per_sm) {
+    const uint64_t cap = static_cast<uint64_t>(std::max(p.multiprocessors, 1)) * per_sm;
+    return static_cast<uint32_t>(std::max<uint64_t>(1, std::min<uint64_t>(blocks_for(n, threads), cap)));
+}
+
+// Threads for a row-wise reduction over d elements (block_sum / block_max want whole warps): a
+// power of two, the smallest one >= d for short rows, 256 for ordinary rows and 1024 for very
+// long ones (a vocabulary softmax has few rows, so each row needs many threads).
+inline uint32_t row_threads(uint64_t d) {
+    uint32_t want = d >= 8192 ? 1024 : 256;
+    while (want > 32 && want / 2 >= d) want /= 2;
+    return want;
+}
 
 class KernelBuilder {
 public:
@@ -75,18 +98,10 @@ private:
 
 using Kernel = mnemo_backend::KernelT<DeviceProps, KernelBuilder>;
 
+// The kernel of each op, or nullptr when the op has none here.
 const Kernel* kernel_for(int32_t op);
+// Each op family registers its ops in register_<family>_kernels() (kernels/<family>.cu, called
+// by backends/common/kernel_table.cpp).
 void register_kernel(int32_t op, Kernel k);
-void register_elementwise_kernels();
-void register_norm_kernels();
-void register_rows_kernels();
-void register_attention_kernels();
-void register_matmul_kernels();
-void register_moe_kernels();
-void register_topk_kernels();
-void register_product_key_kernels();
-void register_lookup_kernels();
-void register_attn_mass_kernels();
-void register_vq_kernels();
 
 }  // namespace mnemo_cuda

@@ -1,7 +1,8 @@
-// The value retrieval of memory layers: EMBEDDING_BAG (fused gather-weight-sum over a table, with
-// UltraMem's groups and per-core weights), PEER_GATE (a gathered row's dot product with the query,
-// activated, scaling that entry's scores) and HIVE (MIDUS: a bag per head over a latent bank, then
-// the head's projection). One launch each; accumulation is f32 with weights widened on load.
+// The lookup family, the value retrieval of memory layers: EMBEDDING_BAG (fused gather-weight-sum
+// over a table, with UltraMem's groups and per-core weights), MEM_INDEX (UltraMem's virtual index
+// -> table row pipeline), PEER_GATE (a gathered row's dot product with the query, activated,
+// scaling that entry's scores) and HIVE (MIDUS: a bag per head over a latent bank, then the
+// head's projection). One launch each; accumulation is f32 with weights widened on load.
 //
 // Indices are checked on the device: a bad one is reported through the status word
 // (report_bad_index) and its entry skipped, never read; the host then fails the run. The shape
@@ -34,10 +35,6 @@ __device__ __forceinline__ float sum_slices(float acc, float (*part)[kLanes]) {
     }
     __syncthreads();
     return acc;
-}
-
-bool is_weight(int32_t dtype) {
-    return dtype == MNEMO_DTYPE_F32 || dtype == MNEMO_DTYPE_F16 || dtype == MNEMO_DTYPE_BF16;
 }
 
 // ------------------------------------------------------------------ EMBEDDING_BAG
@@ -127,7 +124,7 @@ int64_t bag_blocks(const mnemo_node& n) { return (n.inputs[0].shape[1] + kLanes 
 bool embedding_bag_supports(const DeviceProps& p, const mnemo_node& n) {
     const mnemo_tensor& table = n.inputs[0];
     const mnemo_tensor& w = n.inputs[2];
-    if (!is_weight(table.dtype) || n.inputs[1].dtype != MNEMO_DTYPE_I32 || w.dtype != MNEMO_DTYPE_F32 ||
+    if (!is_weight_dtype(table.dtype) || n.inputs[1].dtype != MNEMO_DTYPE_I32 || w.dtype != MNEMO_DTYPE_F32 ||
         n.output.dtype != MNEMO_DTYPE_F32 || table.ndim != 2 || n.inputs[1].ndim != 2)
         return false;
     const int64_t cores = w.ndim == 3 ? w.shape[2] : 1;
@@ -214,7 +211,7 @@ __global__ void __launch_bounds__(kGateWarps * 32) peer_gate_kernel(GateArgs a) 
 
 bool peer_gate_supports(const DeviceProps& p, const mnemo_node& n) {
     const mnemo_tensor& sc = n.inputs[3];
-    if (!is_weight(n.inputs[0].dtype) || n.inputs[1].dtype != MNEMO_DTYPE_I32 || n.inputs[2].dtype != MNEMO_DTYPE_F32 ||
+    if (!is_weight_dtype(n.inputs[0].dtype) || n.inputs[1].dtype != MNEMO_DTYPE_I32 || n.inputs[2].dtype != MNEMO_DTYPE_F32 ||
         sc.dtype != MNEMO_DTYPE_F32 || n.output.dtype != MNEMO_DTYPE_F32 || n.inputs[0].ndim != 2 ||
         n.inputs[1].ndim != 2 || (sc.ndim != 2 && sc.ndim != 3))
         return false;
@@ -352,8 +349,8 @@ HivePlan hive_plan(const DeviceProps& p, const mnemo_node& n) {
 }
 
 bool hive_supports(const DeviceProps&, const mnemo_node& n) {
-    return is_weight(n.inputs[0].dtype) && n.inputs[1].dtype == MNEMO_DTYPE_I32 && n.inputs[2].dtype == MNEMO_DTYPE_F32 &&
-           is_weight(n.inputs[3].dtype) && n.output.dtype == MNEMO_DTYPE_F32 && n.inputs[0].ndim == 2 &&
+    return is_weight_dtype(n.inputs[0].dtype) && n.inputs[1].dtype == MNEMO_DTYPE_I32 && n.inputs[2].dtype == MNEMO_DTYPE_F32 &&
+           is_weight_dtype(n.inputs[3].dtype) && n.output.dtype == MNEMO_DTYPE_F32 && n.inputs[0].ndim == 2 &&
            n.inputs[1].ndim == 3 && n.inputs[3].ndim == 3;
 }
 
@@ -391,9 +388,75 @@ void hive_build(KernelBuilder& b) {
     });
 }
 
+constexpr uint32_t kMemIndexThreads = 256;
+
+// ------------------------------------------------------------------ MEM_INDEX
+
+// s = shuffle[v] (with a shuffle) or v; g = s / value_num; row = (s % value_num + offset) % A;
+// out = with_group ? g * A + row : row. Errors as the Vulkan shader reports them: a v outside the
+// shuffle is reported against the shuffle's size V; a negative s or g >= G against
+// min(value_num * G, 2^31 - 1), the range of valid s. Either way the element is skipped.
+// The host clamped value_num and G to 2^31 (s is an i32, so neither s / value_num, s % value_num
+// nor the test g >= G changes) and the engine checked that g * A + row fits an i32.
+// (No __restrict__: the engine may run this op in place, out == v; element i is read before it
+// is written, by the same thread.)
+__global__ void mem_index_kernel(const int32_t* v, const int32_t* shuffle, int32_t* out,
+                                 uint64_t count, int64_t shuffle_size, int64_t value_num, int64_t offset, int64_t rows,
+                                 int64_t groups, int64_t s_limit, bool with_group, KernelStatus* status, uint32_t node) {
+    for (uint64_t i = blockIdx.x * static_cast<uint64_t>(blockDim.x) + threadIdx.x; i < count;
+         i += static_cast<uint64_t>(gridDim.x) * blockDim.x) {
+        int64_t s = v[i];
+        if (shuffle) {
+            if (s < 0 || s >= shuffle_size) {
+                report_bad_index(status, node, s, shuffle_size);
+                continue;
+            }
+            s = shuffle[s];
+        }
+        if (s < 0 || s / value_num >= groups) {
+            report_bad_index(status, node, s, s_limit);
+            continue;
+        }
+        const int64_t g = s / value_num, row = (s % value_num + offset) % rows;
+        out[i] = static_cast<int32_t>(with_group ? g * rows + row : row);
+    }
+}
+
+bool mem_index_supports(const DeviceProps&, const mnemo_node& n) {
+    if (n.n_inputs < 1 || n.n_inputs > 2 || n.output.dtype != MNEMO_DTYPE_I32) return false;
+    for (int32_t i = 0; i < n.n_inputs; ++i)
+        if (n.inputs[i].dtype != MNEMO_DTYPE_I32) return false;
+    // The engine's shape rule; checked again because the kernel divides by value_num and A.
+    return n.iparams[0] >= 1 && n.iparams[2] >= 1 && n.iparams[3] >= 1;
+}
+
+void mem_index_build(KernelBuilder& b) {
+    const mnemo_node& nd = b.node();
+    const uint64_t count = numel(nd.inputs[0]);
+    if (count == 0) return;
+    const bool shuffled = nd.n_inputs > 1;
+    constexpr int64_t kClamp = int64_t{1} << 31;
+    const int64_t value_num = std::min<int64_t>(nd.iparams[0], kClamp), groups = std::min<int64_t>(nd.iparams[3], kClamp);
+    const int64_t s_limit = std::min<int64_t>(value_num * groups, kClamp - 1);
+    const int64_t offset = nd.iparams[1], rows = nd.iparams[2];
+    const bool with_group = nd.iparams[4] != 0;
+    const int64_t shuffle_size = shuffled ? static_cast<int64_t>(numel(nd.inputs[1])) : 0;
+    const int32_t* v = KernelBuilder::as<const int32_t>(nd.inputs[0]);
+    const int32_t* shuffle = shuffled ? KernelBuilder::as<const int32_t>(nd.inputs[1]) : nullptr;
+    int32_t* out = KernelBuilder::as<int32_t>(b.output());
+    KernelStatus* status = b.status();
+    const uint32_t node = b.node_index(), grid = stride_grid(b.props(), count, kMemIndexThreads, 32);
+    b.launch([=](cudaStream_t st) {
+        mem_index_kernel<<<grid, kMemIndexThreads, 0, st>>>(v, shuffle, out, count, shuffle_size, value_num, offset, rows, groups,
+                                                        s_limit, with_group, status, node);
+        return cudaGetLastError();
+    });
+}
+
 }  // namespace
 
 void register_lookup_kernels() {
+    register_kernel(MNEMO_OP_MEM_INDEX, Kernel{mem_index_supports, nullptr, mem_index_build});
     register_kernel(MNEMO_OP_EMBEDDING_BAG, Kernel{embedding_bag_supports, nullptr, embedding_bag_build});
     register_kernel(MNEMO_OP_PEER_GATE, Kernel{peer_gate_supports, nullptr, peer_gate_build});
     register_kernel(MNEMO_OP_HIVE, Kernel{hive_supports, hive_scratch_bytes, hive_build});

@@ -40,7 +40,6 @@ Shape shape_of(const mnemo_node& node) {
     return {n, static_cast<uint64_t>(last_dim(x)), static_cast<uint64_t>(node.inputs[1].shape[0])};
 }
 
-bool is_weight(int32_t dt) { return dt == MNEMO_DTYPE_F32 || dt == MNEMO_DTYPE_F16 || dt == MNEMO_DTYPE_BF16; }
 
 // The cuBLAS path: every dimension and leading dimension fits cuBLAS's int arguments.
 bool blas_shape(const Shape& s) {
@@ -55,7 +54,7 @@ bool needs_widen_scratch(const mnemo_node& node, const Shape& s) {
 
 bool supports(const DeviceProps&, const mnemo_node& node) {
     if (node.n_inputs != 2 || node.inputs[0].dtype != MNEMO_DTYPE_F32 || node.output.dtype != MNEMO_DTYPE_F32 ||
-        !is_weight(node.inputs[1].dtype) || node.inputs[0].ndim < 1 || node.inputs[1].ndim != 2)
+        !is_weight_dtype(node.inputs[1].dtype) || node.inputs[0].ndim < 1 || node.inputs[1].ndim != 2)
         return false;
     // Every element on its own alignment (vector loads are chosen per row at run time).
     if (node.inputs[0].offset % 4 != 0 || node.output.offset % 4 != 0 ||

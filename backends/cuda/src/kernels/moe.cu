@@ -70,7 +70,6 @@ Plan plan_for(const mnemo_node& n) {
     return p;
 }
 
-bool is_weight(int32_t dt) { return dt == MNEMO_DTYPE_F32 || dt == MNEMO_DTYPE_F16 || dt == MNEMO_DTYPE_BF16; }
 
 bool supports(const DeviceProps&, const mnemo_node& n) {
     if (n.n_inputs != 6 || n.inputs[0].dtype != MNEMO_DTYPE_F32 || n.inputs[1].dtype != MNEMO_DTYPE_I32 ||
@@ -82,7 +81,7 @@ bool supports(const DeviceProps&, const mnemo_node& n) {
     for (int i = 0; i < 3; ++i)
         if (n.inputs[i].offset % 4 != 0) return false;
     for (int i = 3; i < 6; ++i)
-        if (!is_weight(n.inputs[i].dtype) || n.inputs[i].offset % dtype_bytes(n.inputs[i].dtype) != 0) return false;
+        if (!is_weight_dtype(n.inputs[i].dtype) || n.inputs[i].offset % dtype_bytes(n.inputs[i].dtype) != 0) return false;
     if (n.output.offset % 4 != 0) return false;
     // Grid x: blocks of hidden / output rows (at least one row per block).
     const Plan p = plan_for(n);

@@ -1,7 +1,6 @@
-// Row moves and index lookups: GET_ROWS (embedding lookup, widened to f32), KV_STORE (new keys or
-// values into the cache, in place), TAKE_ALONG (gather along the last axis) and MEM_INDEX
-// (UltraMem's virtual index -> table row pipeline). All are bandwidth-bound and simple: a block
-// per row where rows are wide, a flat grid-stride loop where elements are independent.
+// The rows family: GET_ROWS (embedding lookup, widened to f32) and KV_STORE (new keys or values
+// into the cache, in place). Both are bandwidth-bound and simple: a block per row where rows are
+// wide, a flat grid-stride loop where elements are independent.
 //
 // Indices are data the graph never sees: each kernel checks them, reports a bad one through
 // report_bad_index (the first report wins; the host fails the run naming the node) and skips the
@@ -12,8 +11,6 @@
 namespace mnemo_cuda {
 namespace {
 
-constexpr uint32_t kFlatThreads = 256;
-
 // Threads for rows of `cols` elements: a power of two from 32 to 256.
 uint32_t threads_for(uint64_t cols) {
     uint32_t t = 32;
@@ -21,19 +18,6 @@ uint32_t threads_for(uint64_t cols) {
     return t;
 }
 
-// One block per row up to the x limit of the grid; the kernels loop over the rest.
-uint32_t row_grid(const DeviceProps& p, uint64_t rows) {
-    const uint64_t cap = p.max_grid[0] > 0 ? static_cast<uint64_t>(p.max_grid[0]) : 65535;
-    return static_cast<uint32_t>(std::max<uint64_t>(1, std::min(rows, cap)));
-}
-
-// A flat grid-stride loop: enough blocks to fill the GPU several times over.
-uint32_t flat_grid(const DeviceProps& p, uint64_t n) {
-    const uint64_t cap = static_cast<uint64_t>(std::max(p.multiprocessors, 1)) * 32;
-    return static_cast<uint32_t>(std::max<uint64_t>(1, std::min<uint64_t>(blocks_for(n, kFlatThreads), cap)));
-}
-
-bool is_weight_dtype(int32_t dt) { return dt == MNEMO_DTYPE_F32 || dt == MNEMO_DTYPE_F16 || dt == MNEMO_DTYPE_BF16; }
 
 // ------------------------------------------------------------------ GET_ROWS
 
@@ -143,115 +127,11 @@ void kv_store_build(KernelBuilder& b) {
     });
 }
 
-// ------------------------------------------------------------------ TAKE_ALONG
-
-// out[r, j] = x[r, idx[r, j]], one output element per step of a flat grid-stride loop. An index
-// outside 0..D-1 is reported and its element skipped.
-__global__ void take_along_kernel(const float* __restrict__ x, const int32_t* __restrict__ idx, float* __restrict__ out,
-                                  uint64_t total, uint64_t k, int64_t d, KernelStatus* status, uint32_t node) {
-    for (uint64_t i = blockIdx.x * static_cast<uint64_t>(blockDim.x) + threadIdx.x; i < total;
-         i += static_cast<uint64_t>(gridDim.x) * blockDim.x) {
-        const int64_t j = idx[i];
-        if (j < 0 || j >= d) {
-            report_bad_index(status, node, j, d);
-            continue;
-        }
-        out[i] = x[(i / k) * static_cast<uint64_t>(d) + static_cast<uint64_t>(j)];
-    }
-}
-
-bool take_along_supports(const DeviceProps&, const mnemo_node& n) {
-    return n.n_inputs == 2 && n.inputs[0].dtype == MNEMO_DTYPE_F32 && n.inputs[1].dtype == MNEMO_DTYPE_I32 &&
-           n.output.dtype == MNEMO_DTYPE_F32;
-}
-
-void take_along_build(KernelBuilder& b) {
-    const mnemo_node& nd = b.node();
-    const uint64_t total = numel(nd.inputs[1]);
-    if (total == 0) return;
-    const uint64_t k = static_cast<uint64_t>(last_dim(nd.inputs[1]));  // >= 1 when total > 0
-    const int64_t d = last_dim(nd.inputs[0]);
-    const float* x = KernelBuilder::as<const float>(nd.inputs[0]);
-    const int32_t* idx = KernelBuilder::as<const int32_t>(nd.inputs[1]);
-    float* out = KernelBuilder::as<float>(b.output());
-    KernelStatus* status = b.status();
-    const uint32_t node = b.node_index(), grid = flat_grid(b.props(), total);
-    b.launch([=](cudaStream_t st) {
-        take_along_kernel<<<grid, kFlatThreads, 0, st>>>(x, idx, out, total, k, d, status, node);
-        return cudaGetLastError();
-    });
-}
-
-// ------------------------------------------------------------------ MEM_INDEX
-
-// s = shuffle[v] (with a shuffle) or v; g = s / value_num; row = (s % value_num + offset) % A;
-// out = with_group ? g * A + row : row. Errors as the Vulkan shader reports them: a v outside the
-// shuffle is reported against the shuffle's size V; a negative s or g >= G against
-// min(value_num * G, 2^31 - 1), the range of valid s. Either way the element is skipped.
-// The host clamped value_num and G to 2^31 (s is an i32, so neither s / value_num, s % value_num
-// nor the test g >= G changes) and the engine checked that g * A + row fits an i32.
-// (No __restrict__: the engine may run this op in place, out == v; element i is read before it
-// is written, by the same thread.)
-__global__ void mem_index_kernel(const int32_t* v, const int32_t* shuffle, int32_t* out,
-                                 uint64_t count, int64_t shuffle_size, int64_t value_num, int64_t offset, int64_t rows,
-                                 int64_t groups, int64_t s_limit, bool with_group, KernelStatus* status, uint32_t node) {
-    for (uint64_t i = blockIdx.x * static_cast<uint64_t>(blockDim.x) + threadIdx.x; i < count;
-         i += static_cast<uint64_t>(gridDim.x) * blockDim.x) {
-        int64_t s = v[i];
-        if (shuffle) {
-            if (s < 0 || s >= shuffle_size) {
-                report_bad_index(status, node, s, shuffle_size);
-                continue;
-            }
-            s = shuffle[s];
-        }
-        if (s < 0 || s / value_num >= groups) {
-            report_bad_index(status, node, s, s_limit);
-            continue;
-        }
-        const int64_t g = s / value_num, row = (s % value_num + offset) % rows;
-        out[i] = static_cast<int32_t>(with_group ? g * rows + row : row);
-    }
-}
-
-bool mem_index_supports(const DeviceProps&, const mnemo_node& n) {
-    if (n.n_inputs < 1 || n.n_inputs > 2 || n.output.dtype != MNEMO_DTYPE_I32) return false;
-    for (int32_t i = 0; i < n.n_inputs; ++i)
-        if (n.inputs[i].dtype != MNEMO_DTYPE_I32) return false;
-    // The engine's shape rule; checked again because the kernel divides by value_num and A.
-    return n.iparams[0] >= 1 && n.iparams[2] >= 1 && n.iparams[3] >= 1;
-}
-
-void mem_index_build(KernelBuilder& b) {
-    const mnemo_node& nd = b.node();
-    const uint64_t count = numel(nd.inputs[0]);
-    if (count == 0) return;
-    const bool shuffled = nd.n_inputs > 1;
-    constexpr int64_t kClamp = int64_t{1} << 31;
-    const int64_t value_num = std::min<int64_t>(nd.iparams[0], kClamp), groups = std::min<int64_t>(nd.iparams[3], kClamp);
-    const int64_t s_limit = std::min<int64_t>(value_num * groups, kClamp - 1);
-    const int64_t offset = nd.iparams[1], rows = nd.iparams[2];
-    const bool with_group = nd.iparams[4] != 0;
-    const int64_t shuffle_size = shuffled ? static_cast<int64_t>(numel(nd.inputs[1])) : 0;
-    const int32_t* v = KernelBuilder::as<const int32_t>(nd.inputs[0]);
-    const int32_t* shuffle = shuffled ? KernelBuilder::as<const int32_t>(nd.inputs[1]) : nullptr;
-    int32_t* out = KernelBuilder::as<int32_t>(b.output());
-    KernelStatus* status = b.status();
-    const uint32_t node = b.node_index(), grid = flat_grid(b.props(), count);
-    b.launch([=](cudaStream_t st) {
-        mem_index_kernel<<<grid, kFlatThreads, 0, st>>>(v, shuffle, out, count, shuffle_size, value_num, offset, rows, groups,
-                                                        s_limit, with_group, status, node);
-        return cudaGetLastError();
-    });
-}
-
 }  // namespace
 
 void register_rows_kernels() {
     register_kernel(MNEMO_OP_GET_ROWS, Kernel{get_rows_supports, nullptr, get_rows_build});
     register_kernel(MNEMO_OP_KV_STORE, Kernel{kv_store_supports, nullptr, kv_store_build});
-    register_kernel(MNEMO_OP_TAKE_ALONG, Kernel{take_along_supports, nullptr, take_along_build});
-    register_kernel(MNEMO_OP_MEM_INDEX, Kernel{mem_index_supports, nullptr, mem_index_build});
 }
 
 }  // namespace mnemo_cuda

@@ -155,19 +155,8 @@ using Kernel = mnemo_backend::KernelT<DeviceFeatures, KernelBuilder>;
 // The kernel of each op, or nullptr when the op has none on Vulkan.
 const Kernel* kernel_for(int32_t op);
 
-// Each family registers its ops (kernels/<family>.cpp).
+// Each op family registers its ops in register_<family>_kernels() (kernels/<family>.cpp, called
+// by backends/common/kernel_table.cpp).
 void register_kernel(int32_t op, Kernel k);
-void register_elementwise_kernels();
-void register_norm_kernels();
-void register_rows_kernels();
-void register_matmul_kernels();
-void register_attention_kernels();
-void register_attn_mass_kernels();
-void register_memory_kernels();
-void register_topk_kernels();
-void register_product_key_kernels();
-void register_lookup_kernels();
-void register_moe_kernels();
-void register_vq_kernels();
 
 }  // namespace mnemo_vk

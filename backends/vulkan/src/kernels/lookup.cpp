@@ -1,10 +1,11 @@
-// The value retrieval of memory layers: EMBEDDING_BAG (fused gather-weight-sum over a table,
-// with UltraMem's groups and per-core weights), PEER_GATE (a gathered row's dot product with the
-// query, activated, scaling that entry's scores), HIVE (MIDUS: a bag per head over a latent bank,
-// then the head's projection) and PK_PAIR_SCORES (scores of chosen product-key pairs).
+// The lookup family, the value retrieval of memory layers: EMBEDDING_BAG (fused gather-weight-sum
+// over a table, with UltraMem's groups and per-core weights), MEM_INDEX (UltraMem's virtual index
+// -> table row pipeline), PEER_GATE (a gathered row's dot product with the query, activated,
+// scaling that entry's scores) and HIVE (MIDUS: a bag per head over a latent bank, then the
+// head's projection).
 //
-// Each is one dispatch (shaders/embedding_bag.comp, peer_gate.comp, hive.comp,
-// pk_pair_scores.comp). Indices are validated by the shaders: a bad one is reported through the
+// Each is one dispatch (shaders/lookup/embedding_bag.comp, mem_index.comp, peer_gate.comp,
+// hive.comp). Indices are validated by the shaders: a bad one is reported through the
 // status word and its entry skipped, and the graph returns the error. Work-item counts are
 // folded into an x * y grid so that prefill-sized batches stay under the per-dimension limit.
 #include <algorithm>
@@ -21,8 +22,6 @@ namespace {
 constexpr uint64_t kMaxElements = uint64_t{1} << 31;
 // The latent vector of a HIVE bag lives in shared memory (hive.comp MAX_RANK).
 constexpr int64_t kMaxRank = 2048;
-// Tucker cores a PK_PAIR_SCORES push block has room for (pk_pair_scores.comp MAX_CORES).
-constexpr int kMaxCores = 5;
 // Columns per workgroup block (embedding_bag.comp: 64 lanes x 2 columns).
 constexpr uint64_t kBlockCols = 128;
 
@@ -150,52 +149,62 @@ void hive_build(KernelBuilder& b) {
     b.dispatch("hive", p, g.x, g.y);
 }
 
-// ------------------------------------------------------------------ PK_PAIR_SCORES
+constexpr uint32_t kLocal = 256;  // mem_index.comp local_size_x
+// Element indices inside the shaders stay below 2^31: an access chain index is signed.
+constexpr uint64_t kMaxIndex = 0x7FFFFFFFull;
 
-struct PairScoresPush {
-    uint64_t s, idx, out, core[kMaxCores];
-    uint32_t core_dtypes, heads, nk, rk, k, cores, total, limit, node, pad;
+// 256-wide groups covering `count` invocations; the shader folds (x, y) back with row_groups.
+Grid grid_for(const KernelBuilder& b, uint64_t count) { return fold_groups(b.features(), groups_for(count, kLocal)); }
+
+// ------------------------------------------------------------------ MEM_INDEX
+
+struct MemIndexPush {
+    uint64_t v, shuffle, out;
+    uint32_t count, shuffle_size, value_num, offset, rows, groups;
+    int32_t s_limit;
+    uint32_t with_group, node, row_groups;
 };
-static_assert(sizeof(PairScoresPush) == 104);
 
-bool pair_scores_supports(const DeviceFeatures&, const mnemo_node& n) {
-    return n.n_inputs - 2 <= kMaxCores && small(n.inputs[0]) && small(n.output);
+bool mem_index_supported(const DeviceFeatures&, const mnemo_node& n) {
+    for (int32_t i = 0; i < n.n_inputs; ++i)
+        if (n.inputs[i].dtype != MNEMO_DTYPE_I32) return false;
+    return n.output.dtype == MNEMO_DTYPE_I32 && numel(n.inputs[0]) <= kMaxIndex;
 }
 
-void pair_scores_build(KernelBuilder& b) {
+void build_mem_index(KernelBuilder& b) {
     const mnemo_node& n = b.node();
-    const mnemo_tensor& sc = n.inputs[0];
-    const mnemo_tensor& idx = n.inputs[1];
-    PairScoresPush p{};
-    p.s = KernelBuilder::address(sc);
-    p.idx = KernelBuilder::address(idx);
+    const bool shuffled = n.n_inputs > 1;
+    // The engine's shape rules hold: value_num, A, G >= 1, 0 <= offset < A <= 2^31 - 1, and
+    // G * A fits an i32 with groups. Every s is an i32 (< 2^31), so clamping value_num and G to
+    // 2^31 changes neither s / value_num, s % value_num nor the test g >= G.
+    constexpr int64_t kClamp = int64_t{1} << 31;
+    const int64_t value_num = std::min(n.iparams[0], kClamp), groups = std::min(n.iparams[3], kClamp);
+    MemIndexPush p{};
+    p.v = KernelBuilder::address(n.inputs[0]);
+    p.shuffle = shuffled ? KernelBuilder::address(n.inputs[1]) : p.v;
     p.out = KernelBuilder::address(n.output);
-    p.cores = u32(n.n_inputs - 2);
-    for (uint32_t c = 0; c < p.cores; ++c) {
-        p.core[c] = KernelBuilder::address(n.inputs[2 + c]);
-        p.core_dtypes |= static_cast<uint32_t>(n.inputs[2 + c].dtype) << (2 * c);
-    }
-    p.heads = u32(sc.shape[1] / 2);
-    p.nk = u32(sc.shape[2]);
-    p.rk = u32(sc.shape[3]);
-    p.k = u32(idx.shape[2]);
-    p.total = u32(numel(n.output));
-    p.limit = u32(std::min<int64_t>(sc.shape[2] * sc.shape[2], INT32_MAX));
+    p.count = static_cast<uint32_t>(numel(n.inputs[0]));
+    p.shuffle_size = shuffled ? static_cast<uint32_t>(std::min<uint64_t>(numel(n.inputs[1]), kMaxIndex)) : 0;
+    p.value_num = static_cast<uint32_t>(value_num);
+    p.offset = static_cast<uint32_t>(n.iparams[1]);
+    p.rows = static_cast<uint32_t>(n.iparams[2]);
+    p.groups = static_cast<uint32_t>(groups);
+    p.s_limit = static_cast<int32_t>(std::min<int64_t>(value_num * groups, kClamp - 1));
+    p.with_group = n.iparams[4] != 0 ? 1u : 0u;
     p.node = b.node_index();
-    if (p.total == 0) return;
-    const Grid g = fold_groups(b.features(), groups_for(p.total, 64));
-    // The additive sum is exact either way; Tucker sums match the reference bit for bit in double.
-    const bool f64 = p.cores > 0 && b.features().shader_float64;
-    b.dispatch(f64 ? "pk_pair_scores_f64" : "pk_pair_scores", p, g.x, g.y);
+    if (p.count == 0) return;
+    const Grid g = grid_for(b, p.count);
+    p.row_groups = g.x;
+    b.dispatch(shuffled ? "mem_index_shuffle" : "mem_index", p, g.x, g.y);
 }
 
 }  // namespace
 
 void register_lookup_kernels() {
     register_kernel(MNEMO_OP_EMBEDDING_BAG, Kernel{embedding_bag_supports, nullptr, embedding_bag_build});
+    register_kernel(MNEMO_OP_MEM_INDEX, Kernel{mem_index_supported, nullptr, build_mem_index});
     register_kernel(MNEMO_OP_PEER_GATE, Kernel{peer_gate_supports, nullptr, peer_gate_build});
     register_kernel(MNEMO_OP_HIVE, Kernel{hive_supports, nullptr, hive_build});
-    register_kernel(MNEMO_OP_PK_PAIR_SCORES, Kernel{pair_scores_supports, nullptr, pair_scores_build});
 }
 
 }  // namespace mnemo_vk

@@ -1,7 +1,12 @@
-// The op table: one entry per op (name, arity, shape rule) and one naive CPU reference per op.
-// The references are the ground truth every backend (the fast CPU module included) is compared
-// with by the conformance harness; they favour clarity over speed and accumulate in double where
-// that is cheap.
+// The op table, generated from the op list (mnemo/abi/mnemo_ops.def): each op's name, arity,
+// family and profile category, its shape rule (engine/src/ops/shape_<family>.cpp) and its naive
+// CPU reference (engine/src/ops/reference_<family>.cpp). The references are the ground truth
+// every backend (the fast CPU module included) is compared with by the conformance harness; they
+// favour clarity over speed and accumulate in double where that is cheap.
+//
+// The table and the shape rules are also compiled into every backend module (the static library
+// mnemo_op_rules), which checks each node it is given with node_error() at its C ABI boundary:
+// one rule per op, run by the engine and by every backend.
 #pragma once
 
 #include <cstdint>
@@ -39,6 +44,8 @@ struct OpInfo {
     // The group a profile reports the op's time under (one of op_categories()), so that
     // backends can be compared by kind of work rather than op by op.
     const char* category;
+    // The family the op's files are named after ("product_keys"; see mnemo_ops.def).
+    const char* family;
 };
 
 const OpInfo& op_info(int32_t op);  // throws for unknown ids
@@ -47,6 +54,8 @@ int32_t op_count();
 // Every category an OpInfo names, in display order: matmul, attention, norm, elementwise,
 // memory-layer, moe, other.
 std::span<const char* const> op_categories();
+// Every family, in the op list's order.
+std::span<const char* const> op_families();
 
 // Check inputs and parameters against the op's rule and return the output shape. Throws
 // mnemo::Error "<op>: input 1 (W): expected 2-D f32/f16/bf16, got f32[3]".
@@ -54,6 +63,16 @@ TensorShape infer_output(int32_t op, std::span<const TensorShape> inputs,
                          std::span<const int64_t> iparams, std::span<const float> fparams);
 
 TensorShape shape_of(const mnemo_tensor& t);
+
+// Whether an op that writes in place (KV_STORE) must have its output on input 0 itself. Backends
+// require it; the reference also takes distinct memory (it copies input 0 over first).
+enum class InPlace { Required, Optional };
+
+// "" when a node is safe to hand to a kernel, else why not ("<op>: ..."): a known op, an arity
+// in range, every tensor of a valid dtype, rank and size, inputs and parameters that pass the
+// op's shape rule, an output of exactly the shape and dtype the rule gives, and the output placed
+// on input 0 where the op writes in place. Buffers are not looked at (they are the backend's).
+std::string node_error(const mnemo_node& node, InPlace in_place = InPlace::Required);
 
 // Run one node with the naive reference. Every tensor's `buffer` must be a host address.
 void reference_compute(const mnemo_node& node);

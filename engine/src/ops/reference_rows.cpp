@@ -1,0 +1,42 @@
+// References of the rows family: GET_ROWS (the embedding lookup) and KV_STORE (the cache write).
+#include <cstring>
+#include <string>
+
+#include "ops/reference_detail.hpp"
+
+namespace mnemo::reference {
+
+void get_rows(const Ctx& c) {
+    const In& table = c.in[0];
+    const In& idx = c.in[1];
+    const int64_t rows = table.dim(0), cols = table.dim(1);
+    for (int64_t n = 0; n < idx.numel(); ++n) {
+        const int64_t r = idx.i32(n);
+        if (r < 0 || r >= rows)
+            c.fail("index " + std::to_string(n) + " is row " + std::to_string(r) + ", table has " +
+                   std::to_string(rows) + " rows");
+        for (int64_t j = 0; j < cols; ++j) c.out[n * cols + j] = table.f(r * cols + j);
+    }
+}
+
+void kv_store(const Ctx& c) {
+    const In& cache = c.in[0];
+    const In& src = c.in[1];
+    const In& seq = c.in[2];
+    const In& pos = c.in[3];
+    const int64_t n_seq = cache.dim(0), heads = cache.dim(1), ctx_len = cache.dim(2), d = cache.dim(3);
+    // Validate every row before writing anything, so a bad node leaves the cache untouched.
+    for (int64_t n = 0; n < src.dim(0); ++n) check_seq_pos(c, seq, pos, n, n_seq, ctx_len);
+    // The output is the cache. When a caller hands distinct memory for the two, the output first
+    // receives the cache's current contents so the result is the same either way.
+    if (static_cast<const void*>(c.out) != cache.data)
+        std::memmove(c.out, cache.data, static_cast<size_t>(cache.numel()) * sizeof(float));
+    for (int64_t n = 0; n < src.dim(0); ++n) {
+        const int64_t s = seq.i32(n), p = pos.i32(n);
+        for (int64_t h = 0; h < heads; ++h)
+            for (int64_t j = 0; j < d; ++j)
+                c.out[((s * heads + h) * ctx_len + p) * d + j] = src.f((n * heads + h) * d + j);
+    }
+}
+
+}  // namespace mnemo::reference

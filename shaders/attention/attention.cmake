@@ -1,0 +1,8 @@
+# ATTENTION (attention.comp, attention_combine.comp; backends/vulkan/src/kernels/attention.cpp). Head sizes, workgroup size and the
+# value-lane split are specialization constants; the defines pick the reduction (subgroups or
+# shared memory) and whether the pass writes the output or per-chunk partials for the combine.
+mnemo_shader(attention attention.comp USE_SUBGROUPS=1)
+mnemo_shader(attention_shmem attention.comp)
+mnemo_shader(attention_split attention.comp USE_SUBGROUPS=1 SPLIT=1)
+mnemo_shader(attention_split_shmem attention.comp SPLIT=1)
+mnemo_shader(attention_combine attention_combine.comp)
