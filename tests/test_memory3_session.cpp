@@ -3,10 +3,11 @@
 // writing memories (kept token indices, post-RoPE keys, values, retrieval vectors), the
 // reference BOS, retrieval vectors of query chunks, and logits of a 40-token prompt plus 24
 // generated tokens with 0, 1 and 5 memories per chunk (prompt chunks each with their own,
-// decoded chunk 0 keeping the last prompt chunk's, decoded chunk 1 retrieving anew). Plus the
-// memory folder round trip and its errors.
+// decoded chunk 0 keeping the last prompt chunk's, decoded chunk 1 retrieving anew), also
+// through a source that prefetches. Plus the memory folder round trip and its errors.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <functional>
@@ -70,10 +71,53 @@ public:
     std::string describe() const override { return "scripted source"; }
     size_t calls() const { return calls_; }
 
+    int32_t step = -1;  // the position the test decodes now (-1: the prompt)
+
 private:
     std::vector<std::vector<int>> plan_;
     std::vector<std::shared_ptr<const ExplicitMemory>> mems_;
     size_t calls_ = 0;
+};
+
+// A source that prefetches (as a network client would), serving the same script: every query
+// it is asked must have been announced first, equal, and while decoding a step ahead.
+class PrefetchingSource : public ScriptedSource {
+public:
+    using ScriptedSource::ScriptedSource;
+    bool wants_vector() const override { return true; }
+    bool prefetches() const override { return true; }
+    void prefetch(const ChunkQuery& q, int32_t k) override {
+        EXPECT_EQ(k, 5);
+        announced.push_back({copy(q), step});
+    }
+    std::vector<std::shared_ptr<const ExplicitMemory>> retrieve(const ChunkQuery& q, int32_t k) override {
+        const Query asked = copy(q);
+        auto it = std::find_if(announced.begin(), announced.end(), [&](const Announced& a) { return a.query == asked; });
+        EXPECT_NE(it, announced.end()) << "retrieve() without an equal prefetch() first";
+        if (it != announced.end() && step >= 0) {
+            EXPECT_LT(it->step, step) << "a decoded chunk's query is announced a step ahead";
+        }
+        return ScriptedSource::retrieve(q, k);
+    }
+
+    struct Query {
+        int32_t seq;
+        std::vector<int32_t> tokens;
+        std::vector<float> vector;
+        bool operator==(const Query&) const = default;
+    };
+    struct Announced {
+        Query query;
+        int32_t step;
+    };
+    std::vector<Announced> announced;
+
+private:
+    static Query copy(const ChunkQuery& q) {
+        EXPECT_NE(q.tokens, nullptr);
+        EXPECT_NE(q.vector, nullptr);
+        return {q.seq, q.tokens ? *q.tokens : std::vector<int32_t>{}, q.vector ? *q.vector : std::vector<float>{}};
+    }
 };
 
 // The golden's memories as the engine holds them (written by the reference, not by us).
@@ -167,9 +211,10 @@ TEST_P(Memory3Session, QueryRetrievalVectorsMatch) {
 }
 
 // Prompt (40 tokens, 3 chunks) through append, then 24 tokens through decode one at a time.
-void check_logits(const std::string& backend, const std::string& k, int32_t ubatch) {
+void check_logits(const std::string& backend, const std::string& k, int32_t ubatch, bool prefetching = false) {
     auto s = open_on(backend, 128, ubatch);
-    auto source = std::make_shared<ScriptedSource>(plan_for(k), golden_memories());
+    const std::shared_ptr<ScriptedSource> source = prefetching ? std::make_shared<PrefetchingSource>(plan_for(k), golden_memories())
+                                                               : std::make_shared<ScriptedSource>(plan_for(k), golden_memories());
     s->set_memory_source(source);
     const std::vector<int32_t> ctx = load_npy(golden("context_ids.npy")).as_i32();
     const NpyArray want_arr = load_npy(golden("logits_" + k + ".npy"));
@@ -177,12 +222,23 @@ void check_logits(const std::string& backend, const std::string& k, int32_t ubat
     const size_t vocab = static_cast<size_t>(want_arr.shape[1]);
     std::vector<float> got = s->append(0, std::vector<int32_t>(ctx.begin(), ctx.begin() + 40), /*all_logits=*/true);
     for (int32_t t = 40; t < 64; ++t) {
+        source->step = t;
         const auto& l = s->decode({{ctx[static_cast<size_t>(t)], t, 0, true}});
         got.insert(got.end(), l.begin(), l.end());
     }
     ASSERT_EQ(got.size(), 64 * vocab);
     EXPECT_LT(test::max_rel_error(got, want), 2e-5) << k << " memories per chunk, ubatch " << ubatch;
     EXPECT_EQ(source->calls(), 4u) << "prompt chunks 0-2 and decoded chunk 1 retrieve; decoded chunk 0 does not";
+    if (prefetching) {
+        // The prompt's chunks before its first retrieval, decoded chunk 1 (positions 56..71, the
+        // text of 40..55) while position 55 was decoded; each query vector computed once.
+        const auto& announced = static_cast<const PrefetchingSource&>(*source).announced;
+        ASSERT_EQ(announced.size(), 4u);
+        EXPECT_EQ(announced[3].step, 55);
+        EXPECT_EQ(announced[3].query.tokens, std::vector<int32_t>(ctx.begin() + 40, ctx.begin() + 56));
+        for (const auto& a : announced) EXPECT_EQ(a.query.seq, 0);
+        EXPECT_EQ(s->memory_stats().query_passes, 2u) << "one pass for the prompt's chunks, one for decoded chunk 1";
+    }
 }
 
 TEST_P(Memory3Session, LogitsWithoutMemories) { check_logits(GetParam(), "0", 256); }
@@ -190,6 +246,8 @@ TEST_P(Memory3Session, LogitsWithOneMemoryPerChunk) { check_logits(GetParam(), "
 TEST_P(Memory3Session, LogitsWithFiveMemoriesPerChunk) { check_logits(GetParam(), "5", 256); }
 // Small runs: chunks split across runs and blocks reused between runs.
 TEST_P(Memory3Session, LogitsWithFiveMemoriesInSmallBatches) { check_logits(GetParam(), "5", 7); }
+// A prefetching source hears every query first and changes nothing.
+TEST_P(Memory3Session, LogitsWithAPrefetchingSource) { check_logits(GetParam(), "5", 256, /*prefetching=*/true); }
 
 INSTANTIATE_TEST_SUITE_P(Backends, Memory3Session, ::testing::Values("cpu", "vulkan", "cuda"),
                          [](const auto& info) { return info.param; });

@@ -175,31 +175,39 @@ TEST(Memory3Plugin, DescribesItsMemories) {
     Loaded m(model_dir(kModel));
     const mnemo_memory_spec& s = m.spec();
     EXPECT_EQ(s.enabled, 1);
-    ASSERT_EQ(s.n_memory_layers, 2);
-    EXPECT_EQ(s.memory_layers[0], 0);
-    EXPECT_EQ(s.memory_layers[1], 1);
-    EXPECT_EQ(s.kv_heads, 2);
-    EXPECT_EQ(s.head_dim, 16);
-    EXPECT_EQ(s.value_dim, 16);
     EXPECT_EQ(s.tokens_per_head, 4);
     EXPECT_EQ(s.reference_length, 24);
     EXPECT_EQ(s.chunk_length, 16);
     EXPECT_EQ(s.references_per_chunk, 5);
-    EXPECT_EQ(s.blocks, 256 / 16 + 2);  // a 256-token ubatch spans up to 17 chunks, + 1
     EXPECT_EQ(s.encode_sequences, 4);
     EXPECT_EQ(s.retrieval_layer, 1);
-    EXPECT_EQ(s.retrieval_dim, 64);
     ASSERT_EQ(s.n_prefix, 3);
     EXPECT_EQ(std::vector<int32_t>(s.prefix_ids, s.prefix_ids + 3), (std::vector<int32_t>{1, 5, 9}));
     EXPECT_STREQ(m.info().architecture, "memory3 (llama GQA 4/2, memory layers 0-1, 4 tokens/head, chunk 16)");
     EXPECT_EQ(m.info().n_ctx_train, 2048 - 24);  // the context starts at position R
     EXPECT_EQ(m.info().n_layers, 4);
     EXPECT_EQ(m.info().hidden_size, 64);
+    // The blocks are memory.len's: a 256-token ubatch spans up to 17 chunks, + 1.
+    EXPECT_EQ(m.state_dims("memory.len"), (std::vector<int64_t>{256 / 16 + 2}));
+}
+
+// The sizes the description leaves out are read by the engine from the states and the "hidden"
+// output, and the schedule is the plugin's.
+TEST(Memory3Plugin, TheSessionReadsTheSizesFromTheDeclarations) {
+    auto session = open_model(model_dir(kModel), 64);
+    const MemorySpec& s = session->memory_spec();
+    EXPECT_EQ(s.memory_layers, (std::vector<int32_t>{0, 1}));
+    EXPECT_EQ(s.kv_heads, 2);
+    EXPECT_EQ(s.head_dim, 16);
+    EXPECT_EQ(s.value_dim, 16);
+    EXPECT_EQ(s.blocks, 256 / 16 + 2);
+    EXPECT_EQ(s.retrieval_dim, 64);
+    EXPECT_EQ(s.chunk_length, 16);
+    EXPECT_EQ(s.prefix_ids, (std::vector<int32_t>{1, 5, 9}));
 }
 
 TEST(Memory3Plugin, BlocksCoverEverySequence) {
     Loaded m(model_dir(kModel), /*n_seq=*/30);
-    EXPECT_EQ(m.spec().blocks, 30);
     EXPECT_EQ(m.state_dims("memory.len"), (std::vector<int64_t>{30}));
     EXPECT_EQ(m.state_dims("memory.k.0"), (std::vector<int64_t>{30, 2, 3 + 5 * 4, 16}));
 }
@@ -210,13 +218,13 @@ TEST(Memory3Plugin, DefaultsFollowThePaper) {
     Memory3Copy copy(R"({"reference_bos_ids": [1]})");
     Loaded m(copy.dir());
     const mnemo_memory_spec& s = m.spec();
-    ASSERT_EQ(s.n_memory_layers, 2);
-    EXPECT_EQ(s.memory_layers[1], 1);
+    EXPECT_EQ(m.state_dims("memory.k.1"), (std::vector<int64_t>{256 / 64 + 2, 2, 1 + 5 * 8, 16}));  // a memory layer
+    EXPECT_EQ(m.state_dims("memory.k.2"), (std::vector<int64_t>{1, 2, 1, 16}));                     // not one
     EXPECT_EQ(s.tokens_per_head, 8);
     EXPECT_EQ(s.reference_length, 128);
     EXPECT_EQ(s.chunk_length, 64);
     EXPECT_EQ(s.references_per_chunk, 5);
-    EXPECT_EQ(s.blocks, 256 / 64 + 2);
+    EXPECT_EQ(m.state_dims("memory.len"), (std::vector<int64_t>{256 / 64 + 2}));
     EXPECT_EQ(s.retrieval_layer, 1);
     EXPECT_STREQ(m.info().architecture, "memory3 (llama GQA 4/2, memory layers 0-1, 8 tokens/head, chunk 64)");
     const auto g = m.build(MNEMO_GRAPH_ENCODE, 4);
@@ -229,6 +237,7 @@ TEST(Memory3Plugin, ScatteredMemoryLayersAreListed) {
     EXPECT_STREQ(m.info().architecture, "memory3 (llama GQA 4/2, memory layers 1,3, 8 tokens/head, chunk 64)");
     EXPECT_EQ(m.state_dims("memory.k.0"), (std::vector<int64_t>{1, 2, 1, 16}));
     EXPECT_EQ(m.state_dims("memory.k.3"), (std::vector<int64_t>{6, 2, 1 + 5 * 8, 16}));
+    EXPECT_EQ(open_model(copy.dir())->memory_spec().memory_layers, (std::vector<int32_t>{1, 3}));  // read from the states
 }
 
 TEST(Memory3Plugin, StatesFollowTheContract) {
@@ -458,50 +467,56 @@ TEST(Memory3Plugin, ReferenceBosAloneGivesTheReferenceLogits) {
 
 TEST(Memory3Plugin, TheTinyModelLoads) { EXPECT_EQ(load_error(model_dir(kModel)), ""); }
 
+// Each bad "memory3" object of config.json and a part of the error it must give.
+struct ConfigCase {
+    const char* memory3;
+    const char* error;
+};
+
+void expect_config_errors(std::initializer_list<ConfigCase> cases) {
+    for (const ConfigCase& c : cases) EXPECT_HAS(config_error(c.memory3), c.error);
+}
+
 TEST(Memory3Plugin, TokensPerHeadAboveTheReferenceLength) {
-    EXPECT_HAS(config_error(R"({"tokens_per_head": 30, "reference_length": 24, "reference_bos_ids": [1]})"),
-               "memory3.tokens_per_head (30) must be in 1..reference_length (24)");
-    EXPECT_HAS(config_error(R"({"tokens_per_head": 0, "reference_bos_ids": [1]})"),
-               "memory3.tokens_per_head (0) must be in 1..reference_length (128)");
+    expect_config_errors({
+        {R"({"tokens_per_head": 30, "reference_length": 24, "reference_bos_ids": [1]})",
+         "memory3.tokens_per_head (30) must be in 1..reference_length (24)"},
+        {R"({"tokens_per_head": 0, "reference_bos_ids": [1]})", "memory3.tokens_per_head (0) must be in 1..reference_length (128)"},
+    });
 }
 
 TEST(Memory3Plugin, BadMemoryLayers) {
-    EXPECT_HAS(config_error(R"({"memory_layers": [0, 4], "reference_bos_ids": [1]})"),
-               "memory3.memory_layers[1] = 4 is out of range (num_hidden_layers = 4, layers 0..3)");
-    EXPECT_HAS(config_error(R"({"memory_layers": [-1], "reference_bos_ids": [1]})"),
-               "memory3.memory_layers[0] = -1 is out of range");
-    EXPECT_HAS(config_error(R"({"memory_layers": [1, 0], "reference_bos_ids": [1]})"),
-               "memory3.memory_layers must be strictly increasing (no repeats), got 1 before 0");
-    EXPECT_HAS(config_error(R"({"memory_layers": [0, 0], "reference_bos_ids": [1]})"),
-               "memory3.memory_layers must be strictly increasing");
-    EXPECT_HAS(config_error(R"({"memory_layers": [], "reference_bos_ids": [1]})"),
-               "field 'memory3.memory_layers' must be a non-empty list of integers");
-    EXPECT_HAS(config_error(R"({"memory_layers": 0, "reference_bos_ids": [1]})"),
-               "field 'memory3.memory_layers' must be a non-empty list of integers");
-    EXPECT_HAS(config_error(R"({"memory_layers": [0, "1"], "reference_bos_ids": [1]})"),
-               "field 'memory3.memory_layers.1': expected an integer, found string");
+    expect_config_errors({
+        {R"({"memory_layers": [0, 4], "reference_bos_ids": [1]})",
+         "memory3.memory_layers[1] = 4 is out of range (num_hidden_layers = 4, layers 0..3)"},
+        {R"({"memory_layers": [-1], "reference_bos_ids": [1]})", "memory3.memory_layers[0] = -1 is out of range"},
+        {R"({"memory_layers": [1, 0], "reference_bos_ids": [1]})",
+         "memory3.memory_layers must be strictly increasing (no repeats), got 1 before 0"},
+        {R"({"memory_layers": [0, 0], "reference_bos_ids": [1]})", "memory3.memory_layers must be strictly increasing"},
+        {R"({"memory_layers": [], "reference_bos_ids": [1]})", "field 'memory3.memory_layers' must be a non-empty list of integers"},
+        {R"({"memory_layers": 0, "reference_bos_ids": [1]})", "field 'memory3.memory_layers' must be a non-empty list of integers"},
+        {R"({"memory_layers": [0, "1"], "reference_bos_ids": [1]})", "field 'memory3.memory_layers.1': expected an integer, found string"},
+    });
 }
 
 TEST(Memory3Plugin, BadSizes) {
-    EXPECT_HAS(config_error(R"({"chunk_length": 0, "reference_bos_ids": [1]})"),
-               "memory3.chunk_length must be in 1..2^20, got 0");
-    EXPECT_HAS(config_error(R"({"references_per_chunk": 0, "reference_bos_ids": [1]})"),
-               "memory3.references_per_chunk must be in 1..1024, got 0");
-    EXPECT_HAS(config_error(R"({"reference_length": 0, "reference_bos_ids": [1]})"),
-               "memory3.reference_length must be in 1..2^20, got 0");
-    EXPECT_HAS(config_error(R"({"reference_length": 2048, "reference_bos_ids": [1]})"),
-               "memory3.reference_length (2048) leaves no context positions: max_position_embeddings is 2048");
-    EXPECT_HAS(config_error(R"({"tokens_per_head": 2.5, "reference_bos_ids": [1]})"),
-               "field 'memory3.tokens_per_head': expected an integer, found 2.5");
+    expect_config_errors({
+        {R"({"chunk_length": 0, "reference_bos_ids": [1]})", "memory3.chunk_length must be in 1..2^20, got 0"},
+        {R"({"references_per_chunk": 0, "reference_bos_ids": [1]})", "memory3.references_per_chunk must be in 1..1024, got 0"},
+        {R"({"reference_length": 0, "reference_bos_ids": [1]})", "memory3.reference_length must be in 1..2^20, got 0"},
+        {R"({"reference_length": 2048, "reference_bos_ids": [1]})",
+         "memory3.reference_length (2048) leaves no context positions: max_position_embeddings is 2048"},
+        {R"({"tokens_per_head": 2.5, "reference_bos_ids": [1]})", "field 'memory3.tokens_per_head': expected an integer, found 2.5"},
+    });
 }
 
 TEST(Memory3Plugin, BadSelectionAndRetrievalLayer) {
-    EXPECT_HAS(config_error(R"({"selection": "max", "reference_bos_ids": [1]})"),
-               "memory3.selection 'max' is not 'softmax' (the weights of §3.3) or 'exp_sum'");
-    EXPECT_HAS(config_error(R"({"retrieval_layer": 5, "reference_bos_ids": [1]})"),
-               "memory3.retrieval_layer (5) must be in 0..num_hidden_layers (4)");
-    EXPECT_HAS(config_error(R"({"retrieval_layer": -1, "reference_bos_ids": [1]})"),
-               "memory3.retrieval_layer (-1) must be in 0..num_hidden_layers (4)");
+    expect_config_errors({
+        {R"({"selection": "max", "reference_bos_ids": [1]})",
+         "memory3.selection 'max' is not 'softmax' (the weights of §3.3) or 'exp_sum'"},
+        {R"({"retrieval_layer": 5, "reference_bos_ids": [1]})", "memory3.retrieval_layer (5) must be in 0..num_hidden_layers (4)"},
+        {R"({"retrieval_layer": -1, "reference_bos_ids": [1]})", "memory3.retrieval_layer (-1) must be in 0..num_hidden_layers (4)"},
+    });
 }
 
 TEST(Memory3Plugin, BadReferenceBos) {
@@ -524,13 +539,17 @@ TEST(Memory3Plugin, BadReferenceBos) {
 }
 
 TEST(Memory3Plugin, Memory3MustBeAnObject) {
-    EXPECT_HAS(config_error("5"), "field 'memory3' must be an object");
-    EXPECT_HAS(config_error("[1]"), "field 'memory3' must be an object");
-    EXPECT_HAS(config_error("\"memory\""), "field 'memory3' must be an object");
+    expect_config_errors({
+        {"5", "field 'memory3' must be an object"},
+        {"[1]", "field 'memory3' must be an object"},
+        {"\"memory\"", "field 'memory3' must be an object"},
+    });
 }
 
 TEST(Memory3Plugin, UnknownSettingsAreRefused) {
     // A typo would otherwise be its default, silently.
-    EXPECT_HAS(config_error("{\"tokens_per_heads\": 8}"), "memory3.tokens_per_heads is not a Memory3 setting");
-    EXPECT_HAS(config_error("{\"chunk_length\": 64, \"retrival_layer\": 1}"), "memory3.retrival_layer is not a Memory3 setting");
+    expect_config_errors({
+        {"{\"tokens_per_heads\": 8}", "memory3.tokens_per_heads is not a Memory3 setting"},
+        {"{\"chunk_length\": 64, \"retrival_layer\": 1}", "memory3.retrival_layer is not a Memory3 setting"},
+    });
 }

@@ -52,9 +52,6 @@ std::vector<int64_t> read_memory_layers(const plugin::Host& h, int64_t layers) {
             require(out[i] > out[i - 1], "memory3.memory_layers must be strictly increasing (no repeats), got " +
                                              num(out[i - 1]) + " before " + num(out[i]));
     }
-    require(out.size() <= MNEMO_MAX_MEMORY_LAYERS,
-            "memory3.memory_layers lists " + num(static_cast<int64_t>(out.size())) + " layers; at most " +
-                num(MNEMO_MAX_MEMORY_LAYERS) + " are supported");
     return out;
 }
 

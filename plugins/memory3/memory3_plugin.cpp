@@ -93,24 +93,18 @@ private:
         }
     }
 
+    // The schedule only: the engine reads the memory layers, blocks, heads and dimensions from
+    // the states declare() made, and retrieval_dim from the "hidden" output.
     void fill_memory_spec(mnemo_memory_spec& s) const {
         const Memory3Config& c = cfg_;
         s = mnemo_memory_spec{};
         s.enabled = 1;
-        s.n_memory_layers = static_cast<int32_t>(c.memory_layers.size());
-        for (size_t i = 0; i < c.memory_layers.size(); ++i)
-            s.memory_layers[i] = static_cast<int32_t>(c.memory_layers[i]);
-        s.kv_heads = static_cast<int32_t>(c.base.kv_heads);
-        s.head_dim = static_cast<int32_t>(c.base.head_dim);
-        s.value_dim = static_cast<int32_t>(c.base.head_dim);
         s.tokens_per_head = static_cast<int32_t>(c.tokens_per_head);
         s.reference_length = static_cast<int32_t>(c.reference_length);
         s.chunk_length = static_cast<int32_t>(c.chunk_length);
         s.references_per_chunk = static_cast<int32_t>(c.references_per_chunk);
-        s.blocks = static_cast<int32_t>(blocks_);
         s.encode_sequences = static_cast<int32_t>(kEncodeSequences);
         s.retrieval_layer = static_cast<int32_t>(c.retrieval_layer);
-        s.retrieval_dim = static_cast<int32_t>(c.base.hidden);
         s.n_prefix = static_cast<int32_t>(c.n_prefix());
         std::copy(c.prefix_ids.begin(), c.prefix_ids.end(), s.prefix_ids);
     }

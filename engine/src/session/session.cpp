@@ -8,6 +8,7 @@
 #include <sstream>
 
 #include "session/session_impl.hpp"
+#include "session/session_memory_host.hpp"
 
 namespace fs = std::filesystem;
 
@@ -70,7 +71,10 @@ void Session::Impl::load() {
     const WeightTraffic decode = weight_traffic(plan_for(1, 1));
     summary.decode_weight_bytes = decode.bytes;
     summary.activated_params = decode.params;
-    if (info.memory.enabled) memory_init();
+    if (info.memory.enabled) {
+        memory_host = make_memory_host(*this);
+        memory = std::make_unique<detail::MemoryState>(info.memory, info.n_layers, n_seq, *memory_host);
+    }
 }
 
 Session::Impl::WeightTraffic Session::Impl::weight_traffic(const PlannedGraph& p) const {
@@ -178,26 +182,31 @@ void Session::Impl::prepare(PlannedGraph& p) {
         throw Error("backend '" + device->name() + "': preparing the graph failed: " + err.message);
 }
 
+std::unique_ptr<PlannedGraph> Session::Impl::build_graph(int64_t n_tokens, int64_t n_out, int32_t purpose) const {
+    auto p = std::make_unique<PlannedGraph>();
+    GraphBuilder builder(n_tokens, n_out, [this](int32_t id) { return host->param_shape(id); }, purpose);
+    mnemo_error err{};
+    const char* what = purpose == MNEMO_GRAPH_LOGITS ? "" : purpose == MNEMO_GRAPH_ENCODE ? "memory-writing " : "retrieval-query ";
+    if (plugin->api->build(model.model, builder.api(), &err) != MNEMO_OK)
+        throw Error("the " + plugin->name + " plugin failed to build the " + what + "graph for " + plural(n_tokens, "token") +
+                    ": " + (builder.error().empty() ? err.message : builder.error()));
+    if (purpose == MNEMO_GRAPH_LOGITS && builder.output() < 0)
+        throw Error("the " + plugin->name + " plugin built a graph without logits output");
+    if (purpose != MNEMO_GRAPH_LOGITS && builder.named_outputs().empty())
+        throw Error("the " + plugin->name + " plugin built a " + what + "graph without named outputs");
+    p->nodes = builder.nodes();
+    p->output = builder.output();
+    p->purpose = purpose;
+    p->named = builder.named_outputs();
+    return p;
+}
+
 PlannedGraph& Session::Impl::plan_for(int64_t n_tokens, int64_t n_out, int32_t purpose) {
     auto key = std::make_tuple(purpose, n_tokens, n_out);
     auto it = plans.find(key);
     if (it != plans.end() && it->second->backend_graph) return *it->second;
     if (it == plans.end()) {
-        auto p = std::make_unique<PlannedGraph>();
-        GraphBuilder builder(n_tokens, n_out, [this](int32_t id) { return host->param_shape(id); }, purpose);
-        mnemo_error err{};
-        const char* what = purpose == MNEMO_GRAPH_LOGITS ? "" : purpose == MNEMO_GRAPH_ENCODE ? "memory-writing " : "retrieval-query ";
-        if (plugin->api->build(model.model, builder.api(), &err) != MNEMO_OK)
-            throw Error("the " + plugin->name + " plugin failed to build the " + what + "graph for " + plural(n_tokens, "token") +
-                        ": " + (builder.error().empty() ? err.message : builder.error()));
-        if (purpose == MNEMO_GRAPH_LOGITS && builder.output() < 0)
-            throw Error("the " + plugin->name + " plugin built a graph without logits output");
-        if (purpose != MNEMO_GRAPH_LOGITS && builder.named_outputs().empty())
-            throw Error("the " + plugin->name + " plugin built a " + what + "graph without named outputs");
-        p->nodes = builder.nodes();
-        p->output = builder.output();
-        p->purpose = purpose;
-        p->named = builder.named_outputs();
+        std::unique_ptr<PlannedGraph> p = build_graph(n_tokens, n_out, purpose);
         std::vector<int32_t> keep = {p->output};
         for (const auto& [name, node] : p->named) keep.push_back(node);
         p->memory = detail::plan_memory(p->nodes, keep, kArenaAlignment);
@@ -295,6 +304,37 @@ void Session::Impl::run_graph(PlannedGraph& p) {
         }
 }
 
+std::map<std::string, std::vector<float>> Session::Impl::run_outputs(int32_t purpose, const std::vector<BatchToken>& rows,
+                                                                     const std::vector<std::string>& wanted) {
+    if (cancel && cancel->load()) throw Cancelled();
+    const int64_t n = static_cast<int64_t>(rows.size());
+    in_tokens.clear();
+    in_pos.clear();
+    in_seq.clear();
+    for (const BatchToken& r : rows) {
+        if (r.token < 0 || r.token >= info.vocab_size)
+            throw Error("token id " + std::to_string(r.token) + " is outside the vocabulary (0.." + std::to_string(info.vocab_size - 1) + ")");
+        in_tokens.push_back(r.token);
+        in_pos.push_back(r.pos);
+        in_seq.push_back(r.seq);
+    }
+    in_rows.assign(1, static_cast<int32_t>(n - 1));
+    in_block.assign(static_cast<size_t>(n), -1);
+    PlannedGraph& p = plan_for(n, 1, purpose);
+    run_graph(p);
+    std::map<std::string, std::vector<float>> out;
+    for (const std::string& name : wanted) {
+        auto it = std::find_if(p.named.begin(), p.named.end(), [&](const auto& e) { return e.first == name; });
+        if (it == p.named.end()) throw Error("the " + plugin->name + " plugin's memory graph has no output '" + name + "'");
+        const TensorShape& s = p.nodes[it->second].shape;
+        if (s.dtype != DType::F32) throw Error("memory graph output '" + name + "' is " + s.str() + ", expected f32");
+        std::vector<float>& v = out[name];
+        v.resize(static_cast<size_t>(s.numel()));
+        device->read(arena, p.memory.where[it->second].offset, v.data(), v.size() * 4, "memory graph output '" + name + "'");
+    }
+    return out;
+}
+
 // ---------------------------------------------------------------- public API
 
 Session::Session(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
@@ -321,7 +361,7 @@ int32_t Session::vocab_size() const { return static_cast<int32_t>(impl_->info.vo
 const std::vector<float>& Session::decode(const std::vector<BatchToken>& batch) {
     if (impl_->memory) {
         impl_->check_batch(batch);  // the memory schedule indexes by sequence and position
-        impl_->bind_generated(batch);
+        impl_->memory->bind_generated(batch, impl_->in_block);
     }
     impl_->run(batch, impl_->logits);
     // Sequences are as long as the furthest position written.
@@ -338,13 +378,13 @@ const std::vector<float>& Session::append(int32_t seq, const std::vector<int32_t
         throw Error("context is full: sequence " + std::to_string(seq) + " holds " + std::to_string(start) + " of " +
                     std::to_string(s.n_ctx) + " positions and " + plural(tokens.size(), "more token") +
                     " do not fit (raise it with -c/--ctx-size)");
-    std::vector<std::shared_ptr<const MemorySet>> chunk_sets;  // the memories of each prompt chunk
-    if (s.memory) chunk_sets = s.begin_prompt(seq, start, tokens);
+    detail::MemoryState::Prompt prompt;  // the memories of each prompt chunk
+    if (s.memory) prompt = s.memory->begin_prompt(seq, start, tokens);
     s.logits.clear();
     const size_t vocab = static_cast<size_t>(s.info.vocab_size);
     for (size_t begin = 0, end = 0; begin < tokens.size(); begin = end) {
         end = std::min(tokens.size(), begin + static_cast<size_t>(s.options.n_ubatch));
-        if (s.memory) end = s.bind_prompt_run(chunk_sets, begin, end);
+        if (s.memory) end = s.memory->bind_prompt_run(prompt, begin, end, s.in_block);
         s.chunk.clear();
         for (size_t i = begin; i < end; ++i)
             s.chunk.push_back({tokens[i], static_cast<int32_t>(start + static_cast<int64_t>(i)), seq,
@@ -366,12 +406,12 @@ int32_t Session::seq_length(int32_t seq) const {
 void Session::reset(int32_t seq) {
     if (seq < 0 || seq >= impl_->n_seq) throw Error("sequence " + std::to_string(seq) + " does not exist");
     impl_->seq_len[seq] = 0;  // attention never reads past a query's own position
-    if (impl_->memory) impl_->memory->seqs[static_cast<size_t>(seq)] = SeqMemory{};
+    if (impl_->memory) impl_->memory->reset(seq);
 }
 
 void Session::reset_all() {
     std::fill(impl_->seq_len.begin(), impl_->seq_len.end(), 0);
-    if (impl_->memory) std::fill(impl_->memory->seqs.begin(), impl_->memory->seqs.end(), SeqMemory{});
+    if (impl_->memory) impl_->memory->reset_all();
 }
 void Session::set_cancel_flag(const std::atomic<bool>* flag) { impl_->cancel = flag; }
 

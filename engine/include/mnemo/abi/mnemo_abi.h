@@ -16,7 +16,7 @@
 extern "C" {
 #endif
 
-#define MNEMO_ABI_VERSION 4u
+#define MNEMO_ABI_VERSION 5u
 
 #if defined(_WIN32)
 #define MNEMO_EXPORT __declspec(dllexport)

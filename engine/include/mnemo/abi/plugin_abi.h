@@ -41,40 +41,38 @@ typedef enum mnemo_graph_purpose {
     MNEMO_GRAPH_ENCODE_QUERY = 2
 } mnemo_graph_purpose;
 
-#define MNEMO_MAX_MEMORY_LAYERS 256
 #define MNEMO_MAX_PREFIX_IDS 32
 
 /*
  * Explicit memories (Memory3): what a model that reads them tells the engine. The engine runs
  * the ENCODE graph to write memories and to compute the prefix (reference BOS) keys and values,
  * retrieves memories per chunk, and fills these states the plugin declared (names are part of
- * the contract; <l> is a decimal layer index):
- *   "memory.k.<l>" f32 [Bl, kv_heads, Sl, head_dim], "memory.v.<l>" f32 [Bl, kv_heads, Sl, value_dim]
- *       for every layer l. Slots 0..n_prefix-1 of every block hold the prefix's keys/values of
- *       layer l; for a memory layer (Bl = blocks, Sl = n_prefix + references_per_chunk *
- *       tokens_per_head) slots n_prefix.. hold the memories of the chunk the block serves.
- *       Other layers have Bl = 1, Sl = n_prefix.
+ * the contract; <l> is a decimal layer index, every layer 0..n_layers-1 has both):
  *   "memory.len" i32 [blocks]: valid slots of each block of the memory layers.
+ *   "memory.k.<l>" f32 [Bl, kv_heads, Sl, head_dim], "memory.v.<l>" f32 [Bl, kv_heads, Sl, value_dim]
+ *       Slots 0..n_prefix-1 of every block hold the prefix's keys/values of layer l. A memory
+ *       layer has Bl = blocks and Sl = n_prefix + references_per_chunk * tokens_per_head; slots
+ *       n_prefix.. hold the memories of the chunk the block serves. Other layers have Bl = 1,
+ *       Sl = n_prefix.
  * ENCODE graph named outputs, for N rows: "k.<l>" [N, kv_heads, head_dim] keys after RoPE and
  * "v.<l>" [N, kv_heads, value_dim] for every layer; "mass.<l>" [N, kv_heads] (ATTN_MASS over the
  * reference tokens, prefix excluded) for every memory layer; "hidden" [N, retrieval_dim], the
  * hidden state after retrieval_layer layers (pooled by the engine over a reference's tokens).
+ * ENCODE_QUERY: "hidden" alone.
+ *
+ * The sizes those declarations already carry are not repeated here: the engine reads the memory
+ * layers, blocks, kv_heads, head_dim and value_dim from the states' shapes and retrieval_dim from
+ * the "hidden" output, and refuses states that do not follow the contract. What stays is the
+ * schedule, which no shape says.
  */
 typedef struct mnemo_memory_spec {
     int32_t enabled; /* 1: the model reads explicit memories; every other field is then set */
-    int32_t n_memory_layers;
-    int32_t memory_layers[MNEMO_MAX_MEMORY_LAYERS]; /* ascending */
-    int32_t kv_heads;
-    int32_t head_dim;
-    int32_t value_dim;
-    int32_t tokens_per_head;      /* tokens kept per kv head of a reference */
+    int32_t tokens_per_head;      /* tokens kept per kv head of a reference (>= 1) */
     int32_t reference_length;     /* most reference tokens (prefix not counted) */
     int32_t chunk_length;         /* context tokens per retrieval */
-    int32_t references_per_chunk; /* most memories read by one chunk */
-    int32_t blocks;               /* prefix blocks of the memory layers' states */
+    int32_t references_per_chunk; /* most memories read by one chunk (>= 1) */
     int32_t encode_sequences;     /* most references in one ENCODE graph run */
     int32_t retrieval_layer;      /* "hidden" is the hidden state after this many layers */
-    int32_t retrieval_dim;
     int32_t n_prefix;             /* prefix (reference BOS) token count */
     int32_t prefix_ids[MNEMO_MAX_PREFIX_IDS];
 } mnemo_memory_spec;

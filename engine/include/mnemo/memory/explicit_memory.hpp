@@ -15,7 +15,10 @@
 
 namespace mnemo {
 
-// The model side of explicit memories (a C++ copy of mnemo_memory_spec).
+// The model side of explicit memories. The schedule (tokens_per_head, reference_length,
+// chunk_length, references_per_chunk, encode_sequences, retrieval_layer, prefix_ids) is what the
+// plugin reports in mnemo_memory_spec; the sizes (memory_layers, kv_heads, head_dim, value_dim,
+// blocks, retrieval_dim) the engine reads from the states and graph outputs it declared.
 struct MemorySpec {
     std::vector<int32_t> memory_layers;
     int32_t kv_heads = 0;
@@ -67,15 +70,27 @@ struct WrittenMemory {
     std::vector<float> vector;
 };
 
-// The chunk a retrieval is for: its tokens (the query text, §3.1) and, when the source asked for
-// one, its retrieval vector computed by the model the same way as a reference's.
+// The chunk a retrieval is for: its tokens (the query text, §3.1), when the source asked for
+// one its retrieval vector computed by the model the same way as a reference's, and the session
+// sequence it belongs to (what a source reports per sequence, e.g. the references recalled).
 struct ChunkQuery {
     const std::vector<int32_t>* tokens = nullptr;
     const std::vector<float>* vector = nullptr;
+    int32_t seq = -1;
 };
 
 // Where the engine gets memories from: a folder made by `mnemo memorize` (in process), or the
 // knowledge server. Called from the session's thread only.
+//
+// A source behind a network keeps the network off the critical path with prefetch(): when
+// prefetches() is true, the session announces every query before it asks it — a prompt's chunks
+// all at once before the first retrieve(); while decoding, the query of the next generated
+// chunk in the decode step that completes its text, so a whole step (the model's run over that
+// token) passes before retrieve() asks for it. retrieve() is then called with an equal query
+// (same seq, tokens and vector). The announcement is only a hint: retrieve() must return what it
+// would have without it, and an announced query may never be asked (the sequence ended, was
+// reset, or was given another prompt). Memories may come compressed with codec() for the engine
+// to decode on its device (ExplicitMemory::key_codes), so a remote source can send codes only.
 class MemorySource {
 public:
     virtual ~MemorySource() = default;
@@ -85,8 +100,16 @@ public:
     virtual std::vector<std::shared_ptr<const ExplicitMemory>> retrieve(const ChunkQuery& query, int32_t k) = 0;
     // One line for logs: "folder DIR (N memories, vector search)".
     virtual std::string describe() const = 0;
-    // The codec of compressed memories; nullptr when the source serves f32 keys/values.
+    // The codec of compressed memories; nullptr when the source serves f32 keys/values. Read
+    // when the source is attached to a session.
     virtual const MemoryCodec* codec() const { return nullptr; }
+    // True when the session should announce queries ahead of retrieve() (see above).
+    virtual bool prefetches() const { return false; }
+    // A query that retrieve() will probably be asked with k; start fetching and return at once.
+    virtual void prefetch(const ChunkQuery& query, int32_t k) {
+        (void)query;
+        (void)k;
+    }
 };
 
 // Counters a session keeps while it reads memories (for `mnemo bench` and the GUI).
