@@ -1,22 +1,22 @@
-// Helpers of the whole-model tests: the module registries of the build, opening a test model,
-// golden ids and the error measure the goldens are compared with.
+// Helpers of the whole-model tests: the module registries of the build, the tiny test models on
+// disk, opening one, golden ids and the error measure the goldens are compared with. Scratch
+// copies to break are in fixtures/model_copy.hpp, the errors they give in fixtures/load_errors.hpp.
 #pragma once
 
-#include <unistd.h>
+#include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cctype>
 #include <cmath>
 #include <filesystem>
 #include <fstream>
-#include <functional>
 #include <memory>
-#include <sstream>
 #include <string>
 #include <system_error>
 #include <vector>
 
+#include "fixtures/model_copy.hpp"
 #include "mnemo/error.hpp"
-#include "mnemo/io/safetensors.hpp"
 #include "mnemo/session/session.hpp"
 
 namespace mnemo::test {
@@ -31,6 +31,26 @@ inline const PluginRegistry& plugins() {
 }
 
 inline std::string model_dir(const std::string& name) { return std::string(MNEMO_TEST_DATA) + "/models/" + name; }
+
+// Every folder under tests/data/models with a config.json, sorted (default-model-golden only holds
+// the goldens of assets/default-model).
+inline std::vector<std::string> tiny_model_folders() {
+    std::vector<std::string> out;
+    std::error_code ec;
+    for (const auto& e : std::filesystem::directory_iterator(std::string(MNEMO_TEST_DATA) + "/models", ec))
+        if (std::filesystem::is_regular_file(e.path() / "config.json")) out.push_back(e.path().filename().string());
+    std::sort(out.begin(), out.end());
+    return out;
+}
+
+// A gtest name for a parameterised case from a model folder or label: every character that is not
+// a letter or digit becomes '_' ("llama-tiny-f32" -> "llama_tiny_f32").
+inline std::string param_name(std::string s) {
+    for (char& c : s)
+        if (!std::isalnum(static_cast<unsigned char>(c))) c = '_';
+    return s;
+}
+inline std::string param_name_of(const ::testing::TestParamInfo<std::string>& info) { return param_name(info.param); }
 
 inline std::unique_ptr<Session> open_model(const std::string& dir, int32_t n_ctx = 64, int32_t n_seq = 1, int32_t ubatch = 256) {
     SessionOptions o;
@@ -69,89 +89,5 @@ inline bool all_finite(const std::vector<float>& v) {
         if (!std::isfinite(x)) return false;
     return true;
 }
-
-// A scratch copy of a model folder that a test may corrupt; removed when it goes out of scope.
-class ModelCopy {
-public:
-    explicit ModelCopy(const std::string& from) {
-        namespace fs = std::filesystem;
-        static int counter = 0;
-        dir_ = (fs::temp_directory_path() /
-                ("mnemo-test-" + std::to_string(::getpid()) + "-" + std::to_string(counter++)))
-                   .string();
-        fs::create_directories(dir_);
-        for (const auto& e : fs::directory_iterator(from)) fs::copy(e.path(), dir_ + "/" + e.path().filename().string());
-    }
-    ~ModelCopy() {
-        std::error_code ec;
-        std::filesystem::remove_all(dir_, ec);
-    }
-    ModelCopy(const ModelCopy&) = delete;
-    ModelCopy& operator=(const ModelCopy&) = delete;
-
-    const std::string& dir() const { return dir_; }
-    std::string read(const std::string& file) const {
-        std::ifstream in(dir_ + "/" + file, std::ios::binary);
-        std::stringstream s;
-        s << in.rdbuf();
-        return s.str();
-    }
-    void write(const std::string& file, const std::string& text) const {
-        std::ofstream(dir_ + "/" + file, std::ios::binary | std::ios::trunc) << text;
-    }
-
-    // Sets the value of a top-level config.json field (JSON text: a scalar, list or object),
-    // adding the field when absent; an empty value removes it.
-    void set_config(const std::string& key, const std::string& value) const {
-        std::string cfg = read("config.json");
-        const size_t at = cfg.find("\"" + key + "\"");
-        if (at == std::string::npos) {
-            if (!value.empty()) cfg.insert(cfg.find('{') + 1, "\n  \"" + key + "\": " + value + ",");
-        } else {
-            const size_t colon = cfg.find(':', at);
-            size_t end = colon + 1;
-            for (int depth = 0; end < cfg.size(); ++end) {  // the value ends at a top-level , or }
-                const char c = cfg[end];
-                if (c == '[' || c == '{') ++depth;
-                if (c == ']' || c == '}') {
-                    if (depth == 0) break;
-                    --depth;
-                }
-                if (c == ',' && depth == 0) break;
-            }
-            if (value.empty() && cfg[end] == ',') {
-                cfg.erase(at, end + 1 - at);
-            } else if (value.empty()) {  // the last member: drop the comma before it instead
-                const size_t comma = cfg.rfind(',', at);
-                cfg.erase(comma, end - comma);
-            } else {
-                cfg.replace(colon + 1, end - colon - 1, " " + value);
-            }
-        }
-        write("config.json", cfg);
-    }
-
-    // Rewrites model.safetensors with `edit` applied to every tensor and its bytes (false drops it).
-    void rewrite_tensors(const std::function<bool(TensorToWrite&, std::vector<uint8_t>&)>& edit) const {
-        std::vector<std::vector<uint8_t>> storage;
-        std::vector<TensorToWrite> out;
-        {
-            Checkpoint ck = Checkpoint::open(dir_);
-            for (const TensorView& t : ck.tensors()) {
-                TensorToWrite w{t.name, t.dtype, t.shape, nullptr};
-                std::vector<uint8_t> bytes(static_cast<const uint8_t*>(t.data),
-                                           static_cast<const uint8_t*>(t.data) + t.nbytes);
-                if (!edit(w, bytes)) continue;
-                storage.push_back(std::move(bytes));
-                out.push_back(w);
-            }
-        }
-        for (size_t i = 0; i < out.size(); ++i) out[i].data = storage[i].data();
-        write_safetensors(dir_ + "/model.safetensors", out);
-    }
-
-private:
-    std::string dir_;
-};
 
 }  // namespace mnemo::test

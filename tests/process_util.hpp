@@ -1,10 +1,12 @@
 // Runs a command line as a separate process (through the shell) and collects its exit code and
 // its stdout and stderr together; used by the tests that drive the `mnemo` program.
 #pragma once
+#include <gtest/gtest.h>
 #include <sys/wait.h>
 
 #include <cstdio>
 #include <string>
+#include <vector>
 
 namespace mnemo::testing {
 
@@ -41,6 +43,18 @@ inline ProcessResult run_program(const std::string& program, const std::string& 
 inline ProcessResult run_mnemo(const std::string& args, const std::string& stdin_file = "/dev/null",
                                const std::string& env = "") {
     return run_program("mnemo", args, 120, stdin_file, env);
+}
+
+// The run ended with exit code `code` and its output mentions every part; a failure names each
+// difference and shows the whole output.
+inline ::testing::AssertionResult exited_with(const ProcessResult& r, int code,
+                                              const std::vector<std::string>& mentions = {}) {
+    std::string wrong;
+    if (r.code != code) wrong += "exit code " + std::to_string(r.code) + ", expected " + std::to_string(code) + "\n";
+    for (const std::string& part : mentions)
+        if (r.output.find(part) == std::string::npos) wrong += "output does not mention \"" + part + "\"\n";
+    if (wrong.empty()) return ::testing::AssertionSuccess();
+    return ::testing::AssertionFailure() << wrong << "output:\n" << r.output;
 }
 
 }  // namespace mnemo::testing

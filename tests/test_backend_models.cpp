@@ -11,15 +11,15 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
-#include <cctype>
 #include <cmath>
 #include <filesystem>
 #include <sstream>
 #include <string>
 #include <vector>
 
-#include "mnemo/session/compare.hpp"
+#include "fixtures/compare_options.hpp"
 #include "mnemo/io/safetensors.hpp"
+#include "mnemo/session/compare.hpp"
 #include "model_test_util.hpp"
 
 namespace fs = std::filesystem;
@@ -40,41 +40,25 @@ struct Case {
 
 void PrintTo(const Case& c, std::ostream* os) { *os << c.label; }
 
-std::string identifier(std::string s) {
-    for (char& c : s)
-        if (!std::isalnum(static_cast<unsigned char>(c))) c = '_';
-    return s;
-}
-
-// Every model folder with a checkpoint (default-model-golden only holds goldens of assets/).
-std::vector<std::string> tiny_models() {
-    std::vector<std::string> out;
-    std::error_code ec;
-    for (const auto& e : fs::directory_iterator(std::string(MNEMO_TEST_DATA) + "/models", ec))
-        if (fs::is_regular_file(e.path() / "config.json")) out.push_back(e.path().filename().string());
-    std::sort(out.begin(), out.end());
-    return out;
-}
-
 std::vector<Case> all_cases() {
     std::vector<Case> out;
-    for (const std::string& m : tiny_models()) {
+    for (const std::string& m : tiny_model_folders()) {
         bool other = false;
         for (const BackendModule& b : backends().modules()) {
             const int32_t n = b.api->device_count();
             other = other || b.name != "cpu";
             if (n <= 0) {
                 out.push_back({m, "", 0, "the " + b.name + " backend reports no devices (driver or hardware missing)",
-                               identifier(m) + "__" + b.name + "_no_devices"});
+                               param_name(m) + "__" + b.name + "_no_devices"});
                 continue;
             }
             // The CPU is compared with itself once (device 0); other backends on every device.
             for (int32_t d = 0; d < (b.name == "cpu" ? 1 : n); ++d)
-                out.push_back({m, b.name, d, "", identifier(m) + "__" + b.name + std::to_string(d)});
+                out.push_back({m, b.name, d, "", param_name(m) + "__" + b.name + std::to_string(d)});
         }
         if (!other)
             out.push_back({m, "", 0, "no backend other than cpu is built or loaded (vulkan, cuda)",
-                           identifier(m) + "__no_other_backend"});
+                           param_name(m) + "__no_other_backend"});
     }
     return out;
 }
@@ -112,15 +96,8 @@ class BackendModels : public ::testing::TestWithParam<Case> {};
 TEST_P(BackendModels, MatchCpu) {
     const Case& c = GetParam();
     if (!c.skip.empty()) GTEST_SKIP() << c.skip;
-    CompareOptions o;
-    o.model_dir = model_dir(c.model);
-    o.prompt_tokens = read_ids(o.model_dir + "/golden_ids.txt");
-    o.n_generate = kGenerate;
-    o.backends = {{"cpu", 0}, {c.backend, c.device}};
-    o.n_threads = 2;
+    CompareOptions o = compare_options(c.model, {{"cpu", 0}, {c.backend, c.device}}, kGenerate);
     o.warmup = false;  // speed is not measured here
-    o.backend_registry = &backends();
-    o.plugin_registry = &plugins();
     const CompareResult r = compare_backends(o);
     const std::string name = o.backends[1].str();
     ASSERT_TRUE(r.runs[0].ok()) << "cpu: " << r.runs[0].error;
@@ -171,7 +148,7 @@ GTEST_ALLOW_UNINSTANTIATED_PARAMETERIZED_TEST(BackendModels);
 // The list above is built from what is on disk; an empty or partial list would pass silently.
 TEST(BackendModels, EveryArchitectureHasATinyModel) {
     std::vector<std::string> types;
-    for (const std::string& m : tiny_models()) {
+    for (const std::string& m : tiny_model_folders()) {
         const auto s = open_model(model_dir(m), 16);
         types.push_back(s->summary().model_type);
     }

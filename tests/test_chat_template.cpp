@@ -28,6 +28,15 @@ protected:
     fs::path dir_;
 };
 
+// What detection found: the family's format, the BOS text the template puts first and the
+// strings that end an assistant turn.
+void expect_detected(const mnemo::ChatTemplate& t, mnemo::ChatFormat format, const std::string& bos,
+                     const std::vector<std::string>& stops) {
+    EXPECT_EQ(t.format, format);
+    EXPECT_EQ(t.bos_text, bos);
+    EXPECT_EQ(t.stop_strings, stops);
+}
+
 const std::vector<mnemo::ChatMessage> kConversation = {
     {"system", "Be brief."}, {"user", " Hi there \n"}, {"assistant", "Hello!"}, {"user", "Why?"}};
 
@@ -35,11 +44,9 @@ TEST_F(ChatTemplateTest, Llama3) {
     write_config(R"({"bos_token":"<|begin_of_text|>","chat_template":"{% set loop_messages = messages %}{% for message in loop_messages %}{% set content = '<|start_header_id|>' + message['role'] + '<|end_header_id|>\n\n'+ message['content'] | trim + '<|eot_id|>' %}{% if loop.index0 == 0 %}{% set content = bos_token + content %}{% endif %}{{ content }}{% endfor %}{% if add_generation_prompt %}{{ '<|start_header_id|>assistant<|end_header_id|>\n\n' }}{% endif %}"})");
     std::string note = "stale";
     const auto t = detect(&note);
-    EXPECT_EQ(t.format, mnemo::ChatFormat::Llama3);
+    expect_detected(t, mnemo::ChatFormat::Llama3, "<|begin_of_text|>", {"<|eot_id|>"});
     EXPECT_EQ(t.name, "llama3");
     EXPECT_EQ(note, "");
-    EXPECT_EQ(t.bos_text, "<|begin_of_text|>");
-    EXPECT_EQ(t.stop_strings, std::vector<std::string>{"<|eot_id|>"});
     EXPECT_EQ(t.render(kConversation, true),
               "<|start_header_id|>system<|end_header_id|>\n\nBe brief.<|eot_id|>"
               "<|start_header_id|>user<|end_header_id|>\n\nHi there<|eot_id|>"
@@ -53,9 +60,7 @@ TEST_F(ChatTemplateTest, Llama3) {
 TEST_F(ChatTemplateTest, ChatMLFromNamedTemplateList) {
     write_config(R"({"chat_template":[{"name":"tool_use","template":"ignored"},{"name":"default","template":"{% for message in messages %}{{'<|im_start|>' + message['role'] + '\n' + message['content'] + '<|im_end|>' + '\n'}}{% endfor %}{% if add_generation_prompt %}{{ '<|im_start|>assistant\n' }}{% endif %}"}]})");
     const auto t = detect(nullptr);
-    EXPECT_EQ(t.format, mnemo::ChatFormat::ChatML);
-    EXPECT_EQ(t.bos_text, "");
-    EXPECT_EQ(t.stop_strings, std::vector<std::string>{"<|im_end|>"});
+    expect_detected(t, mnemo::ChatFormat::ChatML, "", {"<|im_end|>"});
     EXPECT_EQ(t.render(kConversation, true),
               "<|im_start|>system\nBe brief.<|im_end|>\n<|im_start|>user\n Hi there \n<|im_end|>\n"
               "<|im_start|>assistant\nHello!<|im_end|>\n<|im_start|>user\nWhy?<|im_end|>\n"
@@ -65,9 +70,7 @@ TEST_F(ChatTemplateTest, ChatMLFromNamedTemplateList) {
 TEST_F(ChatTemplateTest, Olmo) {
     write_config(R"({"bos_token":"<|endoftext|>","eos_token":"<|endoftext|>","chat_template":"{{ bos_token }}{% for message in messages %}{% if message['role'] == 'system' %}{{ '<|system|>\n' + message['content'] + '\n' }}{% elif message['role'] == 'user' %}{{ '<|user|>\n' + message['content'] + '\n' }}{% elif message['role'] == 'assistant' %}{% if not loop.last %}{{ '<|assistant|>\n'  + message['content'] + eos_token + '\n' }}{% else %}{{ '<|assistant|>\n'  + message['content'] + eos_token }}{% endif %}{% endif %}{% if loop.last and add_generation_prompt %}{{ '<|assistant|>\n' }}{% endif %}{% endfor %}"})");
     const auto t = detect(nullptr);
-    EXPECT_EQ(t.format, mnemo::ChatFormat::Olmo);
-    EXPECT_EQ(t.bos_text, "<|endoftext|>");
-    EXPECT_EQ(t.stop_strings, std::vector<std::string>{"<|endoftext|>"});
+    expect_detected(t, mnemo::ChatFormat::Olmo, "<|endoftext|>", {"<|endoftext|>"});
     EXPECT_EQ(t.render(kConversation, true),
               "<|system|>\nBe brief.\n<|user|>\n Hi there \n\n<|assistant|>\nHello!<|endoftext|>\n"
               "<|user|>\nWhy?\n<|assistant|>\n");

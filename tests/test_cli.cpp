@@ -2,18 +2,18 @@
 // 2 usage error), the messages users see, and end-to-end logits against golden files. Also the
 // .npy writer the `logits` command uses.
 #include <gtest/gtest.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <cmath>
-#include <cstdio>
 #include <filesystem>
 #include <fstream>
-#include <sstream>
 #include <string>
+#include <vector>
 
+#include "fixtures/error_checks.hpp"
 #include "mnemo/io/npy.hpp"
+#include "model_test_util.hpp"
 #include "npy.hpp"
 #include "process_util.hpp"
 
@@ -22,12 +22,12 @@ namespace fs = std::filesystem;
 namespace {
 
 using Result = mnemo::testing::ProcessResult;
+using mnemo::test::mentions;
+using mnemo::testing::exited_with;
 using mnemo::testing::run_mnemo;
 
 std::string mnemo_bin() { return std::string(MNEMO_BUILD_BIN) + "/mnemo"; }
 std::string quote(const std::string& s) { return mnemo::testing::shell_quote(s); }
-
-bool contains(const std::string& hay, const std::string& needle) { return hay.find(needle) != std::string::npos; }
 
 class Cli : public ::testing::Test {
 protected:
@@ -37,24 +37,10 @@ protected:
     }
 };
 
-std::string tiny_model() { return std::string(MNEMO_TEST_DATA) + "/models/llama-tiny-f32"; }
+std::string tiny_model() { return mnemo::test::model_dir("llama-tiny-f32"); }
 
 std::string temp_path(const std::string& name) {
     return (fs::temp_directory_path() / ("mnemo_cli_" + std::to_string(getpid()) + "_" + name)).string();
-}
-
-// golden_ids.txt: integers separated by spaces, commas or newlines.
-std::vector<int64_t> read_ids(const std::string& path) {
-    std::ifstream f(path);
-    std::string text((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
-    for (char& c : text) {
-        if (c == ',' || c == '[' || c == ']') c = ' ';
-    }
-    std::istringstream in(text);
-    std::vector<int64_t> ids;
-    int64_t v;
-    while (in >> v) ids.push_back(v);
-    return ids;
 }
 
 // UTF-8 text of one code point (for the byte-level vocabulary below).
@@ -124,85 +110,50 @@ TEST_F(Cli, HelpAndVersionExitZero) {
     Result r = run_mnemo("--help");
     EXPECT_EQ(r.code, 0) << r.output;
     for (const char* cmd : {"run", "chat", "logits", "bench", "compare", "info", "devices", "plugins"}) {
-        EXPECT_TRUE(contains(r.output, cmd)) << cmd << " missing from:\n" << r.output;
-        Result h = run_mnemo(std::string(cmd) + " --help");
-        EXPECT_EQ(h.code, 0) << cmd << ": " << h.output;
-        EXPECT_TRUE(contains(h.output, "usage: mnemo " + std::string(cmd))) << h.output;
+        EXPECT_TRUE(mentions(r.output, cmd)) << cmd << " missing from:\n" << r.output;
+        EXPECT_TRUE(exited_with(run_mnemo(std::string(cmd) + " --help"), 0, {"usage: mnemo " + std::string(cmd)}))
+            << cmd;
     }
     r = run_mnemo("--version");
     EXPECT_EQ(r.code, 0);
-    EXPECT_TRUE(contains(r.output, "mnemo ")) << r.output;
+    EXPECT_MENTIONS(r.output, "mnemo ");
 }
 
 TEST_F(Cli, UnknownSubcommandIsUsageError) {
-    Result r = run_mnemo("frobnicate");
-    EXPECT_EQ(r.code, 2) << r.output;
-    EXPECT_TRUE(contains(r.output, "frobnicate")) << r.output;
+    EXPECT_TRUE(exited_with(run_mnemo("frobnicate"), 2, {"frobnicate"}));
     EXPECT_EQ(run_mnemo("").code, 2);
 }
 
 TEST_F(Cli, UnknownFlagNamesTheFlag) {
-    Result r = run_mnemo("run --bogus");
-    EXPECT_EQ(r.code, 2) << r.output;
-    EXPECT_TRUE(contains(r.output, "--bogus")) << r.output;
-    EXPECT_TRUE(contains(r.output, "see mnemo run --help")) << r.output;
+    EXPECT_TRUE(exited_with(run_mnemo("run --bogus"), 2, {"--bogus", "see mnemo run --help"}));
 }
 
+// Usage errors (exit code 2) name the flag and what it expects.
 TEST_F(Cli, BadValuesNameFlagAndExpectation) {
-    Result r = run_mnemo("run -p hi -n abc");
-    EXPECT_EQ(r.code, 2) << r.output;
-    EXPECT_TRUE(contains(r.output, "-n expects an integer")) << r.output;
-    EXPECT_TRUE(contains(r.output, "abc")) << r.output;
-
-    r = run_mnemo("run -p");
-    EXPECT_EQ(r.code, 2) << r.output;
-    EXPECT_TRUE(contains(r.output, "-p expects a value")) << r.output;
-
-    r = run_mnemo("run -p hi --top-p 1.5");
-    EXPECT_EQ(r.code, 2) << r.output;
-    EXPECT_TRUE(contains(r.output, "--top-p")) << r.output;
-
-    r = run_mnemo("bench --batch 1,x");
-    EXPECT_EQ(r.code, 2) << r.output;
-    EXPECT_TRUE(contains(r.output, "--batch")) << r.output;
-
-    r = run_mnemo("run --greedy=yes -p hi");
-    EXPECT_EQ(r.code, 2) << r.output;
-
-    r = run_mnemo("logits --ids 1,x,3 --out /tmp/never.npy");
-    EXPECT_EQ(r.code, 2) << r.output;
-    EXPECT_TRUE(contains(r.output, "'x'")) << r.output;
-
-    r = run_mnemo("run -m /tmp");  // -p missing
-    EXPECT_EQ(r.code, 2) << r.output;
-    EXPECT_TRUE(contains(r.output, "-p/--prompt")) << r.output;
+    const std::pair<const char*, std::vector<std::string>> cases[] = {
+        {"run -p hi -n abc", {"-n expects an integer", "abc"}},
+        {"run -p", {"-p expects a value"}},
+        {"run -p hi --top-p 1.5", {"--top-p"}},
+        {"bench --batch 1,x", {"--batch"}},
+        {"run --greedy=yes -p hi", {}},
+        {"logits --ids 1,x,3 --out /tmp/never.npy", {"'x'"}},
+        {"run -m /tmp", {"-p/--prompt"}},  // -p missing
+    };
+    for (const auto& [args, parts] : cases) EXPECT_TRUE(exited_with(run_mnemo(args), 2, parts)) << args;
 }
 
 TEST_F(Cli, MissingModelIsRuntimeErrorWithPath) {
-    Result r = run_mnemo("run -m /nonexistent/mnemo-model -p hello");
-    EXPECT_EQ(r.code, 1) << r.output;
-    EXPECT_TRUE(contains(r.output, "mnemo: error:")) << r.output;
-    EXPECT_TRUE(contains(r.output, "/nonexistent/mnemo-model")) << r.output;
+    EXPECT_TRUE(exited_with(run_mnemo("run -m /nonexistent/mnemo-model -p hello"), 1,
+                            {"mnemo: error:", "/nonexistent/mnemo-model"}));
 }
 
-TEST_F(Cli, DevicesListsCpu) {
-    Result r = run_mnemo("devices");
-    EXPECT_EQ(r.code, 0) << r.output;
-    EXPECT_TRUE(contains(r.output, "cpu")) << r.output;
-}
+TEST_F(Cli, DevicesListsCpu) { EXPECT_TRUE(exited_with(run_mnemo("devices"), 0, {"cpu"})); }
 
-TEST_F(Cli, PluginsListsLlama) {
-    Result r = run_mnemo("plugins");
-    EXPECT_EQ(r.code, 0) << r.output;
-    EXPECT_TRUE(contains(r.output, "llama")) << r.output;
-}
+TEST_F(Cli, PluginsListsLlama) { EXPECT_TRUE(exited_with(run_mnemo("plugins"), 0, {"llama"})); }
 
 TEST_F(Cli, InfoDescribesTinyModel) {
     REQUIRE_TINY_MODEL();
-    Result r = run_mnemo("info -m " + quote(tiny_model()));
-    EXPECT_EQ(r.code, 0) << r.output;
-    EXPECT_TRUE(contains(r.output, "parameters:")) << r.output;
-    EXPECT_TRUE(contains(r.output, "llama")) << r.output;
+    EXPECT_TRUE(exited_with(run_mnemo("info -m " + quote(tiny_model())), 0, {"parameters:", "llama"}));
 }
 
 TEST_F(Cli, LogitsMatchGolden) {
@@ -212,10 +163,10 @@ TEST_F(Cli, LogitsMatchGolden) {
     if (!fs::exists(ids_file) || !fs::exists(golden_file)) {
         GTEST_SKIP() << "golden files missing in " << tiny_model();
     }
-    const std::vector<int64_t> ids = read_ids(ids_file);
+    const std::vector<int32_t> ids = mnemo::test::read_ids(ids_file);
     ASSERT_FALSE(ids.empty()) << ids_file << " holds no ids";
     std::string list;
-    for (int64_t id : ids) list += (list.empty() ? "" : ",") + std::to_string(id);
+    for (int32_t id : ids) list += (list.empty() ? "" : ",") + std::to_string(id);
     const std::string out = temp_path("logits.npy");
     Result r = run_mnemo("logits -m " + quote(tiny_model()) + " --ids " + list + " --out " + quote(out));
     ASSERT_EQ(r.code, 0) << r.output;
@@ -241,9 +192,9 @@ TEST_F(Cli, LogitsMatchGolden) {
 
 TEST_F(Cli, LogitsRejectsIdOutsideVocabulary) {
     REQUIRE_TINY_MODEL();
-    Result r = run_mnemo("logits -m " + quote(tiny_model()) + " --ids 1,999999999 --out " + quote(temp_path("x.npy")));
-    EXPECT_EQ(r.code, 1) << r.output;
-    EXPECT_TRUE(contains(r.output, "999999999")) << r.output;
+    const Result r =
+        run_mnemo("logits -m " + quote(tiny_model()) + " --ids 1,999999999 --out " + quote(temp_path("x.npy")));
+    EXPECT_TRUE(exited_with(r, 1, {"999999999"}));
     EXPECT_FALSE(fs::exists(temp_path("x.npy")));
 }
 
@@ -254,8 +205,8 @@ TEST_F(Cli, RunGeneratesDeterministicallyAndReportsTimings) {
     Result a = run_mnemo(base);
     Result b = run_mnemo(base);
     ASSERT_EQ(a.code, 0) << a.output;
-    EXPECT_TRUE(contains(a.output, "generation: ")) << a.output;
-    EXPECT_TRUE(contains(a.output, "prompt: ")) << a.output;
+    EXPECT_MENTIONS(a.output, "generation: ");
+    EXPECT_MENTIONS(a.output, "prompt: ");
     EXPECT_EQ(a.output.substr(0, a.output.find("prompt: ")), b.output.substr(0, b.output.find("prompt: ")));
 }
 
@@ -263,9 +214,8 @@ TEST_F(Cli, PromptLongerThanContextIsClearError) {
     REQUIRE_TINY_MODEL();
     std::string prompt;
     for (int i = 0; i < 40; ++i) prompt += "hello world ";
-    Result r = run_mnemo("run -m " + quote(tokenized_tiny_model()) + " -c 8 -p " + quote(prompt));
-    EXPECT_EQ(r.code, 1) << r.output;
-    EXPECT_TRUE(contains(r.output, "prompt has 481 tokens but the context holds 8 (-c)")) << r.output;
+    EXPECT_TRUE(exited_with(run_mnemo("run -m " + quote(tokenized_tiny_model()) + " -c 8 -p " + quote(prompt)), 1,
+                            {"prompt has 481 tokens but the context holds 8 (-c)"}));
 }
 
 TEST_F(Cli, RunStopsAtStopString) {
@@ -290,8 +240,7 @@ TEST_F(Cli, ChatAnswersAndQuits) {
     std::ofstream(input) << "hello\n/reset\nagain\n/quit\nnever read\n";
     Result r = run_mnemo("chat -m " + quote(tokenized_tiny_model()) + " -n 4 --seed 3", input);
     fs::remove(input);
-    EXPECT_EQ(r.code, 0) << r.output;
-    EXPECT_TRUE(contains(r.output, "(conversation cleared)")) << r.output;
+    EXPECT_TRUE(exited_with(r, 0, {"(conversation cleared)"}));
 }
 
 TEST(NpyWrite, RoundTripsThroughReader) {
@@ -314,11 +263,8 @@ TEST(NpyWrite, RoundTripsThroughReader) {
 
 TEST(NpyWrite, FailureNamesPathAndLeavesNothing) {
     const float x = 1.0f;
-    try {
-        mnemo::write_npy_f32("/nonexistent-dir/out.npy", &x, {1});
-        FAIL() << "expected an error";
-    } catch (const mnemo::Error& e) {
-        EXPECT_TRUE(contains(e.what(), "/nonexistent-dir/out.npy")) << e.what();
-    }
+    EXPECT_MENTIONS(mnemo::test::required_error("writing into a missing folder",
+                                                [&] { mnemo::write_npy_f32("/nonexistent-dir/out.npy", &x, {1}); }),
+                    "/nonexistent-dir/out.npy");
     EXPECT_THROW(mnemo::npy_f32_header({-1}), mnemo::Error);
 }

@@ -4,22 +4,21 @@
 // Vulkan device exists, and the command's JSON output.
 #include <gtest/gtest.h>
 
-#include "process_util.hpp"
-#include <sys/wait.h>
-
+#include <atomic>
 #include <cmath>
-#include <cstdio>
 #include <limits>
-#include <numeric>
 #include <string>
 #include <vector>
 
-#include "mnemo/session/compare.hpp"
+#include "fixtures/compare_options.hpp"
+#include "fixtures/error_checks.hpp"
 #include "mnemo/error.hpp"
 #include "mnemo/io/json.hpp"
 #include "mnemo/ops/op_table.hpp"
+#include "mnemo/session/compare.hpp"
 #include "mnemo/session/sampling.hpp"
 #include "model_test_util.hpp"
+#include "process_util.hpp"
 
 using namespace mnemo;
 using namespace mnemo::test;
@@ -27,18 +26,10 @@ using namespace mnemo::test;
 namespace {
 
 CompareOptions options_for(const std::string& model, const std::vector<std::string>& specs, int32_t n) {
-    CompareOptions o;
-    o.model_dir = model_dir(model);
-    o.prompt_tokens = read_ids(o.model_dir + "/golden_ids.txt");
-    o.n_generate = n;
-    for (const std::string& b : specs) o.backends.push_back(parse_backend_spec(b));
-    o.n_threads = 2;
-    o.backend_registry = &backends();
-    o.plugin_registry = &plugins();
-    return o;
+    std::vector<BackendSpec> parsed;
+    for (const std::string& b : specs) parsed.push_back(parse_backend_spec(b));
+    return compare_options(model, parsed, n);
 }
-
-bool contains(const std::string& hay, const std::string& needle) { return hay.find(needle) != std::string::npos; }
 
 // Greedy tokens of a plain decode loop on the CPU: what the reference run must reproduce.
 std::vector<int32_t> plain_greedy(const std::string& dir, const std::vector<int32_t>& prompt, int32_t n) {
@@ -79,14 +70,8 @@ TEST(CompareSpec, ParsesNamesAndDeviceIndices) {
 }
 
 TEST(CompareSpec, RejectsMalformedSpecsNamingThem) {
-    for (const char* bad : {"", ":1", "vulkan:", "vulkan:x", "vulkan:-1", "vul kan", "vulkan:1:2"}) {
-        try {
-            parse_backend_spec(bad);
-            ADD_FAILURE() << "'" << bad << "' was accepted";
-        } catch (const Error& e) {
-            EXPECT_TRUE(contains(e.what(), "'" + std::string(bad) + "'")) << e.what();
-        }
-    }
+    for (const std::string bad : {"", ":1", "vulkan:", "vulkan:x", "vulkan:-1", "vul kan", "vulkan:1:2"})
+        EXPECT_MENTIONS(required_error("'" + bad + "'", [&] { parse_backend_spec(bad); }), "'" + bad + "'");
     EXPECT_THROW(parse_backend_list("cpu,,vulkan"), Error);
     EXPECT_THROW(parse_backend_list("cpu,"), Error);
 }
@@ -158,12 +143,7 @@ TEST_P(CompareCpuCpu, IsExactAndMatchesAPlainGreedyLoop) {
 INSTANTIATE_TEST_SUITE_P(TinyModels, CompareCpuCpu,
                          ::testing::Values("llama-tiny-f32", "llama-tiny-bf16", "pkm-tiny-f32", "ultramem_v2-tiny-f32",
                                            "moe-tiny-f32"),
-                         [](const ::testing::TestParamInfo<std::string>& i) {
-                             std::string s = i.param;
-                             for (char& c : s)
-                                 if (c == '-') c = '_';
-                             return s;
-                         });
+                         param_name_of);
 
 // ------------------------------------------------------------------ backends that cannot run
 
@@ -171,9 +151,9 @@ TEST(Compare, BackendsThatCannotRunAreReportedInTheirColumn) {
     const CompareResult r = compare_backends(options_for("llama-tiny-f32", {"nosuchbackend", "cpu", "cpu:7", "cpu"}, 3));
     ASSERT_EQ(r.runs.size(), 4u);
     EXPECT_FALSE(r.runs[0].ok());
-    EXPECT_TRUE(contains(r.runs[0].error, "'nosuchbackend' is not available")) << r.runs[0].error;
+    EXPECT_MENTIONS(r.runs[0].error, "'nosuchbackend' is not available");
     EXPECT_FALSE(r.runs[2].ok());
-    EXPECT_TRUE(contains(r.runs[2].error, "device 7 does not exist")) << r.runs[2].error;
+    EXPECT_MENTIONS(r.runs[2].error, "device 7 does not exist");
     EXPECT_EQ(r.runs[2].device, 7);
     EXPECT_TRUE(r.runs[2].tokens.empty());
     // The reference is the first backend that ran; the last one is compared with it.
@@ -192,8 +172,9 @@ TEST(Compare, ErrorsDuringARunAreReportedNotThrown) {
     EXPECT_EQ(r.n_ran(), 0);
     EXPECT_EQ(r.reference, -1);
     for (const BackendRun& run : r.runs) {
-        EXPECT_TRUE(contains(run.error, "100000")) << run.error;
-        EXPECT_FALSE(contains(run.error, o.model_dir)) << "the model folder is named once, not per column: " << run.error;
+        EXPECT_MENTIONS(run.error, "100000");
+        EXPECT_FALSE(mentions(run.error, o.model_dir))
+            << "the model folder is named once, not per column: " << run.error;
     }
 }
 
@@ -204,12 +185,7 @@ TEST(Compare, RejectsBadOptions) {
     EXPECT_THROW(compare_backends(o), Error);  // nothing to generate
     o = options_for("llama-tiny-f32", {"cpu"}, 4);
     o.n_ctx = 15;  // 12 prompt tokens + 4 do not fit
-    try {
-        compare_backends(o);
-        ADD_FAILURE() << "a context of 15 was accepted for 16 positions";
-    } catch (const Error& e) {
-        EXPECT_TRUE(contains(e.what(), "16 positions")) << e.what();
-    }
+    EXPECT_MENTIONS(required_error("a context of 15 for 16 positions", [&] { compare_backends(o); }), "16 positions");
     o = options_for("llama-tiny-f32", {"cpu"}, 4);
     o.prompt_tokens.clear();  // and no text
     EXPECT_THROW(compare_backends(o), Error);
@@ -245,39 +221,30 @@ TEST(Compare, CpuAgainstVulkan) {
 
 namespace {
 
-using CliResult = mnemo::testing::ProcessResult;
-CliResult run_cli(const std::string& args) { return mnemo::testing::run_mnemo(args); }
+using mnemo::testing::exited_with;
+using mnemo::testing::run_mnemo;
 
 }  // namespace
 
 TEST(CompareCli, IsListedAndHasHelp) {
-    const CliResult help = run_cli("--help");
-    EXPECT_EQ(help.code, 0);
-    EXPECT_TRUE(contains(help.output, "compare")) << help.output;
-    const CliResult own = run_cli("compare --help");
-    EXPECT_EQ(own.code, 0) << own.output;
-    EXPECT_TRUE(contains(own.output, "usage: mnemo compare")) << own.output;
-    EXPECT_TRUE(contains(own.output, "--backends")) << own.output;
+    EXPECT_TRUE(exited_with(run_mnemo("--help"), 0, {"compare"}));
+    EXPECT_TRUE(exited_with(run_mnemo("compare --help"), 0, {"usage: mnemo compare", "--backends"}));
 }
 
 TEST(CompareCli, UsageErrors) {
-    CliResult r = run_cli("compare -p hi");
-    EXPECT_EQ(r.code, 2) << r.output;
-    EXPECT_TRUE(contains(r.output, "--backends")) << r.output;
-    r = run_cli("compare --backends cpu,cpu");
-    EXPECT_EQ(r.code, 2) << r.output;
-    EXPECT_TRUE(contains(r.output, "-p TEXT or as --ids")) << r.output;
-    r = run_cli("compare -p hi --ids 1,2 --backends cpu,cpu");
-    EXPECT_EQ(r.code, 2) << r.output;
-    r = run_cli("compare -p hi --backends cpu,vulkan:x");
-    EXPECT_EQ(r.code, 2) << r.output;
-    EXPECT_TRUE(contains(r.output, "vulkan:x")) << r.output;
+    const std::pair<const char*, std::vector<std::string>> cases[] = {
+        {"compare -p hi", {"--backends"}},
+        {"compare --backends cpu,cpu", {"-p TEXT or as --ids"}},
+        {"compare -p hi --ids 1,2 --backends cpu,cpu", {}},
+        {"compare -p hi --backends cpu,vulkan:x", {"vulkan:x"}},
+    };
+    for (const auto& [args, parts] : cases) EXPECT_TRUE(exited_with(run_mnemo(args), 2, parts)) << args;
 }
 
 // Text prompt on the bundled default model (it has a tokenizer): the JSON holds both runs with
 // identical tokens and zero difference.
 TEST(CompareCli, JsonCpuAgainstCpu) {
-    const CliResult r = run_cli("compare -p 'The library of memory' -n 4 --backends cpu,cpu --json");
+    const auto r = run_mnemo("compare -p 'The library of memory' -n 4 --backends cpu,cpu --json");
     ASSERT_EQ(r.code, 0) << r.output;
     const json::Value doc = json::parse(r.output, "mnemo compare --json");
     ASSERT_TRUE(doc.is_object());
@@ -307,7 +274,7 @@ TEST(CompareCli, JsonCpuAgainstCpu) {
 TEST(CompareCli, JsonReportsMissingBackendAndFailsBelowTwo) {
     const std::string ids = "--ids 1,5,9,17 -n 3";
     const std::string model = "-m '" + model_dir("llama-tiny-f32") + "' ";
-    CliResult r = run_cli("compare " + model + ids + " --backends cpu,nosuchbackend --json");
+    const auto r = run_mnemo("compare " + model + ids + " --backends cpu,nosuchbackend --json");
     EXPECT_EQ(r.code, 1) << r.output;
     const std::string first_line = r.output.substr(0, r.output.find('\n'));
     const json::Value doc = json::parse(first_line, "mnemo compare --json");
@@ -315,13 +282,11 @@ TEST(CompareCli, JsonReportsMissingBackendAndFailsBelowTwo) {
     ASSERT_EQ(runs.size(), 2u);
     EXPECT_TRUE(runs.as_array()[0].find("ok")->as_bool());
     EXPECT_FALSE(runs.as_array()[1].find("ok")->as_bool());
-    EXPECT_TRUE(contains(runs.as_array()[1].find("error")->as_string(), "nosuchbackend"));
-    EXPECT_TRUE(contains(r.output, "1 of 2 backends ran")) << r.output;
+    EXPECT_MENTIONS(runs.as_array()[1].find("error")->as_string(), "nosuchbackend");
+    EXPECT_MENTIONS(r.output, "1 of 2 backends ran");
 
     // The table form names every backend and the reason a column is empty.
-    r = run_cli("compare " + model + ids + " --backends cpu,cpu,nosuchbackend");
-    EXPECT_EQ(r.code, 0) << r.output;
-    EXPECT_TRUE(contains(r.output, "| max abs dlogit | (reference) | 0 | - |")) << r.output;
-    EXPECT_TRUE(contains(r.output, "nosuchbackend: not run: backend 'nosuchbackend' is not available")) << r.output;
-    EXPECT_TRUE(contains(r.output, "resident")) << r.output;
+    EXPECT_TRUE(exited_with(run_mnemo("compare " + model + ids + " --backends cpu,cpu,nosuchbackend"), 0,
+                            {"| max abs dlogit | (reference) | 0 | - |",
+                             "nosuchbackend: not run: backend 'nosuchbackend' is not available", "resident"}));
 }

@@ -7,29 +7,32 @@
 #include <filesystem>
 #include <fstream>
 #include <string>
+#include <vector>
 
 #include <unistd.h>
 
+#include "fixtures/error_checks.hpp"
 #include "mnemo/error.hpp"
 #include "mnemo/io/json.hpp"
 
 namespace json = mnemo::json;
+using mnemo::test::required_error;
 
 namespace {
 
 // Parses text that must fail and returns the error message.
 std::string parse_error(std::string_view text, std::string_view source = "doc.json") {
-    try {
-        json::parse(text, source);
-    } catch (const mnemo::Error& e) {
-        return e.what();
-    }
-    ADD_FAILURE() << "parse succeeded but should fail: " << text;
-    return "";
+    return required_error("parsing " + std::string(text), [&] { json::parse(text, source); });
 }
 
-#define EXPECT_CONTAINS(haystack, needle) \
-    EXPECT_NE(std::string(haystack).find(needle), std::string::npos) << "message: " << (haystack)
+// Each text must fail to parse with a message that mentions its part.
+struct Malformed {
+    std::string text;
+    std::string mentions;
+};
+void expect_parse_errors(const std::vector<Malformed>& cases) {
+    for (const Malformed& c : cases) EXPECT_MENTIONS(parse_error(c.text), c.mentions) << "parsing " << c.text;
+}
 
 }  // namespace
 
@@ -89,81 +92,97 @@ TEST(JsonParse, StringEscapesAndUnicode) {
 
 TEST(JsonParse, ErrorsNameSourceLineAndColumn) {
     const std::string msg = parse_error("{\n  \"a\": 1,\n  \"b\" 2\n}", "config.json");
-    EXPECT_CONTAINS(msg, "config.json: line 3, column 7: expected ':'");
+    EXPECT_MENTIONS(msg, "config.json: line 3, column 7: expected ':'");
 }
 
 TEST(JsonParse, RejectsTrailingCommas) {
-    EXPECT_CONTAINS(parse_error("[1, 2,]"), "line 1, column 7: expected value after ','");
-    EXPECT_CONTAINS(parse_error("{\"a\": 1,}"), "line 1, column 9: expected member name after ','");
-    EXPECT_CONTAINS(parse_error("{\"a\": 1,}"), "trailing commas");
+    expect_parse_errors({
+        {"[1, 2,]", "line 1, column 7: expected value after ','"},
+        {"{\"a\": 1,}", "line 1, column 9: expected member name after ','"},
+        {"{\"a\": 1,}", "trailing commas"},
+    });
 }
 
 TEST(JsonParse, RejectsLeadingZerosAndBadNumbers) {
-    EXPECT_CONTAINS(parse_error("[01]"), "line 1, column 2: expected a number without leading zeros");
-    EXPECT_CONTAINS(parse_error("[-01]"), "column 2: expected a number without leading zeros");
-    EXPECT_CONTAINS(parse_error("1."), "column 3: expected digit after decimal point");
-    EXPECT_CONTAINS(parse_error(".5"), "column 1: expected value");
-    EXPECT_CONTAINS(parse_error("1e"), "column 3: expected digit in exponent");
-    EXPECT_CONTAINS(parse_error("-"), "column 2: expected digit in number");
-    EXPECT_CONTAINS(parse_error("+1"), "column 1: expected value, found '+'");
-    EXPECT_CONTAINS(parse_error("1e999"), "expected a number within the range of a double");
+    expect_parse_errors({
+        {"[01]", "line 1, column 2: expected a number without leading zeros"},
+        {"[-01]", "column 2: expected a number without leading zeros"},
+        {"1.", "column 3: expected digit after decimal point"},
+        {".5", "column 1: expected value"},
+        {"1e", "column 3: expected digit in exponent"},
+        {"-", "column 2: expected digit in number"},
+        {"+1", "column 1: expected value, found '+'"},
+        {"1e999", "expected a number within the range of a double"},
+    });
 }
 
 TEST(JsonParse, RejectsNanAndInfinity) {
-    EXPECT_CONTAINS(parse_error("NaN"), "line 1, column 1: expected value, found 'N'");
-    EXPECT_CONTAINS(parse_error("[Infinity]"), "column 2: expected value, found 'I'");
-    EXPECT_CONTAINS(parse_error("-Infinity"), "column 2: expected digit in number");
+    expect_parse_errors({
+        {"NaN", "line 1, column 1: expected value, found 'N'"},
+        {"[Infinity]", "column 2: expected value, found 'I'"},
+        {"-Infinity", "column 2: expected digit in number"},
+    });
 }
 
 TEST(JsonParse, RejectsTrailingGarbage) {
-    EXPECT_CONTAINS(parse_error("{} x"), "line 1, column 4: expected end of document, found 'x'");
-    EXPECT_CONTAINS(parse_error("1 2"), "column 3: expected end of document");
-    EXPECT_CONTAINS(parse_error("truex"), "column 5: expected end of document");
+    expect_parse_errors({
+        {"{} x", "line 1, column 4: expected end of document, found 'x'"},
+        {"1 2", "column 3: expected end of document"},
+        {"truex", "column 5: expected end of document"},
+    });
 }
 
 TEST(JsonParse, RejectsDuplicateKeys) {
     const std::string msg = parse_error("{\"a\": 1,\n \"b\": 2,\n \"a\": 3}");
-    EXPECT_CONTAINS(msg, "line 3, column 2: expected unique member names, found duplicate key \"a\"");
+    EXPECT_MENTIONS(msg, "line 3, column 2: expected unique member names, found duplicate key \"a\"");
 }
 
 TEST(JsonParse, RejectsStructuralErrors) {
-    EXPECT_CONTAINS(parse_error(""), "line 1, column 1: expected value, found end of document");
-    EXPECT_CONTAINS(parse_error("[1 2]"), "column 4: expected ',' or ']' in array, found '2'");
-    EXPECT_CONTAINS(parse_error("{\"a\":1 \"b\":2}"), "column 8: expected ',' or '}' in object");
-    EXPECT_CONTAINS(parse_error("{a:1}"), "column 2: expected '\"' to start a member name, found 'a'");
-    EXPECT_CONTAINS(parse_error("[1,"), "column 4: expected value, found end of document");
-    EXPECT_CONTAINS(parse_error("tru"), "column 1: expected value, found 't'");
-    EXPECT_CONTAINS(parse_error("'x'"), "expected value, found '''");
+    expect_parse_errors({
+        {"", "line 1, column 1: expected value, found end of document"},
+        {"[1 2]", "column 4: expected ',' or ']' in array, found '2'"},
+        {"{\"a\":1 \"b\":2}", "column 8: expected ',' or '}' in object"},
+        {"{a:1}", "column 2: expected '\"' to start a member name, found 'a'"},
+        {"[1,", "column 4: expected value, found end of document"},
+        {"tru", "column 1: expected value, found 't'"},
+        {"'x'", "expected value, found '''"},
+    });
 }
 
 TEST(JsonParse, RejectsBadStrings) {
-    EXPECT_CONTAINS(parse_error("\"abc"), "column 1: expected closing '\"' of string");
-    EXPECT_CONTAINS(parse_error("\"a\nb\""), "line 1, column 3: expected escaped control character");
-    EXPECT_CONTAINS(parse_error(R"("\x")"), "column 3: expected one of");
-    EXPECT_CONTAINS(parse_error(R"("\u12G4")"), "column 6: expected 4 hex digits after \\u, found 'G'");
-    EXPECT_CONTAINS(parse_error(R"("\u12")"), "expected 4 hex digits");
+    expect_parse_errors({
+        {"\"abc", "column 1: expected closing '\"' of string"},
+        {"\"a\nb\"", "line 1, column 3: expected escaped control character"},
+        {R"("\x")", "column 3: expected one of"},
+        {R"("\u12G4")", "column 6: expected 4 hex digits after \\u, found 'G'"},
+        {R"("\u12")", "expected 4 hex digits"},
+    });
 }
 
 TEST(JsonParse, RejectsBadSurrogates) {
-    EXPECT_CONTAINS(parse_error(R"("\ude00")"), "column 2: expected a high surrogate");
-    EXPECT_CONTAINS(parse_error(R"("\ud83d")"), "column 2: expected a low surrogate");
-    EXPECT_CONTAINS(parse_error(R"("\ud83dx")"), "expected a low surrogate");
-    EXPECT_CONTAINS(parse_error(R"("\ud83d\u0041")"), "column 8: expected a low surrogate");
+    expect_parse_errors({
+        {R"("\ude00")", "column 2: expected a high surrogate"},
+        {R"("\ud83d")", "column 2: expected a low surrogate"},
+        {R"("\ud83dx")", "expected a low surrogate"},
+        {R"("\ud83d\u0041")", "column 8: expected a low surrogate"},
+    });
 }
 
 TEST(JsonParse, RejectsInvalidUtf8) {
-    EXPECT_CONTAINS(parse_error("\"a\xFF\""), "column 3: expected valid UTF-8 in string, found byte 0xff");
-    EXPECT_CONTAINS(parse_error("\"\xC0\xAF\""), "expected valid UTF-8");             // overlong '/'
-    EXPECT_CONTAINS(parse_error("\"\xE0\x80\xAF\""), "overlong");                    // overlong 3-byte
-    EXPECT_CONTAINS(parse_error("\"\xED\xA0\x80\""), "encoded surrogate");           // U+D800
-    EXPECT_CONTAINS(parse_error("\"\xF4\x90\x80\x80\""), "above U+10FFFF");
-    EXPECT_CONTAINS(parse_error("\"\xE4\xBD\""), "truncated sequence");
-    EXPECT_CONTAINS(parse_error("\"\x80\""), "expected valid UTF-8");                // lone continuation
+    expect_parse_errors({
+        {"\"a\xFF\"", "column 3: expected valid UTF-8 in string, found byte 0xff"},
+        {"\"\xC0\xAF\"", "expected valid UTF-8"},   // overlong '/'
+        {"\"\xE0\x80\xAF\"", "overlong"},           // overlong 3-byte
+        {"\"\xED\xA0\x80\"", "encoded surrogate"},  // U+D800
+        {"\"\xF4\x90\x80\x80\"", "above U+10FFFF"},
+        {"\"\xE4\xBD\"", "truncated sequence"},
+        {"\"\x80\"", "expected valid UTF-8"},  // lone continuation
+    });
 }
 
 TEST(JsonParse, ColumnsCountCharactersNotBytes) {
     // "é" is two bytes but one column.
-    EXPECT_CONTAINS(parse_error("[\"\xC3\xA9\" x]"), "line 1, column 6:");
+    EXPECT_MENTIONS(parse_error("[\"\xC3\xA9\" x]"), "line 1, column 6:");
 }
 
 TEST(JsonParse, DepthLimit) {
@@ -172,36 +191,23 @@ TEST(JsonParse, DepthLimit) {
     EXPECT_NO_THROW(json::parse(ok, "t"));
     std::string deep(513, '[');
     deep += std::string(513, ']');
-    EXPECT_CONTAINS(parse_error(deep), "column 513: expected nesting depth at most 512");
+    EXPECT_MENTIONS(parse_error(deep), "column 513: expected nesting depth at most 512");
     // Far deeper input must fail cleanly too (no stack overflow).
-    EXPECT_CONTAINS(parse_error(std::string(100000, '[')), "nesting depth");
+    EXPECT_MENTIONS(parse_error(std::string(100000, '[')), "nesting depth");
 }
 
 TEST(JsonValue, TypedAccessorsThrowWithTypes) {
     const auto v = json::parse(R"({"s": "x", "n": 1.5, "a": []})", "t");
-    try {
-        v.find("s")->as_int();
-        FAIL() << "as_int on a string must throw";
-    } catch (const mnemo::Error& e) {
-        EXPECT_STREQ(e.what(), "expected integer, found string");
-    }
-    try {
-        v.find("n")->as_int();
-        FAIL() << "as_int on 1.5 must throw";
-    } catch (const mnemo::Error& e) {
-        EXPECT_CONTAINS(e.what(), "expected integer, found number 1.5");
-    }
+    EXPECT_EQ(required_error("as_int on a string", [&] { v.find("s")->as_int(); }), "expected integer, found string");
+    EXPECT_MENTIONS(required_error("as_int on 1.5", [&] { v.find("n")->as_int(); }),
+                    "expected integer, found number 1.5");
     EXPECT_THROW(v.find("a")->as_object(), mnemo::Error);
     EXPECT_THROW(v.as_array(), mnemo::Error);
     EXPECT_THROW(v.as_string(), mnemo::Error);
     EXPECT_THROW(v.as_bool(), mnemo::Error);
     EXPECT_THROW(v.as_double(), mnemo::Error);
-    try {
-        v.find("a")->as_string();
-        FAIL();
-    } catch (const mnemo::Error& e) {
-        EXPECT_STREQ(e.what(), "expected string, found array");
-    }
+    EXPECT_EQ(required_error("as_string on an array", [&] { v.find("a")->as_string(); }),
+              "expected string, found array");
     EXPECT_STREQ(json::type_name(json::Type::Bool), "boolean");
 }
 
@@ -255,24 +261,13 @@ TEST(JsonParseFile, ReadsFileAndNamesPathInErrors) {
     std::ofstream(good) << R"({"hidden_size": 64})";
     std::ofstream(bad) << "{\"hidden_size\": 64,\n}";
     EXPECT_EQ(json::parse_file(good).find("hidden_size")->as_int(), 64);
-    try {
-        json::parse_file(bad);
-        ADD_FAILURE() << "bad.json must fail";
-    } catch (const mnemo::Error& e) {
-        EXPECT_CONTAINS(e.what(), bad + ": line 2, column 1: expected member name after ','");
-    }
+    EXPECT_MENTIONS(required_error("bad.json", [&] { json::parse_file(bad); }),
+                    bad + ": line 2, column 1: expected member name after ','");
     const std::string missing = (dir / "missing.json").string();
-    try {
-        json::parse_file(missing);
-        ADD_FAILURE() << "missing file must fail";
-    } catch (const mnemo::Error& e) {
-        EXPECT_CONTAINS(e.what(), missing + ": cannot open file");
-    }
-    try {
-        json::parse_file(dir.string());  // a folder opens but cannot be read
-        ADD_FAILURE() << "reading a folder must fail";
-    } catch (const mnemo::Error& e) {
-        EXPECT_CONTAINS(e.what(), dir.string() + ": cannot read file");
-    }
+    EXPECT_MENTIONS(required_error("a missing file", [&] { json::parse_file(missing); }),
+                    missing + ": cannot open file");
+    // A folder opens but cannot be read.
+    EXPECT_MENTIONS(required_error("reading a folder", [&] { json::parse_file(dir.string()); }),
+                    dir.string() + ": cannot read file");
     fs::remove_all(dir);
 }

@@ -7,11 +7,10 @@
 #include <filesystem>
 #include <set>
 
+#include "fixtures/golden_logits.hpp"
 #include "mnemo/io/json.hpp"
 #include "model_test_util.hpp"
-#include "npy.hpp"
 
-namespace fs = std::filesystem;
 using namespace mnemo;
 using namespace mnemo::test;
 
@@ -25,15 +24,13 @@ const std::set<std::string>& memory_model_types() {
 
 std::vector<std::string> memory_model_folders() {
     std::vector<std::string> out;
-    for (const auto& e : fs::directory_iterator(std::string(MNEMO_TEST_DATA) + "/models")) {
-        const fs::path cfg = e.path() / "config.json";
-        if (!fs::exists(cfg) || !fs::exists(e.path() / "golden_logits.npy")) continue;
-        const json::Value v = json::parse_file(cfg.string());
+    for (const std::string& m : tiny_model_folders()) {
+        const std::string dir = model_dir(m);
+        if (!std::filesystem::exists(dir + "/golden_logits.npy")) continue;
+        const json::Value v = json::parse_file(dir + "/config.json");
         const json::Value* type = v.find_path("model_type");
-        if (type && type->is_string() && memory_model_types().count(type->as_string()))
-            out.push_back(e.path().filename().string());
+        if (type && type->is_string() && memory_model_types().count(type->as_string())) out.push_back(m);
     }
-    std::sort(out.begin(), out.end());
     return out;
 }
 
@@ -41,24 +38,17 @@ class MemoryModelGoldens : public ::testing::TestWithParam<std::string> {};
 
 TEST_P(MemoryModelGoldens, MatchTheTorchReference) {
     const std::string dir = model_dir(GetParam());
-    const std::vector<int32_t> ids = read_ids(dir + "/golden_ids.txt");
-    const test::NpyArray golden = test::load_npy(dir + "/golden_logits.npy");
-    auto s = open_model(dir);
-    ASSERT_EQ(golden.shape.size(), 2u);
-    ASSERT_EQ(golden.shape[0], static_cast<int64_t>(ids.size()));
-    ASSERT_EQ(golden.shape[1], s->vocab_size());
-    const std::vector<float> logits = s->append(0, ids, /*all_logits=*/true);
-    ASSERT_TRUE(all_finite(logits));
-    EXPECT_LT(max_rel_error(logits, golden.as_f32()), 1e-4) << GetParam();
+    const Golden golden = load_golden(dir);
+    ASSERT_NO_FATAL_FAILURE(expect_golden_logits(dir, golden));
 
     // Token by token (decode graphs, N = 1) must give the same logits as the prompt at once.
     auto d = open_model(dir);
     std::vector<float> stepwise;
-    for (int32_t id : ids) {
+    for (int32_t id : golden.ids) {
         const std::vector<float> l = d->append(0, {id}, true);
         stepwise.insert(stepwise.end(), l.begin(), l.end());
     }
-    EXPECT_LT(max_rel_error(stepwise, golden.as_f32()), 1e-4) << GetParam() << " decoded token by token";
+    EXPECT_LT(max_rel_error(stepwise, golden.logits.as_f32()), 1e-4) << GetParam() << " decoded token by token";
 }
 
 // A memory or MoE model reads only the rows / experts a token selects: the activated parameters
@@ -72,13 +62,7 @@ TEST_P(MemoryModelGoldens, ActivatedParametersArePartOfTheTotal) {
     EXPECT_LT(m.decode_weight_bytes, m.weight_bytes) << GetParam();
 }
 
-INSTANTIATE_TEST_SUITE_P(Models, MemoryModelGoldens, ::testing::ValuesIn(memory_model_folders()),
-                         [](const auto& info) {
-                             std::string n = info.param;
-                             for (char& c : n)
-                                 if (c == '-') c = '_';
-                             return n;
-                         });
+INSTANTIATE_TEST_SUITE_P(Models, MemoryModelGoldens, ::testing::ValuesIn(memory_model_folders()), param_name_of);
 GTEST_ALLOW_UNINSTANTIATED_PARAMETERIZED_TEST(MemoryModelGoldens);
 
 }  // namespace

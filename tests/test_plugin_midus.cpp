@@ -4,20 +4,16 @@
 // refused at load time with a message naming the field or tensor.
 #include <gtest/gtest.h>
 
-#include <unistd.h>
+#include <algorithm>
+#include <string>
+#include <utility>
+#include <vector>
 
-#include <cstring>
-#include <filesystem>
-#include <fstream>
-#include <functional>
-#include <sstream>
-
-#include "mnemo/error.hpp"
+#include "fixtures/golden_logits.hpp"
+#include "fixtures/load_errors.hpp"
 #include "mnemo/io/safetensors.hpp"
-#include "mnemo/session/session.hpp"
 #include "model_test_util.hpp"
 
-namespace fs = std::filesystem;
 using namespace mnemo;
 using namespace mnemo::test;
 
@@ -25,27 +21,13 @@ namespace {
 
 const char* const kModel = "midus_hml-tiny-f32";
 
-// A scratch copy of the test model that a test may corrupt; removed afterwards.
-// A scratch copy of the tiny MIDUS model (tests/model_test_util.hpp ModelCopy).
-class Scratch : public ModelCopy {
-public:
-    Scratch() : ModelCopy(model_dir(kModel)) {}
-    void rewrite(const std::function<bool(TensorToWrite&, std::vector<uint8_t>&)>& edit) const { rewrite_tensors(edit); }
-};
-
-std::string open_error(const std::string& dir) {
-    try {
-        open_model(dir);
-    } catch (const Error& e) {
-        return e.what();
-    }
-    return "";
+// A config edit of the tiny model the plugin refuses, and what the error must mention.
+Refusal refused(const std::string& key, const std::string& value, const std::vector<std::string>& mentions) {
+    return Refusal{kModel, key, value, mentions};
 }
 
-bool contains(const std::string& s, const std::string& part) { return s.find(part) != std::string::npos; }
-
 std::vector<float> all_logits(const std::string& dir) {
-    return open_model(dir)->append(0, read_ids(model_dir(kModel) + "/golden_ids.txt"), true);
+    return prompt_logits(dir, read_ids(model_dir(kModel) + "/golden_ids.txt"));
 }
 
 // ------------------------------------------------------------------------------ behaviour
@@ -53,13 +35,13 @@ std::vector<float> all_logits(const std::string& dir) {
 // D.2: with V̄ = 0 every memory block is M(x) = x, so the up-scaled model is its Llama backbone
 // (the extra memory tensors are simply not declared by the llama plugin).
 TEST(MidusPlugin, ZeroValueBankGivesTheBackboneLogits) {
-    Scratch midus;
-    midus.rewrite([](TensorToWrite& t, std::vector<uint8_t>& bytes) {
+    ModelCopy midus(model_dir(kModel));
+    midus.rewrite_tensors([](TensorToWrite& t, std::vector<uint8_t>& bytes) {
         if (t.name.size() > 11 && t.name.compare(t.name.size() - 11, 11, ".hml.values") == 0)
             std::fill(bytes.begin(), bytes.end(), uint8_t{0});
         return true;
     });
-    Scratch llama;
+    ModelCopy llama(model_dir(kModel));
     llama.set_config("model_type", "\"llama\"");
 
     const std::vector<float> zero_bank = all_logits(midus.dir());
@@ -102,122 +84,71 @@ TEST(MidusPlugin, SummaryNamesTheMemoryBlocks) {
     const ModelSummary& m = s->summary();
     EXPECT_EQ(m.model_type, "midus_hml");
     EXPECT_EQ(m.n_layers, 5);  // 3 base blocks + 2 memory blocks
-    EXPECT_TRUE(contains(m.architecture, "2 memory blocks before blocks {0,2}")) << m.architecture;
-    EXPECT_TRUE(contains(m.architecture, "n 8 (64 keys/head), top-3, r 6")) << m.architecture;
+    EXPECT_MENTIONS(m.architecture, "2 memory blocks before blocks {0,2}");
+    EXPECT_MENTIONS(m.architecture, "n 8 (64 keys/head), top-3, r 6");
 }
 
 // ------------------------------------------------------------------------------ bad configs
 
-TEST(MidusBadConfig, AnchorsNotIncreasing) {
-    Scratch m;
-    m.set_config("memory_anchors", "[2, 0]");
-    const std::string e = open_error(m.dir());
-    EXPECT_TRUE(contains(e, "memory_anchors must be strictly increasing")) << e;
-    m.set_config("memory_anchors", "[1, 1]");
-    EXPECT_TRUE(contains(open_error(m.dir()), "strictly increasing")) << open_error(m.dir());
-}
+// Each is refused at load time with a message naming the field: MidusPlugin/MidusBadConfig.IsRefused/<case>.
+class MidusBadConfig : public ::testing::TestWithParam<RefusalCase> {};
 
-TEST(MidusBadConfig, AnchorOutOfRange) {
-    Scratch m;
-    m.set_config("memory_anchors", "[0, 3]");
-    std::string e = open_error(m.dir());
-    EXPECT_TRUE(contains(e, "memory_anchors[1] = 3 is not a base block index 0..2")) << e;
-    m.set_config("memory_anchors", "[-1, 2]");
-    e = open_error(m.dir());
-    EXPECT_TRUE(contains(e, "memory_anchors[0] = -1")) << e;
-}
+TEST_P(MidusBadConfig, IsRefused) { expect_refused(GetParam()); }
 
-TEST(MidusBadConfig, AnchorsMustBeAListOfIntegers) {
-    Scratch m;
-    m.set_config("memory_anchors", "2");
-    std::string e = open_error(m.dir());
-    EXPECT_TRUE(contains(e, "'memory_anchors' must be a non-empty list of integers")) << e;
-    m.set_config("memory_anchors", "[]");
-    e = open_error(m.dir());
-    EXPECT_TRUE(contains(e, "'memory_anchors' must be a non-empty list of integers")) << e;
-    m.set_config("memory_anchors", "[0, 1.5]");
-    e = open_error(m.dir());
-    EXPECT_TRUE(contains(e, "memory_anchors.1") && contains(e, "expected an integer")) << e;
-    m.set_config("memory_anchors", "");
-    e = open_error(m.dir());
-    EXPECT_TRUE(contains(e, "'memory_anchors' is missing")) << e;
-}
+const RefusalCase kBadConfigs[] = {
+    {"AnchorsNotIncreasing",
+     {refused("memory_anchors", "[2, 0]", {"memory_anchors must be strictly increasing"}),
+      refused("memory_anchors", "[1, 1]", {"strictly increasing"})}},
+    {"AnchorOutOfRange",
+     {refused("memory_anchors", "[0, 3]", {"memory_anchors[1] = 3 is not a base block index 0..2"}),
+      refused("memory_anchors", "[-1, 2]", {"memory_anchors[0] = -1"})}},
+    {"AnchorsMustBeAListOfIntegers",
+     {refused("memory_anchors", "2", {"'memory_anchors' must be a non-empty list of integers"}),
+      refused("memory_anchors", "[]", {"'memory_anchors' must be a non-empty list of integers"}),
+      refused("memory_anchors", "[0, 1.5]", {"memory_anchors.1", "expected an integer"}),
+      refused("memory_anchors", "", {"'memory_anchors' is missing"})}},
+    {"TopkAboveTheSubKeyCount",
+     {refused("memory_topk", "9", {"memory_topk (9) must be in 1..memory_n_keys (8)"}),
+      refused("memory_topk", "0", {"memory_topk (0)"})}},
+    {"NonPositiveOrHugeKeyCount",
+     {refused("memory_n_keys", "0", {"memory_n_keys must be in 1..46340"}),
+      refused("memory_n_keys", "50000", {"memory_n_keys must be in 1..46340"}),
+      refused("memory_n_keys", "", {"'memory_n_keys' is missing"})}},
+    {"OddHeadDim", {refused("head_dim", "7", {"head_dim must be even"})}},
+    // 4 heads x 6 = 24 != hidden 32
+    {"HeadsMustTileTheHiddenSize",
+     {refused("head_dim", "6", {"num_attention_heads (4) x head_dim (6) must equal hidden_size (32)"})}},
+    // r is a config field (default d_h = 8; the checkpoint has r = 6); a bank or projection of
+    // another width is refused by name.
+    {"LatentDimMismatch",
+     {refused("memory_latent_dim", "5", {"'model.memory_blocks.0.hml.values' has shape"}),
+      refused("memory_latent_dim", "", {"'model.memory_blocks.0.hml.values' has shape"}),
+      refused("memory_latent_dim", "0", {"memory_latent_dim must be >= 1"})}},
+};
 
-TEST(MidusBadConfig, TopkAboveTheSubKeyCount) {
-    Scratch m;
-    m.set_config("memory_topk", "9");
-    const std::string e = open_error(m.dir());
-    EXPECT_TRUE(contains(e, "memory_topk (9) must be in 1..memory_n_keys (8)")) << e;
-    m.set_config("memory_topk", "0");
-    EXPECT_TRUE(contains(open_error(m.dir()), "memory_topk (0)")) << open_error(m.dir());
-}
-
-TEST(MidusBadConfig, NonPositiveOrHugeKeyCount) {
-    Scratch m;
-    m.set_config("memory_n_keys", "0");
-    EXPECT_TRUE(contains(open_error(m.dir()), "memory_n_keys must be in 1..46340")) << open_error(m.dir());
-    m.set_config("memory_n_keys", "50000");
-    EXPECT_TRUE(contains(open_error(m.dir()), "memory_n_keys must be in 1..46340")) << open_error(m.dir());
-    m.set_config("memory_n_keys", "");
-    EXPECT_TRUE(contains(open_error(m.dir()), "'memory_n_keys' is missing")) << open_error(m.dir());
-}
-
-TEST(MidusBadConfig, OddHeadDim) {
-    Scratch m;
-    m.set_config("head_dim", "7");
-    const std::string e = open_error(m.dir());
-    EXPECT_TRUE(contains(e, "head_dim must be even")) << e;
-}
-
-TEST(MidusBadConfig, HeadsMustTileTheHiddenSize) {
-    Scratch m;
-    m.set_config("head_dim", "6");  // 4 heads x 6 = 24 != hidden 32
-    const std::string e = open_error(m.dir());
-    EXPECT_TRUE(contains(e, "num_attention_heads (4) x head_dim (6) must equal hidden_size (32)")) << e;
-}
-
-// r is a config field (default d_h); a bank or projection of another width is refused by name.
-TEST(MidusBadConfig, LatentDimMismatch) {
-    Scratch m;
-    m.set_config("memory_latent_dim", "5");
-    std::string e = open_error(m.dir());
-    EXPECT_TRUE(contains(e, "'model.memory_blocks.0.hml.values' has shape")) << e;
-    m.set_config("memory_latent_dim", "");  // default r = head_dim = 8, the checkpoint has r = 6
-    e = open_error(m.dir());
-    EXPECT_TRUE(contains(e, "'model.memory_blocks.0.hml.values' has shape")) << e;
-    m.set_config("memory_latent_dim", "0");
-    e = open_error(m.dir());
-    EXPECT_TRUE(contains(e, "memory_latent_dim must be >= 1")) << e;
-}
+INSTANTIATE_TEST_SUITE_P(MidusPlugin, MidusBadConfig, ::testing::ValuesIn(kBadConfigs), refusal_case_name);
 
 TEST(MidusBadCheckpoint, ProjectionOfTheWrongLatentWidth) {
-    Scratch m;
-    m.rewrite([](TensorToWrite& t, std::vector<uint8_t>& bytes) {
-        if (t.name == "model.memory_blocks.1.hml.value_proj") {  // [4, 6, 8] -> [4, 8, 6]
-            std::swap(t.shape[1], t.shape[2]);
-        }
-        (void)bytes;
-        return true;
-    });
-    const std::string e = open_error(m.dir());
-    EXPECT_TRUE(contains(e, "'model.memory_blocks.1.hml.value_proj' has shape")) << e;
+    const std::string e = error_with_tensor_edit(kModel, "model.memory_blocks.1.hml.value_proj",
+                                                 [](TensorToWrite& t, std::vector<uint8_t>&) {
+                                                     std::swap(t.shape[1], t.shape[2]);  // [4, 6, 8] -> [4, 8, 6]
+                                                 });
+    EXPECT_MENTIONS(e, "'model.memory_blocks.1.hml.value_proj' has shape");
 }
 
 TEST(MidusBadCheckpoint, MissingMemoryTensor) {
-    Scratch m;
-    m.rewrite([](TensorToWrite& t, std::vector<uint8_t>&) { return t.name != "model.memory_blocks.1.hml.keys"; });
-    const std::string e = open_error(m.dir());
-    EXPECT_TRUE(contains(e, "'model.memory_blocks.1.hml.keys' is missing")) << e;
+    ModelCopy m(model_dir(kModel));
+    m.drop_tensor("model.memory_blocks.1.hml.keys");
+    EXPECT_MENTIONS(open_error(m.dir()), "'model.memory_blocks.1.hml.keys' is missing");
 }
 
 // Memory blocks have no output projection (eq. 3): a checkpoint is not asked for one, and an
 // extra anchor asks for the tensors of a memory block that is not there.
 TEST(MidusBadCheckpoint, MoreAnchorsThanMemoryBlocks) {
-    Scratch m;
-    m.set_config("memory_anchors", "[0, 1, 2]");
-    const std::string e = open_error(m.dir());
-    EXPECT_TRUE(contains(e, "'model.memory_blocks.2.") && contains(e, "is missing")) << e;
-    EXPECT_FALSE(contains(e, "o_proj")) << e;
+    const std::string e = error_with_config(kModel, "memory_anchors", "[0, 1, 2]");
+    EXPECT_MENTIONS(e, "'model.memory_blocks.2.");
+    EXPECT_MENTIONS(e, "is missing");
+    EXPECT_FALSE(mentions(e, "o_proj")) << e;
 }
 
 }  // namespace

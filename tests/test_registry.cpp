@@ -6,11 +6,13 @@
 
 #include <filesystem>
 
+#include "fixtures/error_checks.hpp"
 #include "mnemo/error.hpp"
 #include "mnemo/modules/registry.hpp"
 
 namespace fs = std::filesystem;
 using namespace mnemo;
+using mnemo::test::required_error;
 
 namespace {
 
@@ -48,56 +50,42 @@ TEST(Registry, FindsTheLlamaPluginAndItsModelTypes) {
 
 TEST(Registry, UnknownModelTypeListsTheKnownOnes) {
     PluginRegistry reg({MNEMO_BUILD_BIN});
-    try {
-        reg.for_model_type("gpt_neox");
-        FAIL() << "expected an error";
-    } catch (const Error& e) {
-        const std::string m = e.what();
-        EXPECT_NE(m.find("gpt_neox"), std::string::npos) << m;
-        EXPECT_NE(m.find("llama"), std::string::npos) << m;
-    }
+    const std::string m = required_error("an unknown model type", [&] { reg.for_model_type("gpt_neox"); });
+    EXPECT_MENTIONS(m, "gpt_neox");
+    EXPECT_MENTIONS(m, "llama");
 }
 
 TEST(Registry, MissingBackendIsAClearError) {
     BackendRegistry reg({MNEMO_BUILD_BIN});
-    try {
-        reg.require("metal");
-        FAIL() << "expected an error";
-    } catch (const Error& e) {
-        const std::string m = e.what();
-        EXPECT_NE(m.find("'metal' is not available"), std::string::npos) << m;
-        EXPECT_NE(m.find("cpu"), std::string::npos) << m;
-    }
+    const std::string m = required_error("a missing backend", [&] { reg.require("metal"); });
+    EXPECT_MENTIONS(m, "'metal' is not available");
+    EXPECT_MENTIONS(m, "cpu");
 }
 
 TEST(Registry, EmptySearchPathFindsNothingAndSaysSo) {
     PluginRegistry reg({"/nonexistent/mnemo/plugins"});
     EXPECT_TRUE(reg.modules().empty());
-    try {
-        reg.for_model_type("llama");
-        FAIL();
-    } catch (const Error& e) {
-        EXPECT_NE(std::string(e.what()).find("MNEMO_PLUGIN_PATH"), std::string::npos) << e.what();
-    }
+    EXPECT_MENTIONS(required_error("a model type without plugins", [&] { reg.for_model_type("llama"); }),
+                    "MNEMO_PLUGIN_PATH");
 }
 
 TEST(Registry, WrongAbiVersionIsRefusedWithTheReason) {
     PluginRegistry plugins({test_module_dir("mnemo-plugin-wrongabi")});
     EXPECT_TRUE(plugins.modules().empty());
     ASSERT_EQ(plugins.load_errors().size(), 1u);
-    EXPECT_NE(plugins.load_errors()[0].reason.find("ABI version 999"), std::string::npos) << plugins.load_errors()[0].reason;
+    EXPECT_MENTIONS(plugins.load_errors()[0].reason, "ABI version 999");
 
     BackendRegistry backends({test_module_dir("mnemo-backend-wrongabi")});
     EXPECT_TRUE(backends.modules().empty());
     ASSERT_EQ(backends.load_errors().size(), 1u);
-    EXPECT_NE(backends.load_errors()[0].reason.find("ABI version 0"), std::string::npos);
+    EXPECT_MENTIONS(backends.load_errors()[0].reason, "ABI version 0");
 }
 
 TEST(Registry, ModuleWithoutEntryPointIsReported) {
     PluginRegistry reg({test_module_dir("mnemo-plugin-noentry")});
     EXPECT_TRUE(reg.modules().empty());
     ASSERT_EQ(reg.load_errors().size(), 1u);
-    EXPECT_NE(reg.load_errors()[0].reason.find("mnemo_plugin_entry"), std::string::npos);
+    EXPECT_MENTIONS(reg.load_errors()[0].reason, "mnemo_plugin_entry");
 }
 
 TEST(Registry, TwoPluginsClaimingOneTypeNameBoth) {
@@ -106,15 +94,10 @@ TEST(Registry, TwoPluginsClaimingOneTypeNameBoth) {
     ASSERT_TRUE(std::any_of(reg.modules().begin(), reg.modules().end(),
                             [](const auto& m) { return m.name == "dupllama"; }))
         << all_errors(reg.load_errors());
-    try {
-        reg.for_model_type("llama");
-        FAIL() << "expected an error";
-    } catch (const Error& e) {
-        const std::string m = e.what();
-        EXPECT_NE(m.find("more than one plugin"), std::string::npos) << m;
-        EXPECT_NE(m.find("dupllama"), std::string::npos) << m;
-        EXPECT_NE(m.find("llama ("), std::string::npos) << m;
-    }
+    const std::string m = required_error("a type claimed twice", [&] { reg.for_model_type("llama"); });
+    EXPECT_MENTIONS(m, "more than one plugin");
+    EXPECT_MENTIONS(m, "dupllama");
+    EXPECT_MENTIONS(m, "llama (");
     // Types claimed once still resolve.
     EXPECT_EQ(reg.for_model_type("qwen2").name, "llama");
 }

@@ -11,18 +11,17 @@
 
 #include <unistd.h>
 
-#include "mnemo/ops/dtype.hpp"
+#include "fixtures/error_checks.hpp"
 #include "mnemo/error.hpp"
 #include "mnemo/io/safetensors.hpp"
+#include "mnemo/ops/dtype.hpp"
 
 namespace fs = std::filesystem;
 using mnemo::Checkpoint;
 using mnemo::DType;
+using mnemo::test::required_error;
 
 namespace {
-
-#define EXPECT_CONTAINS(haystack, needle) \
-    EXPECT_NE(std::string(haystack).find(needle), std::string::npos) << "message: " << (haystack)
 
 // A safetensors image from raw header text and a data section (no padding, as a careless writer
 // might produce).
@@ -35,17 +34,22 @@ std::vector<uint8_t> make_image(const std::string& header, size_t data_bytes) {
 }
 
 std::string header_error(const std::vector<uint8_t>& image, const std::string& source = "bad.safetensors") {
-    try {
-        mnemo::parse_safetensors_header(image.data(), image.size(), source);
-    } catch (const mnemo::Error& e) {
-        return e.what();
-    }
-    ADD_FAILURE() << "header was accepted but should be rejected";
-    return "";
+    return required_error("the header", [&] { mnemo::parse_safetensors_header(image.data(), image.size(), source); });
 }
 
 std::string header_error(const std::string& header, size_t data_bytes) {
     return header_error(make_image(header, data_bytes));
+}
+
+// Headers that must be rejected: the header text, the size of the data section after it, and what
+// the message must mention.
+struct BadHeader {
+    std::string header;
+    size_t data_bytes;
+    std::string mentions;
+};
+void expect_header_errors(const std::vector<BadHeader>& cases) {
+    for (const BadHeader& c : cases) EXPECT_MENTIONS(header_error(c.header, c.data_bytes), c.mentions) << c.header;
 }
 
 class SafetensorsFiles : public ::testing::Test {
@@ -72,13 +76,7 @@ protected:
     }
 
     std::string open_error() const {
-        try {
-            Checkpoint::open(dir.string());
-        } catch (const mnemo::Error& e) {
-            return e.what();
-        }
-        ADD_FAILURE() << "Checkpoint::open succeeded but should fail";
-        return "";
+        return required_error("Checkpoint::open", [&] { Checkpoint::open(dir.string()); });
     }
 };
 
@@ -185,7 +183,7 @@ TEST_F(SafetensorsFiles, WriteRejectsBadTensorsAndLeavesNoFile) {
         mnemo::write_safetensors(path("a.safetensors"), {{"w", DType::F32, {1}, &x}, {"w", DType::F32, {1}, &x}});
         ADD_FAILURE() << "duplicate names must be rejected";
     } catch (const mnemo::Error& e) {
-        EXPECT_CONTAINS(e.what(), "a.safetensors: tensor 'w': name appears twice");
+        EXPECT_MENTIONS(e.what(), "a.safetensors: tensor 'w': name appears twice");
     }
     EXPECT_THROW(mnemo::write_safetensors(path("a.safetensors"), {{"w", DType::F32, {-1}, &x}}), mnemo::Error);
     EXPECT_THROW(mnemo::write_safetensors(path("a.safetensors"), {{"w", DType::F32, {2}, nullptr}}), mnemo::Error);
@@ -195,7 +193,7 @@ TEST_F(SafetensorsFiles, WriteRejectsBadTensorsAndLeavesNoFile) {
         mnemo::write_safetensors(path("nodir/a.safetensors"), {{"w", DType::F32, {1}, &x}});
         ADD_FAILURE() << "writing into a missing folder must fail";
     } catch (const mnemo::Error& e) {
-        EXPECT_CONTAINS(e.what(), "nodir/a.safetensors.tmp-");
+        EXPECT_MENTIONS(e.what(), "nodir/a.safetensors.tmp-");
     }
 }
 
@@ -222,57 +220,59 @@ TEST_F(SafetensorsFiles, ShardedFolderViaIndex) {
 }
 
 TEST_F(SafetensorsFiles, EmptyFolderIsReported) {
-    EXPECT_CONTAINS(open_error(), "no model.safetensors or model.safetensors.index.json in " + dir.string());
+    EXPECT_MENTIONS(open_error(), "no model.safetensors or model.safetensors.index.json in " + dir.string());
 }
 
 TEST_F(SafetensorsFiles, EmptyAndTruncatedFiles) {
     write_bytes("model.safetensors", {});
-    EXPECT_CONTAINS(open_error(), path("model.safetensors") + ": file is empty");
+    EXPECT_MENTIONS(open_error(), path("model.safetensors") + ": file is empty");
     write_bytes("model.safetensors", {1, 0, 0});
-    EXPECT_CONTAINS(open_error(), path("model.safetensors") + ": file is 3 bytes, too short");
+    EXPECT_MENTIONS(open_error(), path("model.safetensors") + ": file is 3 bytes, too short");
     // A complete header whose data section was cut off.
     auto image = make_image(R"({"w":{"dtype":"F32","shape":[4],"data_offsets":[0,16]}})", 16);
     image.erase(image.end() - 5, image.end());  // drop the last 5 data bytes
     write_bytes("model.safetensors", image);
     const std::string msg = open_error();
-    EXPECT_CONTAINS(msg, path("model.safetensors") + ": tensor 'w': data_offsets [0, 16) run past the data "
+    EXPECT_MENTIONS(msg, path("model.safetensors") + ": tensor 'w': data_offsets [0, 16) run past the data "
                                                      "section (11 bytes)");
 }
 
 TEST(SafetensorsHeader, HeaderLengthPastEndOfFile) {
     auto image = make_image(R"({})", 0);
     image[0] = 200;  // claims 200 header bytes in a 10-byte file
-    EXPECT_CONTAINS(header_error(image), "bad.safetensors: header length 200 runs past the end of the file (10 bytes)");
+    EXPECT_MENTIONS(header_error(image), "bad.safetensors: header length 200 runs past the end of the file (10 bytes)");
     image[0] = 0;
     image[7] = 0x80;  // a huge length, caught by the size limit before anything is read
-    EXPECT_CONTAINS(header_error(image), "bad.safetensors: header length 9223372036854775808 exceeds the limit");
+    EXPECT_MENTIONS(header_error(image), "bad.safetensors: header length 9223372036854775808 exceeds the limit");
 }
 
 TEST(SafetensorsHeader, OffsetsOutOfRange) {
-    EXPECT_CONTAINS(header_error(R"({"w":{"dtype":"F32","shape":[2],"data_offsets":[4,12]}})", 8),
-                    "bad.safetensors: tensor 'w': data_offsets [4, 12) run past the data section (8 bytes)");
-    EXPECT_CONTAINS(header_error(R"({"w":{"dtype":"F32","shape":[0],"data_offsets":[8,4]}})", 8),
-                    "tensor 'w': data_offsets [8, 4) begin after they end");
-    EXPECT_CONTAINS(header_error(R"({"w":{"dtype":"F32","shape":[1],"data_offsets":[-4,0]}})", 8),
-                    "tensor 'w': field 'data_offsets'[0]: expected a non-negative integer, found number -4");
-    EXPECT_CONTAINS(header_error(R"({"w":{"dtype":"F32","shape":[1],"data_offsets":[0,1e30]}})", 8),
-                    "tensor 'w': field 'data_offsets'[1]: expected a non-negative integer");
-    EXPECT_CONTAINS(header_error(R"({"w":{"dtype":"F32","shape":[1],"data_offsets":[0]}})", 8),
-                    "tensor 'w': field 'data_offsets': expected an array [begin, end], found an array of 1");
+    expect_header_errors({
+        {R"({"w":{"dtype":"F32","shape":[2],"data_offsets":[4,12]}})", 8,
+         "bad.safetensors: tensor 'w': data_offsets [4, 12) run past the data section (8 bytes)"},
+        {R"({"w":{"dtype":"F32","shape":[0],"data_offsets":[8,4]}})", 8,
+         "tensor 'w': data_offsets [8, 4) begin after they end"},
+        {R"({"w":{"dtype":"F32","shape":[1],"data_offsets":[-4,0]}})", 8,
+         "tensor 'w': field 'data_offsets'[0]: expected a non-negative integer, found number -4"},
+        {R"({"w":{"dtype":"F32","shape":[1],"data_offsets":[0,1e30]}})", 8,
+         "tensor 'w': field 'data_offsets'[1]: expected a non-negative integer"},
+        {R"({"w":{"dtype":"F32","shape":[1],"data_offsets":[0]}})", 8,
+         "tensor 'w': field 'data_offsets': expected an array [begin, end], found an array of 1"},
+    });
 }
 
 TEST(SafetensorsHeader, OverlappingOffsets) {
     const std::string msg = header_error(
         R"({"a":{"dtype":"F32","shape":[2],"data_offsets":[0,8]},)"
         R"("b":{"dtype":"F32","shape":[2],"data_offsets":[4,12]}})", 12);
-    EXPECT_CONTAINS(msg, "bad.safetensors: tensor 'b': data_offsets [4, 12) overlap tensor 'a' [0, 8)");
+    EXPECT_MENTIONS(msg, "bad.safetensors: tensor 'b': data_offsets [4, 12) overlap tensor 'a' [0, 8)");
     // Listed in the opposite order the overlap is still found (offsets are sorted first).
     const std::string msg2 = header_error(
         R"({"b":{"dtype":"F32","shape":[2],"data_offsets":[4,12]},)"
         R"("a":{"dtype":"F32","shape":[2],"data_offsets":[0,8]}})", 12);
-    EXPECT_CONTAINS(msg2, "tensor 'b': data_offsets [4, 12) overlap tensor 'a' [0, 8)");
+    EXPECT_MENTIONS(msg2, "tensor 'b': data_offsets [4, 12) overlap tensor 'a' [0, 8)");
     // Identical ranges overlap too; adjacent ranges and empty tensors do not.
-    EXPECT_CONTAINS(header_error(R"({"a":{"dtype":"I32","shape":[1],"data_offsets":[0,4]},)"
+    EXPECT_MENTIONS(header_error(R"({"a":{"dtype":"I32","shape":[1],"data_offsets":[0,4]},)"
                                  R"("b":{"dtype":"I32","shape":[1],"data_offsets":[0,4]}})", 4),
                     "overlap tensor");
     const auto ok = make_image(R"({"a":{"dtype":"F16","shape":[2],"data_offsets":[0,4]},)"
@@ -282,57 +282,64 @@ TEST(SafetensorsHeader, OverlappingOffsets) {
 }
 
 TEST(SafetensorsHeader, WrongByteCountForShape) {
-    EXPECT_CONTAINS(header_error(R"({"lm_head.weight":{"dtype":"F32","shape":[2,3],"data_offsets":[0,10]}})", 10),
-                    "bad.safetensors: tensor 'lm_head.weight': data_offsets [0, 10) hold 10 bytes but shape "
-                    "[2, 3] of F32 needs 24");
-    EXPECT_CONTAINS(header_error(R"({"w":{"dtype":"BF16","shape":[4],"data_offsets":[0,16]}})", 16),
-                    "tensor 'w': data_offsets [0, 16) hold 16 bytes but shape [4] of BF16 needs 8");
+    expect_header_errors({
+        {R"({"lm_head.weight":{"dtype":"F32","shape":[2,3],"data_offsets":[0,10]}})", 10,
+         "bad.safetensors: tensor 'lm_head.weight': data_offsets [0, 10) hold 10 bytes but shape "
+         "[2, 3] of F32 needs 24"},
+        {R"({"w":{"dtype":"BF16","shape":[4],"data_offsets":[0,16]}})", 16,
+         "tensor 'w': data_offsets [0, 16) hold 16 bytes but shape [4] of BF16 needs 8"},
+    });
 }
 
 TEST(SafetensorsHeader, UnsupportedAndUnknownDtypes) {
     for (const std::string dt : {"I8", "U8", "F64", "F8_E4M3", "BOOL", "I64"}) {
-        EXPECT_CONTAINS(header_error(R"({"q.weight":{"dtype":")" + dt + R"(","shape":[1],"data_offsets":[0,1]}})", 8),
+        EXPECT_MENTIONS(header_error(R"({"q.weight":{"dtype":")" + dt + R"(","shape":[1],"data_offsets":[0,1]}})", 8),
                         "bad.safetensors: tensor 'q.weight': unsupported dtype '" + dt + "'");
     }
-    EXPECT_CONTAINS(header_error(R"({"w":{"dtype":"F33","shape":[1],"data_offsets":[0,4]}})", 8),
-                    "tensor 'w': unknown dtype 'F33'");
-    // Our lower-case spelling is not valid inside a safetensors header.
-    EXPECT_CONTAINS(header_error(R"({"w":{"dtype":"f32","shape":[1],"data_offsets":[0,4]}})", 8),
-                    "tensor 'w': unknown dtype 'f32'");
-    EXPECT_CONTAINS(header_error(R"({"w":{"dtype":7,"shape":[1],"data_offsets":[0,4]}})", 8),
-                    "tensor 'w': field 'dtype': expected string, found number");
+    expect_header_errors({
+        {R"({"w":{"dtype":"F33","shape":[1],"data_offsets":[0,4]}})", 8, "tensor 'w': unknown dtype 'F33'"},
+        // Our lower-case spelling is not valid inside a safetensors header.
+        {R"({"w":{"dtype":"f32","shape":[1],"data_offsets":[0,4]}})", 8, "tensor 'w': unknown dtype 'f32'"},
+        {R"({"w":{"dtype":7,"shape":[1],"data_offsets":[0,4]}})", 8,
+         "tensor 'w': field 'dtype': expected string, found number"},
+    });
 }
 
 TEST(SafetensorsHeader, BadShapes) {
-    EXPECT_CONTAINS(header_error(R"({"w":{"dtype":"F32","shape":[1,1,1,1,1],"data_offsets":[0,4]}})", 8),
-                    "tensor 'w': field 'shape' has 5 dimensions, at most 4 are supported");
-    EXPECT_CONTAINS(header_error(R"({"w":{"dtype":"F32","shape":[2,-1],"data_offsets":[0,4]}})", 8),
-                    "tensor 'w': field 'shape'[1]: expected a non-negative integer, found number -1");
-    EXPECT_CONTAINS(header_error(R"({"w":{"dtype":"F32","shape":[1.5],"data_offsets":[0,4]}})", 8),
-                    "tensor 'w': field 'shape'[0]: expected a non-negative integer, found number 1.5");
-    EXPECT_CONTAINS(header_error(R"({"w":{"dtype":"F32","shape":"2","data_offsets":[0,4]}})", 8),
-                    "tensor 'w': field 'shape': expected array, found string");
-    EXPECT_CONTAINS(
-        header_error(R"({"w":{"dtype":"F32","shape":[4611686018427387904,4611686018427387904],"data_offsets":[0,4]}})", 8),
-        "tensor 'w': shape [4611686018427387904, 4611686018427387904] of F32 is too large");
+    expect_header_errors({
+        {R"({"w":{"dtype":"F32","shape":[1,1,1,1,1],"data_offsets":[0,4]}})", 8,
+         "tensor 'w': field 'shape' has 5 dimensions, at most 4 are supported"},
+        {R"({"w":{"dtype":"F32","shape":[2,-1],"data_offsets":[0,4]}})", 8,
+         "tensor 'w': field 'shape'[1]: expected a non-negative integer, found number -1"},
+        {R"({"w":{"dtype":"F32","shape":[1.5],"data_offsets":[0,4]}})", 8,
+         "tensor 'w': field 'shape'[0]: expected a non-negative integer, found number 1.5"},
+        {R"({"w":{"dtype":"F32","shape":"2","data_offsets":[0,4]}})", 8,
+         "tensor 'w': field 'shape': expected array, found string"},
+        {R"({"w":{"dtype":"F32","shape":[4611686018427387904,4611686018427387904],"data_offsets":[0,4]}})", 8,
+         "tensor 'w': shape [4611686018427387904, 4611686018427387904] of F32 is too large"},
+    });
 }
 
 TEST(SafetensorsHeader, MissingFieldsAndBadEntries) {
-    EXPECT_CONTAINS(header_error(R"({"w":{"shape":[1],"data_offsets":[0,4]}})", 8), "tensor 'w': missing field 'dtype'");
-    EXPECT_CONTAINS(header_error(R"({"w":{"dtype":"F32","data_offsets":[0,4]}})", 8), "tensor 'w': missing field 'shape'");
-    EXPECT_CONTAINS(header_error(R"({"w":{"dtype":"F32","shape":[1]}})", 8), "tensor 'w': missing field 'data_offsets'");
-    EXPECT_CONTAINS(header_error(R"({"w":[1,2]})", 8), "tensor 'w': expected an object");
-    EXPECT_CONTAINS(header_error(R"([1])", 8), "bad.safetensors: header: expected a JSON object, found array");
-    EXPECT_CONTAINS(header_error(R"({"__metadata__":{"format":1}})", 8),
-                    "bad.safetensors: field '__metadata__.format': expected string, found number");
-    EXPECT_CONTAINS(header_error(R"({"__metadata__":[]})", 8), "field '__metadata__': expected object");
+    expect_header_errors({
+        {R"({"w":{"shape":[1],"data_offsets":[0,4]}})", 8, "tensor 'w': missing field 'dtype'"},
+        {R"({"w":{"dtype":"F32","data_offsets":[0,4]}})", 8, "tensor 'w': missing field 'shape'"},
+        {R"({"w":{"dtype":"F32","shape":[1]}})", 8, "tensor 'w': missing field 'data_offsets'"},
+        {R"({"w":[1,2]})", 8, "tensor 'w': expected an object"},
+        {R"([1])", 8, "bad.safetensors: header: expected a JSON object, found array"},
+        {R"({"__metadata__":{"format":1}})", 8,
+         "bad.safetensors: field '__metadata__.format': expected string, found number"},
+        {R"({"__metadata__":[]})", 8, "field '__metadata__': expected object"},
+    });
 }
 
 TEST(SafetensorsHeader, MalformedHeaderJson) {
-    EXPECT_CONTAINS(header_error(R"({"w":{"dtype":"F32",}})", 8),
-                    "bad.safetensors: header JSON: line 1, column 21: expected member name after ','");
-    EXPECT_CONTAINS(header_error(std::string("{\"w\x00\":1}", 8), 0), "bad.safetensors: header JSON: line 1, column 4");
-    EXPECT_CONTAINS(header_error(R"({"a":{},"a":{}})", 8), "duplicate key \"a\"");
+    expect_header_errors({
+        {R"({"w":{"dtype":"F32",}})", 8,
+         "bad.safetensors: header JSON: line 1, column 21: expected member name after ','"},
+        {std::string("{\"w\x00\":1}", 8), 0, "bad.safetensors: header JSON: line 1, column 4"},
+        {R"({"a":{},"a":{}})", 8, "duplicate key \"a\""},
+    });
 }
 
 TEST(SafetensorsHeader, MetadataAndPaddingAccepted) {
@@ -349,7 +356,7 @@ TEST_F(SafetensorsFiles, MappedFileNamesPathOnError) {
         mnemo::MappedFile m(path("absent.safetensors"));
         ADD_FAILURE() << "mapping a missing file must fail";
     } catch (const mnemo::Error& e) {
-        EXPECT_CONTAINS(e.what(), path("absent.safetensors") + ": cannot open: No such file or directory");
+        EXPECT_MENTIONS(e.what(), path("absent.safetensors") + ": cannot open: No such file or directory");
     }
     EXPECT_THROW(mnemo::MappedFile m(dir.string()), mnemo::Error);  // a folder is not a regular file
 }
@@ -367,17 +374,17 @@ protected:
 TEST_F(ShardedIndex, IndexNamesMissingShard) {
     write_text("model.safetensors.index.json", R"({"weight_map": {"a": "s1.safetensors", "b": "s3.safetensors"}})");
     const std::string msg = open_error();
-    EXPECT_CONTAINS(msg, path("model.safetensors.index.json") + ": shard 's3.safetensors'");
-    EXPECT_CONTAINS(msg, path("s3.safetensors") + ": cannot open: No such file or directory");
+    EXPECT_MENTIONS(msg, path("model.safetensors.index.json") + ": shard 's3.safetensors'");
+    EXPECT_MENTIONS(msg, path("s3.safetensors") + ": cannot open: No such file or directory");
 }
 
 TEST_F(ShardedIndex, IndexNamesTensorTheShardLacks) {
     write_text("model.safetensors.index.json", R"({"weight_map": {"a": "s1.safetensors", "c": "s2.safetensors"}})");
-    EXPECT_CONTAINS(open_error(), path("model.safetensors.index.json") +
+    EXPECT_MENTIONS(open_error(), path("model.safetensors.index.json") +
                                       ": tensor 'c' is listed in shard 's2.safetensors', but that shard does not contain it");
     // Present, but in another shard than the index says.
     write_text("model.safetensors.index.json", R"({"weight_map": {"a": "s2.safetensors", "b": "s1.safetensors"}})");
-    EXPECT_CONTAINS(open_error(), ": tensor 'a' is listed in shard 's2.safetensors', but it is in " +
+    EXPECT_MENTIONS(open_error(), ": tensor 'a' is listed in shard 's2.safetensors', but it is in " +
                                       path("s1.safetensors"));
 }
 
@@ -385,7 +392,7 @@ TEST_F(ShardedIndex, ShardNameMayNotLeaveTheFolder) {
     for (const std::string bad : {"../s1.safetensors", "/etc/passwd", "sub/s1.safetensors", "..", ""}) {
         write_text("model.safetensors.index.json", R"({"weight_map": {"a": ")" + bad + R"("}})");
         const std::string msg = open_error();
-        EXPECT_CONTAINS(msg, path("model.safetensors.index.json") + ": weight_map: tensor 'a' names shard '" + bad +
+        EXPECT_MENTIONS(msg, path("model.safetensors.index.json") + ": weight_map: tensor 'a' names shard '" + bad +
                                  "', expected a plain file name");
     }
 }
@@ -394,24 +401,24 @@ TEST_F(ShardedIndex, TensorInTwoShards) {
     mnemo::write_safetensors(path("s3.safetensors"), {{"a", DType::F32, {2}, values.data()}});
     write_text("model.safetensors.index.json", R"({"weight_map": {"a": "s1.safetensors", "x": "s3.safetensors"}})");
     const std::string msg = open_error();
-    EXPECT_CONTAINS(msg, path("s3.safetensors") + ": tensor 'a' is also in " + path("s1.safetensors"));
+    EXPECT_MENTIONS(msg, path("s3.safetensors") + ": tensor 'a' is also in " + path("s1.safetensors"));
 }
 
 TEST_F(ShardedIndex, MalformedIndex) {
     write_text("model.safetensors.index.json", R"({"weight_map": {"a": "s1.safetensors",}})");
-    EXPECT_CONTAINS(open_error(), path("model.safetensors.index.json") + ": line 1, column 39: expected member name");
+    EXPECT_MENTIONS(open_error(), path("model.safetensors.index.json") + ": line 1, column 39: expected member name");
     write_text("model.safetensors.index.json", R"({"metadata": {}})");
-    EXPECT_CONTAINS(open_error(), path("model.safetensors.index.json") + ": missing field 'weight_map'");
+    EXPECT_MENTIONS(open_error(), path("model.safetensors.index.json") + ": missing field 'weight_map'");
     write_text("model.safetensors.index.json", R"({"weight_map": []})");
-    EXPECT_CONTAINS(open_error(), "field 'weight_map': expected object, found array");
+    EXPECT_MENTIONS(open_error(), "field 'weight_map': expected object, found array");
     write_text("model.safetensors.index.json", R"({"weight_map": {"a": 3}})");
-    EXPECT_CONTAINS(open_error(), "field 'weight_map.a': expected string, found number");
+    EXPECT_MENTIONS(open_error(), "field 'weight_map.a': expected string, found number");
     write_text("model.safetensors.index.json", R"({"weight_map": {}})");
-    EXPECT_CONTAINS(open_error(), "field 'weight_map' is empty");
+    EXPECT_MENTIONS(open_error(), "field 'weight_map' is empty");
 }
 
 TEST_F(ShardedIndex, BadShardContentNamesShardAndTensor) {
     write_bytes("s2.safetensors", make_image(R"({"b":{"dtype":"I8","shape":[2],"data_offsets":[0,2]}})", 2));
     write_text("model.safetensors.index.json", R"({"weight_map": {"a": "s1.safetensors", "b": "s2.safetensors"}})");
-    EXPECT_CONTAINS(open_error(), path("s2.safetensors") + ": tensor 'b': unsupported dtype 'I8'");
+    EXPECT_MENTIONS(open_error(), path("s2.safetensors") + ": tensor 'b': unsupported dtype 'I8'");
 }

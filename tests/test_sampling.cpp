@@ -50,6 +50,25 @@ std::vector<double> frequencies(Sampler& s, const std::vector<float>& logits, in
 const std::vector<double> kProbs = {0.5, 0.3, 0.15, 0.05};
 constexpr int kDraws = 20000;
 
+// The expected frequency of one token: within `tolerance` of `p` (exactly p when 0).
+struct Freq {
+    size_t token;
+    double p;
+    double tolerance = 0.0;
+};
+
+// Draws `draws` tokens from kProbs with the sampler p sets up and checks each listed frequency.
+void expect_frequencies(const SamplingParams& p, const std::vector<Freq>& want, int draws = kDraws) {
+    Sampler s(p);
+    const std::vector<double> f = frequencies(s, logits_for(kProbs), draws);
+    for (const Freq& w : want) {
+        if (w.tolerance == 0.0)
+            EXPECT_EQ(f[w.token], w.p) << "token " << w.token;
+        else
+            EXPECT_NEAR(f[w.token], w.p, w.tolerance) << "token " << w.token;
+    }
+}
+
 }  // namespace
 
 TEST(Sampling, GreedyPicksArgmaxAndLowestIdOnTies) {
@@ -95,52 +114,34 @@ TEST(Sampling, TopKOneEqualsGreedy) {
 TEST(Sampling, TopKRestrictsToTheKBest) {
     SamplingParams p = plain(1.0f);
     p.top_k = 2;
-    Sampler s(p);
     // Token 2 and 3 (probabilities 0.15, 0.05) are outside the top 2; renormalised 0.625/0.375.
-    const auto f = frequencies(s, logits_for(kProbs), kDraws);
-    EXPECT_EQ(f[2], 0.0);
-    EXPECT_EQ(f[3], 0.0);
-    EXPECT_NEAR(f[0], 0.625, 0.02);
+    expect_frequencies(p, {{2, 0.0}, {3, 0.0}, {0, 0.625, 0.02}});
 }
 
 TEST(Sampling, TopPKeepsSmallestNucleus) {
     SamplingParams p = plain(1.0f);
     p.top_p = 0.75f;  // 0.5 < 0.75 <= 0.5 + 0.3: tokens 0 and 1
-    Sampler s(p);
-    const auto f = frequencies(s, logits_for(kProbs), kDraws);
-    EXPECT_EQ(f[2], 0.0);
-    EXPECT_EQ(f[3], 0.0);
-    EXPECT_NEAR(f[0], 0.5 / 0.8, 0.02);
-    EXPECT_NEAR(f[1], 0.3 / 0.8, 0.02);
+    expect_frequencies(p, {{2, 0.0}, {3, 0.0}, {0, 0.5 / 0.8, 0.02}, {1, 0.3 / 0.8, 0.02}});
 }
 
 TEST(Sampling, TopPAlwaysKeepsOne) {
     SamplingParams p = plain(1.0f);
     p.top_p = 0.0f;
-    Sampler s(p);
-    const auto f = frequencies(s, logits_for(kProbs), 2000);
-    EXPECT_EQ(f[0], 1.0);
+    expect_frequencies(p, {{0, 1.0}}, 2000);
 }
 
 TEST(Sampling, MinPDropsTokensBelowFractionOfMax) {
     SamplingParams p = plain(1.0f);
     p.min_p = 0.25f;  // threshold 0.125: keeps 0.5, 0.3, 0.15; drops 0.05
-    Sampler s(p);
-    const auto f = frequencies(s, logits_for(kProbs), kDraws);
-    EXPECT_EQ(f[3], 0.0);
-    EXPECT_NEAR(f[0], 0.5 / 0.95, 0.02);
-    EXPECT_NEAR(f[1], 0.3 / 0.95, 0.02);
-    EXPECT_NEAR(f[2], 0.15 / 0.95, 0.02);
+    expect_frequencies(p, {{3, 0.0}, {0, 0.5 / 0.95, 0.02}, {1, 0.3 / 0.95, 0.02}, {2, 0.15 / 0.95, 0.02}});
 }
 
 TEST(Sampling, TemperatureSharpensDistribution) {
-    Sampler s(plain(0.5f));
     // T = 0.5 squares the probabilities: 0.25, 0.09, 0.0225, 0.0025 (sum 0.365).
-    const auto f = frequencies(s, logits_for(kProbs), kDraws);
-    EXPECT_NEAR(f[0], 0.25 / 0.365, 0.02);
-    EXPECT_NEAR(f[1], 0.09 / 0.365, 0.02);
-    EXPECT_NEAR(f[2], 0.0225 / 0.365, 0.01);
-    EXPECT_NEAR(f[3], 0.0025 / 0.365, 0.005);
+    expect_frequencies(plain(0.5f), {{0, 0.25 / 0.365, 0.02},
+                                     {1, 0.09 / 0.365, 0.02},
+                                     {2, 0.0225 / 0.365, 0.01},
+                                     {3, 0.0025 / 0.365, 0.005}});
 }
 
 TEST(Sampling, TopPAndMinPComposeAfterTopK) {
@@ -148,11 +149,7 @@ TEST(Sampling, TopPAndMinPComposeAfterTopK) {
     p.top_k = 3;      // 0.5, 0.3, 0.15 renormalised over 0.95
     p.top_p = 0.9f;   // cumulative 0.526, 0.842, 1.0: keeps all three
     p.min_p = 0.5f;   // threshold 0.25 of the max: drops 0.15 (0.3 >= 0.25 stays)
-    Sampler s(p);
-    const auto f = frequencies(s, logits_for(kProbs), kDraws);
-    EXPECT_EQ(f[2], 0.0);
-    EXPECT_EQ(f[3], 0.0);
-    EXPECT_NEAR(f[0], 0.625, 0.02);
+    expect_frequencies(p, {{2, 0.0}, {3, 0.0}, {0, 0.625, 0.02}});
 }
 
 TEST(Sampling, RepetitionPenaltyFlipsChoice) {

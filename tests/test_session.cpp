@@ -5,39 +5,19 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
-#include <cmath>
-#include <functional>
-#include <unistd.h>
 #include <filesystem>
-#include <fstream>
-#include <sstream>
 
+#include "fixtures/batched_decoding.hpp"
+#include "fixtures/golden_logits.hpp"
+#include "fixtures/load_errors.hpp"
 #include "mnemo/error.hpp"
 #include "mnemo/io/safetensors.hpp"
 #include "mnemo/session/session.hpp"
 #include "model_test_util.hpp"
-#include "npy.hpp"
 
 namespace fs = std::filesystem;
 using namespace mnemo;
 using namespace mnemo::test;
-
-namespace {
-
-// A scratch copy of a model folder that tests may corrupt; removed afterwards.
-using ScratchModel = ModelCopy;
-
-std::string open_error(const std::string& dir) {
-    try {
-        open_model(dir);
-    } catch (const Error& e) {
-        return e.what();
-    }
-    return "";
-}
-
-
-}  // namespace
 
 // ------------------------------------------------------------------ logits vs the reference
 
@@ -46,40 +26,22 @@ class GoldenLogits : public ::testing::TestWithParam<std::string> {};
 TEST_P(GoldenLogits, MatchTheNumpyReference) {
     const std::string dir = model_dir(GetParam());
     ASSERT_TRUE(fs::exists(dir + "/golden_logits.npy")) << dir << " lacks golden_logits.npy (run tools/make_test_models.sh)";
-    const std::vector<int32_t> ids = read_ids(dir + "/golden_ids.txt");
-    const test::NpyArray golden = test::load_npy(dir + "/golden_logits.npy");
-    auto s = open_model(dir);
-    ASSERT_EQ(golden.shape.size(), 2u);
-    ASSERT_EQ(golden.shape[0], static_cast<int64_t>(ids.size()));
-    ASSERT_EQ(golden.shape[1], s->vocab_size());
-    const std::vector<float> logits = s->append(0, ids, /*all_logits=*/true);
-    ASSERT_TRUE(all_finite(logits));
-    const double err = max_rel_error(logits, golden.as_f32());
-    // f32 checkpoints: 1e-4 of the logit scale (the bar). f16/bf16 weights are read
-    // exactly by the reference too, so the same bar holds.
-    EXPECT_LT(err, 1e-4) << GetParam();
+    ASSERT_NO_FATAL_FAILURE(expect_golden_logits(dir, load_golden(dir)));
 }
 
 INSTANTIATE_TEST_SUITE_P(Models, GoldenLogits,
                          ::testing::Values("llama-tiny-f32", "llama3-tiny-f32", "qwen2-tiny-f32", "olmo2-tiny-f32",
                                            "llama-tiny-f16", "llama-tiny-bf16", "llama-tiny-sharded"),
-                         [](const auto& info) {
-                             std::string n = info.param;
-                             for (char& c : n)
-                                 if (c == '-') c = '_';
-                             return n;
-                         });
+                         param_name_of);
 
 // The embedded default model (assets/default-model) against its goldens, so the model the README
 // runs is checked too.
 TEST(GoldenLogitsDefault, DefaultModelMatchesTheNumpyReference) {
-    const std::string golden_dir = model_dir("default-model-golden");
-    const std::vector<int32_t> ids = read_ids(golden_dir + "/golden_ids.txt");
-    const test::NpyArray golden = test::load_npy(golden_dir + "/golden_logits.npy");
-    auto s = open_model(std::string(MNEMO_SOURCE_DIR) + "/assets/default-model");
-    const std::vector<float> logits = s->append(0, ids, true);
-    ASSERT_EQ(logits.size(), static_cast<size_t>(golden.numel()));
-    EXPECT_LT(max_rel_error(logits, golden.as_f32()), 1e-4);
+    const Golden golden = load_golden(model_dir("default-model-golden"));
+    const std::vector<float> logits =
+        prompt_logits(std::string(MNEMO_SOURCE_DIR) + "/assets/default-model", golden.ids);
+    ASSERT_EQ(logits.size(), static_cast<size_t>(golden.logits.numel()));
+    EXPECT_LT(max_rel_error(logits, golden.logits.as_f32()), 1e-4);
 }
 
 // ------------------------------------------------------------------ decoding equivalences
@@ -108,29 +70,10 @@ TEST(Session, IncrementalDecodeEqualsPrefill) {
     EXPECT_EQ(inc->seq_length(0), static_cast<int32_t>(ids.size()));
 }
 
+// Prefill the three sequences in one mixed batch (logits of each prompt's last token), then decode
+// one step with one row each.
 TEST(Session, BatchedSequencesEqualSeparateRuns) {
-    const std::vector<std::vector<int32_t>> prompts = {{1, 2, 3}, {7, 7, 7, 7, 7}, {4}};
-    auto batched = open_model(model_dir("qwen2-tiny-f32"), 32, 3);
-    // Prefill the three sequences in one mixed batch, then decode two steps with one row each.
-    std::vector<BatchToken> batch;
-    for (int32_t s = 0; s < 3; ++s)
-        for (size_t i = 0; i < prompts[s].size(); ++i)
-            batch.push_back({prompts[s][i], static_cast<int32_t>(i), s, i + 1 == prompts[s].size()});
-    std::vector<float> first = batched->decode(batch);
-    std::vector<BatchToken> step;
-    for (int32_t s = 0; s < 3; ++s) step.push_back({10 + s, static_cast<int32_t>(prompts[s].size()), s, true});
-    const std::vector<float> second = batched->decode(step);
-
-    const size_t vocab = static_cast<size_t>(batched->vocab_size());
-    for (int32_t s = 0; s < 3; ++s) {
-        auto single = open_model(model_dir("qwen2-tiny-f32"), 32, 1);
-        const std::vector<float> a = single->append(0, prompts[s]);
-        const std::vector<float> b = single->append(0, {10 + s});
-        const std::vector<float> fa(first.begin() + static_cast<long>(s * vocab), first.begin() + static_cast<long>((s + 1) * vocab));
-        const std::vector<float> fb(second.begin() + static_cast<long>(s * vocab), second.begin() + static_cast<long>((s + 1) * vocab));
-        EXPECT_LT(max_rel_error(fa, a), 1e-5) << "sequence " << s << " prefill";
-        EXPECT_LT(max_rel_error(fb, b), 1e-5) << "sequence " << s << " decode";
-    }
+    expect_batched_equals_alone(model_dir("qwen2-tiny-f32"), {{{1, 2, 3}, {7, 7, 7, 7, 7}, {4}}, {10, 11, 12}});
 }
 
 TEST(Session, BatchWithoutLogitRowsStillFillsTheCache) {
@@ -176,8 +119,8 @@ TEST(Session, ContextFullIsAClearError) {
         FAIL() << "expected context-full error";
     } catch (const Error& e) {
         const std::string m = e.what();
-        EXPECT_NE(m.find("context is full"), std::string::npos) << m;
-        EXPECT_NE(m.find("6 of 8"), std::string::npos) << m;
+        EXPECT_MENTIONS(m, "context is full");
+        EXPECT_MENTIONS(m, "6 of 8");
     }
     // Nothing was written: the sequence can still take what fits.
     EXPECT_EQ(s->seq_length(0), 6);
@@ -207,28 +150,28 @@ TEST(Session, CancelFlagStopsBeforeRunning) {
 
 TEST(BadModel, MissingFolder) {
     const std::string m = open_error("/nonexistent/model");
-    EXPECT_NE(m.find("/nonexistent/model"), std::string::npos) << m;
+    EXPECT_MENTIONS(m, "/nonexistent/model");
 }
 
 TEST(BadModel, MalformedConfigJson) {
-    ScratchModel m(model_dir("llama-tiny-f32"));
+    ModelCopy m(model_dir("llama-tiny-f32"));
     m.write("config.json", "{\"model_type\": \"llama\", \"hidden_size\": 64,,}");
     const std::string e = open_error(m.dir());
-    EXPECT_NE(e.find("config.json"), std::string::npos) << e;
-    EXPECT_NE(e.find("line 1"), std::string::npos) << e;
+    EXPECT_MENTIONS(e, "config.json");
+    EXPECT_MENTIONS(e, "line 1");
 }
 
 TEST(BadModel, UnknownModelType) {
-    ScratchModel m(model_dir("llama-tiny-f32"));
+    ModelCopy m(model_dir("llama-tiny-f32"));
     std::string cfg = m.read("config.json");
     cfg.replace(cfg.find("\"llama\""), 7, "\"mamba9\"");
     m.write("config.json", cfg);
     const std::string e = open_error(m.dir());
-    EXPECT_NE(e.find("no plugin loads model_type 'mamba9'"), std::string::npos) << e;
+    EXPECT_MENTIONS(e, "no plugin loads model_type 'mamba9'");
 }
 
 TEST(BadModel, ConfigFieldOfTheWrongType) {
-    ScratchModel m(model_dir("llama-tiny-f32"));
+    ModelCopy m(model_dir("llama-tiny-f32"));
     std::string cfg = m.read("config.json");
     const size_t at = cfg.find("\"hidden_size\"");
     ASSERT_NE(at, std::string::npos);
@@ -237,52 +180,48 @@ TEST(BadModel, ConfigFieldOfTheWrongType) {
     cfg.replace(colon + 1, end - colon - 1, " \"big\"");
     m.write("config.json", cfg);
     const std::string e = open_error(m.dir());
-    EXPECT_NE(e.find("hidden_size"), std::string::npos) << e;
-    EXPECT_NE(e.find("expected an integer"), std::string::npos) << e;
+    EXPECT_MENTIONS(e, "hidden_size");
+    EXPECT_MENTIONS(e, "expected an integer");
 }
 
 TEST(BadModel, MissingTensor) {
-    ScratchModel m(model_dir("llama-tiny-f32"));
-    m.rewrite_tensors([](TensorToWrite& t, std::vector<uint8_t>&) { return t.name != "model.layers.1.mlp.up_proj.weight"; });
+    ModelCopy m(model_dir("llama-tiny-f32"));
+    m.drop_tensor("model.layers.1.mlp.up_proj.weight");
     const std::string e = open_error(m.dir());
-    EXPECT_NE(e.find("'model.layers.1.mlp.up_proj.weight' is missing"), std::string::npos) << e;
+    EXPECT_MENTIONS(e, "'model.layers.1.mlp.up_proj.weight' is missing");
 }
 
 TEST(BadModel, WrongShape) {
-    ScratchModel m(model_dir("llama-tiny-f32"));
-    m.rewrite_tensors([](TensorToWrite& t, std::vector<uint8_t>& bytes) {
-        if (t.name == "model.norm.weight") {
-            t.shape = {t.shape[0] / 2};
-            bytes.resize(bytes.size() / 2);
-        }
-        return true;
+    ModelCopy m(model_dir("llama-tiny-f32"));
+    m.edit_tensor("model.norm.weight", [](TensorToWrite& t, std::vector<uint8_t>& bytes) {
+        t.shape = {t.shape[0] / 2};
+        bytes.resize(bytes.size() / 2);
     });
     const std::string e = open_error(m.dir());
-    EXPECT_NE(e.find("'model.norm.weight' has shape"), std::string::npos) << e;
-    EXPECT_NE(e.find("model.safetensors"), std::string::npos) << e;
+    EXPECT_MENTIONS(e, "'model.norm.weight' has shape");
+    EXPECT_MENTIONS(e, "model.safetensors");
 }
 
 TEST(BadModel, WrongDtype) {
-    ScratchModel m(model_dir("llama-tiny-f32"));
-    m.rewrite_tensors([](TensorToWrite& t, std::vector<uint8_t>&) {
-        if (t.name == "model.norm.weight") t.dtype = DType::I32;  // same byte size as f32
-        return true;
+    ModelCopy m(model_dir("llama-tiny-f32"));
+    m.edit_tensor("model.norm.weight", [](TensorToWrite& t, std::vector<uint8_t>&) {
+        t.dtype = DType::I32;  // same byte size as f32
     });
     const std::string e = open_error(m.dir());
-    EXPECT_NE(e.find("'model.norm.weight' is i32"), std::string::npos) << e;
+    EXPECT_MENTIONS(e, "'model.norm.weight' is i32");
 }
 
 TEST(BadModel, TruncatedSafetensors) {
-    ScratchModel m(model_dir("llama-tiny-f32"));
+    ModelCopy m(model_dir("llama-tiny-f32"));
     const std::string bytes = m.read("model.safetensors");
     m.write("model.safetensors", bytes.substr(0, bytes.size() - 100));
     const std::string e = open_error(m.dir());
-    EXPECT_NE(e.find("model.safetensors"), std::string::npos) << e;
+    EXPECT_MENTIONS(e, "model.safetensors");
 }
 
 TEST(BadModel, NoCheckpointFile) {
-    ScratchModel m(model_dir("llama-tiny-f32"));
+    ModelCopy m(model_dir("llama-tiny-f32"));
     fs::remove(m.dir() + "/model.safetensors");
     const std::string e = open_error(m.dir());
-    EXPECT_NE(e.find("model.safetensors"), std::string::npos) << e;
+    EXPECT_MENTIONS(e, "model.safetensors");
 }

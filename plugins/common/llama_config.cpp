@@ -2,14 +2,11 @@
 
 #include <sstream>
 
+#include "config_checks.hpp"
+
 namespace mnemo::llama {
-namespace {
 
-void require(bool ok, const std::string& what) {
-    if (!ok) throw plugin::PluginError("config.json: " + what);
-}
-
-}  // namespace
+using config::require;
 
 LlamaConfig read_config(const plugin::Host& h) {
     LlamaConfig c;

@@ -1,7 +1,6 @@
 #include "transformer_blocks.hpp"
 
 #include <cmath>
-#include <cstdio>
 
 #include "rope_frequencies.hpp"
 
@@ -19,39 +18,47 @@ T linear(const Graph& g, T x, const Linear& l) {
     return l.b >= 0 ? g.add(y, g.param(l.b)) : y;
 }
 
-Attention declare_attention(const Host& h, const llama::LlamaConfig& c, const std::string& prefix,
-                            const mnemo_context_params& ctx) {
+namespace {
+
+// q, k, v, then o (unless n.o is empty), then the KV cache "<n.cache>k_cache" / "v_cache"
+// [sequences, kv heads, positions, head dim]; with norms, OLMo-2's QK-norm gains
+// "<norms>q_norm.weight" / "k_norm.weight" come first.
+Attention declare_projections(const Host& h, const llama::LlamaConfig& c, const AttentionNames& n,
+                              const std::string* norms, const mnemo_context_params& ctx) {
     const int64_t q_dim = c.heads * c.head_dim;
     const int64_t kv_dim = c.kv_heads * c.head_dim;
     Attention a;
-    if (c.qk_norm) {
-        a.q_norm = h.weight(prefix + "self_attn.q_norm.weight", {q_dim});
-        a.k_norm = h.weight(prefix + "self_attn.k_norm.weight", {kv_dim});
+    if (norms) {
+        a.q_norm = h.weight(*norms + "q_norm.weight", {q_dim});
+        a.k_norm = h.weight(*norms + "k_norm.weight", {kv_dim});
     }
-    a.q = declare_linear(h, prefix + "self_attn.q_proj", q_dim, c.hidden, c.qkv_bias);
-    a.k = declare_linear(h, prefix + "self_attn.k_proj", kv_dim, c.hidden, c.qkv_bias);
-    a.v = declare_linear(h, prefix + "self_attn.v_proj", kv_dim, c.hidden, c.qkv_bias);
-    a.o = declare_linear(h, prefix + "self_attn.o_proj", c.hidden, q_dim, c.o_bias);
-    a.k_cache = h.state(prefix + "k_cache", MNEMO_DTYPE_F32, {ctx.n_seq, c.kv_heads, ctx.n_ctx, c.head_dim});
-    a.v_cache = h.state(prefix + "v_cache", MNEMO_DTYPE_F32, {ctx.n_seq, c.kv_heads, ctx.n_ctx, c.head_dim});
+    a.q = declare_linear(h, n.q, q_dim, c.hidden, c.qkv_bias);
+    a.k = declare_linear(h, n.k, kv_dim, c.hidden, c.qkv_bias);
+    a.v = declare_linear(h, n.v, kv_dim, c.hidden, c.qkv_bias);
+    if (!n.o.empty()) a.o = declare_linear(h, n.o, c.hidden, q_dim, c.o_bias);
+    a.k_cache = h.state(n.cache + "k_cache", MNEMO_DTYPE_F32, {ctx.n_seq, c.kv_heads, ctx.n_ctx, c.head_dim});
+    a.v_cache = h.state(n.cache + "v_cache", MNEMO_DTYPE_F32, {ctx.n_seq, c.kv_heads, ctx.n_ctx, c.head_dim});
     return a;
+}
+
+// The Hugging Face layout: "<prefix>self_attn.{q,k,v,o}_proj" (and q_norm/k_norm with QK-norm).
+Attention declare_hf_attention(const Host& h, const llama::LlamaConfig& c, const std::string& prefix, bool with_output,
+                               const mnemo_context_params& ctx) {
+    const std::string s = prefix + "self_attn.";
+    const AttentionNames n{s + "q_proj", s + "k_proj", s + "v_proj", with_output ? s + "o_proj" : "", prefix};
+    return declare_projections(h, c, n, c.qk_norm ? &s : nullptr, ctx);
+}
+
+}  // namespace
+
+Attention declare_attention(const Host& h, const llama::LlamaConfig& c, const std::string& prefix,
+                            const mnemo_context_params& ctx) {
+    return declare_hf_attention(h, c, prefix, /*with_output=*/true, ctx);
 }
 
 Attention declare_attention_heads(const Host& h, const llama::LlamaConfig& c, const std::string& prefix,
                                   const mnemo_context_params& ctx) {
-    const int64_t q_dim = c.heads * c.head_dim;
-    const int64_t kv_dim = c.kv_heads * c.head_dim;
-    Attention a;
-    if (c.qk_norm) {
-        a.q_norm = h.weight(prefix + "self_attn.q_norm.weight", {q_dim});
-        a.k_norm = h.weight(prefix + "self_attn.k_norm.weight", {kv_dim});
-    }
-    a.q = declare_linear(h, prefix + "self_attn.q_proj", q_dim, c.hidden, c.qkv_bias);
-    a.k = declare_linear(h, prefix + "self_attn.k_proj", kv_dim, c.hidden, c.qkv_bias);
-    a.v = declare_linear(h, prefix + "self_attn.v_proj", kv_dim, c.hidden, c.qkv_bias);
-    a.k_cache = h.state(prefix + "k_cache", MNEMO_DTYPE_F32, {ctx.n_seq, c.kv_heads, ctx.n_ctx, c.head_dim});
-    a.v_cache = h.state(prefix + "v_cache", MNEMO_DTYPE_F32, {ctx.n_seq, c.kv_heads, ctx.n_ctx, c.head_dim});
-    return a;
+    return declare_hf_attention(h, c, prefix, /*with_output=*/false, ctx);
 }
 
 Positions positions(const Graph& g, mnemo_tid inv_freq) {
@@ -93,16 +100,16 @@ T attention(const Graph& g, const llama::LlamaConfig& c, const Attention& a, T x
 
 Attention declare_attention(const Host& h, const llama::LlamaConfig& c, const AttentionNames& n,
                             const mnemo_context_params& ctx) {
-    const int64_t q_dim = c.heads * c.head_dim;
-    const int64_t kv_dim = c.kv_heads * c.head_dim;
-    Attention a;
-    a.q = declare_linear(h, n.q, q_dim, c.hidden, c.qkv_bias);
-    a.k = declare_linear(h, n.k, kv_dim, c.hidden, c.qkv_bias);
-    a.v = declare_linear(h, n.v, kv_dim, c.hidden, c.qkv_bias);
-    a.o = declare_linear(h, n.o, c.hidden, q_dim, c.o_bias);
-    a.k_cache = h.state(n.cache + "k_cache", MNEMO_DTYPE_F32, {ctx.n_seq, c.kv_heads, ctx.n_ctx, c.head_dim});
-    a.v_cache = h.state(n.cache + "v_cache", MNEMO_DTYPE_F32, {ctx.n_seq, c.kv_heads, ctx.n_ctx, c.head_dim});
-    return a;
+    return declare_projections(h, c, n, /*norms=*/nullptr, ctx);
+}
+
+std::string hf_layer_prefix(int64_t i) { return "model.layers." + std::to_string(i) + "."; }
+
+PreNorms declare_pre_norms(const Host& h, const llama::LlamaConfig& c, const std::string& prefix) {
+    PreNorms n;
+    n.attn = h.weight(prefix + "input_layernorm.weight", {c.hidden});
+    n.ffn = h.weight(prefix + "post_attention_layernorm.weight", {c.hidden});
+    return n;
 }
 
 Mlp declare_mlp(const Host& h, const llama::LlamaConfig& c, const std::string& prefix) {
@@ -134,11 +141,11 @@ void output_logits(const Graph& g, const DecoderEnds& e, T h, float eps) {
 }
 
 void fill_info(mnemo_model_info& info, const llama::LlamaConfig& c, const std::string& architecture, int64_t n_layers) {
-    info.vocab_size = c.vocab;
-    info.n_ctx_train = c.max_positions;
-    info.hidden_size = c.hidden;
-    info.n_layers = n_layers < 0 ? c.layers : n_layers;
-    std::snprintf(info.architecture, sizeof info.architecture, "%s", architecture.c_str());
+    plugin::report(info, {.vocab_size = c.vocab,
+                          .n_ctx_train = c.max_positions,
+                          .hidden_size = c.hidden,
+                          .n_layers = n_layers < 0 ? c.layers : n_layers,
+                          .architecture = architecture});
 }
 
 }  // namespace mnemo::blocks

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <string>
+#include <vector>
 
 #include "llama_config.hpp"
 #include "mnemo/plugin.hpp"
@@ -69,6 +70,24 @@ struct AttentionNames {
 };
 Attention declare_attention(const Host& h, const llama::LlamaConfig& c, const AttentionNames& names,
                             const mnemo_context_params& ctx);
+
+// "model.layers.<i>.": where Hugging Face checkpoints keep decoder layer i.
+std::string hf_layer_prefix(int64_t i);
+
+// The model's c.layers decoder layers, layer i declared by declare_layer(hf_layer_prefix(i)).
+template <class DeclareLayer>
+auto declare_hf_layers(const llama::LlamaConfig& c, DeclareLayer&& declare_layer) {
+    std::vector<decltype(declare_layer(std::string()))> layers;
+    for (int64_t i = 0; i < c.layers; ++i) layers.push_back(declare_layer(hf_layer_prefix(i)));
+    return layers;
+}
+
+// The RMSNorm gains of a Hugging Face pre-norm layer: g_in before the attention
+// ("<prefix>input_layernorm.weight") and g_post before the FFN ("<prefix>post_attention_layernorm.weight").
+struct PreNorms {
+    mnemo_tid attn = -1, ffn = -1;
+};
+PreNorms declare_pre_norms(const Host& h, const llama::LlamaConfig& c, const std::string& prefix);
 
 struct Mlp {
     Linear gate, up, down;

@@ -13,11 +13,11 @@
 //   h = h + RMSNorm(Attn(h)) ⊙ g_post_attn,  h = h + RMSNorm(MLP(h)) ⊙ g_post_ffn,
 //   q = RMSNorm(x W_qᵀ) ⊙ g_q,  k = RMSNorm(x W_kᵀ) ⊙ g_k   (before splitting heads and RoPE)
 // logits = RMSNorm(h) ⊙ g_final W_lmᵀ  (W_lm = W_embed when tied)
-#include <cmath>
 #include <memory>
 #include <string>
 #include <vector>
 
+#include "decoder_pass.hpp"
 #include "llama_config.hpp"
 #include "mnemo/plugin.hpp"
 #include "transformer_blocks.hpp"
@@ -30,7 +30,7 @@ using plugin::Host;
 using plugin::T;
 
 struct Layer {
-    mnemo_tid attn_norm = -1, ffn_norm = -1;            // pre-norm variants
+    blocks::PreNorms norms;                             // pre-norm variants
     mnemo_tid post_attn_norm = -1, post_ffn_norm = -1;  // OLMo-2
     blocks::Attention attn;
     blocks::Mlp mlp;
@@ -38,53 +38,43 @@ struct Layer {
 
 class LlamaModel {
 public:
-    static std::unique_ptr<LlamaModel> create(Host& host, const mnemo_context_params& ctx, mnemo_model_info& info) {
-        auto m = std::make_unique<LlamaModel>();
-        m->cfg_ = read_config(host);
-        m->declare(host, ctx);
-        const LlamaConfig& c = m->cfg_;
-        blocks::fill_info(info, c, describe(c));
-        return m;
+    LlamaModel(Host& host, const mnemo_context_params& ctx, mnemo_model_info& info)
+        : cfg_(read_config(host)), ends_(blocks::declare_ends(host, cfg_)) {
+        layers_ = blocks::declare_hf_layers(cfg_, [&](const std::string& p) { return declare_layer(host, p, ctx); });
+        blocks::fill_info(info, cfg_, describe(cfg_));
     }
 
     void build(Graph& g) const {
         const LlamaConfig& c = cfg_;
-        const blocks::Positions p = blocks::positions(g, ends_.inv_freq);
-        const float eps = static_cast<float>(c.rms_eps);
-
-        T h = blocks::embed_tokens(g, ends_);  // [N, hidden]
+        const blocks::Pass pass(g, c, ends_);
+        T h = pass.embed();  // [N, hidden]
         for (const Layer& l : layers_) {
-            const T x = c.post_norms ? h : g.rms_norm(h, g.param(l.attn_norm), eps);
-            T o = blocks::attention(g, c, l.attn, x, p);
-            if (c.post_norms) o = g.rms_norm(o, g.param(l.post_attn_norm), eps);
+            const T x = c.post_norms ? h : pass.norm(h, l.norms.attn);
+            T o = pass.attention(l.attn, x);
+            if (c.post_norms) o = pass.norm(o, l.post_attn_norm);
             h = g.add(h, o);
 
-            const T x2 = c.post_norms ? h : g.rms_norm(h, g.param(l.ffn_norm), eps);
+            const T x2 = c.post_norms ? h : pass.norm(h, l.norms.ffn);
             T m = blocks::mlp(g, l.mlp, x2);
-            if (c.post_norms) m = g.rms_norm(m, g.param(l.post_ffn_norm), eps);
+            if (c.post_norms) m = pass.norm(m, l.post_ffn_norm);
             h = g.add(h, m);
         }
-        blocks::output_logits(g, ends_, h, eps);
+        pass.logits(h);
     }
 
 private:
-    void declare(Host& h, const mnemo_context_params& ctx) {
+    Layer declare_layer(Host& h, const std::string& p, const mnemo_context_params& ctx) const {
         const LlamaConfig& c = cfg_;
-        ends_ = blocks::declare_ends(h, c);
-        for (int64_t i = 0; i < c.layers; ++i) {
-            const std::string p = "model.layers." + std::to_string(i) + ".";
-            Layer l;
-            if (c.post_norms) {
-                l.post_attn_norm = h.weight(p + "post_attention_layernorm.weight", {c.hidden});
-                l.post_ffn_norm = h.weight(p + "post_feedforward_layernorm.weight", {c.hidden});
-            } else {
-                l.attn_norm = h.weight(p + "input_layernorm.weight", {c.hidden});
-                l.ffn_norm = h.weight(p + "post_attention_layernorm.weight", {c.hidden});
-            }
-            l.attn = blocks::declare_attention(h, c, p, ctx);
-            l.mlp = blocks::declare_mlp(h, c, p);
-            layers_.push_back(l);
+        Layer l;
+        if (c.post_norms) {
+            l.post_attn_norm = h.weight(p + "post_attention_layernorm.weight", {c.hidden});
+            l.post_ffn_norm = h.weight(p + "post_feedforward_layernorm.weight", {c.hidden});
+        } else {
+            l.norms = blocks::declare_pre_norms(h, c, p);
         }
+        l.attn = blocks::declare_attention(h, c, p, ctx);
+        l.mlp = blocks::declare_mlp(h, c, p);
+        return l;
     }
 
     LlamaConfig cfg_;

@@ -3,16 +3,12 @@
 #include <algorithm>
 #include <sstream>
 
+#include "config_checks.hpp"
+
 namespace mnemo::memory_plus {
-namespace {
 
-void require(bool ok, const std::string& what) {
-    if (!ok) throw plugin::PluginError("config.json: " + what);
-}
-
-std::string num(int64_t v) { return std::to_string(v); }
-
-}  // namespace
+using config::num;
+using config::require;
 
 bool MemoryPlusConfig::is_memory_layer(int64_t layer) const {
     return std::binary_search(mem_layers.begin(), mem_layers.end(), layer);

@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "decoder_pass.hpp"
 #include "hashing_memory.hpp"
 #include "memory_plus_config.hpp"
 #include "mnemo/plugin.hpp"
@@ -31,34 +32,29 @@ struct Layer {
 
 class MemoryPlusModel {
 public:
-    static std::unique_ptr<MemoryPlusModel> create(Host& host, const mnemo_context_params& ctx, mnemo_model_info& info) {
-        auto m = std::make_unique<MemoryPlusModel>();
-        m->cfg_ = read_memory_plus_config(host);
-        m->declare(host, ctx);
-        const llama::LlamaConfig& b = m->cfg_.base;
-        blocks::fill_info(info, b, describe(m->cfg_));
-        return m;
+    MemoryPlusModel(Host& host, const mnemo_context_params& ctx, mnemo_model_info& info)
+        : cfg_(read_memory_plus_config(host)),
+          ends_(blocks::declare_ends(host, cfg_.base, {"tok_embeddings.weight", "norm.weight", "output.weight"})) {
+        declare_layers(host, ctx);
+        blocks::fill_info(info, cfg_.base, describe(cfg_));
     }
 
     void build(Graph& g) const {
-        const llama::LlamaConfig& b = cfg_.base;
-        const blocks::Positions p = blocks::positions(g, ends_.inv_freq);
-        const float eps = static_cast<float>(b.rms_eps);
+        const blocks::Pass pass(g, cfg_.base, ends_);
         const int64_t rope_mode = cfg_.rope_interleaved ? 1 : 0;
-
-        T h = blocks::embed_tokens(g, ends_);  // [N, D]
+        T h = pass.embed();  // [N, D]
         for (const Layer& l : layers_) {
-            h = g.add(h, blocks::attention(g, b, l.attn, g.rms_norm(h, g.param(l.attn_norm), eps), p, rope_mode));
-            const T x = g.rms_norm(h, g.param(l.ffn_norm), eps);
+            h = g.add(h, pass.attention(l.attn, pass.norm(h, l.attn_norm), rope_mode));
+            const T x = pass.norm(h, l.ffn_norm);
             h = g.add(h, l.memory ? hashing_memory(g, cfg_, l.mem, gate_, x) : blocks::mlp(g, l.mlp, x));
         }
-        blocks::output_logits(g, ends_, h, eps);
+        pass.logits(h);
     }
 
 private:
-    void declare(Host& h, const mnemo_context_params& ctx) {
+    // lingua's layer names; the first memory layer holds the value table the others may share.
+    void declare_layers(Host& h, const mnemo_context_params& ctx) {
         const llama::LlamaConfig& b = cfg_.base;
-        ends_ = blocks::declare_ends(h, b, {"tok_embeddings.weight", "norm.weight", "output.weight"});
         const ValueTables* shared = nullptr;
         for (int64_t i = 0; i < b.layers; ++i) {
             const std::string p = "layers." + std::to_string(i) + ".";

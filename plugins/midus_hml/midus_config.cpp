@@ -3,14 +3,11 @@
 #include <cstdint>
 #include <sstream>
 
+#include "config_checks.hpp"
+
 namespace mnemo::midus {
-namespace {
 
-void require(bool ok, const std::string& what) {
-    if (!ok) throw plugin::PluginError("config.json: " + what);
-}
-
-}  // namespace
+using config::require;
 
 MidusConfig read_midus_config(const plugin::Host& h) {
     MidusConfig c;

@@ -2,12 +2,13 @@
 
 #include <sstream>
 
-namespace mnemo::moe {
-namespace {
+#include "config_checks.hpp"
 
-void require(bool ok, const std::string& what) {
-    if (!ok) throw plugin::PluginError("config.json: " + what);
-}
+namespace mnemo::moe {
+
+using config::require;
+
+namespace {
 
 // OLMoE's attention: QK-norm over the whole projections, head_dim always hidden / heads.
 void read_olmoe(const plugin::Host& h, MoeConfig& c) {

@@ -16,6 +16,7 @@
 #include <string>
 #include <vector>
 
+#include "decoder_pass.hpp"
 #include "mnemo/plugin.hpp"
 #include "moe_block.hpp"
 #include "moe_config.hpp"
@@ -29,50 +30,34 @@ using plugin::Host;
 using plugin::T;
 
 struct Layer {
-    mnemo_tid attn_norm = -1, ffn_norm = -1;
+    blocks::PreNorms norms;
     blocks::Attention attn;
     MoeBlock moe;
 };
 
 class MoeModel {
 public:
-    static std::unique_ptr<MoeModel> create(Host& host, const mnemo_context_params& ctx, mnemo_model_info& info) {
-        auto m = std::make_unique<MoeModel>();
-        m->cfg_ = read_moe_config(host, ctx.n_ctx);
-        m->declare(host, ctx);
-        const llama::LlamaConfig& c = m->cfg_.attn;
-        blocks::fill_info(info, c, describe(m->cfg_));
-        return m;
+    MoeModel(Host& host, const mnemo_context_params& ctx, mnemo_model_info& info)
+        : cfg_(read_moe_config(host, ctx.n_ctx)), ends_(blocks::declare_ends(host, cfg_.attn)) {
+        const llama::LlamaConfig& c = cfg_.attn;
+        layers_ = blocks::declare_hf_layers(c, [&](const std::string& p) {
+            return Layer{blocks::declare_pre_norms(host, c, p), blocks::declare_attention(host, c, p, ctx),
+                         declare_moe(host, cfg_, p)};
+        });
+        blocks::fill_info(info, c, describe(cfg_));
     }
 
     void build(Graph& g) const {
-        const llama::LlamaConfig& c = cfg_.attn;
-        const blocks::Positions p = blocks::positions(g, ends_.inv_freq);
-        const float eps = static_cast<float>(c.rms_eps);
-
-        T h = blocks::embed_tokens(g, ends_);  // [N, hidden]
+        const blocks::Pass pass(g, cfg_.attn, ends_);
+        T h = pass.embed();  // [N, hidden]
         for (const Layer& l : layers_) {
-            h = g.add(h, blocks::attention(g, c, l.attn, g.rms_norm(h, g.param(l.attn_norm), eps), p));
-            h = g.add(h, moe_ffn(g, cfg_, l.moe, g.rms_norm(h, g.param(l.ffn_norm), eps)));
+            h = g.add(h, pass.attention(l.attn, pass.norm(h, l.norms.attn)));
+            h = g.add(h, moe_ffn(g, cfg_, l.moe, pass.norm(h, l.norms.ffn)));
         }
-        blocks::output_logits(g, ends_, h, eps);
+        pass.logits(h);
     }
 
 private:
-    void declare(Host& h, const mnemo_context_params& ctx) {
-        const llama::LlamaConfig& c = cfg_.attn;
-        ends_ = blocks::declare_ends(h, c);
-        for (int64_t i = 0; i < c.layers; ++i) {
-            const std::string p = "model.layers." + std::to_string(i) + ".";
-            Layer l;
-            l.attn_norm = h.weight(p + "input_layernorm.weight", {c.hidden});
-            l.ffn_norm = h.weight(p + "post_attention_layernorm.weight", {c.hidden});
-            l.attn = blocks::declare_attention(h, c, p, ctx);
-            l.moe = declare_moe(h, cfg_, p);
-            layers_.push_back(l);
-        }
-    }
-
     MoeConfig cfg_;
     blocks::DecoderEnds ends_;
     std::vector<Layer> layers_;

@@ -4,14 +4,14 @@
 #include <charconv>
 #include <sstream>
 
+#include "config_checks.hpp"
+
 namespace mnemo::pkm {
+
+using config::num;
+using config::require;
+
 namespace {
-
-void require(bool ok, const std::string& what) {
-    if (!ok) throw plugin::PluginError("config.json: " + what);
-}
-
-std::string num(int64_t v) { return std::to_string(v); }
 
 // One entry of mem_positions: "<layer>:in" or "<layer>:after".
 MemPosition parse_position(const std::string& text, const std::string& field, int64_t layers) {

@@ -10,7 +10,6 @@
 // logits = h W_predᵀ + b_pred   (W_pred = E when share_inout_emb; no final norm: blocks end in LN)
 // The memory m is in pkm_memory.hpp.
 #include <cmath>
-#include <cstdio>
 #include <memory>
 #include <string>
 #include <vector>
@@ -48,22 +47,19 @@ Norm declare_norm(const Host& h, const std::string& name, int64_t d) {
 
 class PkmModel {
 public:
-    static std::unique_ptr<PkmModel> create(Host& host, const mnemo_context_params& ctx, mnemo_model_info& info) {
-        auto m = std::make_unique<PkmModel>();
-        m->cfg_ = read_config(host);
-        const PkmConfig& c = m->cfg_;
+    PkmModel(Host& host, const mnemo_context_params& ctx, mnemo_model_info& info) : cfg_(read_config(host)) {
+        const PkmConfig& c = cfg_;
         if (ctx.n_ctx > c.max_positions)
             throw PluginError("the context holds " + std::to_string(ctx.n_ctx) +
                               " positions but the model learned only " + std::to_string(c.max_positions) +
                               " (max_position_embeddings); use a context of at most " +
                               std::to_string(c.max_positions));
-        m->declare(host, ctx);
-        info.vocab_size = c.vocab;
-        info.n_ctx_train = c.max_positions;
-        info.hidden_size = c.dim;
-        info.n_layers = c.layers;
-        std::snprintf(info.architecture, sizeof info.architecture, "%s", describe(c).c_str());
-        return m;
+        declare(host, ctx);
+        plugin::report(info, {.vocab_size = c.vocab,
+                              .n_ctx_train = c.max_positions,
+                              .hidden_size = c.dim,
+                              .n_layers = c.layers,
+                              .architecture = describe(c)});
     }
 
     void build(Graph& g) const {

@@ -6,14 +6,14 @@
 #include <cstdlib>
 #include <sstream>
 
+#include "config_checks.hpp"
+
 namespace mnemo::ultramem {
+
+using config::num;
+using config::require;
+
 namespace {
-
-void require(bool ok, const std::string& what) {
-    if (!ok) throw plugin::PluginError("config.json: " + what);
-}
-
-std::string num(int64_t v) { return std::to_string(v); }
 
 // floor(sqrt(n)) for n >= 0, exactly (the official int(E ** 0.5) for the small E used).
 int64_t isqrt(int64_t n) {

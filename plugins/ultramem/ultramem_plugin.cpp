@@ -14,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "decoder_pass.hpp"
 #include "mnemo/plugin.hpp"
 #include "olmo_attention.hpp"
 #include "transformer_blocks.hpp"
@@ -28,33 +29,28 @@ using plugin::Host;
 using plugin::T;
 
 struct Block {
-    mnemo_tid attn_norm = -1, ffn_norm = -1;
+    blocks::PreNorms norms;  // OLMo attn_norm, ff_norm
     OlmoAttention attn;
     blocks::Mlp mlp;
 };
 
 class UltraMemModel {
 public:
-    static std::unique_ptr<UltraMemModel> create(Host& host, const mnemo_context_params& ctx, mnemo_model_info& info) {
-        auto m = std::make_unique<UltraMemModel>();
-        m->cfg_ = read_ultramem_config(host);
-        m->declare(host, ctx);
-        const llama::LlamaConfig& b = m->cfg_.base;
-        blocks::fill_info(info, b, describe(m->cfg_));
-        return m;
+    UltraMemModel(Host& host, const mnemo_context_params& ctx, mnemo_model_info& info)
+        : cfg_(read_ultramem_config(host)), ends_(blocks::declare_ends(host, cfg_.base)) {
+        declare_blocks(host, ctx);
+        blocks::fill_info(info, cfg_.base, describe(cfg_));
     }
 
     void build(Graph& g) const {
         const llama::LlamaConfig& b = cfg_.base;
-        const blocks::Positions p = blocks::positions(g, ends_.inv_freq);
-        const float eps = static_cast<float>(b.rms_eps);
-
-        T h = blocks::embed_tokens(g, ends_);  // [N, D]
-        std::map<int64_t, std::vector<T>> pending;      // add block -> memory outputs to add after it
+        const blocks::Pass pass(g, b, ends_);
+        T h = pass.embed();                         // [N, D]
+        std::map<int64_t, std::vector<T>> pending;  // add block -> memory outputs to add after it
         for (int64_t i = 0; i < b.layers; ++i) {
             const Block& blk = blocks_[static_cast<size_t>(i)];
-            h = g.add(h, olmo_attention(g, b, blk.attn, g.rms_norm(h, g.param(blk.attn_norm), eps), p));
-            const T x = g.rms_norm(h, g.param(blk.ffn_norm), eps);
+            h = g.add(h, olmo_attention(g, b, blk.attn, pass.norm(h, blk.norms.attn), pass.positions()));
+            const T x = pass.norm(h, blk.norms.ffn);
             h = g.add(h, blocks::mlp(g, blk.mlp, x));
             for (size_t l = 0; l < memories_.size(); ++l)
                 if (cfg_.memories[l].read_block == i)
@@ -64,22 +60,17 @@ public:
                 pending.erase(it);
             }
         }
-        blocks::output_logits(g, ends_, h, eps);
+        pass.logits(h);
     }
 
 private:
-    void declare(Host& h, const mnemo_context_params& ctx) {
+    // OLMo blocks (HF layer names), then the tables the memory layers share and the layers.
+    void declare_blocks(Host& h, const mnemo_context_params& ctx) {
         const llama::LlamaConfig& b = cfg_.base;
-        ends_ = blocks::declare_ends(h, b);
-        for (int64_t i = 0; i < b.layers; ++i) {
-            const std::string p = "model.layers." + std::to_string(i) + ".";
-            Block blk;
-            blk.attn_norm = h.weight(p + "input_layernorm.weight", {b.hidden});     // OLMo attn_norm
-            blk.ffn_norm = h.weight(p + "post_attention_layernorm.weight", {b.hidden});  // OLMo ff_norm
-            blk.attn = declare_olmo_attention(h, b, cfg_.qk_norm, p, ctx);
-            blk.mlp = blocks::declare_mlp(h, b, p);
-            blocks_.push_back(blk);
-        }
+        blocks_ = blocks::declare_hf_layers(b, [&](const std::string& p) {
+            return Block{blocks::declare_pre_norms(h, b, p), declare_olmo_attention(h, b, cfg_.qk_norm, p, ctx),
+                         blocks::declare_mlp(h, b, p)};
+        });
         shared_ = declare_shared_tables(h, cfg_);
         for (int64_t l = 0; l < static_cast<int64_t>(cfg_.memories.size()); ++l)
             memories_.push_back(declare_memory_layer(h, cfg_, l));

@@ -2,13 +2,15 @@
 // plugin, so the module boundary stays plain C: exceptions never cross it (the entry wrappers
 // below turn them into mnemo_status + message), and no libmnemo symbol is needed.
 //
-// A plugin defines a model class:
+// A plugin defines a model class whose constructor reads the config, declares the tensors and
+// states it needs and reports the model (plugin::report):
 //     struct MyModel {
-//         static std::unique_ptr<MyModel> create(mnemo::plugin::Host&, const mnemo_context_params&,
-//                                                mnemo_model_info&);
+//         MyModel(mnemo::plugin::Host&, const mnemo_context_params&, mnemo_model_info&);
 //         void build(mnemo::plugin::Graph&) const;
 //     };
 // and exports it with MNEMO_PLUGIN(MyModel, "name", "description", "model_type_a", "model_type_b").
+// A model may instead give `static std::unique_ptr<MyModel> create(Host&, const
+// mnemo_context_params&, mnemo_model_info&)`; Entry calls it when it exists.
 #pragma once
 
 #include <algorithm>
@@ -300,6 +302,23 @@ private:
     const mnemo_builder_api* api_;
 };
 
+// What every model reports after it is created (mnemo_model_info less the memory spec).
+struct ModelFacts {
+    int64_t vocab_size = 0;
+    int64_t n_ctx_train = 0;  // positions the model was trained on; 0 when unknown
+    int64_t hidden_size = 0;
+    int64_t n_layers = 0;
+    std::string architecture;  // human-readable; cut to the ABI's 255 bytes
+};
+
+inline void report(mnemo_model_info& info, const ModelFacts& f) {
+    info.vocab_size = f.vocab_size;
+    info.n_ctx_train = f.n_ctx_train;
+    info.hidden_size = f.hidden_size;
+    info.n_layers = f.n_layers;
+    std::snprintf(info.architecture, sizeof info.architecture, "%s", f.architecture.c_str());
+}
+
 inline void write_error(mnemo_error* err, const char* msg) {
     if (err) std::snprintf(err->message, sizeof err->message, "%s", msg);
 }
@@ -311,7 +330,7 @@ struct Entry {
                                void** out_model, mnemo_error* err) {
         try {
             Host h(host);
-            std::unique_ptr<Model> m = Model::create(h, *params, *info);
+            std::unique_ptr<Model> m = make(h, *params, *info);
             *out_model = m.release();
             return MNEMO_OK;
         } catch (const std::exception& e) {
@@ -330,6 +349,14 @@ struct Entry {
         }
     }
     static void destroy(void* model) { delete static_cast<Model*>(model); }
+
+private:
+    static std::unique_ptr<Model> make(Host& h, const mnemo_context_params& params, mnemo_model_info& info) {
+        if constexpr (requires { Model::create(h, params, info); })
+            return Model::create(h, params, info);
+        else
+            return std::make_unique<Model>(h, params, info);
+    }
 };
 
 }  // namespace mnemo::plugin
