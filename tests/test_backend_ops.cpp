@@ -1,6 +1,6 @@
 // Cross-backend conformance: every case of tests/conformance/op_cases*.hpp on every device of every
 // backend module found in the build folder (and $MNEMO_BACKEND_PATH), compared with the naive
-// reference (engine/src/ops_reference.cpp) by the shared harness (tests/conformance/harness.hpp).
+// reference (engine/src/ops/reference_<family>.cpp) by the shared harness (tests/conformance/harness.hpp).
 // Test names read
 //   Conformance/BackendOps.Run/cpu0_matmul_N1_K4096_M256_f16
 // A backend with no device is one skipped test that says so. The CPU and Vulkan backends must

@@ -1,4 +1,4 @@
-// mnemo::compare_backends (engine/src/compare.cpp) and `mnemo compare`: backend specs, the logit
+// mnemo::compare_backends (engine/src/session/compare.cpp) and `mnemo compare`: backend specs, the logit
 // difference rule, cpu against cpu on tiny models (bit-identical, and the same tokens as a plain
 // greedy loop), backends that cannot run reported in their own column, cpu against vulkan when a
 // Vulkan device exists, and the command's JSON output.

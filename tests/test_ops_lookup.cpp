@@ -13,10 +13,12 @@
 #include "mnemo/error.hpp"
 #include "mnemo/ops/op_table.hpp"
 #include "mnemo/modules/registry.hpp"
+#include "fixtures/node_runner.hpp"
 
 namespace {
 
 using mnemo::DType;
+using mnemo::test::NodeRunner;
 
 mnemo_tensor host_tensor(void* data, DType dtype, const std::vector<int64_t>& shape) {
     mnemo_tensor t{};
@@ -36,65 +38,8 @@ std::string reference_error(const mnemo_node& node) {
     return "";
 }
 
-// The node run on the CPU backend: every tensor copied into its own backend buffer. Returns the
-// error message ("" on success) and leaves the output in `out_bytes`.
-class CpuBackend {
-public:
-    explicit CpuBackend(int threads = 2) : registry_({MNEMO_BUILD_BIN}) {
-        const mnemo::BackendModule* m = registry_.find("cpu");
-        if (!m) return;
-        api_ = m->api;
-        mnemo_backend_config cfg{};
-        cfg.n_threads = threads;
-        mnemo_error err{};
-        if (api_->open(0, &cfg, &ctx_, &err) != MNEMO_OK) ctx_ = nullptr;
-    }
-    ~CpuBackend() {
-        if (ctx_) api_->close(ctx_);
-    }
-    bool available() const { return ctx_ != nullptr; }
-
-    std::string run(mnemo_node node, std::vector<uint8_t>& out_bytes) {
-        std::vector<void*> buffers;
-        auto upload = [&](mnemo_tensor& t, const void* src, uint64_t bytes) {
-            void* b = nullptr;
-            mnemo_error err{};
-            if (api_->buffer_alloc(ctx_, bytes > 0 ? bytes : 1, &b, &err) != MNEMO_OK) throw mnemo::Error(err.message);
-            buffers.push_back(b);
-            if (src && bytes > 0 && api_->buffer_write(ctx_, b, 0, src, bytes, &err) != MNEMO_OK) throw mnemo::Error(err.message);
-            t.buffer = b;
-            t.offset = 0;
-        };
-        for (int32_t i = 0; i < node.n_inputs; ++i) {
-            const mnemo::TensorShape s = mnemo::shape_of(node.inputs[i]);
-            upload(node.inputs[i], node.inputs[i].buffer, s.nbytes());
-        }
-        const mnemo::TensorShape os = mnemo::shape_of(node.output);
-        upload(node.output, nullptr, os.nbytes());
-        std::string message;
-        mnemo_error err{};
-        void* graph = nullptr;
-        if (api_->graph_prepare(ctx_, &node, 1, &graph, &err) != MNEMO_OK) {
-            message = err.message;
-        } else {
-            if (api_->graph_run(ctx_, graph, nullptr, &err) != MNEMO_OK) message = err.message;
-            api_->graph_release(ctx_, graph);
-        }
-        out_bytes.assign(os.nbytes(), 0);
-        if (message.empty() && !out_bytes.empty())
-            api_->buffer_read(ctx_, node.output.buffer, 0, out_bytes.data(), out_bytes.size(), &err);
-        for (void* b : buffers) api_->buffer_free(ctx_, b);
-        return message;
-    }
-
-private:
-    mnemo::BackendRegistry registry_;
-    const mnemo_backend_api* api_ = nullptr;
-    void* ctx_ = nullptr;
-};
-
-CpuBackend& cpu() {
-    static CpuBackend b;
+NodeRunner& cpu() {
+    static NodeRunner b("cpu");
     return b;
 }
 
@@ -375,7 +320,7 @@ TEST(LookupOps, ResultsDoNotDependOnTheThreadCount) {
         for (float v : want) norm += static_cast<double>(v) * v;
         std::vector<uint8_t> first;
         for (int threads : {1, 3, 8}) {
-            CpuBackend b(threads);
+            NodeRunner b("cpu", threads);
             ASSERT_TRUE(b.available());
             std::vector<uint8_t> out;
             ASSERT_EQ(b.run(*node, out), "") << threads << " threads";

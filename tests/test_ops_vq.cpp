@@ -20,9 +20,12 @@
 #include "mnemo/ops/op_table.hpp"
 #include "mnemo/modules/registry.hpp"
 #include "mnemo/memory/vq_codebook.hpp"
+#include "fixtures/node_runner.hpp"
 #include "npy.hpp"
 
 namespace {
+
+using mnemo::test::NodeRunner;
 
 namespace fs = std::filesystem;
 using mnemo::DType;
@@ -83,68 +86,12 @@ mnemo_node vq_node(const Golden& g, const std::vector<int32_t>& words, bool with
     return node;
 }
 
-// A backend device running single nodes, every tensor copied into its own buffer.
-class Device {
-public:
-    explicit Device(const std::string& backend) : registry_({MNEMO_BUILD_BIN}) {
-        const mnemo::BackendModule* m = registry_.find(backend);
-        if (!m || m->api->device_count() <= 0) return;
-        api_ = m->api;
-        mnemo_backend_config cfg{};
-        cfg.n_threads = 2;
-        mnemo_error err{};
-        if (api_->open(0, &cfg, &ctx_, &err) != MNEMO_OK) ctx_ = nullptr;
-    }
-    ~Device() {
-        if (ctx_) api_->close(ctx_);
-    }
-    bool available() const { return ctx_ != nullptr; }
-
-    // "" on success, else the backend's message; the output lands in node.output's host memory.
-    std::string run(const mnemo_node& host_node) {
-        mnemo_node node = host_node;
-        std::vector<void*> buffers;
-        std::string message;
-        auto upload = [&](mnemo_tensor& t, bool copy) {
-            const uint64_t bytes = mnemo::shape_of(t).nbytes();
-            void* b = nullptr;
-            mnemo_error err{};
-            if (api_->buffer_alloc(ctx_, std::max<uint64_t>(bytes, 4), &b, &err) != MNEMO_OK) throw mnemo::Error(err.message);
-            buffers.push_back(b);
-            if (copy && bytes > 0 && api_->buffer_write(ctx_, b, 0, t.buffer, bytes, &err) != MNEMO_OK)
-                throw mnemo::Error(err.message);
-            t.buffer = b;
-            t.offset = 0;
-        };
-        for (int32_t i = 0; i < node.n_inputs; ++i) upload(node.inputs[i], true);
-        upload(node.output, false);
-        mnemo_error err{};
-        void* graph = nullptr;
-        if (api_->graph_prepare(ctx_, &node, 1, &graph, &err) != MNEMO_OK) {
-            message = std::string("graph_prepare: ") + err.message;
-        } else {
-            if (api_->graph_run(ctx_, graph, nullptr, &err) != MNEMO_OK) message = err.message;
-            api_->graph_release(ctx_, graph);
-        }
-        if (message.empty() &&
-            api_->buffer_read(ctx_, node.output.buffer, 0, host_node.output.buffer, mnemo::shape_of(node.output).nbytes(), &err) != MNEMO_OK)
-            message = std::string("buffer_read: ") + err.message;
-        for (void* b : buffers) api_->buffer_free(ctx_, b);
-        return message;
-    }
-
-private:
-    mnemo::BackendRegistry registry_;
-    const mnemo_backend_api* api_ = nullptr;
-    void* ctx_ = nullptr;
-};
-
-Device& cpu() {
-    static Device d("cpu");
+NodeRunner& cpu() {
+    static NodeRunner d("cpu");
     return d;
 }
-Device& vulkan() {
-    static Device d("vulkan");
+NodeRunner& vulkan() {
+    static NodeRunner d("vulkan");
     return d;
 }
 
@@ -312,7 +259,7 @@ TEST(VqDecode, CorruptCoarseCodeIsAnError) {
         EXPECT_NE(m.find("4101"), std::string::npos) << m;
         EXPECT_NE(m.find("0..4095"), std::string::npos) << m;
     }
-    for (Device* dev : {&cpu(), &vulkan()}) {
+    for (NodeRunner* dev : {&cpu(), &vulkan()}) {
         if (!dev->available()) continue;
         for (bool with_rotation : {true, false}) {
             const std::string m = dev->run(vq_node(g, bad, with_rotation, out));

@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "mnemo/error.hpp"
-#include "mnemo/io/sha256.hpp"
+#include "io/sha256.hpp"
 
 namespace {
 

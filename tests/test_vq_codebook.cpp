@@ -1,4 +1,4 @@
-// The VQ codebook loader (engine/src/vq_codebook.cpp): the FAISS-trained goldens of
+// The VQ codebook loader (engine/src/memory/vq_codebook.cpp): the FAISS-trained goldens of
 // tests/data/ops_golden/vq/ load with their hashes and write back to the same bytes, and every
 // malformed input is refused with the file, the field and what was expected.
 #include <gtest/gtest.h>
@@ -13,7 +13,7 @@
 #include <vector>
 
 #include "mnemo/error.hpp"
-#include "mnemo/io/sha256.hpp"
+#include "io/sha256.hpp"
 #include "mnemo/memory/vq_codebook.hpp"
 #include "npy.hpp"
 

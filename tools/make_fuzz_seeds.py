@@ -123,7 +123,7 @@ def main():
     # Invalid UTF-8 cannot be written through a Python str.
     write(JSON_DIR, "bad_utf8.json", b'["\xc0\xaf", "\xed\xa0\x80"]')
 
-    # Memory folders (engine/include/mnemo/memory_folder.hpp), packed as fuzz_memory_folder.cpp
+    # Memory folders (engine/include/mnemo/memory/memory_folder.hpp), packed as fuzz_memory_folder.cpp
     # reads them: u16 lengths of manifest, references and vectors, then the four files.
     mf = {
         "valid_two": memory_folder(2, n_valid=(4, 2)),

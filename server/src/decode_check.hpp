@@ -1,5 +1,5 @@
 // The device decodes compressed memories with the VQ_DECODE op; its reference (engine/src/
-// ops_reference_vq.cpp) is written to equal FAISS's sa_decode bit for bit. A memory folder is only
+// ops/reference_vq.cpp) is written to equal FAISS's sa_decode bit for bit. A memory folder is only
 // published after that has been checked on a sample of the very codes it holds: should a BLAS
 // other than the reference one be behind FAISS (its summation order differs), the decoded
 // memories would differ between server and device, and that must stop the compression.

@@ -4,7 +4,7 @@
 // numpy reference of the same codec, and its docstring the derivation).
 //
 // FAISS trains and encodes; codebook() exports the arrays in the canonical form the device
-// checks and decodes (mnemo/vq_codebook.hpp). Every FAISS exception leaves as a mnemo::Error
+// checks and decodes (mnemo/memory/vq_codebook.hpp). Every FAISS exception leaves as a mnemo::Error
 // naming the factory string.
 #pragma once
 

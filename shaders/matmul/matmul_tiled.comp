@@ -9,7 +9,7 @@
 // vec4 loads and neighbouring threads read (and finally store) contiguous memory. Out-of-range
 // rows and columns load as zero; stores are bounds-checked. TM and TN are multiples of 4.
 //
-// Variants (shaders/matmul.cmake): W_F32 (one float per load); W_F16 / W_BF16 with LOAD_WORD
+// Variants (matmul.cmake): W_F32 (one float per load); W_F16 / W_BF16 with LOAD_WORD
 // (two elements per 32-bit load: K even and `first` 0); W_ANY (weight_at, any K and `first`).
 #include "common.glsl"
 #include "matmul_common.glsl"

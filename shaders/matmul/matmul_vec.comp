@@ -8,7 +8,7 @@
 // per-thread partial sums are then reduced across the workgroup: subgroupAdd and one shared
 // step between subgroups (USE_SUBGROUPS), or a shared-memory tree.
 //
-// Variants (shaders/matmul.cmake), chosen by the host from dtype and alignment:
+// Variants (matmul.cmake), chosen by the host from dtype and alignment:
 //   LOAD_VEC   16-byte loads of W and x: rows of W and x start 16-byte aligned (K*esize % 16 == 0)
 //   LOAD_WORD  16-bit W as one word (2 elements) per load, x as vec2: K even, `first` 0
 //   (neither)  one element per load through weight_at: any K, any `first`, any dtype

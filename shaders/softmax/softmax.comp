@@ -5,7 +5,7 @@
 // write plus a read of y. Large rows (a 128k vocabulary) simply loop; the row stays in cache
 // between passes on real GPUs.
 //
-// Edge cases follow the reference (engine/src/ops_reference.cpp): -inf inputs give 0; a row
+// Edge cases follow the reference (engine/src/ops/reference_softmax.cpp): -inf inputs give 0; a row
 // whose entries are all -inf has max = -inf, the reference computes exp(-inf - -inf) = NaN
 // there, so the row is written as NaN explicitly (not left to the driver's exp(NaN)).
 //

@@ -35,7 +35,7 @@ inline void rope(std::vector<OpCase>& out) {
     // Long contexts (positions near 1M): an f32 angle is off by up to 0.03 rad there, a visible
     // rotation error, while the ABI's angle is exact (the reference and the CPU backend use
     // double). So this case keeps the plain bound: a backend forms and reduces the angle in more
-    // than f32 (double, or a two-float product as shaders/rope.comp does).
+    // than f32 (double, or a two-float product as shaders/rope/rope.comp does).
     for (int64_t mode : {0, 1}) {
         OpCase c;
         c.op = MNEMO_OP_ROPE;

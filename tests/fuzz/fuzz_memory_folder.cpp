@@ -1,4 +1,4 @@
-// Fuzz target: arbitrary bytes as a memory folder (mnemo/memory_folder.hpp). The input is split
+// Fuzz target: arbitrary bytes as a memory folder (mnemo/memory/memory_folder.hpp). The input is split
 // into the folder's four files by a small header (u16 little-endian lengths of manifest.json,
 // references.jsonl and vectors.f32; records.bin takes the rest), written to a scratch folder and
 // read back both ways the engine reads folders: read_memory_folder (every record), and a

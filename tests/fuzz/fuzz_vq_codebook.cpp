@@ -1,4 +1,4 @@
-// Fuzz target: arbitrary bytes as a VQ codebook file (format 1, mnemo/vq_codebook.hpp). The parser
+// Fuzz target: arbitrary bytes as a VQ codebook file (format 1, mnemo/memory/vq_codebook.hpp). The parser
 // must either accept the input or throw mnemo::Error. An accepted codebook must be exactly what its
 // bytes say: arrays sized by the header, every value finite, and to_bytes() giving back the input
 // byte for byte (the format is canonical, so the hash names one codebook). Anything else, a crash
@@ -10,7 +10,7 @@
 #include <vector>
 
 #include "mnemo/error.hpp"
-#include "mnemo/io/sha256.hpp"
+#include "io/sha256.hpp"
 #include "mnemo/memory/vq_codebook.hpp"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {

@@ -5,10 +5,11 @@
 
 #include <stdexcept>
 #include <string>
+#include "mnemo/api.hpp"
 
 namespace mnemo {
 
-class Error : public std::runtime_error {
+class MNEMO_API Error : public std::runtime_error {
 public:
     explicit Error(const std::string& message) : std::runtime_error(message) {}
 };

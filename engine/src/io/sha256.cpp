@@ -1,6 +1,6 @@
 // SHA-256 as FIPS 180-4 §6.2 specifies it: 512-bit blocks, a 64-word message schedule, 64 rounds,
 // the message padded with a 1 bit, zeros and its bit length as a big-endian 64-bit integer.
-#include "mnemo/io/sha256.hpp"
+#include "io/sha256.hpp"
 
 #include <algorithm>
 #include <cstring>

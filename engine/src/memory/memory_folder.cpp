@@ -1,4 +1,4 @@
-// Memory folders (see mnemo/memory_folder.hpp): writing them atomically, reading and checking
+// Memory folders (see mnemo/memory/memory_folder.hpp): writing them atomically, reading and checking
 // them, and retrieving from them by retrieval vector (cosine) or BM25 over reference tokens.
 #include "mnemo/memory/memory_folder.hpp"
 
@@ -14,7 +14,7 @@
 
 #include "mnemo/error.hpp"
 #include "mnemo/io/json.hpp"
-#include "mnemo/io/sha256.hpp"
+#include "io/sha256.hpp"
 
 namespace fs = std::filesystem;
 
@@ -133,8 +133,7 @@ struct Bm25 {
     }
 };
 
-}  // namespace
-
+// CRC-32 (IEEE 802.3, the zlib polynomial) of bytes: each record's checksum.
 uint32_t crc32(const void* data, size_t size) {
     static const std::array<uint32_t, 256> table = [] {
         std::array<uint32_t, 256> t{};
@@ -150,6 +149,8 @@ uint32_t crc32(const void* data, size_t size) {
     for (size_t i = 0; i < size; ++i) c = table[(c ^ p[i]) & 0xFF] ^ (c >> 8);
     return c ^ 0xFFFFFFFFu;
 }
+
+}  // namespace
 
 MemoryFolderModel memory_folder_model(const Session& session) {
     return {session.summary().model_type, session.model_fingerprint(), session.memory_spec()};

@@ -1,4 +1,4 @@
-// Parsing and writing the canonical VQ codebook format (mnemo/vq_codebook.hpp). The bytes usually
+// Parsing and writing the canonical VQ codebook format (mnemo/memory/vq_codebook.hpp). The bytes usually
 // come over the network, so every field is checked before it sizes anything: the arrays are read
 // only once the header's sizes add up to exactly the bytes present.
 #include "mnemo/memory/vq_codebook.hpp"
@@ -10,7 +10,7 @@
 #include <iterator>
 
 #include "mnemo/error.hpp"
-#include "mnemo/io/sha256.hpp"
+#include "io/sha256.hpp"
 
 namespace mnemo {
 namespace {

@@ -1,4 +1,4 @@
-// Finding, loading and validating backend and plugin modules (see mnemo/registry.hpp).
+// Finding, loading and validating backend and plugin modules (see mnemo/modules/registry.hpp).
 #include "mnemo/modules/registry.hpp"
 
 #include <dlfcn.h>

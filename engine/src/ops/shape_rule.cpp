@@ -93,16 +93,23 @@ TensorShape shape_of(const mnemo_tensor& t) {
     return s;
 }
 
+namespace {
+
+// "" when an op of `info` may have n inputs, else "takes 2..3 inputs, got 4".
+std::string arity_error(const OpInfo& info, size_t n) {
+    if (static_cast<int64_t>(n) >= info.min_inputs && static_cast<int64_t>(n) <= info.max_inputs) return "";
+    std::ostringstream s;
+    s << "takes " << info.min_inputs;
+    if (info.min_inputs != info.max_inputs) s << ".." << info.max_inputs;
+    s << " inputs, got " << n;
+    return s.str();
+}
+
+}  // namespace
+
 TensorShape infer_output(int32_t op, std::span<const TensorShape> in, std::span<const int64_t> ip, std::span<const float> fp) {
-    const OpInfo& info = op_info(op);
     const shape::Rule r(op, in, ip, fp);
-    if (static_cast<int32_t>(in.size()) < info.min_inputs || static_cast<int32_t>(in.size()) > info.max_inputs) {
-        std::ostringstream s;
-        s << "takes " << info.min_inputs;
-        if (info.min_inputs != info.max_inputs) s << ".." << info.max_inputs;
-        s << " inputs, got " << in.size();
-        r.fail(s.str());
-    }
+    if (std::string why = arity_error(op_info(op), in.size()); !why.empty()) r.fail(why);
     for (size_t i = 0; i < in.size(); ++i) {
         if (in[i].ndim < 1 || in[i].ndim > MNEMO_MAX_DIMS) r.fail_input(i, "1..4 dimensions");
         for (int32_t d = 0; d < in[i].ndim; ++d)
@@ -128,8 +135,9 @@ bool well_formed(const mnemo_tensor& t) {
 std::string node_error(const mnemo_node& node, InPlace in_place) {
     if (node.op <= MNEMO_OP_NONE || node.op >= MNEMO_OP_COUNT_) return "unknown op id " + std::to_string(node.op);
     const std::string name = mnemo_op_name(node.op);
-    if (node.n_inputs < 0 || node.n_inputs > MNEMO_MAX_INPUTS)
-        return name + ": " + std::to_string(node.n_inputs) + " inputs is outside 0.." + std::to_string(MNEMO_MAX_INPUTS);
+    if (node.n_inputs < 0) return name + ": " + std::to_string(node.n_inputs) + " inputs";
+    // Before the tensors: slots past the op's arity may hold anything.
+    if (std::string why = arity_error(op_info(node.op), static_cast<size_t>(node.n_inputs)); !why.empty()) return name + ": " + why;
     std::array<TensorShape, MNEMO_MAX_INPUTS> shapes;
     for (int32_t i = 0; i < node.n_inputs; ++i) {
         if (!well_formed(node.inputs[i])) return name + ": input " + std::to_string(i) + " has an invalid dtype, rank or size";

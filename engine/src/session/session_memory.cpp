@@ -3,7 +3,7 @@
 // MemoryHost it works through — the session's states, graphs and device.
 #include <algorithm>
 
-#include "mnemo/io/sha256.hpp"
+#include "io/sha256.hpp"
 #include "session/session_impl.hpp"
 #include "session/session_memory_host.hpp"
 

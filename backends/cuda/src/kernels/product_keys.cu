@@ -18,7 +18,7 @@
 #include <climits>
 
 #include "device_common.cuh"
-#include "product_keys.hpp"
+#include "product_keys.cuh"
 
 namespace mnemo_cuda {
 namespace {
@@ -242,16 +242,7 @@ __global__ void __launch_bounds__(256) pair_scores_kernel(PairParams p) {
         }
         // Tucker: sum_r1 sum_r2 (S1[i,r1] * core_c[h,r1,r2]) * S2[j,r2] from 0, the reference's
         // order and roundings (no fma contraction), rounded once to f32.
-        const WeightPtr w = p.core[c];
-        const uint64_t base = h * rank * rank;
-        double acc = 0.0;
-        for (uint64_t r1 = 0; r1 < rank; ++r1) {
-            const double a = static_cast<double>(x[r1]);
-            for (uint64_t r2 = 0; r2 < rank; ++r2)
-                acc = __dadd_rn(acc, __dmul_rn(__dmul_rn(a, static_cast<double>(load_weight(w, base + r1 * rank + r2))),
-                                               static_cast<double>(y[r2])));
-        }
-        p.out[o] = __double2float_rn(acc);
+        p.out[o] = __double2float_rn(tucker_form(x, y, p.core[c], h * rank * rank, rank));
     }
 }
 

@@ -7,7 +7,7 @@
 #include <climits>
 
 #include "device_common.cuh"
-#include "product_keys.hpp"
+#include "product_keys.cuh"
 #include "topk_common.cuh"
 #include "topk_sort.cuh"
 
@@ -50,17 +50,7 @@ __device__ double pk_pair_score(const PkParams& p, const float* s1, const float*
     const float* x = s1 + i * rank;
     const float* y = s2 + j * rank;
     double t = 0.0;
-    for (uint32_t c = 0; c < p.cores; ++c) {
-        const WeightPtr w = p.core[c];
-        double acc = 0.0;
-        for (uint64_t r1 = 0; r1 < rank; ++r1) {
-            const double a = static_cast<double>(x[r1]);
-            for (uint64_t r2 = 0; r2 < rank; ++r2)
-                acc = __dadd_rn(acc, __dmul_rn(__dmul_rn(a, static_cast<double>(load_weight(w, base + r1 * rank + r2))),
-                                               static_cast<double>(y[r2])));
-        }
-        t = __dadd_rn(t, acc);
-    }
+    for (uint32_t c = 0; c < p.cores; ++c) t = __dadd_rn(t, tucker_form(x, y, p.core[c], base, rank));
     return t;
 }
 

@@ -1,7 +1,7 @@
-// ATTENTION: a streaming-softmax workgroup per (token, query head) (shaders/attention.comp).
+// ATTENTION: a streaming-softmax workgroup per (token, query head) (shaders/attention/attention.comp).
 // When few queries face a long cache (decode), one workgroup per head cannot fill a GPU, so the
 // key range is cut into chunks, one workgroup each, and a second dispatch merges the chunks'
-// partial results from scratch memory (flash decoding, shaders/attention_combine.comp). pos is
+// partial results from scratch memory (flash decoding, shaders/attention/attention_combine.comp). pos is
 // data the graph never sees, so the cut is planned for the cache capacity C and chunks beyond a
 // token's position exit at once. An optional prefix (explicit memories: inputs 5..8) is read
 // by the same workgroups before the cache, into the same running softmax; under the split it

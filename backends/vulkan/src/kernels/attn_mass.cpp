@@ -1,4 +1,4 @@
-// ATTN_MASS (Memory3 token selection) in two dispatches of shaders/attn_mass.comp: in softmax
+// ATTN_MASS (Memory3 token selection) in two dispatches of shaders/attn_mass/attn_mass.comp: in softmax
 // mode, a (max, sum) normaliser per (query token, head) into scratch; then one workgroup per
 // (key token, kv group) sums the normalised weights it receives. The shader's header says why
 // the sum is owned by key tokens (one writer per output element, no float atomics).

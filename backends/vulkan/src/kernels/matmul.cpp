@@ -1,10 +1,10 @@
 // MATMUL y[N, M] = x[N, K] W[M, K]^T, W in f32/f16/bf16, f32 accumulation.
 //
 // Two kernels, split on N (rows of x):
-//  - N <= kVecMaxRows (decode): shaders/matmul_vec.comp streams W once, all N rows of x per pass,
+//  - N <= kVecMaxRows (decode): shaders/matmul/matmul_vec.comp streams W once, all N rows of x per pass,
 //    in the widest loads the alignment of W and x allows (16 bytes, one word, one element).
 //    Bandwidth is what counts there.
-//  - larger N (prefill): shaders/matmul_tiled.comp, a shared-memory tiled GEMM with register
+//  - larger N (prefill): shaders/matmul/matmul_tiled.comp, a shared-memory tiled GEMM with register
 //    micro-tiles; arithmetic is what counts there.
 // Tile sizes and workgroup shapes are specialization constants, picked here from the device's
 // limits (shared memory, invocations) so one SPIR-V module serves every device.

@@ -3,7 +3,7 @@
 //
 // Two paths, both with the hidden rows h = w * silu(gate x) * (up x) of every (token, choice)
 // slot in scratch between the passes:
-//  - decode (few slots): mat-vec passes over only the chosen experts (shaders/moe_mv.comp):
+//  - decode (few slots): mat-vec passes over only the chosen experts (shaders/moe/moe_mv.comp):
 //    UP per (slot, block of hidden rows), then DOWN per (token, block of output rows) summing the
 //    choices in a fixed order. Every chosen expert's weights stream once per slot, which is what
 //    a decode step has to read anyway.

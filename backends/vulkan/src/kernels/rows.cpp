@@ -1,5 +1,5 @@
 // GET_ROWS (embedding lookup, rows widened to f32) and KV_STORE (new keys/values into the cache,
-// in place): shaders/rows.comp and shaders/kv_store.comp. Both only move rows, so they are
+// in place): shaders/rows/rows.comp and kv_store.comp. Both only move rows, so they are
 // bandwidth-bound; each picks a vector variant (16-byte loads and stores) when the row width and
 // the tensors' alignment allow it. Indices are data: the shaders validate them, report the first
 // bad one through the status word and skip its row (the graph then fails the run), so a bad

@@ -1,5 +1,5 @@
 // VQ_DECODE: FAISS "OPQ,Residual<Mc>x<bc>,PQ<Mp>x<bp>" codes back to vectors (mnemo_abi.h).
-// Two passes, one invocation per element each (shaders/vq_decode.comp, shaders/vq_rotate.comp):
+// Two passes, one invocation per element each (shaders/vq/vq_decode.comp, vq_rotate.comp):
 // the rotated-space vectors y (straight into the output without a rotation, else into scratch),
 // then x = A^T y with the CPU's summation order and no fused multiply-add. The decode pass checks
 // every coarse list number and reports a corrupt code through the status word.
@@ -44,7 +44,7 @@ Dims dims_of(const mnemo_node& n) {
     return d;
 }
 
-// The engine's shape rules hold (op_table.cpp); what is left are the 2^31 index limits.
+// The engine's shape rules hold (engine/src/ops/shape_vq.cpp); what is left are the 2^31 index limits.
 bool supports(const DeviceFeatures&, const mnemo_node& n) {
     if (n.inputs[0].dtype != MNEMO_DTYPE_I32 || n.output.dtype != MNEMO_DTYPE_F32) return false;
     for (int32_t i = 1; i < n.n_inputs; ++i)

@@ -9,12 +9,13 @@
 #include <string>
 #include <string_view>
 #include <vector>
+#include "mnemo/api.hpp"
 
 namespace mnemo::json {
 
 enum class Type { Null, Bool, Number, String, Array, Object };
 
-class Value {
+class MNEMO_API Value {
 public:
     Value() = default;  // null
 
@@ -69,15 +70,15 @@ private:
 // Parse a whole document. `source` names it in errors ("config.json"). Limits: nesting depth 512;
 // strings must be valid UTF-8; \u escapes with surrogate pairs decoded. Throws mnemo::Error
 // "<source>: line L, column C: <what was expected>".
-Value parse(std::string_view text, std::string_view source);
+MNEMO_API Value parse(std::string_view text, std::string_view source);
 
 // Read a file and parse it; errors name the file path.
-Value parse_file(const std::string& path);
+MNEMO_API Value parse_file(const std::string& path);
 
 // A string as a JSON string literal, quotes included (control characters escaped, UTF-8 kept).
-std::string quote(std::string_view s);
+MNEMO_API std::string quote(std::string_view s);
 
 // Type name for messages: "null", "boolean", "number", "string", "array", "object".
-const char* type_name(Type t);
+MNEMO_API const char* type_name(Type t);
 
 }  // namespace mnemo::json

@@ -4,6 +4,7 @@
 #include <cstdint>
 #include <string>
 #include <vector>
+#include "mnemo/api.hpp"
 
 namespace mnemo {
 
@@ -11,9 +12,9 @@ namespace mnemo {
 // The file is written next to `path` under a temporary name and renamed into place, so a reader
 // never sees a half-written file. Throws mnemo::Error naming the path on any I/O failure or on a
 // negative dimension.
-void write_npy_f32(const std::string& path, const float* data, const std::vector<int64_t>& shape);
+MNEMO_API void write_npy_f32(const std::string& path, const float* data, const std::vector<int64_t>& shape);
 
 // The .npy header (magic, version, length, dict, padding) for a float32 array of this shape.
-std::string npy_f32_header(const std::vector<int64_t>& shape);
+MNEMO_API std::string npy_f32_header(const std::vector<int64_t>& shape);
 
 }  // namespace mnemo

@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "mnemo/api.hpp"
 #include "mnemo/ops/dtype.hpp"
 
 namespace mnemo {
@@ -42,11 +43,11 @@ struct SafetensorsHeader {
 // in errors, e.g. "model.safetensors: tensor 'lm_head.weight': data_offsets [0, 10) hold 10 bytes
 // but shape [2, 3] of F32 needs 24". Unknown dtypes (e.g. I8, F8_E4M3) are rejected with a message
 // naming the dtype.
-SafetensorsHeader parse_safetensors_header(const uint8_t* bytes, uint64_t file_size,
+MNEMO_API SafetensorsHeader parse_safetensors_header(const uint8_t* bytes, uint64_t file_size,
                                            const std::string& source);
 
 // A read-only memory mapping of a file (RAII).
-class MappedFile {
+class MNEMO_API MappedFile {
 public:
     explicit MappedFile(const std::string& path);  // throws mnemo::Error naming the path
     ~MappedFile();
@@ -62,7 +63,7 @@ private:
     uint64_t size_ = 0;
 };
 
-class Checkpoint {
+class MNEMO_API Checkpoint {
 public:
     // Opens `dir`/model.safetensors, or `dir`/model.safetensors.index.json and its shards.
     // Throws mnemo::Error naming the file and field on any problem (missing files, a shard that
@@ -88,7 +89,7 @@ struct TensorToWrite {
     std::vector<int64_t> shape;
     const void* data;
 };
-void write_safetensors(const std::string& path, const std::vector<TensorToWrite>& tensors,
+MNEMO_API void write_safetensors(const std::string& path, const std::vector<TensorToWrite>& tensors,
                        const std::map<std::string, std::string>& metadata = {});
 
 }  // namespace mnemo

@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "mnemo/api.hpp"
 #include "mnemo/memory/vq_codebook.hpp"
 
 namespace mnemo {
@@ -91,7 +92,7 @@ struct ChunkQuery {
 // would have without it, and an announced query may never be asked (the sequence ended, was
 // reset, or was given another prompt). Memories may come compressed with codec() for the engine
 // to decode on its device (ExplicitMemory::key_codes), so a remote source can send codes only.
-class MemorySource {
+class MNEMO_API MemorySource {
 public:
     virtual ~MemorySource() = default;
     // True when retrieve() needs ChunkQuery::vector (a pass of the model over the chunk).

@@ -13,7 +13,7 @@
 //                        f32: f32 keys[L][H][keep][D], f32 values[L][H][keep][Dv]
 //                        vq:  key codes[L][H][keep][ck], value codes[L][H][keep][cv] (the
 //                             FAISS code bytes of each vector, ck/cv = the codecs' code sizes)
-//   keys.mvqc, values.mvqc  (vq) the codebooks, canonical format (mnemo/vq_codebook.hpp),
+//   keys.mvqc, values.mvqc  (vq) the codebooks, canonical format (mnemo/memory/vq_codebook.hpp),
 //                      checked against the SHA-256 in the manifest
 //   vectors.f32       N x retrieval_dim f32: each reference's retrieval vector (unit length)
 //   references.jsonl  one {"id", "tokens", "text"} per line (BM25 and display)
@@ -26,6 +26,7 @@
 #include <string>
 #include <vector>
 
+#include "mnemo/api.hpp"
 #include "mnemo/memory/explicit_memory.hpp"
 #include "mnemo/session/session.hpp"
 
@@ -44,12 +45,12 @@ struct MemoryFolderModel {
 };
 
 // The facts of the model a session has loaded (throws unless it reads memories).
-MemoryFolderModel memory_folder_model(const Session& session);
+MNEMO_API MemoryFolderModel memory_folder_model(const Session& session);
 
 // Writes a complete folder atomically: into DIR.partial, then renamed to DIR. An existing DIR
 // is an error unless `replace` (then it is swapped out only once the new one is complete).
 // Compressed memories (key_codes/value_codes set) need their codec.
-void write_memory_folder(const std::string& dir, const MemoryFolderModel& model, const std::vector<WrittenMemory>& memories,
+MNEMO_API void write_memory_folder(const std::string& dir, const MemoryFolderModel& model, const std::vector<WrittenMemory>& memories,
                          const std::vector<MemoryReference>& references, bool replace, const MemoryCodec* codec = nullptr);
 
 // A folder's manifest model facts and references (to re-encode it, e.g. compress it).
@@ -59,12 +60,12 @@ struct MemoryFolderContents {
     std::vector<MemoryReference> references;
     std::unique_ptr<MemoryCodec> codec;   // vq folders
 };
-MemoryFolderContents read_memory_folder(const std::string& dir);
+MNEMO_API MemoryFolderContents read_memory_folder(const std::string& dir);
 
 enum class RetrievalMode { Vector, BM25 };
-RetrievalMode retrieval_mode_from_name(const std::string& name);  // "vector" | "bm25"
+MNEMO_API RetrievalMode retrieval_mode_from_name(const std::string& name);  // "vector" | "bm25"
 
-class FolderMemorySource : public MemorySource {
+class MNEMO_API FolderMemorySource : public MemorySource {
 public:
     // Opens DIR and checks it against the model (fingerprint, model type, every shape);
     // errors name the folder, the file and the field.
@@ -87,8 +88,5 @@ private:
     struct Impl;
     std::unique_ptr<Impl> impl_;
 };
-
-// CRC-32 (IEEE 802.3, the zlib polynomial) of bytes.
-uint32_t crc32(const void* data, size_t size);
 
 }  // namespace mnemo

@@ -13,10 +13,11 @@
 #include <cstdint>
 #include <string>
 #include <vector>
+#include "mnemo/api.hpp"
 
 namespace mnemo {
 
-struct VqCodebook {
+struct MNEMO_API VqCodebook {
     static constexpr uint32_t kFormatVersion = 1;
     static constexpr uint32_t kFlagRotation = 1;
     static constexpr size_t kHeaderBytes = 40;
@@ -47,13 +48,13 @@ struct VqCodebook {
 // and what was expected: bad magic, version or flags, an inconsistent header, truncated data,
 // trailing bytes, a NaN or infinity, a hash mismatch. The codec must also be one VQ_DECODE
 // decodes: bits per index in 1..16 and Mc * bc <= 32.
-VqCodebook parse_vq_codebook(const void* data, size_t size, const std::string& name,
+MNEMO_API VqCodebook parse_vq_codebook(const void* data, size_t size, const std::string& name,
                              const std::string& expected_sha256);
-VqCodebook load_vq_codebook(const std::string& path, const std::string& expected_sha256);
+MNEMO_API VqCodebook load_vq_codebook(const std::string& path, const std::string& expected_sha256);
 
 // Codes as FAISS's sa_encode writes them (n rows of code_size bytes) packed into the i32 words
 // VQ_DECODE reads: byte i of a row is bits 8*(i%4).. of word i/4; the last word's unused bytes
 // are 0. `words` >= ceil(code_size / 4).
-std::vector<int32_t> vq_code_words(const uint8_t* codes, size_t n, size_t code_size, size_t words);
+MNEMO_API std::vector<int32_t> vq_code_words(const uint8_t* codes, size_t n, size_t code_size, size_t words);
 
 }  // namespace mnemo

@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "mnemo/api.hpp"
 #include "mnemo/abi/backend_abi.h"
 #include "mnemo/abi/plugin_abi.h"
 
@@ -42,7 +43,7 @@ struct DeviceEntry {
     mnemo_device_info info{};
 };
 
-class BackendRegistry {
+class MNEMO_API BackendRegistry {
 public:
     // Scan the default search path (see above).
     static BackendRegistry& global();
@@ -62,7 +63,7 @@ private:
     std::vector<LoadError> errors_;
 };
 
-class PluginRegistry {
+class MNEMO_API PluginRegistry {
 public:
     static PluginRegistry& global();
     explicit PluginRegistry(const std::vector<std::string>& search_paths);
@@ -79,6 +80,6 @@ private:
 };
 
 // Default search folders for "backend" or "plugin" modules (env var first).
-std::vector<std::string> default_search_paths(const char* env_var);
+MNEMO_API std::vector<std::string> default_search_paths(const char* env_var);
 
 }  // namespace mnemo

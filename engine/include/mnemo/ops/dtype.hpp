@@ -6,6 +6,7 @@
 #include <optional>
 #include <string_view>
 
+#include "mnemo/api.hpp"
 #include "mnemo/abi/mnemo_abi.h"
 
 namespace mnemo {
@@ -38,7 +39,7 @@ constexpr std::string_view dtype_name(DType t) {
 }
 
 // Accepts our names ("f16") and safetensors names ("F16", "BF16", "F32", "I32").
-std::optional<DType> dtype_from_name(std::string_view name);
+MNEMO_API std::optional<DType> dtype_from_name(std::string_view name);
 
 constexpr bool dtype_valid(int32_t raw) { return raw >= 0 && raw < MNEMO_DTYPE_COUNT_; }
 

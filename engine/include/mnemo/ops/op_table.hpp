@@ -15,12 +15,13 @@
 #include <string>
 #include <string_view>
 
+#include "mnemo/api.hpp"
 #include "mnemo/abi/mnemo_abi.h"
 #include "mnemo/ops/dtype.hpp"
 
 namespace mnemo {
 
-struct TensorShape {
+struct MNEMO_API TensorShape {
     DType dtype = DType::F32;
     int32_t ndim = 0;
     int64_t shape[MNEMO_MAX_DIMS] = {0, 0, 0, 0};
@@ -48,21 +49,21 @@ struct OpInfo {
     const char* family;
 };
 
-const OpInfo& op_info(int32_t op);  // throws for unknown ids
-std::optional<int32_t> op_from_name(std::string_view name);
-int32_t op_count();
+MNEMO_API const OpInfo& op_info(int32_t op);  // throws for unknown ids
+MNEMO_API std::optional<int32_t> op_from_name(std::string_view name);
+MNEMO_API int32_t op_count();
 // Every category an OpInfo names, in display order: matmul, attention, norm, elementwise,
 // memory-layer, moe, other.
-std::span<const char* const> op_categories();
+MNEMO_API std::span<const char* const> op_categories();
 // Every family, in the op list's order.
-std::span<const char* const> op_families();
+MNEMO_API std::span<const char* const> op_families();
 
 // Check inputs and parameters against the op's rule and return the output shape. Throws
 // mnemo::Error "<op>: input 1 (W): expected 2-D f32/f16/bf16, got f32[3]".
-TensorShape infer_output(int32_t op, std::span<const TensorShape> inputs,
+MNEMO_API TensorShape infer_output(int32_t op, std::span<const TensorShape> inputs,
                          std::span<const int64_t> iparams, std::span<const float> fparams);
 
-TensorShape shape_of(const mnemo_tensor& t);
+MNEMO_API TensorShape shape_of(const mnemo_tensor& t);
 
 // Whether an op that writes in place (KV_STORE) must have its output on input 0 itself. Backends
 // require it; the reference also takes distinct memory (it copies input 0 over first).
@@ -72,17 +73,17 @@ enum class InPlace { Required, Optional };
 // in range, every tensor of a valid dtype, rank and size, inputs and parameters that pass the
 // op's shape rule, an output of exactly the shape and dtype the rule gives, and the output placed
 // on input 0 where the op writes in place. Buffers are not looked at (they are the backend's).
-std::string node_error(const mnemo_node& node, InPlace in_place = InPlace::Required);
+MNEMO_API std::string node_error(const mnemo_node& node, InPlace in_place = InPlace::Required);
 
 // Run one node with the naive reference. Every tensor's `buffer` must be a host address.
-void reference_compute(const mnemo_node& node);
+MNEMO_API void reference_compute(const mnemo_node& node);
 
 // Floating-point operations of a node (for GFLOP/s in profiles); 0 when not meaningful.
-double node_flops(const mnemo_node& node);
+MNEMO_API double node_flops(const mnemo_node& node);
 
 // The input whose indices select the rows (or experts) an op reads of its input `k`, or -1 when
 // the op reads input k whole. Gathering ops read a table only where their index points: memory
 // values, latent banks, pre-values, embeddings, experts (what "activated parameters" counts).
-int gathering_input(int32_t op, size_t k);
+MNEMO_API int gathering_input(int32_t op, size_t k);
 
 }  // namespace mnemo

@@ -17,6 +17,7 @@
 #include <string_view>
 #include <vector>
 
+#include "mnemo/api.hpp"
 #include "mnemo/modules/registry.hpp"
 #include "mnemo/session/session.hpp"
 
@@ -25,20 +26,20 @@ namespace mnemo {
 class Tokenizer;
 
 // One backend device to compare: "cpu", "vulkan" (device 0) or "vulkan:1".
-struct BackendSpec {
+struct MNEMO_API BackendSpec {
     std::string backend;
     int32_t device = 0;
     std::string str() const;  // "vulkan:1"
 };
 
 // "name" or "name:index". Throws Error naming the text when it is malformed.
-BackendSpec parse_backend_spec(std::string_view text);
+MNEMO_API BackendSpec parse_backend_spec(std::string_view text);
 // Comma-separated specs: "cpu,vulkan:1".
-std::vector<BackendSpec> parse_backend_list(std::string_view text);
+MNEMO_API std::vector<BackendSpec> parse_backend_list(std::string_view text);
 
 // The prompt as the model sees it: BOS first when the tokenizer asks for it (once, even when the
 // text starts with the BOS text), then the encoded text.
-std::vector<int32_t> encode_prompt(const Tokenizer& tokenizer, std::string_view text, bool parse_special = true);
+MNEMO_API std::vector<int32_t> encode_prompt(const Tokenizer& tokenizer, std::string_view text, bool parse_special = true);
 
 struct CompareOptions {
     std::string model_dir;
@@ -62,7 +63,7 @@ struct CompareOptions {
 
 // What one backend did. When it could not run (not built, no such device, an op it lacks, an
 // error mid-run), `error` says why and the figures are empty.
-struct BackendRun {
+struct MNEMO_API BackendRun {
     std::string backend;
     int32_t device = 0;
     std::string device_name;
@@ -97,7 +98,7 @@ struct BackendRun {
     double divergence_margin = 0.0;
 };
 
-struct CompareResult {
+struct MNEMO_API CompareResult {
     std::vector<int32_t> prompt_tokens;
     int32_t n_steps = 0;     // compared logit rows per backend (= n_generate)
     int32_t reference = -1;  // index in runs of the reference (the first that ran); -1: none ran
@@ -111,10 +112,10 @@ struct CompareResult {
 // max |a[i] - b[i]| over n values, the measure compare_backends reports: equal values (the same
 // infinity, or both NaN) differ by 0, any other disagreement involving NaN or infinity by +inf, so
 // a backend that produces NaN never looks close.
-double max_abs_logit_diff(const float* a, const float* b, size_t n);
+MNEMO_API double max_abs_logit_diff(const float* a, const float* b, size_t n);
 
 // Runs every backend in turn. Throws Error for bad options (no backends, empty prompt, n_generate
 // < 1, a context too small) and Cancelled; a backend's own failure is reported in its run.
-CompareResult compare_backends(const CompareOptions& options);
+MNEMO_API CompareResult compare_backends(const CompareOptions& options);
 
 }  // namespace mnemo

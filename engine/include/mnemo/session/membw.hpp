@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include "mnemo/api.hpp"
 
 namespace mnemo {
 
@@ -16,6 +17,6 @@ struct MemBandwidth {
 // Every thread reads (and, for the copy figure, copies) its own contiguous slice of one buffer of
 // `bytes`; the best of `repeats` passes is reported. threads <= 0 means all hardware threads.
 // Throws mnemo::Error when the buffer cannot be allocated or bytes is below 1 MiB.
-MemBandwidth measure_read_bandwidth(int threads, uint64_t bytes = 1ull << 30, int repeats = 5);
+MNEMO_API MemBandwidth measure_read_bandwidth(int threads, uint64_t bytes = 1ull << 30, int repeats = 5);
 
 }  // namespace mnemo

@@ -6,6 +6,7 @@
 #include <random>
 #include <string>
 #include <vector>
+#include "mnemo/api.hpp"
 
 namespace mnemo {
 
@@ -19,7 +20,7 @@ struct SamplingParams {
     uint64_t seed = 0xC0FFEE;
 };
 
-class Sampler {
+class MNEMO_API Sampler {
 public:
     explicit Sampler(const SamplingParams& p);
     // Pick the next token from logits[vocab]; `history` is the sequence so far (for the
@@ -35,7 +36,7 @@ private:
 
 // Stop strings: finds the earliest stop string in generated text; text that could be the start of
 // a stop string is held back until it is known not to be one.
-class StopMatcher {
+class MNEMO_API StopMatcher {
 public:
     explicit StopMatcher(std::vector<std::string> stops) : stops_(std::move(stops)) {}
     // Append new text; returns the part that is safe to show. Sets stopped() when a stop string

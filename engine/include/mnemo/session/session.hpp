@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "mnemo/api.hpp"
 #include "mnemo/abi/plugin_abi.h"
 #include "mnemo/memory/explicit_memory.hpp"
 #include "mnemo/modules/registry.hpp"
@@ -77,7 +78,7 @@ struct BatchToken {
 };
 
 // A Session is used from one thread at a time (the backend may use worker threads inside a run).
-class Session {
+class MNEMO_API Session {
 public:
     static std::unique_ptr<Session> open(const SessionOptions& options);
     ~Session();
@@ -135,7 +136,7 @@ private:
     std::unique_ptr<Impl> impl_;
 };
 
-class Cancelled : public std::runtime_error {
+class MNEMO_API Cancelled : public std::runtime_error {
 public:
     Cancelled() : std::runtime_error("cancelled") {}
 };

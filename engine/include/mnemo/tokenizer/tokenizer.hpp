@@ -8,10 +8,11 @@
 #include <string>
 #include <string_view>
 #include <vector>
+#include "mnemo/api.hpp"
 
 namespace mnemo {
 
-class Tokenizer {
+class MNEMO_API Tokenizer {
 public:
     virtual ~Tokenizer() = default;
 
@@ -37,17 +38,17 @@ public:
 
 // Loads from a model folder: tokenizer.json (preferred) or tokenizer.model, plus
 // tokenizer_config.json / config.json for bos/eos/add_bos. Errors name the file and field.
-std::unique_ptr<Tokenizer> load_tokenizer(const std::string& model_dir);
+MNEMO_API std::unique_ptr<Tokenizer> load_tokenizer(const std::string& model_dir);
 
 // Exposed for tests and the fuzz target: parse a tokenizer.json document.
-std::unique_ptr<Tokenizer> load_bpe_tokenizer_json(std::string_view json_text,
+MNEMO_API std::unique_ptr<Tokenizer> load_bpe_tokenizer_json(std::string_view json_text,
                                                    const std::string& source);
-std::unique_ptr<Tokenizer> load_sentencepiece(const std::string& model_path);
+MNEMO_API std::unique_ptr<Tokenizer> load_sentencepiece(const std::string& model_path);
 
 // Streaming detokenizer: feed ids one at a time, get back only complete UTF-8 text; bytes of a
 // partial character wait for the next token. finish() flushes what remains (invalid bytes become
 // U+FFFD).
-class StreamDecoder {
+class MNEMO_API StreamDecoder {
 public:
     explicit StreamDecoder(const Tokenizer& tok, bool skip_special = true);
     std::string push(int32_t id);
@@ -69,7 +70,7 @@ struct ChatMessage {
     std::string content;
 };
 
-struct ChatTemplate {
+struct MNEMO_API ChatTemplate {
     ChatFormat format = ChatFormat::Raw;
     std::string name;        // "llama3", "chatml", ... for messages
     std::string bos_text;    // literal BOS text the template starts with, if any
@@ -80,6 +81,6 @@ struct ChatTemplate {
 
 // Detect the template for a model folder. `note` receives a human-readable reason when falling
 // back to Raw ("unknown chat_template in tokenizer_config.json; using raw mode").
-ChatTemplate detect_chat_template(const std::string& model_dir, std::string* note);
+MNEMO_API ChatTemplate detect_chat_template(const std::string& model_dir, std::string* note);
 
 }  // namespace mnemo
