@@ -1,7 +1,11 @@
-// Shape rules of the op table (engine/src/op_table.cpp): good shapes give the documented output,
-// bad ones are rejected with a message naming the op and the offending input.
+// Shape rules of the op table (engine/src/ops/shape_<family>.cpp): good shapes give the documented
+// output, bad ones are rejected with a message naming the op and the offending input; and the
+// node check every backend runs at its C ABI boundary (mnemo::node_error).
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <cmath>
+#include <filesystem>
 #include <initializer_list>
 #include <string>
 #include <vector>
@@ -104,6 +108,15 @@ TEST(OpTable, ElementwiseUnary) {
     EXPECT_REJECTS(rejection(MNEMO_OP_SILU, {F({1, 1, 1, 1, 1})}), "silu", "input 0");
 }
 
+TEST(OpTable, Clamp) {
+    EXPECT_EQ(infer(MNEMO_OP_CLAMP, {F({3, 5})}, {}, {-1.0f, 2.0f}).str(), "f32[3, 5]");
+    EXPECT_EQ(infer(MNEMO_OP_CLAMP, {F({4})}, {}, {0.5f, 0.5f}).str(), "f32[4]");
+    EXPECT_REJECTS(rejection(MNEMO_OP_CLAMP, {F({4})}, {}, {2.0f, -1.0f}), "clamp", "lo <= hi");
+    EXPECT_REJECTS(rejection(MNEMO_OP_CLAMP, {F({4})}, {}, {std::nanf(""), 1.0f}), "clamp", "lo <= hi");
+    EXPECT_REJECTS(rejection(MNEMO_OP_CLAMP, {F({4})}, {}, {1.0f}), "clamp", "2 float parameter");
+    EXPECT_REJECTS(rejection(MNEMO_OP_CLAMP, {I({4})}, {}, {0.0f, 1.0f}), "clamp", "input 0", "i32[4]");
+}
+
 TEST(OpTable, Swiglu) {
     EXPECT_EQ(infer(MNEMO_OP_SWIGLU, {F({2, 8}), F({2, 8})}).str(), "f32[2, 8]");
     EXPECT_REJECTS(rejection(MNEMO_OP_SWIGLU, {F({2, 8}), F({8})}), "swiglu", "differ");
@@ -196,6 +209,90 @@ TEST(OpTable, RejectsBadRankAndNegativeDimensions) {
     TensorShape none;  // ndim 0
     EXPECT_REJECTS(rejection(MNEMO_OP_SILU, {none}), "silu", "input 0", "1..4 dimensions");
     EXPECT_REJECTS(rejection(MNEMO_OP_SILU, {F({3, -1})}), "silu", "input 0", "non-negative");
+}
+
+// A tensor of a node: host memory is never looked at, only the description.
+mnemo_tensor tensor(void* buffer, DType dt, std::initializer_list<int64_t> dims) {
+    mnemo_tensor t{};
+    t.buffer = buffer;
+    t.dtype = static_cast<int32_t>(dt);
+    t.ndim = static_cast<int32_t>(dims.size());
+    int i = 0;
+    for (int64_t d : dims) t.shape[i++] = d;
+    return t;
+}
+
+TEST(OpTable, NodeErrorAcceptsAWellFormedNode) {
+    int dummy = 0;
+    mnemo_node n{};
+    n.op = MNEMO_OP_MATMUL;
+    n.n_inputs = 2;
+    n.inputs[0] = tensor(&dummy, DType::F32, {3, 8});
+    n.inputs[1] = tensor(&dummy, DType::BF16, {5, 8});
+    n.output = tensor(&dummy, DType::F32, {3, 5});
+    EXPECT_EQ(mnemo::node_error(n), "");
+}
+
+TEST(OpTable, NodeErrorNamesWhatAKernelCouldNotRelyOn) {
+    int dummy = 0;
+    mnemo_node n{};
+    n.op = MNEMO_OP_MATMUL;
+    n.n_inputs = 2;
+    n.inputs[0] = tensor(&dummy, DType::F32, {3, 8});
+    n.inputs[1] = tensor(&dummy, DType::F32, {5, 8});
+    n.output = tensor(&dummy, DType::F32, {3, 6});
+    EXPECT_REJECTS(mnemo::node_error(n), "matmul", "output is f32[3, 6]", "f32[3, 5]");
+    n.output = tensor(&dummy, DType::F32, {3, 5});
+    n.n_inputs = 3;
+    EXPECT_REJECTS(mnemo::node_error(n), "matmul", "takes 2 inputs, got 3");
+    n.n_inputs = 2;
+    n.inputs[1].dtype = 77;
+    EXPECT_REJECTS(mnemo::node_error(n), "matmul", "input 1", "invalid dtype");
+    n.inputs[1] = tensor(&dummy, DType::F32, {5, int64_t{1} << 62});
+    n.inputs[0] = tensor(&dummy, DType::F32, {3, int64_t{1} << 62});
+    EXPECT_REJECTS(mnemo::node_error(n), "matmul", "input 0", "size");  // 4 * 2^62 bytes overflow
+    n.op = 999;
+    EXPECT_REJECTS(mnemo::node_error(n), "unknown op id 999");
+}
+
+TEST(OpTable, NodeErrorWantsInPlaceWritesInPlace) {
+    float cache[2 * 1 * 4 * 3] = {}, other[2 * 1 * 4 * 3] = {}, src[3] = {};
+    int32_t seq[1] = {0}, pos[1] = {0};
+    mnemo_node n{};
+    n.op = MNEMO_OP_KV_STORE;
+    n.n_inputs = 4;
+    n.inputs[0] = tensor(cache, DType::F32, {2, 1, 4, 3});
+    n.inputs[1] = tensor(src, DType::F32, {1, 1, 3});
+    n.inputs[2] = tensor(seq, DType::I32, {1});
+    n.inputs[3] = tensor(pos, DType::I32, {1});
+    n.output = tensor(cache, DType::F32, {2, 1, 4, 3});
+    EXPECT_EQ(mnemo::node_error(n), "");
+    n.output.buffer = other;
+    EXPECT_REJECTS(mnemo::node_error(n), "kv_store", "input 0 itself");
+    EXPECT_EQ(mnemo::node_error(n, mnemo::InPlace::Optional), "");
+}
+
+TEST(OpTable, EveryOpHasAFamilyThatIsListed) {
+    const auto families = mnemo::op_families();
+    for (int32_t op = 1; op < MNEMO_OP_COUNT_; ++op) {
+        const std::string family = mnemo::op_info(op).family;
+        EXPECT_NE(std::find(families.begin(), families.end(), family), families.end()) << mnemo::op_info(op).name;
+    }
+}
+
+// The family taxonomy is the file layout: who knows an op's family finds its shape rule, its
+// reference, its kernel on every backend, its shaders and its conformance cases by that name.
+TEST(OpTable, EveryFamilyHasItsFileInEveryPlace) {
+    const std::filesystem::path root = MNEMO_SOURCE_DIR;
+    for (const char* f : mnemo::op_families()) {
+        const std::string family = f;
+        for (const std::string& file :
+             {"engine/src/ops/shape_" + family + ".cpp", "engine/src/ops/reference_" + family + ".cpp",
+              "backends/cpu/src/kernels/" + family + ".cpp", "backends/vulkan/src/kernels/" + family + ".cpp",
+              "backends/cuda/src/kernels/" + family + ".cu", "shaders/" + family + "/" + family + ".cmake",
+              "tests/conformance/op_cases_" + family + ".hpp"})
+            EXPECT_TRUE(std::filesystem::exists(root / file)) << "family " << family << ": " << file << " is missing";
+    }
 }
 
 TEST(OpTable, NodeFlopsOfMatmul) {

@@ -12,8 +12,9 @@ layout(push_constant) uniform Push {
     uvec2 out_;
     uint n;     // elements of the output
     uint nb;    // elements of b
-    float s;    // SCALE factor
+    float s;    // SCALE factor, CLAMP's lo
     uint row_groups;  // workgroups per grid row (gl_NumWorkGroups.x)
+    float hi;   // CLAMP's hi
 } pc;
 
 void main() {
@@ -33,6 +34,9 @@ void main() {
     y = gelu_tanh(x);
 #elif defined(OP_GELU_ERF)
     y = gelu_erf(x);
+#elif defined(OP_CLAMP)
+    // Not GLSL's clamp(), which leaves NaN undefined: NaN fails both tests and stays NaN.
+    y = x < pc.s ? pc.s : (x > pc.hi ? pc.hi : x);
 #elif defined(OP_SWIGLU)
     const float u = Floats(pc.b).v[i];
     y = x / (1.0 + exp(-x)) * u;

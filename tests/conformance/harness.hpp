@@ -33,7 +33,10 @@ struct Comparison {
     std::string failure;  // "" when the output passes
     double nmse = 0.0;
 };
-Comparison compare_floats(const std::vector<float>& got, const std::vector<float>& want, double max_nmse);
+// NaN in the reference is a broken case, unless the case says NaN is part of the answer
+// (nan_expected): then the backend must give NaN exactly there.
+Comparison compare_floats(const std::vector<float>& got, const std::vector<float>& want, double max_nmse,
+                          bool nan_expected = false);
 std::string compare_exact_i32(const std::vector<uint8_t>& got, const std::vector<uint8_t>& want);
 
 enum class Outcome { Pass, Fail, Unsupported };

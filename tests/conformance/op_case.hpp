@@ -42,6 +42,9 @@ struct OpCase {
     // Largest accepted normalised mean squared error sum((a-b)^2) / sum(b^2). 1e-7 is a few f32
     // roundings per element; any looser bound is justified where the case is built.
     double max_nmse = 1e-7;
+    // The reference's NaNs are part of the answer (an op that passes NaN through): the backend
+    // must give NaN at exactly those elements. Otherwise a NaN in the reference fails the case.
+    bool nan_expected = false;
 };
 
 // ------------------------------------------------------------------ deterministic generation

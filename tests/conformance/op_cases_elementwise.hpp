@@ -1,5 +1,8 @@
-// Conformance cases of the elementwise family: ADD, MUL (binary), SCALE, SILU, GELU (unary), SWIGLU.
+// Conformance cases of the elementwise family: ADD, MUL (binary), SCALE, SILU, GELU (unary), SWIGLU,
+// CLAMP.
 #pragma once
+
+#include <limits>
 
 #include "conformance/op_case.hpp"
 
@@ -53,9 +56,44 @@ inline void unary(std::vector<OpCase>& out) {
     }
 }
 
+// CLAMP is exact (a choice among x, lo and hi): the bound is the smallest positive double, so any
+// difference fails. Symmetric, one-sided in effect (hi above every value) and degenerate (lo == hi)
+// bounds; a wide spread puts many values on both sides.
+inline void clamp(std::vector<OpCase>& out) {
+    struct Bounds { float lo, hi; const char* name; };
+    for (const Bounds& b : {Bounds{-1.0f, 1.0f, "sym"}, Bounds{-0.5f, 100.0f, "low"}, Bounds{0.25f, 0.25f, "point"}}) {
+        for (const std::vector<int64_t>& shape : std::vector<std::vector<int64_t>>{{1}, {7}, {4097}, {32, 4096}, {2, 3, 5, 7}}) {
+            OpCase c;
+            c.name = std::string("clamp_") + b.name + "_" + dims_name(shape);
+            c.op = MNEMO_OP_CLAMP;
+            c.inputs = {f32(shape, 3.0f)};
+            c.fparams[0] = b.lo;
+            c.fparams[1] = b.hi;
+            c.max_nmse = std::numeric_limits<double>::denorm_min();
+            out.push_back(c);
+        }
+    }
+    // The special values: NaN passes through, infinities and values on or beyond the bounds are
+    // clamped, -0.0 stays -0.0 inside them (lo = -1, hi = 2).
+    OpCase c;
+    c.name = "clamp_special_values";
+    c.op = MNEMO_OP_CLAMP;
+    InputSpec x = f32({11});
+    x.values = {std::numeric_limits<float>::quiet_NaN(), -std::numeric_limits<float>::infinity(),
+                std::numeric_limits<float>::infinity(), -1.0f, 2.0f, -1.0000001f, 2.0000002f, -0.0f, 0.0f, 1.5f,
+                -std::numeric_limits<float>::quiet_NaN()};
+    c.inputs = {x};
+    c.fparams[0] = -1.0f;
+    c.fparams[1] = 2.0f;
+    c.max_nmse = std::numeric_limits<double>::denorm_min();
+    c.nan_expected = true;
+    out.push_back(c);
+}
+
 inline void elementwise_cases(std::vector<OpCase>& out) {
     binary(out);
     unary(out);
+    clamp(out);
 }
 
 }  // namespace mnemo::conformance::detail

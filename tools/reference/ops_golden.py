@@ -1,6 +1,6 @@
 #!/usr/bin/python3
-"""Golden cases for the op references (engine/src/ops_reference.cpp), computed independently with
-NumPy in float64 straight from the op table in engine/include/mnemo/abi/mnemo_abi.h.
+"""Golden cases for the op references (engine/src/ops/reference_<family>.cpp), computed independently with
+NumPy in float64 straight from the op table in engine/include/mnemo/abi/mnemo_ops.def.
 
 Regenerate (from the repository root; needs Debian's python3 with numpy):
 
@@ -260,7 +260,7 @@ def build():
     # a case to one never changes another's inputs.
     sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
     # ops_golden_vq.py (FAISS) writes vq/ separately: run it after this script, which rewrites the folder.
-    for module in ("ops_golden_product_keys", "ops_golden_lookup", "ops_golden_moe", "ops_golden_gelu",
+    for module in ("ops_golden_product_keys", "ops_golden_lookup", "ops_golden_moe", "ops_golden_elementwise",
                    "ops_golden_memory3"):
         importlib.import_module(module).build(sys.modules[__name__])
 

@@ -208,6 +208,7 @@ public:
         return offset == 0 ? rope(x, pos, inv_freq, mode, rot) : op(MNEMO_OP_ROPE, {x, pos, inv_freq}, {mode, rot, offset});
     }
     T silu(T x) const { return op(MNEMO_OP_SILU, {x}); }
+    T clamp(T x, float lo, float hi) const { return op(MNEMO_OP_CLAMP, {x}, {}, {lo, hi}); }
     T swiglu(T gate, T up) const { return op(MNEMO_OP_SWIGLU, {gate, up}); }
     T softmax(T x, float scale = 1.0f) const { return op(MNEMO_OP_SOFTMAX, {x}, {}, {scale}); }
     T kv_store(T cache, T src, T seq, T pos) const { return op(MNEMO_OP_KV_STORE, {cache, src, seq, pos}); }

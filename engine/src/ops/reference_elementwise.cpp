@@ -1,5 +1,5 @@
-// References of the elementwise family: ADD, MUL, SCALE, SILU, GELU, SWIGLU, each value computed
-// in double and rounded once.
+// References of the elementwise family: ADD, MUL, SCALE, SILU, GELU, SWIGLU, CLAMP, each value
+// computed in double and rounded once.
 #include <cmath>
 #include <numbers>
 
@@ -39,6 +39,12 @@ void scale(const Ctx& c) {
 }
 
 void silu(const Ctx& c) { unary(c, silu_value); }
+
+// x < lo and x > hi are both false for NaN, which therefore stays NaN (as torch.clamp).
+void clamp(const Ctx& c) {
+    const double lo = c.node.fparams[0], hi = c.node.fparams[1];
+    unary(c, [lo, hi](double x) { return x < lo ? lo : x > hi ? hi : x; });
+}
 
 void gelu(const Ctx& c) { c.node.iparams[0] == 1 ? unary(c, gelu_erf_value) : unary(c, gelu_tanh); }
 

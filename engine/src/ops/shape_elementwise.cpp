@@ -1,4 +1,4 @@
-// Shape rules of the elementwise family: ADD, MUL, SCALE, SILU, GELU, SWIGLU.
+// Shape rules of the elementwise family: ADD, MUL, SCALE, SILU, GELU, SWIGLU, CLAMP.
 #include "ops/shape_rule.hpp"
 
 namespace mnemo::shape {
@@ -28,6 +28,14 @@ TensorShape shape_gelu(const Rule& r) {
     if (form != 0 && form != 1)
         r.fail("form i[0] must be 0 (tanh approximation) or 1 (exact erf), got " + std::to_string(form));
     return r.f32(0, 1, 4, "x");
+}
+
+TensorShape shape_clamp(const Rule& r) {
+    r.need_f(2);
+    const TensorShape& x = r.f32(0, 1, 4, "x");
+    if (!(r.f(0) <= r.f(1)))  // NaN bounds fail too
+        r.fail("bounds lo = f[0] = " + std::to_string(r.f(0)) + " and hi = f[1] = " + std::to_string(r.f(1)) + " need lo <= hi");
+    return x;
 }
 
 TensorShape shape_swiglu(const Rule& r) {

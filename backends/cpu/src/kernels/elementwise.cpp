@@ -1,5 +1,5 @@
 // ADD, MUL (b broadcast over a's leading dimensions), SCALE, SILU, GELU (tanh form, or the exact
-// erf form with i[0] = 1), SWIGLU.
+// erf form with i[0] = 1), SWIGLU, CLAMP.
 // All are memory bound: the flat element range is split into contiguous per-thread chunks, and
 // small tensors run on one thread because waking the others would cost more than the work.
 #include <cmath>
@@ -22,8 +22,11 @@ constexpr int kGeluErf = MNEMO_OP_COUNT_ + MNEMO_OP_GELU;
 // where 1 + erf(x / sqrt 2) would cancel to zero.
 inline float gelu_erf_scalar(float x) { return 0.5f * x * std::erfc(-x * kSqrtHalf); }
 
+// NaN fails both comparisons and stays NaN (the reference's rule).
+inline float clamp_scalar(float x, float lo, float hi) { return x < lo ? lo : x > hi ? hi : x; }
+
 bool my_range(const PreparedNode& p, int ith, int nth, int64_t* begin, int64_t* end) {
-    // Small nodes never get here with nth > 1: graph_prepare runs them inline (node_work).
+    // Small nodes never get here with nth > 1: graph_prepare runs them inline (Kernel::work).
     split_range(numel(p.node.output), ith, nth, 64, begin, end);
     return *begin < *end;
 }
@@ -67,9 +70,10 @@ void unary_scalar(const KernelCall& call, int ith, int nth) {
     if (!my_range(p, ith, nth, &b0, &b1)) return;
     const float* x = static_cast<const float*>(p.in[0]);
     float* y = static_cast<float*>(p.out);
-    const float s = p.node.fparams[0];
+    const float s = p.node.fparams[0], hi = p.node.fparams[1];
     for (int64_t i = b0; i < b1; ++i) {
         if constexpr (OP == MNEMO_OP_SCALE) y[i] = s * x[i];
+        else if constexpr (OP == MNEMO_OP_CLAMP) y[i] = clamp_scalar(x[i], s, hi);
         else if constexpr (OP == MNEMO_OP_SILU) y[i] = silu_scalar(x[i]);
         else if constexpr (OP == MNEMO_OP_GELU) y[i] = gelu_tanh_scalar(x[i]);
         else if constexpr (OP == kGeluErf) y[i] = gelu_erf_scalar(x[i]);
@@ -167,7 +171,7 @@ MNEMO_AVX2 void unary_avx2(const KernelCall& call, int ith, int nth) {
     const float* x = static_cast<const float*>(p.in[0]);
     const float* u = static_cast<const float*>(p.in[1]);  // SWIGLU only
     float* y = static_cast<float*>(p.out);
-    const float s = p.node.fparams[0];
+    const float s = p.node.fparams[0], hi = p.node.fparams[1];
     int64_t i = b0;
     for (; i < b1; i += 8) {
         const int64_t left = b1 - i;
@@ -177,6 +181,8 @@ MNEMO_AVX2 void unary_avx2(const KernelCall& call, int ith, int nth) {
         const __m256 v = _mm256_maskload_ps(x + i, mask);
         __m256 r;
         if constexpr (OP == MNEMO_OP_SCALE) r = _mm256_mul_ps(_mm256_set1_ps(s), v);
+        // maxps / minps return their second operand when either is NaN: x goes second, so NaN stays.
+        else if constexpr (OP == MNEMO_OP_CLAMP) r = _mm256_min_ps(_mm256_set1_ps(hi), _mm256_max_ps(_mm256_set1_ps(s), v));
         else if constexpr (OP == MNEMO_OP_SILU) r = silu8(v);
         else if constexpr (OP == MNEMO_OP_GELU) r = gelu8(v);
         else if constexpr (OP == kGeluErf) r = gelu_erf8(v);
@@ -211,12 +217,13 @@ KernelFn select_elementwise(PreparedNode& p, Isa isa) {
         case MNEMO_OP_SILU: return pick<MNEMO_OP_SILU>(isa);
         case MNEMO_OP_GELU: return p.node.iparams[0] == 1 ? pick<kGeluErf>(isa) : pick<MNEMO_OP_GELU>(isa);
         case MNEMO_OP_SWIGLU: return pick<MNEMO_OP_SWIGLU>(isa);
+        case MNEMO_OP_CLAMP: return pick<MNEMO_OP_CLAMP>(isa);
         default: return nullptr;
     }
 }
 
 void register_elementwise_kernels() {
-    for (int32_t op : {MNEMO_OP_ADD, MNEMO_OP_MUL, MNEMO_OP_SCALE, MNEMO_OP_SILU, MNEMO_OP_GELU, MNEMO_OP_SWIGLU})
+    for (int32_t op : {MNEMO_OP_ADD, MNEMO_OP_MUL, MNEMO_OP_SCALE, MNEMO_OP_SILU, MNEMO_OP_GELU, MNEMO_OP_SWIGLU, MNEMO_OP_CLAMP})
         register_kernel(op, {select_elementwise, nullptr, nullptr});
 }
 

@@ -1,4 +1,5 @@
-// ADD, MUL, SCALE, SILU, GELU, SWIGLU: one invocation per element (shaders/elementwise.comp).
+// ADD, MUL, SCALE, SILU, GELU, SWIGLU, CLAMP: one invocation per element
+// (shaders/elementwise/elementwise.comp).
 #include <algorithm>
 
 #include "kernel_api.hpp"
@@ -9,8 +10,9 @@ namespace {
 struct ElementwisePush {
     uint64_t a, b, out;
     uint32_t n, nb;
-    float s;
+    float s;  // SCALE's factor, CLAMP's lo
     uint32_t row_groups;
+    float hi;  // CLAMP's hi
 };
 
 constexpr uint32_t kLocal = 256;
@@ -32,6 +34,7 @@ void build(KernelBuilder& b) {
     p.n = static_cast<uint32_t>(count);
     p.nb = n.n_inputs > 1 ? static_cast<uint32_t>(numel(n.inputs[1])) : 1;
     p.s = n.fparams[0];
+    p.hi = n.fparams[1];
     // A 2D grid keeps the x count under the device limit for large tensors.
     const Grid g = fold_groups(b.features(), groups_for(count, kLocal));
     p.row_groups = g.x;
@@ -43,6 +46,7 @@ void build(KernelBuilder& b) {
         case MNEMO_OP_SILU: shader = "unary_silu"; break;
         case MNEMO_OP_GELU: shader = n.iparams[0] == 1 ? "unary_gelu_erf" : "unary_gelu_tanh"; break;
         case MNEMO_OP_SWIGLU: shader = "binary_swiglu"; break;
+        case MNEMO_OP_CLAMP: shader = "unary_clamp"; break;
         default: throw KernelError("not an elementwise op");
     }
     if (count == 0) return;
@@ -52,7 +56,7 @@ void build(KernelBuilder& b) {
 }  // namespace
 
 void register_elementwise_kernels() {
-    for (int32_t op : {MNEMO_OP_ADD, MNEMO_OP_MUL, MNEMO_OP_SCALE, MNEMO_OP_SILU, MNEMO_OP_GELU, MNEMO_OP_SWIGLU})
+    for (int32_t op : {MNEMO_OP_ADD, MNEMO_OP_MUL, MNEMO_OP_SCALE, MNEMO_OP_SILU, MNEMO_OP_GELU, MNEMO_OP_SWIGLU, MNEMO_OP_CLAMP})
         register_kernel(op, Kernel{all_f32, nullptr, build});
 }
 
