@@ -85,13 +85,7 @@ void destroy(Context& ctx, Graph* g) {
     delete g;
 }
 
-struct GraphDeleter {
-    Context* ctx;
-    void operator()(Graph* g) const { destroy(*ctx, g); }
-};
-
 }  // namespace
-
 
 bool node_supported(const Context& ctx, const mnemo_node& node) {
     return mnemo_backend::node_supported(ctx, kernel_for(node.op), ctx.props(), node);
@@ -100,7 +94,8 @@ bool node_supported(const Context& ctx, const mnemo_node& node) {
 mnemo_status graph_prepare(Context& ctx, const mnemo_node* nodes, int32_t n_nodes, void** out, mnemo_error* err) {
     std::string why;
     if (!ctx.activate(why)) return set_error(err, MNEMO_ERR_DEVICE, "cuda graph_prepare: " + why);
-    std::unique_ptr<Graph, GraphDeleter> g(new Graph, GraphDeleter{&ctx});
+    auto destroy_graph = [&ctx](Graph* graph) { destroy(ctx, graph); };  // on every early return
+    std::unique_ptr<Graph, decltype(destroy_graph)> g(new Graph, destroy_graph);
     auto make_scratch = [&](uint64_t bytes, std::string& why) { return (g->scratch = ctx.alloc(bytes, why)) != nullptr; };
     auto build_node = [&](int32_t i, const Kernel& kernel, std::string&) {
         // One scratch region reused by every node: the stream runs nodes in order.
