@@ -5,11 +5,7 @@
 # docs/cuda.md), and its host code is built and tested by the release build.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-jobs=$(nproc)
-launcher=()
-# Paths below the checkout are hashed relative to it, so a cache filled in one clone serves another.
-export CCACHE_BASEDIR="${CCACHE_BASEDIR:-$PWD}"
-command -v ccache >/dev/null && launcher=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache -DCMAKE_C_COMPILER_LAUNCHER=ccache -DCMAKE_CUDA_COMPILER_LAUNCHER=ccache)
+source scripts/build_env.sh
 start=$(date +%s)
 CC=clang CXX=clang++ cmake -S . -B build-sanitize -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
   -DMNEMO_SANITIZE=ON -DMNEMO_FUZZ=ON -DMNEMO_CUDA=OFF -DMNEMO_FUZZ_SECONDS="${MNEMO_FUZZ_SECONDS:-20}" "${launcher[@]}"

@@ -3,11 +3,7 @@
 # (scripts/sanitize.sh) unless MNEMO_SKIP_SANITIZE=1. Build folders: build-test/, build-sanitize/.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-jobs=$(nproc)
-launcher=()
-# Paths below the checkout are hashed relative to it, so a cache filled in one clone serves another.
-export CCACHE_BASEDIR="${CCACHE_BASEDIR:-$PWD}"
-command -v ccache >/dev/null && launcher=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache -DCMAKE_C_COMPILER_LAUNCHER=ccache -DCMAKE_CUDA_COMPILER_LAUNCHER=ccache)
+source scripts/build_env.sh
 
 start=$(date +%s)
 cmake -S . -B build-test -G Ninja -DCMAKE_BUILD_TYPE=Release -DMNEMO_TESTS=ON "${launcher[@]}"
