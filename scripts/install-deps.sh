@@ -22,6 +22,8 @@ packages=(
   libvulkan-dev glslc   # Vulkan backend: headers + loader, GLSL -> SPIR-V compiler (build time)
   mesa-vulkan-drivers   # lavapipe: a Vulkan device on the CPU, so the Vulkan backend runs anywhere
   libfaiss-dev   # FAISS 1.7.3 (static, with its BLAS/LAPACK/OpenMP deps): mnemo-kb trains the memory codec
+  libgrpc++-dev libprotobuf-dev protobuf-compiler protobuf-compiler-grpc   # the knowledge server's protocol
+  libssl-dev     # mnemo-kb hashes its access tokens (SHA-256) with OpenSSL's libcrypto
 )
 if [ "$want_tests" = 1 ]; then
   packages+=(
@@ -29,6 +31,7 @@ if [ "$want_tests" = 1 ]; then
     python3 python3-numpy python3-sentencepiece python3-regex   # reference implementations
     python3-torch python3-matplotlib   # memory-layer references and converters; benchmark plots
     python3-faiss   # FAISS 1.7.3: trains the Memory3 memory codec (tools/reference/vq_codec.py)
+    openssl         # the knowledge-server tests make their own TLS certificates
   )
 fi
 

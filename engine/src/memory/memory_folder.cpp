@@ -3,7 +3,6 @@
 #include "mnemo/memory/memory_folder.hpp"
 
 #include <algorithm>
-#include <array>
 #include <cmath>
 #include <cstring>
 #include <filesystem>
@@ -23,29 +22,8 @@ namespace mnemo {
 namespace {
 
 constexpr char kFileMagic[8] = {'M', 'N', 'E', 'M', 'O', 'M', 'E', 'M'};
-constexpr uint32_t kRecordMagic = 0x4352334Du;  // "M3RC" little-endian
 constexpr uint32_t kVersion = 1;
 constexpr uint64_t kFileHeader = 16;
-constexpr uint64_t kRecordHeader = 16;
-
-uint64_t slots_of(const MemorySpec& s) {
-    return static_cast<uint64_t>(s.memory_layers.size()) * static_cast<uint64_t>(s.kv_heads) * static_cast<uint64_t>(s.tokens_per_head);
-}
-
-// Bytes of one record's payload: indices, then f32 keys/values or the codes' bytes.
-uint64_t payload_bytes(const MemorySpec& s, const MemoryCodec* codec) {
-    const uint64_t slots = slots_of(s);
-    if (codec) return slots * 4 + slots * codec->keys.code_size() + slots * codec->values.code_size();
-    return slots * 4 + slots * static_cast<uint64_t>(s.head_dim) * 4 + slots * static_cast<uint64_t>(s.value_dim) * 4;
-}
-
-// The code bytes of every vector (FAISS's layout) out of VQ_DECODE's words.
-void put_codes(std::string& out, const std::vector<int32_t>& words, size_t n, size_t per_words, size_t code_size) {
-    for (size_t i = 0; i < n; ++i)
-        for (size_t byte = 0; byte < code_size; ++byte)
-            out.push_back(static_cast<char>((static_cast<uint32_t>(words[i * per_words + byte / 4]) >> (8 * (byte % 4))) & 0xFF));
-}
-
 // memcpy that accepts empty ranges (an empty vector's data() may be null, which memcpy forbids).
 void copy_bytes(void* dst, const void* src, size_t n) {
     if (n) std::memcpy(dst, src, n);
@@ -58,36 +36,14 @@ uint32_t get_u32(const uint8_t* p) {
     return static_cast<uint32_t>(p[0]) | static_cast<uint32_t>(p[1]) << 8 | static_cast<uint32_t>(p[2]) << 16 |
            static_cast<uint32_t>(p[3]) << 24;
 }
-template <class T>
-void put_array(std::string& out, const std::vector<T>& v) {
-    static_assert(sizeof(T) == 4);
-    for (const T& x : v) {
+void put_floats(std::string& out, const std::vector<float>& v) {
+    for (float x : v) {
         uint32_t u;
         std::memcpy(&u, &x, 4);
         put_u32(out, u);
     }
 }
-
-json::Value ints(const std::vector<int32_t>& v) {
-    std::vector<json::Value> a;
-    for (int32_t x : v) a.push_back(json::Value::make_number(x, true, x));
-    return json::Value::make_array(std::move(a));
-}
 json::Value num(int64_t x) { return json::Value::make_number(static_cast<double>(x), true, x); }
-
-json::Value model_json(const MemoryFolderModel& m) {
-    const MemorySpec& s = m.spec;
-    return json::Value::make_object({{"model_type", json::Value::make_string(m.model_type)},
-                                     {"fingerprint", json::Value::make_string(m.fingerprint)},
-                                     {"memory_layers", ints(s.memory_layers)},
-                                     {"kv_heads", num(s.kv_heads)},
-                                     {"head_dim", num(s.head_dim)},
-                                     {"value_dim", num(s.value_dim)},
-                                     {"tokens_per_head", num(s.tokens_per_head)},
-                                     {"prefix_ids", ints(s.prefix_ids)},
-                                     {"retrieval_layer", num(s.retrieval_layer)},
-                                     {"retrieval_dim", num(s.retrieval_dim)}});
-}
 
 void write_file(const fs::path& path, const std::string& bytes) {
     std::ofstream f(path, std::ios::binary);
@@ -133,23 +89,6 @@ struct Bm25 {
     }
 };
 
-// CRC-32 (IEEE 802.3, the zlib polynomial) of bytes: each record's checksum.
-uint32_t crc32(const void* data, size_t size) {
-    static const std::array<uint32_t, 256> table = [] {
-        std::array<uint32_t, 256> t{};
-        for (uint32_t i = 0; i < 256; ++i) {
-            uint32_t c = i;
-            for (int k = 0; k < 8; ++k) c = (c & 1) ? 0xEDB88320u ^ (c >> 1) : c >> 1;
-            t[i] = c;
-        }
-        return t;
-    }();
-    uint32_t c = 0xFFFFFFFFu;
-    const auto* p = static_cast<const uint8_t*>(data);
-    for (size_t i = 0; i < size; ++i) c = table[(c ^ p[i]) & 0xFF] ^ (c >> 8);
-    return c ^ 0xFFFFFFFFu;
-}
-
 }  // namespace
 
 MemoryFolderModel memory_folder_model(const Session& session) {
@@ -173,38 +112,18 @@ void write_memory_folder(const std::string& dir, const MemoryFolderModel& model,
     fs::remove_all(partial);
     fs::create_directories(partial);
 
-    const uint64_t payload = payload_bytes(s, codec);
-    const uint64_t record = kRecordHeader + payload;
+    const uint64_t record = memory_record_bytes(s, codec);
     std::string rec;
     rec.append(kFileMagic, 8);
     put_u32(rec, kVersion);
     put_u32(rec, static_cast<uint32_t>(record));
     std::string vec, refs;
     for (size_t i = 0; i < memories.size(); ++i) {
-        const ExplicitMemory& m = memories[i].memory;
-        const uint64_t slots = slots_of(s);
-        const bool shape_ok = codec ? m.key_codes.size() == slots * codec->keys.code_words() &&
-                                          m.value_codes.size() == slots * codec->values.code_words()
-                                    : m.keys.size() == slots * s.head_dim && m.values.size() == slots * s.value_dim;
-        if (m.indices.size() != slots || !shape_ok) throw Error("memory " + std::to_string(i) + " does not have the model's shape");
         if (memories[i].vector.size() != static_cast<size_t>(s.retrieval_dim))
             throw Error("memory " + std::to_string(i) + ": the retrieval vector has " + std::to_string(memories[i].vector.size()) +
                         " values, expected " + std::to_string(s.retrieval_dim));
-        std::string body;
-        put_array(body, m.indices);
-        if (codec) {
-            put_codes(body, m.key_codes, slots, codec->keys.code_words(), codec->keys.code_size());
-            put_codes(body, m.value_codes, slots, codec->values.code_words(), codec->values.code_size());
-        } else {
-            put_array(body, m.keys);
-            put_array(body, m.values);
-        }
-        put_u32(rec, kRecordMagic);
-        put_u32(rec, static_cast<uint32_t>(i));
-        put_u32(rec, static_cast<uint32_t>(m.n_valid));
-        put_u32(rec, crc32(body.data(), body.size()));
-        rec += body;
-        put_array(vec, memories[i].vector);
+        rec += encode_memory_record(memories[i].memory, static_cast<uint32_t>(i), s, codec);
+        put_floats(vec, memories[i].vector);
         std::vector<json::Value> toks;
         for (int32_t t : references[i].tokens) toks.push_back(num(t));
         refs += json::Value::make_object({{"id", num(static_cast<int64_t>(i))},
@@ -215,7 +134,7 @@ void write_memory_folder(const std::string& dir, const MemoryFolderModel& model,
     }
     std::vector<std::pair<std::string, json::Value>> fields = {{"format", json::Value::make_string("mnemo-memories")},
                                                                {"version", num(kVersion)},
-                                                               {"model", model_json(model)},
+                                                               {"model", memory_model_to_json(model)},
                                                                {"count", num(static_cast<int64_t>(memories.size()))},
                                                                {"encoding", json::Value::make_string(codec ? "vq" : "f32")},
                                                                {"record_bytes", num(static_cast<int64_t>(record))}};
@@ -307,27 +226,8 @@ Folder open_folder(const std::string& dir) {
     if (string_member(manifest, "format", mwhere) != "mnemo-memories") throw Error(mwhere + ": field 'format' must be \"mnemo-memories\"");
     const int64_t version = int_member(manifest, "version", mwhere);
     if (version != kVersion) throw Error(mwhere + ": field 'version' is " + std::to_string(version) + ", this build reads version 1");
-    const json::Value& mm = member(manifest, "model", mwhere);
-    const std::string mw = mwhere + ": model";
-    if (!mm.is_object()) throw Error(mw + " must be an object");
-    f.model.model_type = string_member(mm, "model_type", mw);
-    f.model.fingerprint = string_member(mm, "fingerprint", mw);
-    MemorySpec& s = f.model.spec;
-    s.memory_layers = int_list(mm, "memory_layers", mw);
-    s.prefix_ids = int_list(mm, "prefix_ids", mw);
-    // Bounds far above any model, low enough that record sizes computed from them never overflow.
-    auto bounded = [&](const char* key, int64_t max) {
-        const int64_t v = int_member(mm, key, mw);
-        if (v < 0 || v > max) throw Error(mw + ": field '" + key + "' is " + std::to_string(v) + ", expected 0.." + std::to_string(max));
-        return static_cast<int32_t>(v);
-    };
-    s.kv_heads = bounded("kv_heads", 4096);
-    s.head_dim = bounded("head_dim", 65536);
-    s.value_dim = bounded("value_dim", 65536);
-    s.tokens_per_head = bounded("tokens_per_head", 4096);
-    s.retrieval_layer = bounded("retrieval_layer", 65536);
-    s.retrieval_dim = bounded("retrieval_dim", 1 << 20);
-    if (s.memory_layers.size() > 4096) throw Error(mw + ": field 'memory_layers' lists more than 4096 layers");
+    f.model = memory_model_from_json(member(manifest, "model", mwhere), mwhere + ": model");
+    const MemorySpec& s = f.model.spec;
 
     const std::string encoding = string_member(manifest, "encoding", mwhere);
     if (encoding == "vq") {
@@ -350,7 +250,7 @@ Folder open_folder(const std::string& dir) {
     if (count < 0) throw Error(mwhere + ": field 'count' must be >= 0");
     f.count = static_cast<uint64_t>(count);
     f.record_bytes = static_cast<uint64_t>(int_member(manifest, "record_bytes", mwhere));
-    const uint64_t want_record = kRecordHeader + payload_bytes(s, f.codec.get());
+    const uint64_t want_record = memory_record_bytes(s, f.codec.get());
     if (f.record_bytes != want_record)
         throw Error(mwhere + ": field 'record_bytes' is " + std::to_string(f.record_bytes) + ", the shapes it names need " + std::to_string(want_record));
 
@@ -403,40 +303,7 @@ std::shared_ptr<ExplicitMemory> read_record(const Folder& f, std::ifstream& reco
     records.seekg(static_cast<std::streamoff>(kFileHeader + id * f.record_bytes));
     if (!records.read(reinterpret_cast<char*>(buf.data()), static_cast<std::streamsize>(buf.size())))
         throw Error(where + ": cannot be read (truncated file?)");
-    if (get_u32(buf.data()) != kRecordMagic) throw Error(where + ": bad record magic (damaged file)");
-    if (get_u32(buf.data() + 4) != id) throw Error(where + ": holds record " + std::to_string(get_u32(buf.data() + 4)) + " (damaged file)");
-    const uint32_t n_valid = get_u32(buf.data() + 8);
-    if (get_u32(buf.data() + 12) != crc32(buf.data() + kRecordHeader, buf.size() - kRecordHeader))
-        throw Error(where + ": checksum mismatch (the record is damaged; write the memories again)");
-    const MemorySpec& s = f.model.spec;
-    if (n_valid > static_cast<uint32_t>(s.tokens_per_head))
-        throw Error(where + ": uses " + std::to_string(n_valid) + " slots per head, at most " + std::to_string(s.tokens_per_head));
-    auto mem = std::make_shared<ExplicitMemory>();
-    mem->id = id;
-    mem->n_valid = static_cast<int32_t>(n_valid);
-    const size_t slots = static_cast<size_t>(slots_of(s));
-    mem->indices.resize(slots);
-    const uint8_t* p = buf.data() + kRecordHeader;
-    copy_bytes(mem->indices.data(), p, slots * 4);
-    p += slots * 4;
-    if (f.codec) {
-        const VqCodebook& kc = f.codec->keys;
-        const VqCodebook& vc = f.codec->values;
-        mem->key_codes = vq_code_words(p, slots, kc.code_size(), kc.code_words());
-        p += slots * kc.code_size();
-        mem->value_codes = vq_code_words(p, slots, vc.code_size(), vc.code_words());
-        return mem;
-    }
-    mem->keys.resize(slots * static_cast<size_t>(s.head_dim));
-    mem->values.resize(slots * static_cast<size_t>(s.value_dim));
-    copy_bytes(mem->keys.data(), p, mem->keys.size() * 4);
-    p += mem->keys.size() * 4;
-    copy_bytes(mem->values.data(), p, mem->values.size() * 4);
-    for (float x : mem->keys)
-        if (!std::isfinite(x)) throw Error(where + ": holds a key that is not finite");
-    for (float x : mem->values)
-        if (!std::isfinite(x)) throw Error(where + ": holds a value that is not finite");
-    return mem;
+    return decode_memory_record(buf.data(), buf.size(), id, f.model.spec, f.codec.get(), where);
 }
 
 }  // namespace
@@ -473,32 +340,7 @@ FolderMemorySource::FolderMemorySource(const std::string& dir, const MemoryFolde
     Impl& m = *impl_;
     m.folder = open_folder(dir);
     m.mode = mode;
-    const std::string mw = m.where("manifest.json") + ": model";
-    const MemoryFolderModel& got = m.folder.model;
-    if (got.model_type != model.model_type)
-        throw Error(mw + ".model_type is " + got.model_type + ", the loaded model is " + model.model_type);
-    if (got.fingerprint != model.fingerprint)
-        throw Error(mw + ".fingerprint differs from the loaded model's (" + model.fingerprint.substr(0, 12) +
-                    "...): these memories were made with another checkpoint; write them again with `mnemo memorize`");
-    const MemorySpec& a = got.spec;
-    const MemorySpec& s = model.spec;
-    auto expect = [&](const char* key, int64_t have, int64_t want) {
-        if (have != want) throw Error(mw + "." + key + " is " + std::to_string(have) + ", the loaded model has " + std::to_string(want));
-    };
-    if (a.memory_layers != s.memory_layers) throw Error(mw + ".memory_layers differ from the loaded model's");
-    expect("kv_heads", a.kv_heads, s.kv_heads);
-    expect("head_dim", a.head_dim, s.head_dim);
-    expect("value_dim", a.value_dim, s.value_dim);
-    expect("tokens_per_head", a.tokens_per_head, s.tokens_per_head);
-    expect("retrieval_layer", a.retrieval_layer, s.retrieval_layer);
-    expect("retrieval_dim", a.retrieval_dim, s.retrieval_dim);
-    if (a.prefix_ids != s.prefix_ids) throw Error(mw + ".prefix_ids differ from the loaded model's");
-    if (m.folder.codec) {
-        if (static_cast<int32_t>(m.folder.codec->keys.d_in) != s.head_dim || static_cast<int32_t>(m.folder.codec->values.d_in) != s.value_dim)
-            throw Error(m.where("manifest.json") + ": the codebooks decode " + std::to_string(m.folder.codec->keys.d_in) + "/" +
-                        std::to_string(m.folder.codec->values.d_in) + "-dimensional keys/values, the model's heads have " +
-                        std::to_string(s.head_dim) + "/" + std::to_string(s.value_dim));
-    }
+    check_memory_model(m.folder.model, model, m.folder.codec.get(), m.where("manifest.json"));
     m.records.open(fs::path(dir) / "records.bin", std::ios::binary);
     if (!m.records) throw Error(m.where("records.bin") + ": cannot open");
     m.bm25.build(m.folder.refs);

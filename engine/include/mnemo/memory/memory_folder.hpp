@@ -7,12 +7,8 @@
 //                      tokens_per_head, prefix_ids, retrieval_layer, retrieval_dim},
 //                      "count": N, "encoding": "f32" | "vq", "record_bytes": R,
 //                      "codec": {"keys": {"file", "sha256"}, "values": {...}} (vq only)}
-//   records.bin       "MNEMOMEM", u32 version 1, u32 R, then N records of R bytes each:
-//                      u32 magic "M3RC", u32 record id, u32 n_valid, u32 CRC-32 of the payload,
-//                      payload = i32 indices[L][H][keep], then
-//                        f32: f32 keys[L][H][keep][D], f32 values[L][H][keep][Dv]
-//                        vq:  key codes[L][H][keep][ck], value codes[L][H][keep][cv] (the
-//                             FAISS code bytes of each vector, ck/cv = the codecs' code sizes)
+//   records.bin       "MNEMOMEM", u32 version 1, u32 R, then N records of R bytes each, record i
+//                      holding memory i (format: mnemo/memory/memory_record.hpp)
 //   keys.mvqc, values.mvqc  (vq) the codebooks, canonical format (mnemo/memory/vq_codebook.hpp),
 //                      checked against the SHA-256 in the manifest
 //   vectors.f32       N x retrieval_dim f32: each reference's retrieval vector (unit length)
@@ -28,6 +24,7 @@
 
 #include "mnemo/api.hpp"
 #include "mnemo/memory/explicit_memory.hpp"
+#include "mnemo/memory/memory_record.hpp"
 #include "mnemo/session/session.hpp"
 
 namespace mnemo {
@@ -35,13 +32,6 @@ namespace mnemo {
 struct MemoryReference {
     std::vector<int32_t> tokens;
     std::string text;
-};
-
-// What a memory folder was made for: it must match the model that reads it.
-struct MemoryFolderModel {
-    std::string model_type;
-    std::string fingerprint;
-    MemorySpec spec;
 };
 
 // The facts of the model a session has loaded (throws unless it reads memories).

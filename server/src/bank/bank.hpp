@@ -1,0 +1,83 @@
+// A bank: one published, immutable version of a knowledge server's memories (server/README.md,
+// docs/kb-storage.md). What `mnemo-kb build` and `add` write and what `serve` reads:
+//   - compressed memory records (mnemo/memory/memory_record.hpp), fixed stride, in append-only
+//     segment files; record id = global number, segment by id range, offset by stride;
+//   - the key and value codebooks (canonical bytes, by SHA-256);
+//   - the retrieval index: every record's retrieval vector (searched with FAISS, inner product)
+//     and BM25 over the references' token ids; hybrid = reciprocal rank fusion;
+//   - the reference texts with their title, source and document id;
+//   - optionally the model's tokenizer (text queries);
+//   - a manifest naming all of the above with hashes, the model facts and fingerprint, counts and
+//     the version; the pointer "CURRENT" names the published manifest.
+// A Bank object is one version, opened once and then only read: every const method is safe from
+// any number of threads at once, without a lock (the server swaps whole Bank objects on reload).
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "bank_storage.hpp"
+#include "mnemo/memory/memory_record.hpp"
+
+namespace mnemo {
+class Tokenizer;
+}
+
+namespace mnemo::kb {
+
+struct BankReference {
+    std::string text;
+    std::string title;
+    std::string source;
+    std::string doc_id;
+    std::vector<int32_t> tokens;  // the model's token ids of `text` (what BM25 counts)
+};
+
+struct BankQuery {
+    const std::vector<float>* vector = nullptr;   // retrieval_dim floats, finite; nullptr: none
+    const std::vector<int32_t>* tokens = nullptr;  // BM25 terms; nullptr or empty: none
+    int32_t k = 0;                                  // >= 1
+    std::vector<std::string> sources;               // filter: source equals one of these (empty: any)
+    std::string source_prefix;                      // filter: source starts with this (empty: any)
+};
+
+struct BankHit {
+    uint32_t id = 0;
+    float score = 0;
+};
+
+class Bank {
+public:
+    // Opens the version CURRENT names and checks it: manifest fields, every file's SHA-256 and
+    // size, the codebooks, the vectors' finiteness. Records are checked (CRC) when read.
+    // mnemo::Error names the storage, the file and the field.
+    static std::shared_ptr<const Bank> open(std::shared_ptr<BankStorage> storage);
+    // The version CURRENT names now, without opening it (cheap: for reload polling).
+    static uint64_t current_version(const BankStorage& storage);
+    virtual ~Bank() = default;
+
+    virtual uint64_t version() const = 0;
+    virtual const MemoryFolderModel& model() const = 0;
+    virtual const MemoryCodec& codec() const = 0;
+    // The canonical bytes of the keys' or values' codebook with this SHA-256, or nullptr.
+    virtual const std::vector<uint8_t>* codebook_bytes(const std::string& sha256) const = 0;
+    virtual uint64_t count() const = 0;
+    virtual uint64_t record_bytes() const = 0;
+    virtual uint32_t segments() const = 0;
+    // The bank's tokenizer (for text queries), or nullptr when the bank holds none.
+    virtual const Tokenizer* tokenizer() const = 0;
+
+    // Best first, at most q.k; equal scores go to the lower id. Vector only: inner product.
+    // Tokens only: BM25 (references sharing no term are not returned). Both: reciprocal rank
+    // fusion of the two rankings, sum 1 / (60 + rank), rank from 1. Throws mnemo::Error on a
+    // vector of the wrong length or with a non-finite value.
+    virtual std::vector<BankHit> retrieve(const BankQuery& q) const = 0;
+    // Record `id`'s bytes as stored (CRC checked here too: a damaged record is an error, never
+    // served). Throws mnemo::Error when id >= count().
+    virtual std::string record(uint32_t id) const = 0;
+    virtual const BankReference& reference(uint32_t id) const = 0;
+};
+
+}  // namespace mnemo::kb
