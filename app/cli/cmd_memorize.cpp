@@ -8,36 +8,13 @@
 #include <sstream>
 
 #include "app/measure.hpp"
+#include "app/paragraphs.hpp"
 #include "commands.hpp"
 #include "common.hpp"
 #include "memory_flags.hpp"
 #include "mnemo/error.hpp"
 
 namespace mnemo::cli {
-
-namespace {
-
-std::vector<std::string> paragraphs(const std::string& text) {
-    std::vector<std::string> out;
-    std::istringstream in(text);
-    std::string line, cur;
-    auto flush = [&] {
-        if (cur.find_first_not_of(" \t\r\n") != std::string::npos) out.push_back(cur);
-        cur.clear();
-    };
-    while (std::getline(in, line)) {
-        if (!line.empty() && line.back() == '\r') line.pop_back();
-        if (line.find_first_not_of(" \t") == std::string::npos) {
-            flush();
-            continue;
-        }
-        cur += (cur.empty() ? "" : "\n") + line;
-    }
-    flush();
-    return out;
-}
-
-}  // namespace
 
 int cmd_memorize(int argc, char** argv) {
     ModelFlags model;
@@ -80,7 +57,7 @@ int cmd_memorize(int argc, char** argv) {
 
     std::vector<std::vector<int32_t>> refs;
     std::vector<MemoryReference> meta;
-    for (const std::string& para : paragraphs(text.str())) {
+    for (const std::string& para : app::split_paragraphs(text.str())) {
         const std::vector<int32_t> ids = tok->encode(para, /*parse_special=*/false);
         for (size_t i = 0; i < ids.size(); i += static_cast<size_t>(spec.reference_length)) {
             std::vector<int32_t> piece(ids.begin() + static_cast<long>(i),

@@ -135,48 +135,96 @@ double reconstruction_error(const std::vector<WrittenMemory>& mems, const Layout
     return sum.relative_sq();
 }
 
+// One memory with its codes (`slots` vectors each) in place of its f32 keys and values.
+WrittenMemory compressed_memory(WrittenMemory&& f32, const uint8_t* key_codes, const uint8_t* value_codes, size_t slots,
+                                const VqCodec& kc, const VqCodec& vc, const MemoryCodec& codec) {
+    WrittenMemory w;
+    w.vector = std::move(f32.vector);
+    w.memory.id = f32.memory.id;
+    w.memory.n_valid = f32.memory.n_valid;
+    w.memory.indices = std::move(f32.memory.indices);
+    w.memory.key_codes = vq_code_words(key_codes, slots, kc.code_size(), codec.keys.code_words());
+    w.memory.value_codes = vq_code_words(value_codes, slots, vc.code_size(), codec.values.code_words());
+    return w;
+}
+
+Layout layout_of(const MemorySpec& spec) {
+    Layout lay;
+    lay.heads = spec.memory_layers.size() * static_cast<size_t>(spec.kv_heads);
+    lay.keep = static_cast<size_t>(spec.tokens_per_head);
+    return lay;
+}
+
 }  // namespace
+
+TrainedCodecs train_memory_codecs(const std::vector<WrittenMemory>& memories, const MemorySpec& spec, const CompressOptions& o,
+                                  CompressReport& r) {
+    if (o.threads > 0) omp_set_num_threads(o.threads);
+    const Layout lay = layout_of(spec);
+    // Both codecs are built before either trains, so a bad factory fails at once.
+    const std::string kf = o.key_factory.empty() ? default_factory(spec.head_dim) : o.key_factory;
+    const std::string vf = o.value_factory.empty() ? default_factory(spec.value_dim) : o.value_factory;
+    TrainedCodecs t;
+    try {
+        t.keys = std::make_unique<VqCodec>(spec.head_dim, kf);
+    } catch (const Error& e) {
+        throw with_context("keys", e);
+    }
+    try {
+        t.values = std::make_unique<VqCodec>(spec.value_dim, vf);
+    } catch (const Error& e) {
+        throw with_context("values", e);
+    }
+    r.keys.factory = kf;
+    r.values.factory = vf;
+    train_codec(*t.keys, memories, lay, false, o, r.keys, r.notes);
+    train_codec(*t.values, memories, lay, true, o, r.values, r.notes);
+    t.codec = MemoryCodec{t.keys->codebook(), t.values->codebook()};
+    return t;
+}
+
+std::vector<WrittenMemory> encode_memories(std::vector<WrittenMemory>&& memories, const MemorySpec& spec, const VqCodec& keys,
+                                           const VqCodec& values, const MemoryCodec& codec) {
+    const Layout lay = layout_of(spec);
+    const size_t slots = lay.slots();
+    std::vector<WrittenMemory> out;
+    out.reserve(memories.size());
+    for (size_t m = 0; m < memories.size(); ++m) {
+        WrittenMemory& w = memories[m];
+        if (w.memory.keys.size() != slots * static_cast<size_t>(keys.dim()) ||
+            w.memory.values.size() != slots * static_cast<size_t>(values.dim()))
+            throw Error("memory " + std::to_string(m) + ": " + std::to_string(w.memory.keys.size()) + " key and " +
+                        std::to_string(w.memory.values.size()) + " value floats, the model's memories have " +
+                        std::to_string(slots * static_cast<size_t>(keys.dim())) + " and " +
+                        std::to_string(slots * static_cast<size_t>(values.dim())));
+        const std::vector<uint8_t> kc = keys.encode(w.memory.keys.data(), slots);
+        const std::vector<uint8_t> vc = values.encode(w.memory.values.data(), slots);
+        out.push_back(compressed_memory(std::move(w), kc.data(), vc.data(), slots, keys, values, codec));
+    }
+    return out;
+}
 
 CompressReport compress_memory_folder(const CompressOptions& o) {
     if (o.in_dir.empty() || o.out_dir.empty()) throw Error("compress: an input and an output folder are needed");
     // write_memory_folder checks this too, but only after the training it would waste.
     if (!o.replace && std::filesystem::exists(o.out_dir))
         throw Error("memory folder '" + o.out_dir + "' already exists (choose another folder, or --force to replace it)");
-    if (o.threads > 0) omp_set_num_threads(o.threads);
     say(o, "reading '" + o.in_dir + "'");
     MemoryFolderContents in = read_memory_folder(o.in_dir);
     if (in.codec)
         throw Error("memory folder '" + o.in_dir + "' is already compressed (encoding \"vq\"); compress its f32 original");
     if (in.memories.empty()) throw Error("memory folder '" + o.in_dir + "' holds no memories: nothing to train a codec on");
     const MemorySpec& spec = in.model.spec;
-    Layout lay;
-    lay.heads = spec.memory_layers.size() * static_cast<size_t>(spec.kv_heads);
-    lay.keep = static_cast<size_t>(spec.tokens_per_head);
+    const Layout lay = layout_of(spec);
     const auto d = static_cast<size_t>(spec.head_dim), dv = static_cast<size_t>(spec.value_dim);
-
-    // Both codecs are built before either trains, so a bad factory fails at once.
-    const std::string kf = o.key_factory.empty() ? default_factory(spec.head_dim) : o.key_factory;
-    const std::string vf = o.value_factory.empty() ? default_factory(spec.value_dim) : o.value_factory;
-    std::unique_ptr<VqCodec> kc, vc;
-    try {
-        kc = std::make_unique<VqCodec>(spec.head_dim, kf);
-    } catch (const Error& e) {
-        throw with_context("keys", e);
-    }
-    try {
-        vc = std::make_unique<VqCodec>(spec.value_dim, vf);
-    } catch (const Error& e) {
-        throw with_context("values", e);
-    }
 
     CompressReport r;
     r.memories = in.memories.size();
     r.record_bytes_f32 = manifest_record_bytes(o.in_dir);  // now: out_dir may replace in_dir
-    r.keys.factory = kf;
-    r.values.factory = vf;
-    train_codec(*kc, in.memories, lay, false, o, r.keys, r.notes);
-    train_codec(*vc, in.memories, lay, true, o, r.values, r.notes);
-    MemoryCodec codec{kc->codebook(), vc->codebook()};
+    TrainedCodecs trained = train_memory_codecs(in.memories, spec, o, r);
+    const VqCodec* kc = trained.keys.get();
+    const VqCodec* vc = trained.values.get();
+    const MemoryCodec& codec = trained.codec;
 
     say(o, "encoding " + std::to_string(r.memories) + " memories");
     const Encoded ek = encode_all(*kc, in.memories, lay, false);
@@ -212,17 +260,9 @@ CompressReport compress_memory_folder(const CompressOptions& o) {
     // The compressed memories: codes as VQ_DECODE words, everything else as read.
     std::vector<WrittenMemory> out;
     out.reserve(in.memories.size());
-    const size_t kcs = kc->code_size(), vcs = vc->code_size();
-    for (size_t m = 0; m < in.memories.size(); ++m) {
-        WrittenMemory w;
-        w.vector = std::move(in.memories[m].vector);
-        w.memory.id = in.memories[m].memory.id;
-        w.memory.n_valid = in.memories[m].memory.n_valid;
-        w.memory.indices = std::move(in.memories[m].memory.indices);
-        w.memory.key_codes = vq_code_words(ek.codes.data() + m * slots * kcs, slots, kcs, codec.keys.code_words());
-        w.memory.value_codes = vq_code_words(ev.codes.data() + m * slots * vcs, slots, vcs, codec.values.code_words());
-        out.push_back(std::move(w));
-    }
+    for (size_t m = 0; m < in.memories.size(); ++m)
+        out.push_back(compressed_memory(std::move(in.memories[m]), ek.codes.data() + m * slots * kc->code_size(),
+                                        ev.codes.data() + m * slots * vc->code_size(), slots, *kc, *vc, codec));
     say(o, "writing '" + o.out_dir + "'");
     write_memory_folder(o.out_dir, in.model, out, in.references, o.replace, &codec);
     r.record_bytes_vq = manifest_record_bytes(o.out_dir);

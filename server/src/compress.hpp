@@ -5,9 +5,11 @@
 
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <string>
 #include <vector>
 
+#include "mnemo/memory/explicit_memory.hpp"
 #include "vq_codec.hpp"
 
 namespace mnemo::kb {
@@ -55,5 +57,22 @@ struct CompressReport {
 // that is already compressed, a bad factory, too few training vectors (naming the count needed
 // and a smaller factory), a decode mismatch.
 CompressReport compress_memory_folder(const CompressOptions& o);
+
+// The steps compress_memory_folder is made of, for memories held in memory (the bank builder,
+// bank/bank_build.cpp, trains on what it memorized and encodes batch by batch).
+struct TrainedCodecs {
+    std::unique_ptr<VqCodec> keys;
+    std::unique_ptr<VqCodec> values;
+    MemoryCodec codec;  // their codebooks
+};
+// Builds both codecs from o.key_factory / o.value_factory (empty: the default factory), a bad
+// factory failing before any training, then trains each on the valid slots of the f32 memories.
+// Fills r.keys/r.values' factory and training figures and appends to r.notes.
+TrainedCodecs train_memory_codecs(const std::vector<WrittenMemory>& memories, const MemorySpec& spec, const CompressOptions& o,
+                                  CompressReport& r);
+// f32 memories as compressed ones (codes as VQ_DECODE words; id, n_valid, indices and the
+// retrieval vector moved over). Throws when a memory does not have the spec's shape.
+std::vector<WrittenMemory> encode_memories(std::vector<WrittenMemory>&& memories, const MemorySpec& spec, const VqCodec& keys,
+                                           const VqCodec& values, const MemoryCodec& codec);
 
 }  // namespace mnemo::kb

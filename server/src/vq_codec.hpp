@@ -49,6 +49,9 @@ public:
     // `factory`, or when it builds something VQ_DECODE cannot decode (another index type, a
     // transform with a bias, more than 16 bits per index, coarse codes wider than 32 bits).
     VqCodec(int d, const std::string& factory);
+    // A trained codec rebuilt from its exported codebook (a bank's, to encode new memories with
+    // the codec its old ones use). Its codebook() hashes back to cb.sha256, or this throws.
+    static std::unique_ptr<VqCodec> from_codebook(const VqCodebook& cb);
     ~VqCodec();
     VqCodec(const VqCodec&) = delete;
     VqCodec& operator=(const VqCodec&) = delete;

@@ -1,0 +1,58 @@
+// `mnemo-kb build` and `add` as a library call: read a corpus, memorize its references with a
+// Session in batches (each batch checkpointed durably, so an interrupted run resumes), train
+// the codec or reuse one, encode, and publish a new bank version (bank_writer.hpp).
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+
+#include "bank_storage.hpp"
+#include "compress.hpp"
+
+namespace mnemo {
+class Session;
+}
+
+namespace mnemo::kb {
+
+struct BankBuildOptions {
+    std::shared_ptr<BankStorage> storage;
+    std::string corpus;     // a folder of .txt/.md files or a .jsonl file (bank/corpus.hpp)
+    std::string model_dir;  // the session's model folder: its tokenizer (and tokenizer files)
+    bool add = false;       // add to the published version (its codec); else build a new bank
+    bool replace = false;   // build: publish a new version even though one exists (--force)
+    std::string codec_from; // build: a bank folder whose codec to reuse instead of training
+    CompressOptions codec;  // factories, training options, FAISS threads (in/out dirs unused)
+    size_t batch = 64;      // references per memorize call and per checkpoint
+    uint32_t segment_records = 65536;
+    // Stage ("memorize", "encode", "write"), done and total units; called often, may be empty.
+    std::function<void(const std::string& stage, uint64_t done, uint64_t total)> progress;
+    std::function<void(const std::string&)> note;  // one line per step; may be empty
+};
+
+struct BankBuildReport {
+    uint64_t version = 0;
+    uint64_t documents = 0;
+    uint64_t references = 0;  // new records
+    uint64_t tokens = 0;
+    uint64_t total_records = 0;
+    uint64_t batches = 0;
+    uint64_t resumed_batches = 0;  // read back from checkpoints instead of memorized
+    std::string key_factory, value_factory;
+    std::string keys_sha256, values_sha256;
+    bool codec_trained = false;
+    uint64_t record_bytes = 0, record_bytes_f32 = 0;
+    uint64_t bytes_written = 0;
+    double memorize_seconds = 0, train_seconds = 0, write_seconds = 0, total_seconds = 0;
+    std::vector<std::string> notes;
+    double ratio() const { return record_bytes ? static_cast<double>(record_bytes_f32) / static_cast<double>(record_bytes) : 0; }
+};
+
+// Throws mnemo::Error: no memory model, a bank for another model (naming both), an existing bank
+// without `replace` (build) or no bank (add), a codec that does not match its files, a corpus
+// without text, too few training vectors.
+BankBuildReport build_bank(Session& session, const BankBuildOptions& o);
+
+}  // namespace mnemo::kb

@@ -1,0 +1,235 @@
+#include "bank_format.hpp"
+
+#include <cstring>
+#include <ctime>
+
+#include "mnemo/error.hpp"
+#include "mnemo/io/json.hpp"
+
+namespace mnemo::kb {
+namespace {
+
+using json::Value;
+
+Value num(int64_t x) { return Value::make_number(static_cast<double>(x), true, x); }
+Value str(const std::string& s) { return Value::make_string(s); }
+
+Value blob_json(const BlobRef& b) {
+    return Value::make_object({{"file", str(b.file)}, {"sha256", str(b.sha256)}, {"bytes", num(static_cast<int64_t>(b.bytes))}});
+}
+
+const Value& member(const Value& obj, const char* key, const std::string& where) {
+    if (!obj.is_object()) throw Error(where + ": expected an object");
+    const Value* v = obj.find(key);
+    if (!v) throw Error(where + ": missing '" + key + "'");
+    return *v;
+}
+
+uint64_t uint_member(const Value& obj, const char* key, const std::string& where, uint64_t max) {
+    const Value& v = member(obj, key, where);
+    if (!v.is_integer() || v.as_int() < 0 || static_cast<uint64_t>(v.as_int()) > max)
+        throw Error(where + ": '" + key + "' must be an integer in [0, " + std::to_string(max) + "]");
+    return static_cast<uint64_t>(v.as_int());
+}
+
+std::string string_member(const Value& obj, const char* key, const std::string& where) {
+    const Value& v = member(obj, key, where);
+    if (!v.is_string()) throw Error(where + ": '" + key + "' must be a string");
+    return v.as_string();
+}
+
+bool is_sha256(const std::string& s) {
+    if (s.size() != 64) return false;
+    for (char c : s)
+        if (!((c >= '0' && c <= '9') || (c >= 'a' && c <= 'f'))) return false;
+    return true;
+}
+
+// Flat blob names only: a manifest must not point outside the bank.
+bool is_flat_name(const std::string& s) {
+    return !s.empty() && s != "." && s != ".." && s.find('/') == std::string::npos && s.find('\0') == std::string::npos;
+}
+
+BlobRef blob_from_json(const Value& obj, const char* key, const std::string& where) {
+    const std::string w = where + ": " + key;
+    const Value& v = member(obj, key, where);
+    BlobRef b;
+    b.file = string_member(v, "file", w);
+    if (!is_flat_name(b.file)) throw Error(w + ": file '" + b.file + "' is not a flat blob name");
+    b.sha256 = string_member(v, "sha256", w);
+    if (!is_sha256(b.sha256)) throw Error(w + ": sha256 must be 64 lowercase hex digits");
+    b.bytes = uint_member(v, "bytes", w, uint64_t{1} << 60);
+    return b;
+}
+
+void put_u32(std::string& out, uint32_t v) {
+    for (int i = 0; i < 4; ++i) out += static_cast<char>((v >> (8 * i)) & 0xff);
+}
+uint32_t get_u32(const uint8_t* p) {
+    return static_cast<uint32_t>(p[0]) | static_cast<uint32_t>(p[1]) << 8 | static_cast<uint32_t>(p[2]) << 16 |
+           static_cast<uint32_t>(p[3]) << 24;
+}
+
+}  // namespace
+
+std::string manifest_name(uint64_t version) {
+    char buf[48];
+    std::snprintf(buf, sizeof buf, "manifest-%06llu.json", static_cast<unsigned long long>(version));
+    return buf;
+}
+
+std::string current_pointer_content(uint64_t version) { return manifest_name(version) + "\n"; }
+
+uint64_t parse_current_pointer(std::string_view content, const std::string& where) {
+    std::string s(content);
+    while (!s.empty() && (s.back() == '\n' || s.back() == '\r' || s.back() == ' ')) s.pop_back();
+    const std::string prefix = "manifest-", suffix = ".json";
+    if (s.size() <= prefix.size() + suffix.size() || s.compare(0, prefix.size(), prefix) != 0 ||
+        s.compare(s.size() - suffix.size(), suffix.size(), suffix) != 0)
+        throw Error(where + ": expected \"manifest-<version>.json\", found \"" + s.substr(0, 80) + "\"");
+    const std::string digits = s.substr(prefix.size(), s.size() - prefix.size() - suffix.size());
+    if (digits.empty() || digits.size() > 18 || digits.find_first_not_of("0123456789") != std::string::npos)
+        throw Error(where + ": the version in \"" + s + "\" is not a number");
+    const uint64_t v = std::stoull(digits);
+    if (v == 0 || manifest_name(v) != s) throw Error(where + ": \"" + s + "\" is not a manifest name this format writes");
+    return v;
+}
+
+std::string manifest_to_json(const BankManifest& m) {
+    std::vector<Value> segs;
+    for (const SegmentEntry& s : m.segments)
+        segs.push_back(Value::make_object({{"file", str(s.records.file)},
+                                           {"sha256", str(s.records.sha256)},
+                                           {"bytes", num(static_cast<int64_t>(s.records.bytes))},
+                                           {"first_id", num(s.first_id)},
+                                           {"count", num(s.count)},
+                                           {"texts", blob_json(s.texts)},
+                                           {"vectors", blob_json(s.vectors)}}));
+    std::vector<Value> tok;
+    for (const TokenizerFile& t : m.tokenizer)
+        tok.push_back(Value::make_object({{"name", str(t.name)},
+                                          {"file", str(t.blob.file)},
+                                          {"sha256", str(t.blob.sha256)},
+                                          {"bytes", num(static_cast<int64_t>(t.blob.bytes))}}));
+    auto codec_side = [](const BlobRef& b, const std::string& factory) {
+        return Value::make_object({{"file", str(b.file)},
+                                   {"sha256", str(b.sha256)},
+                                   {"bytes", num(static_cast<int64_t>(b.bytes))},
+                                   {"factory", str(factory)}});
+    };
+    const Value v = Value::make_object({{"format", str(kBankFormat)},
+                                        {"format_version", num(kBankFormatVersion)},
+                                        {"version", num(static_cast<int64_t>(m.version))},
+                                        {"created", str(m.created)},
+                                        {"model", memory_model_to_json(m.model)},
+                                        {"codec", Value::make_object({{"keys", codec_side(m.keys_codebook, m.key_factory)},
+                                                                      {"values", codec_side(m.values_codebook, m.value_factory)}})},
+                                        {"record_bytes", num(static_cast<int64_t>(m.record_bytes))},
+                                        {"count", num(static_cast<int64_t>(m.count))},
+                                        {"segments", Value::make_array(std::move(segs))},
+                                        {"tokenizer", Value::make_array(std::move(tok))}});
+    return v.dump() + "\n";
+}
+
+BankManifest manifest_from_json(std::string_view text, const std::string& where) {
+    const Value v = json::parse(text, where);
+    if (!v.is_object()) throw Error(where + ": expected a JSON object");
+    const std::string format = string_member(v, "format", where);
+    if (format != kBankFormat) throw Error(where + ": format is \"" + format + "\", expected \"" + kBankFormat + "\"");
+    const uint64_t fv = uint_member(v, "format_version", where, 1u << 30);
+    if (fv != kBankFormatVersion)
+        throw Error(where + ": format_version " + std::to_string(fv) + " is not supported (this build reads " +
+                    std::to_string(kBankFormatVersion) + ")");
+    BankManifest m;
+    m.version = uint_member(v, "version", where, uint64_t{1} << 59);
+    if (m.version == 0) throw Error(where + ": version must be >= 1");
+    m.created = string_member(v, "created", where);
+    m.model = memory_model_from_json(member(v, "model", where), where + ": model");
+    const Value& codec = member(v, "codec", where);
+    m.keys_codebook = blob_from_json(codec, "keys", where + ": codec");
+    m.values_codebook = blob_from_json(codec, "values", where + ": codec");
+    m.key_factory = string_member(member(codec, "keys", where + ": codec"), "factory", where + ": codec: keys");
+    m.value_factory = string_member(member(codec, "values", where + ": codec"), "factory", where + ": codec: values");
+    m.record_bytes = uint_member(v, "record_bytes", where, uint64_t{1} << 40);
+    if (m.record_bytes == 0) throw Error(where + ": record_bytes must be positive");
+    m.count = uint_member(v, "count", where, 0xffffffffu);
+    const Value& segs = member(v, "segments", where);
+    if (!segs.is_array()) throw Error(where + ": 'segments' must be an array");
+    uint64_t next = 0;
+    for (size_t i = 0; i < segs.as_array().size(); ++i) {
+        const Value& s = segs.as_array()[i];
+        const std::string w = where + ": segments[" + std::to_string(i) + "]";
+        SegmentEntry e;
+        e.records.file = string_member(s, "file", w);
+        if (!is_flat_name(e.records.file)) throw Error(w + ": file '" + e.records.file + "' is not a flat blob name");
+        e.records.sha256 = string_member(s, "sha256", w);
+        if (!is_sha256(e.records.sha256)) throw Error(w + ": sha256 must be 64 lowercase hex digits");
+        e.records.bytes = uint_member(s, "bytes", w, uint64_t{1} << 60);
+        e.first_id = static_cast<uint32_t>(uint_member(s, "first_id", w, 0xffffffffu));
+        e.count = static_cast<uint32_t>(uint_member(s, "count", w, 0xffffffffu));
+        if (e.first_id != next)
+            throw Error(w + ": first_id " + std::to_string(e.first_id) + ", expected " + std::to_string(next) +
+                        " (segments hold consecutive ids from 0)");
+        if (e.count == 0) throw Error(w + ": count must be positive");
+        if (e.records.bytes != kSegmentHeaderBytes + uint64_t{e.count} * m.record_bytes)
+            throw Error(w + ": bytes " + std::to_string(e.records.bytes) + ", expected " +
+                        std::to_string(kSegmentHeaderBytes + uint64_t{e.count} * m.record_bytes) + " (header + count x record_bytes)");
+        e.texts = blob_from_json(s, "texts", w);
+        e.vectors = blob_from_json(s, "vectors", w);
+        const uint64_t vbytes = uint64_t{e.count} * static_cast<uint64_t>(m.model.spec.retrieval_dim) * 4;
+        if (e.vectors.bytes != vbytes)
+            throw Error(w + ": vectors: bytes " + std::to_string(e.vectors.bytes) + ", expected " + std::to_string(vbytes) +
+                        " (count x retrieval_dim x 4)");
+        next += e.count;
+        m.segments.push_back(std::move(e));
+    }
+    if (next != m.count)
+        throw Error(where + ": the segments hold " + std::to_string(next) + " records, but count is " + std::to_string(m.count));
+    if (const Value* tok = v.find("tokenizer")) {
+        if (!tok->is_array()) throw Error(where + ": 'tokenizer' must be an array");
+        for (size_t i = 0; i < tok->as_array().size(); ++i) {
+            const Value& t = tok->as_array()[i];
+            const std::string w = where + ": tokenizer[" + std::to_string(i) + "]";
+            TokenizerFile f;
+            f.name = string_member(t, "name", w);
+            if (!is_flat_name(f.name)) throw Error(w + ": name '" + f.name + "' is not a plain file name");
+            f.blob.file = string_member(t, "file", w);
+            if (!is_flat_name(f.blob.file)) throw Error(w + ": file '" + f.blob.file + "' is not a flat blob name");
+            f.blob.sha256 = string_member(t, "sha256", w);
+            if (!is_sha256(f.blob.sha256)) throw Error(w + ": sha256 must be 64 lowercase hex digits");
+            f.blob.bytes = uint_member(t, "bytes", w, uint64_t{1} << 40);
+            m.tokenizer.push_back(std::move(f));
+        }
+    }
+    return m;
+}
+
+std::string segment_header(uint64_t record_bytes, uint32_t first_id, uint32_t count) {
+    std::string h = "MNEMOSEG";
+    put_u32(h, 1);
+    put_u32(h, static_cast<uint32_t>(record_bytes));
+    put_u32(h, first_id);
+    put_u32(h, count);
+    return h;
+}
+
+void check_segment_header(const uint8_t* h, const SegmentEntry& seg, uint64_t record_bytes, const std::string& where) {
+    if (std::memcmp(h, "MNEMOSEG", 8) != 0) throw Error(where + ": not a bank segment (bad magic)");
+    if (get_u32(h + 8) != 1) throw Error(where + ": segment format " + std::to_string(get_u32(h + 8)) + ", expected 1");
+    if (get_u32(h + 12) != record_bytes)
+        throw Error(where + ": header record_bytes " + std::to_string(get_u32(h + 12)) + ", manifest " + std::to_string(record_bytes));
+    if (get_u32(h + 16) != seg.first_id || get_u32(h + 20) != seg.count)
+        throw Error(where + ": header says ids " + std::to_string(get_u32(h + 16)) + " + " + std::to_string(get_u32(h + 20)) +
+                    ", manifest " + std::to_string(seg.first_id) + " + " + std::to_string(seg.count));
+}
+
+std::string utc_now() {
+    const std::time_t t = std::time(nullptr);
+    std::tm tm{};
+    gmtime_r(&t, &tm);
+    char buf[32];
+    std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
+    return buf;
+}
+
+}  // namespace mnemo::kb

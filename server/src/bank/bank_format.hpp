@@ -1,0 +1,70 @@
+// The bank's files on storage (server/README.md, "Bank format"): blob names, the manifest as a
+// struct and as JSON, and the segment header. Both the writer and Bank::open go through here, so
+// what one writes is exactly what the other checks.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "mnemo/memory/memory_record.hpp"
+
+namespace mnemo::kb {
+
+constexpr const char* kBankFormat = "mnemo-kb-bank";
+constexpr int64_t kBankFormatVersion = 1;
+constexpr const char* kCurrentPointer = "CURRENT";
+
+// A blob the manifest names, with what it must be.
+struct BlobRef {
+    std::string file;
+    std::string sha256;
+    uint64_t bytes = 0;
+};
+
+struct SegmentEntry {
+    BlobRef records;   // "seg-<version>-<n>.rec": header + count records of record_bytes
+    uint32_t first_id = 0;
+    uint32_t count = 0;
+    BlobRef texts;     // JSONL, one reference per line, ids first_id.. in order
+    BlobRef vectors;   // count x retrieval_dim f32, little-endian
+};
+
+struct TokenizerFile {
+    std::string name;  // the model folder's file name ("tokenizer.json")
+    BlobRef blob;
+};
+
+struct BankManifest {
+    uint64_t version = 0;
+    std::string created;  // UTC, ISO 8601
+    MemoryFolderModel model;
+    std::string key_factory, value_factory;  // what trained the codec (information only)
+    BlobRef keys_codebook, values_codebook;
+    uint64_t record_bytes = 0;
+    uint64_t count = 0;
+    std::vector<SegmentEntry> segments;
+    std::vector<TokenizerFile> tokenizer;  // empty: the bank has no tokenizer
+};
+
+std::string manifest_name(uint64_t version);  // "manifest-000007.json"
+// The version a CURRENT pointer's content names; Error (prefixed with `where`) when malformed.
+uint64_t parse_current_pointer(std::string_view content, const std::string& where);
+std::string current_pointer_content(uint64_t version);
+
+std::string manifest_to_json(const BankManifest& m);
+// Checks every field's presence, type and bounds, and that segments are contiguous from id 0
+// and add up to count. `where` prefixes errors ("folder 'B': manifest-000002.json").
+BankManifest manifest_from_json(std::string_view text, const std::string& where);
+
+// Segment files: "MNEMOSEG", u32 format 1, u32 record_bytes, u32 first_id, u32 count, then count
+// records of record_bytes each (record i of the file holds id first_id + i).
+constexpr size_t kSegmentHeaderBytes = 24;
+std::string segment_header(uint64_t record_bytes, uint32_t first_id, uint32_t count);
+void check_segment_header(const uint8_t* header, const SegmentEntry& seg, uint64_t record_bytes, const std::string& where);
+
+// The current time as "2024-05-01T12:00:00Z".
+std::string utc_now();
+
+}  // namespace mnemo::kb

@@ -1,0 +1,52 @@
+// Writing one new bank version: new segments (records, texts, vectors), the codebooks and
+// tokenizer files when the storage does not hold them yet, the manifest, and last the CURRENT
+// pointer. Until that last step the previous version stays the published one, whole, so a crash
+// anywhere leaves a servable bank (or, for a first build, none at all).
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "bank_format.hpp"
+#include "bank_storage.hpp"
+#include "mnemo/memory/explicit_memory.hpp"
+
+namespace mnemo::kb {
+
+struct BankDocumentRef {
+    std::string doc_id, title, source;
+    std::string metadata_json;  // empty: none
+};
+
+struct NewBankRecords {
+    std::vector<WrittenMemory> memories;          // compressed with `codec`, ids first_id.. in order
+    std::vector<std::vector<int32_t>> tokens;     // each reference's token ids
+    std::vector<std::string> texts;
+    std::vector<const BankDocumentRef*> documents;  // each reference's document
+};
+
+struct BankVersionSpec {
+    std::optional<BankManifest> base;  // the published version to extend (add), or none (build)
+    MemoryFolderModel model;
+    const MemoryCodec* codec = nullptr;
+    std::string key_factory, value_factory;
+    // The model folder's tokenizer files (name, bytes), stored unless `base` has a tokenizer.
+    std::vector<std::pair<std::string, std::string>> tokenizer_files;
+    uint32_t segment_records = 65536;  // records per new segment file
+};
+
+struct WrittenVersion {
+    BankManifest manifest;
+    uint64_t bytes_written = 0;  // new blobs, manifest included
+};
+
+// The manifest of the version CURRENT names, or nothing when there is no CURRENT.
+std::optional<BankManifest> read_current_manifest(const BankStorage& storage);
+
+// Writes version (base ? base->version : current) + 1 and publishes it. Blobs of that version left
+// by an interrupted earlier attempt are removed first (no published manifest names them).
+WrittenVersion write_bank_version(BankStorage& storage, const BankVersionSpec& spec, const NewBankRecords& records);
+
+}  // namespace mnemo::kb

@@ -1,0 +1,143 @@
+#include "corpus.hpp"
+
+#include <algorithm>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include "app/paragraphs.hpp"
+#include "mnemo/error.hpp"
+#include "mnemo/io/json.hpp"
+#include "mnemo/tokenizer/tokenizer.hpp"
+
+namespace mnemo::kb {
+namespace {
+
+namespace fs = std::filesystem;
+
+std::string read_file(const fs::path& p) {
+    std::ifstream f(p, std::ios::binary);
+    if (!f) throw Error("corpus: cannot open '" + p.string() + "'");
+    std::ostringstream s;
+    s << f.rdbuf();
+    if (f.bad()) throw Error("corpus: cannot read '" + p.string() + "'");
+    return s.str();
+}
+
+std::string trim(const std::string& s) {
+    const size_t a = s.find_first_not_of(" \t\r");
+    if (a == std::string::npos) return "";
+    return s.substr(a, s.find_last_not_of(" \t\r") - a + 1);
+}
+
+// The first non-blank line, without Markdown heading marks; capped so a title stays a title.
+std::string title_of(const std::string& text, const std::string& fallback) {
+    std::istringstream in(text);
+    std::string line;
+    while (std::getline(in, line)) {
+        std::string t = trim(line);
+        if (t.empty()) continue;
+        const size_t hashes = t.find_first_not_of('#');
+        if (hashes != std::string::npos && hashes > 0 && t[hashes] == ' ') t = trim(t.substr(hashes));
+        if (t.empty()) continue;
+        if (t.size() > 200) {
+            size_t cut = 200;
+            while (cut > 0 && (static_cast<unsigned char>(t[cut]) & 0xC0) == 0x80) --cut;  // not inside a UTF-8 sequence
+            t = t.substr(0, cut);
+        }
+        return t;
+    }
+    return fallback;
+}
+
+std::vector<CorpusDocument> read_folder(const fs::path& dir) {
+    std::vector<fs::path> files;
+    std::error_code ec;
+    for (auto it = fs::recursive_directory_iterator(dir, ec); !ec && it != fs::recursive_directory_iterator(); it.increment(ec)) {
+        const fs::path& p = it->path();
+        if (it->is_regular_file() && (p.extension() == ".txt" || p.extension() == ".md")) files.push_back(p);
+    }
+    if (ec) throw Error("corpus folder '" + dir.string() + "': " + ec.message());
+    std::sort(files.begin(), files.end());
+    if (files.empty()) throw Error("corpus folder '" + dir.string() + "' holds no .txt or .md file");
+    std::vector<CorpusDocument> docs;
+    for (const fs::path& p : files) {
+        CorpusDocument d;
+        d.doc_id = d.source = fs::relative(p, dir).generic_string();
+        d.text = read_file(p);
+        d.title = title_of(d.text, p.stem().string());
+        docs.push_back(std::move(d));
+    }
+    return docs;
+}
+
+std::string optional_string(const json::Value& v, const char* key, const std::string& where, const std::string& fallback) {
+    const json::Value* f = v.find(key);
+    if (!f || f->is_null()) return fallback;
+    if (!f->is_string()) throw Error(where + ": '" + key + "' must be a string");
+    return f->as_string();
+}
+
+std::vector<CorpusDocument> read_jsonl(const fs::path& file) {
+    const std::string bytes = read_file(file);
+    std::vector<CorpusDocument> docs;
+    std::istringstream in(bytes);
+    std::string line;
+    size_t n = 0;
+    while (std::getline(in, line)) {
+        ++n;
+        if (trim(line).empty()) continue;
+        const std::string where = "corpus '" + file.string() + "': line " + std::to_string(n);
+        const json::Value v = json::parse(line, where);
+        if (!v.is_object()) throw Error(where + ": expected a JSON object");
+        CorpusDocument d;
+        const json::Value* id = v.find("id");
+        if (!id) throw Error(where + ": missing 'id'");
+        if (id->is_string()) d.doc_id = id->as_string();
+        else if (id->is_integer()) d.doc_id = std::to_string(id->as_int());
+        else throw Error(where + ": 'id' must be a string or an integer");
+        const json::Value* text = v.find("text");
+        if (!text || !text->is_string()) throw Error(where + ": missing string 'text'");
+        d.text = text->as_string();
+        d.title = optional_string(v, "title", where, d.doc_id);
+        d.source = optional_string(v, "source", where, file.filename().string());
+        if (const json::Value* m = v.find("metadata"); m && !m->is_null()) {
+            if (!m->is_object()) throw Error(where + ": 'metadata' must be an object");
+            d.metadata_json = m->dump();
+        }
+        docs.push_back(std::move(d));
+    }
+    if (docs.empty()) throw Error("corpus '" + file.string() + "' holds no document");
+    return docs;
+}
+
+}  // namespace
+
+std::vector<CorpusDocument> read_corpus(const std::string& path) {
+    std::error_code ec;
+    if (fs::is_directory(path, ec)) return read_folder(path);
+    if (!fs::is_regular_file(path, ec)) throw Error("corpus '" + path + "' does not exist");
+    if (fs::path(path).extension() != ".jsonl")
+        throw Error("corpus '" + path + "': expected a folder of .txt/.md files or a .jsonl file");
+    return read_jsonl(path);
+}
+
+std::vector<CorpusReference> cut_references(const std::vector<CorpusDocument>& docs, const Tokenizer& tok, int32_t reference_length) {
+    if (reference_length < 1) throw Error("corpus: the model's reference_length is " + std::to_string(reference_length));
+    const auto len = static_cast<size_t>(reference_length);
+    std::vector<CorpusReference> out;
+    for (size_t d = 0; d < docs.size(); ++d)
+        for (const std::string& para : app::split_paragraphs(docs[d].text)) {
+            const std::vector<int32_t> ids = tok.encode(para, /*parse_special=*/false);
+            for (size_t i = 0; i < ids.size(); i += len) {
+                CorpusReference r;
+                r.document = d;
+                r.tokens.assign(ids.begin() + static_cast<long>(i), ids.begin() + static_cast<long>(std::min(ids.size(), i + len)));
+                r.text = tok.decode(r.tokens, /*skip_special=*/false);
+                out.push_back(std::move(r));
+            }
+        }
+    return out;
+}
+
+}  // namespace mnemo::kb

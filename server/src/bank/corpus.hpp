@@ -1,0 +1,40 @@
+// What `mnemo-kb build` and `add` read: a corpus of documents, cut into the model's references.
+//   - a folder: every .txt and .md file below it, in path order; doc_id and source are the path
+//     relative to the folder, the title is the first non-blank line (a Markdown "#" heading's
+//     marks removed) or else the file's stem;
+//   - a .jsonl file: one {"id", "text", optional "title", "source", "metadata" (an object)} per
+//     line; doc_id is the id (a string or an integer), the title defaults to the id and the
+//     source to the file's name.
+// A document is split into paragraphs at blank lines (app/paragraphs.hpp, as `mnemo memorize`),
+// each paragraph tokenized and cut into pieces of at most reference_length tokens.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace mnemo {
+class Tokenizer;
+}
+
+namespace mnemo::kb {
+
+struct CorpusDocument {
+    std::string doc_id;
+    std::string title;
+    std::string source;
+    std::string text;
+    std::string metadata_json;  // the JSONL line's "metadata" object as JSON text, or empty
+};
+
+struct CorpusReference {
+    size_t document = 0;          // index into the documents
+    std::vector<int32_t> tokens;  // what the model memorizes and BM25 counts
+    std::string text;             // the tokens decoded
+};
+
+// Errors name the file and line.
+std::vector<CorpusDocument> read_corpus(const std::string& path);
+std::vector<CorpusReference> cut_references(const std::vector<CorpusDocument>& docs, const Tokenizer& tok, int32_t reference_length);
+
+}  // namespace mnemo::kb
