@@ -7,5 +7,6 @@ namespace mnemo::kb {
 int cmd_compress(int argc, char** argv);
 int cmd_build(int argc, char** argv);
 int cmd_add(int argc, char** argv);
+int cmd_export(int argc, char** argv);
 
 }  // namespace mnemo::kb

@@ -11,6 +11,7 @@ const Command kCommands[] = {
     {"compress", mnemo::kb::cmd_compress, "train a VQ codec on a memory folder and write its memories as codes"},
     {"build", mnemo::kb::cmd_build, "memorize a corpus into a new bank (codec, records, retrieval index)"},
     {"add", mnemo::kb::cmd_add, "memorize a corpus into a new version of a bank, with its codec"},
+    {"export", mnemo::kb::cmd_export, "write a bank's current version as a compressed memory folder (mnemo run --memories)"},
 };
 
 }  // namespace

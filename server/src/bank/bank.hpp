@@ -78,6 +78,8 @@ public:
     // served). Throws mnemo::Error when id >= count().
     virtual std::string record(uint32_t id) const = 0;
     virtual const BankReference& reference(uint32_t id) const = 0;
+    // Record `id`'s retrieval vector (model().spec.retrieval_dim floats). Throws when id >= count().
+    virtual const float* vector(uint32_t id) const = 0;
 };
 
 }  // namespace mnemo::kb

@@ -164,6 +164,12 @@ public:
         return refs_[id];
     }
 
+    const float* vector(uint32_t id) const override {
+        if (id >= m_.count)
+            throw Error(storage_->describe() + ": no vector " + std::to_string(id) + " (the bank holds " + std::to_string(m_.count) + ")");
+        return vectors_.data() + static_cast<size_t>(id) * static_cast<size_t>(m_.model.spec.retrieval_dim);
+    }
+
 private:
     void load_texts(const SegmentEntry& s) {
         const std::string bytes = load_checked(*storage_, s.texts, "texts");
