@@ -5,5 +5,9 @@
 namespace mnemo::kb {
 
 int cmd_compress(int argc, char** argv);
+#ifdef MNEMO_KB_SERVE
+int cmd_serve(int argc, char** argv);  // src/serve/cmd_serve.cpp
+int cmd_token(int argc, char** argv);  // src/serve/cmd_token.cpp
+#endif
 
 }  // namespace mnemo::kb

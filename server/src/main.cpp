@@ -9,6 +9,10 @@ using mnemo::app::Command;
 
 const Command kCommands[] = {
     {"compress", mnemo::kb::cmd_compress, "train a VQ codec on a memory folder and write its memories as codes"},
+#ifdef MNEMO_KB_SERVE
+    {"serve", mnemo::kb::cmd_serve, "serve a bank over gRPC with TLS and access tokens (docs/kb-protocol.md)"},
+    {"token", mnemo::kb::cmd_token, "make an access token for serve (token new --name N --scope read|admin --tokens F)"},
+#endif
 };
 
 }  // namespace
