@@ -12,6 +12,10 @@ const Command kCommands[] = {
     {"build", mnemo::kb::cmd_build, "memorize a corpus into a new bank (codec, records, retrieval index)"},
     {"add", mnemo::kb::cmd_add, "memorize a corpus into a new version of a bank, with its codec"},
     {"export", mnemo::kb::cmd_export, "write a bank's current version as a compressed memory folder (mnemo run --memories)"},
+#ifdef MNEMO_KB_SERVE
+    {"serve", mnemo::kb::cmd_serve, "serve a bank over gRPC with TLS and access tokens (docs/kb-protocol.md)"},
+    {"token", mnemo::kb::cmd_token, "make an access token for serve (token new --name N --scope read|admin --tokens F)"},
+#endif
 };
 
 }  // namespace

@@ -1,0 +1,73 @@
+// Bearer tokens of `mnemo-kb serve` (docs/kb-protocol.md, "Authentication"). The token file holds
+// one line per token, never the token itself:
+//     NAME SCOPE sha256:HEX
+// NAME names the client in logs and limits ([A-Za-z0-9._-], unique), SCOPE is `read` or `admin`
+// (admin may also Reload), HEX the SHA-256 of the token's text. Blank lines and lines starting
+// with '#' are ignored. A stolen file therefore grants nothing; a lost token is replaced by a new
+// line, a revoked one by deleting its line (and restarting or reloading the server).
+#pragma once
+
+#include <array>
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace mnemo::kb {
+
+enum class TokenScope { Read, Admin };
+
+const char* scope_name(TokenScope scope);
+
+using TokenDigest = std::array<uint8_t, 32>;
+
+// SHA-256 of a token's text (OpenSSL libcrypto).
+TokenDigest token_digest(std::string_view token);
+
+// One client: its name and scope, and the calls it has in flight now (the per-client limit; an
+// atomic so the read path needs no lock).
+struct TokenEntry {
+    std::string name;
+    TokenScope scope = TokenScope::Read;
+    TokenDigest digest{};
+    mutable std::atomic<uint32_t> in_flight{0};
+
+    bool allows(TokenScope needed) const { return needed == TokenScope::Read || scope == TokenScope::Admin; }
+};
+
+// The clients a server accepts. Immutable once loaded (the counters aside), shared by every call.
+class TokenTable {
+public:
+    // Parses a token file's text; `where` ("tokens file 'F'") prefixes every error, which names
+    // the line and the field. Throws mnemo::Error.
+    static std::shared_ptr<const TokenTable> parse(std::string_view text, const std::string& where);
+    static std::shared_ptr<const TokenTable> load(const std::string& path);
+    // The one client of a server started with --no-auth: every call is allowed, as "anonymous".
+    static std::shared_ptr<const TokenTable> anonymous();
+
+    // The entry whose digest is the token's, or nullptr. Every entry is compared, each in constant
+    // time (CRYPTO_memcmp), so the time taken says nothing about which bytes matched.
+    const TokenEntry* find(std::string_view token) const;
+    bool is_anonymous() const { return anonymous_; }
+    size_t size() const { return entries_.size(); }
+    const TokenEntry& entry(size_t i) const { return *entries_[i]; }
+
+private:
+    std::vector<std::unique_ptr<TokenEntry>> entries_;
+    bool anonymous_ = false;
+};
+
+// A fresh token: "mkb_" + 32 random bytes (OpenSSL RAND_bytes) in base64url, 47 characters.
+std::string generate_token();
+
+// `mnemo-kb token new`: generates a token, adds "NAME SCOPE sha256:HEX" to the file (created with
+// mode 0600 when missing) by an atomic rewrite (temporary file, fsync, rename, fsync of the
+// folder), and returns the token. Refuses a bad or duplicate name and a file that does not parse.
+std::string add_token(const std::string& path, const std::string& name, TokenScope scope);
+
+// True when `name` can name a client ([A-Za-z0-9._-], 1..64 characters).
+bool valid_token_name(std::string_view name);
+
+}  // namespace mnemo::kb

@@ -1,0 +1,132 @@
+// `mnemo-kb serve BANK --listen ADDR:PORT ...`: serves a bank folder over gRPC until SIGINT or
+// SIGTERM (docs/kb-protocol.md). The production wiring of KbServer: the bank comes from the folder
+// (Bank::open), access tokens from the token file, the certificate and key from PEM files.
+#include <pthread.h>
+#include <signal.h>
+
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <thread>
+
+#include "app/args.hpp"
+#include "bank/bank.hpp"
+#include "commands.hpp"
+#include "mnemo/error.hpp"
+#include "serve/atomic_file.hpp"
+#include "serve/kb_server.hpp"
+#include "serve/listen_policy.hpp"
+
+namespace mnemo::kb {
+namespace {
+
+std::string read_pem(const std::string& path, const char* what) {
+    std::ifstream in(path, std::ios::binary);
+    if (!in) throw Error(std::string(what) + " '" + path + "' cannot be read");
+    std::ostringstream s;
+    s << in.rdbuf();
+    if (s.str().find("-----BEGIN") == std::string::npos) throw Error(std::string(what) + " '" + path + "' is not PEM");
+    return s.str();
+}
+
+void log_to_stderr(const std::string& line) { std::fprintf(stderr, "%s\n", line.c_str()); }
+
+}  // namespace
+
+int cmd_serve(int argc, char** argv) {
+    std::string bank_dir, tls_cert, tls_key, tokens_file, port_file;
+    ServeOptions o;
+    bool log_quiet = false;
+    int32_t max_k = static_cast<int32_t>(o.limits.max_k), max_ids = static_cast<int32_t>(o.limits.max_ids_per_request);
+    int32_t max_streams = static_cast<int32_t>(o.limits.max_streams_per_client);
+    int32_t max_receive = static_cast<int32_t>(o.limits.max_receive_bytes), max_call = static_cast<int32_t>(o.limits.max_call_seconds);
+    int32_t watch = 0, grace = 5;
+    app::ArgParser p(
+        "serve",
+        "mnemo-kb serve BANK --listen ADDR:PORT (--tls-cert F --tls-key F | --insecure) (--tokens F | --no-auth) [options]",
+        "Serve a bank's memories over gRPC (engine/proto/mnemo_kb.proto; docs/kb-protocol.md) until SIGINT or SIGTERM. "
+        "TLS is required except on a loopback address with --insecure; every call needs a bearer token from --tokens "
+        "(mnemo-kb token new), except with --no-auth, which only --insecure on loopback allows. One log line per request "
+        "goes to stderr (no tokens, no query text).");
+    p.string_opt("--listen", "ADDR:PORT", "where to listen (port 0: the system picks; see --port-file)", &o.listen)
+        .string_opt("--tls-cert", "FILE", "PEM certificate chain of the server", &tls_cert)
+        .string_opt("--tls-key", "FILE", "PEM private key of the certificate", &tls_key)
+        .flag("--insecure", "plaintext, allowed on a loopback address only (127.0.0.0/8, [::1], localhost)", &o.insecure)
+        .string_opt("--tokens", "FILE", "the access tokens (lines 'NAME read|admin sha256:HEX')", &tokens_file)
+        .flag("--no-auth", "accept calls without a token (only with --insecure on loopback: local tests)", &o.no_auth)
+        .int_opt("--max-k", "N", "largest k a Retrieve may ask (default 64)", &max_k, 1, 1 << 16)
+        .int_opt("--max-ids", "N", "most ids per FetchMemories (default 256)", &max_ids, 1, 1 << 20)
+        .int_opt("--max-streams-per-client", "N", "calls in flight per token name (default 16)", &max_streams, 1, 1 << 20)
+        .int_opt("--max-receive-bytes", "N", "largest request message (default 4194304)", &max_receive, 1024, 1 << 30)
+        .int_opt("--max-call-seconds", "N", "a call's longest time on the server (default 60)", &max_call, 1, 86400)
+        .int_opt("--watch-seconds", "N", "poll the bank's published version every N s and load a new one (default 0: "
+                                         "only on Reload)",
+                 &watch, 0, 86400)
+        .int_opt("--shutdown-grace", "S", "seconds calls in flight get to finish on SIGINT/SIGTERM (default 5)", &grace, 0, 3600)
+        .string_opt("--port-file", "FILE", "write the bound port there once serving (atomically), remove it on exit", &port_file)
+        .flag("--log-quiet", "no per-request log lines (reload failures are still reported)", &log_quiet);
+    int first = 2;
+    if (argc > 2 && argv[2][0] != '-') {
+        bank_dir = argv[2];
+        first = 3;
+    }
+    if (!p.parse(argc, argv, first)) return 0;
+    if (bank_dir.empty()) throw app::UsageError("missing BANK (the bank folder, right after 'serve')");
+    if (tls_cert.empty() != tls_key.empty()) throw app::UsageError("--tls-cert and --tls-key go together");
+    TransportChoice choice{o.listen, !tls_cert.empty(), o.insecure, !tokens_file.empty(), o.no_auth};
+    if (const std::string problem = transport_problem(choice); !problem.empty()) throw app::UsageError(problem);
+
+    if (!tls_cert.empty()) {
+        o.tls_cert_pem = read_pem(tls_cert, "TLS certificate");
+        o.tls_key_pem = read_pem(tls_key, "TLS key");
+    }
+    if (!tokens_file.empty()) {
+        o.tokens = TokenTable::load(tokens_file);
+        if (o.tokens->size() == 0) throw Error("tokens file '" + tokens_file + "' holds no token (mnemo-kb token new adds one)");
+    }
+    o.limits.max_k = static_cast<uint32_t>(max_k);
+    o.limits.max_ids_per_request = static_cast<uint32_t>(max_ids);
+    o.limits.max_streams_per_client = static_cast<uint32_t>(max_streams);
+    o.limits.max_receive_bytes = static_cast<uint32_t>(max_receive);
+    o.limits.max_call_seconds = static_cast<uint32_t>(max_call);
+    o.watch_seconds = static_cast<uint32_t>(watch);
+    o.server_version = MNEMO_VERSION;
+    if (!log_quiet) o.log = log_to_stderr;
+
+    std::shared_ptr<BankStorage> storage = open_folder_storage(bank_dir, false);
+    BankProvider provider;
+    provider.describe = "bank '" + bank_dir + "'";
+    provider.open = [storage] { return Bank::open(storage); };
+    provider.current_version = [storage] { return Bank::current_version(*storage); };
+
+    // SIGINT/SIGTERM are taken by one thread (sigwait) rather than a handler, so the shutdown
+    // runs as ordinary code. The mask is set before any gRPC thread exists, so all inherit it.
+    sigset_t stop_signals;
+    sigemptyset(&stop_signals);
+    sigaddset(&stop_signals, SIGINT);
+    sigaddset(&stop_signals, SIGTERM);
+    pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
+
+    if (!port_file.empty()) std::filesystem::remove(port_file);
+    std::unique_ptr<KbServer> server = KbServer::start(std::move(provider), o);
+    const std::shared_ptr<const Bank> bank = server->bank();
+    std::fprintf(stderr, "mnemo-kb serve: %s version %llu (%llu memories) on %s, port %d, %s, %s\n", bank_dir.c_str(),
+                 static_cast<unsigned long long>(bank->version()), static_cast<unsigned long long>(bank->count()), o.listen.c_str(),
+                 server->port(), o.insecure ? "plaintext (loopback)" : "TLS", o.tokens ? "bearer tokens" : "NO authentication");
+    if (!port_file.empty()) write_file_atomically(port_file, std::to_string(server->port()) + "\n", 0644);
+
+    std::thread stopper([&] {
+        int sig = 0;
+        sigwait(&stop_signals, &sig);
+        std::fprintf(stderr, "mnemo-kb serve: %s: stopping (calls in flight get %d s)\n", sig == SIGINT ? "SIGINT" : "SIGTERM", grace);
+        server->shutdown(std::chrono::seconds(grace));
+    });
+    server->wait();
+    stopper.join();
+    if (!port_file.empty()) std::filesystem::remove(port_file);
+    std::fprintf(stderr, "mnemo-kb serve: stopped\n");
+    return 0;
+}
+
+}  // namespace mnemo::kb

@@ -1,0 +1,39 @@
+// `mnemo-kb token new --name NAME --scope read|admin --tokens FILE`: makes an access token for
+// `mnemo-kb serve`, stores only its SHA-256 in the token file and prints the token once.
+#include <cstdio>
+
+#include "app/args.hpp"
+#include "commands.hpp"
+#include "serve/access_tokens.hpp"
+
+namespace mnemo::kb {
+
+int cmd_token(int argc, char** argv) {
+    if (argc < 3 || std::string(argv[2]) != "new") {
+        if (argc >= 3 && (std::string(argv[2]) == "--help" || std::string(argv[2]) == "-h")) {
+            std::printf("usage: mnemo-kb token new --name NAME --scope read|admin --tokens FILE\n");
+            return 0;
+        }
+        throw app::UsageError("expected 'mnemo-kb token new --name NAME --scope read|admin --tokens FILE'");
+    }
+    std::string name, scope, file;
+    app::ArgParser p("token", "mnemo-kb token new --name NAME --scope read|admin --tokens FILE",
+                     "Generate a random access token (32 bytes), add 'NAME SCOPE sha256:HEX' to the token file (an "
+                     "atomic rewrite; created with mode 0600 when missing) and print the token on stdout. The token itself "
+                     "is stored nowhere: keep it. A running server reads the file when it starts.");
+    p.string_opt("--name", "NAME", "the client's name in logs and limits ([A-Za-z0-9._-])", &name)
+        .string_opt("--scope", "SCOPE", "read (every call but Reload) or admin (also Reload)", &scope)
+        .string_opt("--tokens", "FILE", "the token file of `mnemo-kb serve --tokens`", &file);
+    if (!p.parse(argc, argv, 3)) return 0;
+    if (name.empty()) throw app::UsageError("missing --name NAME");
+    if (file.empty()) throw app::UsageError("missing --tokens FILE");
+    if (scope != "read" && scope != "admin") throw app::UsageError("--scope must be read or admin");
+    if (!valid_token_name(name)) throw app::UsageError("--name must be 1..64 characters of [A-Za-z0-9._-]");
+    const std::string token = add_token(file, name, scope == "admin" ? TokenScope::Admin : TokenScope::Read);
+    std::printf("%s\n", token.c_str());
+    std::fprintf(stderr, "mnemo-kb token: added '%s' (%s) to '%s'; the token above is shown only now\n", name.c_str(), scope.c_str(),
+                 file.c_str());
+    return 0;
+}
+
+}  // namespace mnemo::kb

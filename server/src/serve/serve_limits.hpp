@@ -1,0 +1,20 @@
+// What one `mnemo-kb serve` accepts (flags of the same names; InfoReply reports them). Requests
+// beyond a limit fail with INVALID_ARGUMENT (sizes) or RESOURCE_EXHAUSTED (concurrency); a call
+// running past max_call_seconds ends with DEADLINE_EXCEEDED. docs/kb-protocol.md, "Limits".
+#pragma once
+
+#include <cstdint>
+
+namespace mnemo::kb {
+
+struct ServeLimits {
+    uint32_t max_k = 64;                         // RetrieveRequest.k in 1..max_k
+    uint32_t max_ids_per_request = 256;          // FetchRequest.ids
+    uint32_t max_streams_per_client = 16;        // calls in flight per token name (any method)
+    uint32_t max_receive_bytes = 4u << 20;       // a request message (gRPC's own limit)
+    uint32_t max_call_seconds = 60;              // a call's time on the server, whatever its deadline
+    static constexpr uint32_t kMaxCodebookChunk = 4u << 20;      // CodebookRequest.chunk_bytes
+    static constexpr uint32_t kDefaultCodebookChunk = 1u << 20;  // ... when it is 0
+};
+
+}  // namespace mnemo::kb
