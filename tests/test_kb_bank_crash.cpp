@@ -142,7 +142,9 @@ TEST(KbBankCrash, KilledBuildAndAddLeaveTheBankWholeAndResume) {
         run_and_kill(args, std::chrono::microseconds(when(rng) / 2));
         const uint64_t v = check_whole(bank, false, {1, 2});
         std::printf("add killed %s\n", v == 1 ? "before publishing" : "after publishing");
-        if (v == 1) EXPECT_EQ(run(args).first, 0) << "the re-run after a kill";
+        if (v == 1) {
+            EXPECT_EQ(run(args).first, 0) << "the re-run after a kill";
+        }
         EXPECT_EQ(check_whole(bank, false, {2}), 2u);
     }
     fs::remove_all(root);
