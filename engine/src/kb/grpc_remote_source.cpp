@@ -129,7 +129,15 @@ GrpcRemoteSource::GrpcRemoteSource(const RemoteMemoryOptions& options, const Mem
     client_ = std::make_unique<KbClient>(url_, options_.token, options_.ca_file);
     stats_.url = url_.url;
     // Wait for the first connection (up to the deadline): the server may be starting.
-    const kbv1::InfoReply info = client_->info(options_.connect_timeout_ms, /*wait_for_ready=*/true);
+    kbv1::InfoReply info;
+    try {
+        info = client_->info(options_.connect_timeout_ms, /*wait_for_ready=*/true);
+    } catch (const KbCallError& e) {
+        if (e.code != grpc::StatusCode::DEADLINE_EXCEEDED && e.code != grpc::StatusCode::UNAVAILABLE) throw;
+        throw Error(std::string(e.what()) + " (no answer within " + std::to_string(options_.connect_timeout_ms) +
+                    " ms: is `mnemo-kb serve` running there, and does it speak " + (url_.tls ? "TLS, as grpcs://" : "plaintext, as grpc://") +
+                    " says?)");
+    }
     const kbv1::BankInfo& b = info.bank();
     if (!b.key_codebook_sha256().empty() || !b.value_codebook_sha256().empty()) {
         codec_ = std::make_unique<MemoryCodec>();
