@@ -48,6 +48,8 @@ struct Row {
     double achieved_gbps = 0.0;  // --membw, tg rows only
     double roofline = 0.0;       // achieved / measured read bandwidth
     std::vector<OpProfile> ops;  // --profile: time per op over the timed runs
+    bool kb = false;             // --kb: what the knowledge server sent during the timed runs
+    RemoteMemoryStatus kb_runs;  // counters over the timed runs (after minus before)
 
     double min() const { return *std::min_element(tps.begin(), tps.end()); }
     double max() const { return *std::max_element(tps.begin(), tps.end()); }
@@ -120,6 +122,27 @@ double run_tg(Session& s, int32_t n_seq, int32_t n, int32_t ubatch, const std::v
     const double dt = app::now_seconds() - t0;
     return static_cast<double>(n_seq) * n / dt;
 }
+
+// The knowledge-server counters that grew between two status reads.
+RemoteMemoryStatus kb_delta(const RemoteMemoryStatus& after, const RemoteMemoryStatus& before) {
+    RemoteMemoryStatus d = after;
+    d.retrievals -= before.retrievals;
+    d.calls -= before.calls;
+    d.records_fetched -= before.records_fetched;
+    d.record_bytes -= before.record_bytes;
+    d.reply_bytes -= before.reply_bytes;
+    d.cache_hits -= before.cache_hits;
+    d.cache_misses -= before.cache_misses;
+    d.failures -= before.failures;
+    d.skipped -= before.skipped;
+    d.prefetches -= before.prefetches;
+    d.prefetch_hits -= before.prefetch_hits;
+    d.outages -= before.outages;
+    d.bank_changes -= before.bank_changes;
+    return d;
+}
+
+double per(uint64_t a, uint64_t b) { return b ? static_cast<double>(a) / static_cast<double>(b) : 0.0; }
 
 std::string cpu_name() {
     for (const DeviceEntry& d : BackendRegistry::global().devices()) {
@@ -212,6 +235,18 @@ void print_json(const std::vector<Row>& rows, const Bandwidth* bw, const std::st
         j.key("weight_bytes").value(r.summary.weight_bytes).key("state_bytes").value(r.summary.state_bytes);
         j.key("work_bytes").value(r.summary.work_bytes);
         if (!r.ops.empty()) op_profiles_json(j.key("ops"), r.ops);
+        if (r.kb) {
+            const RemoteMemoryStatus& k = r.kb_runs;
+            j.key("kb").begin_object().key("url").value(k.url).key("bank_version").value(k.bank_version);
+            j.key("chunks").value(k.retrievals).key("calls").value(k.calls).key("records_fetched").value(k.records_fetched);
+            j.key("record_bytes").value(k.record_bytes).key("reply_bytes").value(k.reply_bytes);
+            j.key("record_bytes_per_chunk").value(per(k.record_bytes, k.retrievals));
+            j.key("reply_bytes_per_chunk").value(per(k.reply_bytes, k.retrievals));
+            j.key("cache_hits").value(k.cache_hits).key("cache_misses").value(k.cache_misses);
+            j.key("cache_hit_rate").value(per(k.cache_hits, k.cache_hits + k.cache_misses));
+            j.key("prefetch_hits").value(k.prefetch_hits).key("failures").value(k.failures).key("skipped").value(k.skipped);
+            j.end_object();
+        }
         if (bw != nullptr && r.generation) {
             j.key("achieved_gbps").value(r.achieved_gbps).key("roofline_fraction").value(r.roofline);
         }
@@ -278,7 +313,7 @@ int cmd_bench(int argc, char** argv) {
             }
             if (!json) std::fprintf(stderr, "%s, batch %d: loading...\n", backend.c_str(), B);
             const auto session = open_session(o);
-            attach_memories(*session, memories);
+            const AttachedMemories source = attach_memories(*session, memories);
             const int32_t vocab = session->vocab_size();
             const auto toks = random_tokens(4096, vocab, 1234);
             for (int pass = 0; pass < 2; ++pass) {
@@ -296,12 +331,18 @@ int cmd_bench(int argc, char** argv) {
                 };
                 if (!no_warmup) once();
                 session->clear_profile();
+                const RemoteMemoryStatus kb_before = source.remote ? source.remote->status() : RemoteMemoryStatus{};
                 for (int32_t i = 0; i < reps; ++i) r.tps.push_back(once());
+                if (source.remote) {
+                    r.kb = true;
+                    r.kb_runs = kb_delta(source.remote->status(), kb_before);
+                }
                 if (profile) r.ops = session->profile();
                 r.peak_rss = app::peak_rss_bytes();
                 r.summary = session->summary();
                 if (!json) {
                     std::fprintf(stderr, "  %s: %.2f t/s (median of %d)\n", r.test.c_str(), r.median(), reps);
+                    if (r.kb) std::fprintf(stderr, "  %s: %s\n", r.test.c_str(), kb_summary(r.kb_runs).c_str());
                 }
                 rows.push_back(std::move(r));
             }

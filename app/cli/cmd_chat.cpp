@@ -127,7 +127,7 @@ int cmd_chat(int argc, char** argv) {
     const ChatTemplate tmpl = detect_chat_template(dir, &note);
     if (!note.empty()) std::fprintf(stderr, "mnemo: %s\n", note.c_str());
     const auto session = open_session(session_options(model, dir));
-    attach_memories(*session, memories);  // every user turn is a prompt: its chunks retrieve
+    const AttachedMemories source = attach_memories(*session, memories);  // every user turn is a prompt: its chunks retrieve
 
     std::vector<std::string> stops = tmpl.stop_strings;
     stops.insert(stops.end(), sampling.stops.begin(), sampling.stops.end());
@@ -216,6 +216,7 @@ int cmd_chat(int argc, char** argv) {
         }
         conv.messages().push_back({"assistant", r.text});
     }
+    if (source.remote) std::fprintf(stderr, "%s\n", kb_summary(source.remote->status()).c_str());
     return 0;
 }
 

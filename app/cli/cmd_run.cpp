@@ -101,9 +101,10 @@ int cmd_run(int argc, char** argv) {
         const MemoryStats& ms = session->memory_stats();
         std::fprintf(stderr, "memories: %s | %llu retrievals, %llu memories loaded into %llu blocks (retrieval %.1f ms, "
                              "query vectors %.1f ms, uploads %.1f ms)\n",
-                     source->describe().c_str(), static_cast<unsigned long long>(ms.retrievals),
+                     source.source->describe().c_str(), static_cast<unsigned long long>(ms.retrievals),
                      static_cast<unsigned long long>(ms.memories_read), static_cast<unsigned long long>(ms.block_uploads),
                      ms.retrieve_ns / 1e6, ms.query_ns / 1e6, ms.upload_ns / 1e6);
+        if (source.remote) std::fprintf(stderr, "%s\n", kb_summary(source.remote->status()).c_str());
     }
     return r.reason == app::StopReason::Cancelled ? 130 : 0;
 }

@@ -1,5 +1,7 @@
 #include "memory_flags.hpp"
 
+#include <cstdio>
+
 #include "mnemo/error.hpp"
 
 namespace mnemo::cli {
@@ -7,20 +9,68 @@ namespace mnemo::cli {
 void add_memory_flags(app::ArgParser& p, MemoryFlags& f) {
     p.string_opt("--memories", "FOLDER", "explicit memories made by `mnemo memorize` (models that read memories, e.g. memory3)",
                  &f.folder)
+        .string_opt("--kb", "URL", "explicit memories from a knowledge server (`mnemo-kb serve`): grpcs://HOST:PORT, or "
+                                   "grpc://HOST:PORT on a loopback address; instead of --memories",
+                    &f.kb_url)
+        .string_opt("--kb-token-file", "FILE", "file holding the knowledge server's access token (sent as a bearer token)",
+                    &f.kb_token_file)
+        .string_opt("--kb-ca", "FILE", "PEM certificates that sign the server's TLS certificate (default: the system's roots)",
+                    &f.kb_ca)
+        .int_opt("--kb-timeout-ms", "N", "deadline of each knowledge-server call; a chunk whose call fails gets no memories "
+                                         "(default: 2000)",
+                 &f.kb_timeout_ms, 1, 600000)
         .string_opt("--retrieval", "MODE", "how chunks find memories: vector (the model's hidden state, cosine) or bm25 "
-                                           "(lexical, over tokens) (default: vector)",
+                                           "(lexical, over tokens); with --kb also hybrid (both, fused by rank) (default: vector)",
                     &f.retrieval);
 }
 
-std::shared_ptr<FolderMemorySource> attach_memories(Session& session, const MemoryFlags& f) {
-    const RetrievalMode mode = retrieval_mode_from_name(f.retrieval);
-    if (f.folder.empty()) return nullptr;
+AttachedMemories attach_memories(Session& session, const MemoryFlags& f) {
+    const bool kb = !f.kb_url.empty();
+    if (kb && !f.folder.empty()) throw app::UsageError("--memories and --kb both give memories: choose one");
+    if (!kb && (!f.kb_token_file.empty() || !f.kb_ca.empty()))
+        throw app::UsageError("--kb-token-file and --kb-ca need --kb URL");
+    // The mode is checked even without a source, so a typo is reported whatever the other flags.
+    const RemoteRetrieval remote_mode = remote_retrieval_from_name(f.retrieval);
+    if (!kb && remote_mode == RemoteRetrieval::Hybrid)
+        throw app::UsageError("--retrieval hybrid needs --kb (a memory folder ranks by vector or bm25)");
+    AttachedMemories out;
+    if (f.folder.empty() && !kb) return out;
+    const char* flag = kb ? "--kb" : "--memories";
     if (!session.reads_memories())
-        throw Error("--memories: model '" + session.summary().model_dir + "' (" + session.summary().model_type +
+        throw Error(std::string(flag) + ": model '" + session.summary().model_dir + "' (" + session.summary().model_type +
                     ") does not read explicit memories");
-    auto source = std::make_shared<FolderMemorySource>(f.folder, memory_folder_model(session), mode);
-    session.set_memory_source(source);
-    return source;
+    if (kb) {
+        RemoteMemoryOptions o;
+        o.url = f.kb_url;
+        if (!f.kb_token_file.empty()) o.token = read_knowledge_server_token(f.kb_token_file);
+        o.ca_file = f.kb_ca;
+        o.retrieval = remote_mode;
+        o.connect_timeout_ms = o.call_timeout_ms = f.kb_timeout_ms;
+        out.remote = connect_knowledge_server(o, memory_folder_model(session));
+        out.source = out.remote;
+    } else {
+        out.source = std::make_shared<FolderMemorySource>(f.folder, memory_folder_model(session), retrieval_mode_from_name(f.retrieval));
+    }
+    session.set_memory_source(out.source);
+    return out;
+}
+
+std::string kb_summary(const RemoteMemoryStatus& s) {
+    const double chunks = s.retrievals ? static_cast<double>(s.retrievals) : 1.0;
+    const uint64_t recalled = s.cache_hits + s.cache_misses;
+    char buf[512];
+    std::snprintf(buf, sizeof buf,
+                  "kb %s: bank %llu, %llu chunks, %llu records fetched (%.1f KiB, %.1f KiB/chunk), cache hits %.0f%%, "
+                  "prefetched %llu/%llu, %llu failed, %llu skipped while backing off",
+                  s.url.c_str(), static_cast<unsigned long long>(s.bank_version), static_cast<unsigned long long>(s.retrievals),
+                  static_cast<unsigned long long>(s.records_fetched), static_cast<double>(s.reply_bytes) / 1024.0,
+                  static_cast<double>(s.reply_bytes) / 1024.0 / chunks,
+                  recalled ? 100.0 * static_cast<double>(s.cache_hits) / static_cast<double>(recalled) : 0.0,
+                  static_cast<unsigned long long>(s.prefetch_hits), static_cast<unsigned long long>(s.retrievals),
+                  static_cast<unsigned long long>(s.failures), static_cast<unsigned long long>(s.skipped));
+    std::string out = buf;
+    if (!s.last_error.empty()) out += "; last error: " + s.last_error;
+    return out;
 }
 
 }  // namespace mnemo::cli

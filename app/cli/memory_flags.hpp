@@ -1,4 +1,5 @@
-// --memories FOLDER and --retrieval MODE: explicit memories for the commands that generate.
+// Explicit memories for the commands that generate: --memories FOLDER (in process) or --kb URL
+// (the knowledge server, `mnemo-kb serve`), and --retrieval MODE for either.
 #pragma once
 
 #include <memory>
@@ -6,6 +7,7 @@
 
 #include "app/args.hpp"
 #include "mnemo/memory/memory_folder.hpp"
+#include "mnemo/memory/remote_memory.hpp"
 #include "mnemo/session/session.hpp"
 
 namespace mnemo::cli {
@@ -13,13 +15,28 @@ namespace mnemo::cli {
 struct MemoryFlags {
     std::string folder;              // empty: no memories (a memory model still reads its reference BOS)
     std::string retrieval = "vector";
+    std::string kb_url;              // --kb: grpcs://HOST:PORT or grpc://HOST:PORT (loopback)
+    std::string kb_token_file;
+    std::string kb_ca;
+    int32_t kb_timeout_ms = 2000;
 };
 
 void add_memory_flags(app::ArgParser& p, MemoryFlags& f);
 
-// Open the folder against the session's model and make it the session's memory source. Returns
-// the source (nullptr without --memories). Errors: the model reads no memories, or the folder
-// does not fit the model.
-std::shared_ptr<FolderMemorySource> attach_memories(Session& session, const MemoryFlags& f);
+// The session's memory source, as attached.
+struct AttachedMemories {
+    std::shared_ptr<MemorySource> source;        // nullptr without --memories or --kb
+    std::shared_ptr<RemoteMemorySource> remote;  // --kb: its status for the summary lines
+    explicit operator bool() const { return source != nullptr; }
+};
+
+// Open the folder, or connect to the knowledge server, against the session's model and make it
+// the session's memory source. Errors: both flags, the model reads no memories, the folder or
+// bank does not fit the model, the server cannot be reached.
+AttachedMemories attach_memories(Session& session, const MemoryFlags& f);
+
+// "kb grpcs://h:p: bank 3, 12 chunks, 40 records fetched (1.2 MiB, 100 KiB/chunk), cache hits
+// 70%, prefetched 12, 0 failures" (stderr, after a run).
+std::string kb_summary(const RemoteMemoryStatus& s);
 
 }  // namespace mnemo::cli

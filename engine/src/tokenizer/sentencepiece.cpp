@@ -1,38 +1,92 @@
-// SentencePiece tokenizer.model through Debian's libsentencepiece. The library does the encoding;
-// this wrapper adds what the Tokenizer interface needs on top: literal control tokens in the text
-// when parse_special is set (sentencepiece itself treats "<s>" as ordinary text), per-token bytes
-// for streaming, and the decoder's "drop the dummy-prefix space" rule.
-#include <sentencepiece_processor.h>
+// SentencePiece tokenizer.model through Debian's libsentencepiece, which lives in a module of its
+// own (libmnemo-tokenizer-sentencepiece.so; tokenizer/sentencepiece_abi.h says why). The library
+// does the encoding; this wrapper adds what the Tokenizer interface needs on top: literal control
+// tokens in the text when parse_special is set (sentencepiece itself treats "<s>" as ordinary
+// text), per-token bytes for streaming, and the decoder's "drop the dummy-prefix space" rule.
+#include <dlfcn.h>
 
 #include <algorithm>
+#include <filesystem>
 
 #include "mnemo/error.hpp"
+#include "mnemo/modules/registry.hpp"
 #include "mnemo/tokenizer/tokenizer.hpp"
+#include "tokenizer/sentencepiece_abi.h"
 #include "tokenizer/unicode.hpp"
 
 namespace mnemo {
+
+std::unique_ptr<Tokenizer> load_sentencepiece(const std::string& model_path);
+
 namespace {
 
 const char* const kMetaspace = "\xE2\x96\x81";
+constexpr const char* kModuleFile = "libmnemo-tokenizer-sentencepiece.so";
+
+// RTLD_DEEPBIND keeps the module's protobuf bound to itself; AddressSanitizer refuses it (a
+// sanitizer build then needs MNEMO_KB_GRPC=OFF to load SentencePiece models).
+#if defined(__SANITIZE_ADDRESS__)
+constexpr int kBind = 0;
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+constexpr int kBind = 0;
+#else
+constexpr int kBind = RTLD_DEEPBIND;
+#endif
+#else
+constexpr int kBind = RTLD_DEEPBIND;
+#endif
+
+// Next to libmnemo first (a program anywhere that links it), then where modules are looked for.
+const mnemo_spm_api& sentencepiece_module() {
+    static const mnemo_spm_api* api = [] {
+        namespace fs = std::filesystem;
+        std::vector<std::string> dirs;
+        Dl_info self{};
+        if (dladdr(reinterpret_cast<void*>(&load_sentencepiece), &self) && self.dli_fname)
+            dirs.push_back(fs::path(self.dli_fname).parent_path().string());
+        for (const std::string& d : default_search_paths("MNEMO_TOKENIZER_PATH")) dirs.push_back(d);
+        std::string tried;
+        for (const std::string& d : dirs) {
+            const fs::path path = fs::path(d) / kModuleFile;
+            if (!fs::exists(path)) continue;
+            void* h = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL | kBind);
+            if (!h) {
+                tried += std::string("; ") + dlerror();
+                continue;
+            }
+            auto entry = reinterpret_cast<mnemo_spm_entry_fn>(dlsym(h, MNEMO_SPM_ENTRY_SYMBOL));
+            const mnemo_spm_api* a = entry ? entry() : nullptr;
+            if (a && a->abi_version == MNEMO_SPM_ABI_VERSION) return a;
+            tried += "; " + path.string() + " is not a SentencePiece module of this version";
+            dlclose(h);
+        }
+        std::string where;
+        for (const std::string& d : dirs) where += (where.empty() ? "" : ", ") + d;
+        throw Error(std::string("SentencePiece models need ") + kModuleFile + ", not found in " + where + tried);
+    }();
+    return *api;
+}
 
 class SentencePieceTokenizer final : public Tokenizer {
 public:
-    explicit SentencePieceTokenizer(const std::string& path) : path_(path) {
-        const auto status = sp_.Load(path);
-        if (!status.ok())
-            throw Error(path + ": cannot load SentencePiece model: " + status.ToString());
-        const int n = sp_.GetPieceSize();
+    explicit SentencePieceTokenizer(const std::string& path) : path_(path), api_(sentencepiece_module()) {
+        char err[512] = {0};
+        sp_ = Handle(api_.load(path.c_str(), err, sizeof err), api_.free);
+        if (!sp_) throw Error(path + ": cannot load SentencePiece model: " + err);
+        const int n = api_.piece_size(sp_.get());
         bytes_.resize(n);
         special_.assign(n, 0);
         for (int id = 0; id < n; ++id) {
-            const std::string& piece = sp_.IdToPiece(id);
-            if (sp_.IsByte(id)) {
+            const std::string piece = id_to_piece(id);
+            const int32_t kind = api_.kind(sp_.get(), id);
+            if (kind & MNEMO_SPM_BYTE) {
                 bytes_[id] = std::string(1, static_cast<char>(std::stoi(piece.substr(3, 2), nullptr, 16)));
-            } else if (sp_.IsControl(id)) {
+            } else if (kind & MNEMO_SPM_CONTROL) {
                 bytes_[id] = piece;
                 special_[id] = 1;
                 if (!piece.empty()) controls_.push_back(piece);
-            } else if (sp_.IsUnknown(id)) {
+            } else if (kind & MNEMO_SPM_UNKNOWN) {
                 bytes_[id] = " \xE2\x81\x87 ";  // sentencepiece's default unk surface " ⁇ "
             } else {
                 std::string text;
@@ -45,17 +99,17 @@ public:
         }
         std::sort(controls_.begin(), controls_.end(),
                   [](const std::string& a, const std::string& b) { return a.size() > b.size(); });
-        if (sp_.bos_id() >= 0) bos_id = sp_.bos_id();
-        if (sp_.eos_id() >= 0) {
-            eos_id = sp_.eos_id();
-            eos_ids.push_back(sp_.eos_id());
+        if (api_.bos_id(sp_.get()) >= 0) bos_id = api_.bos_id(sp_.get());
+        if (api_.eos_id(sp_.get()) >= 0) {
+            eos_id = api_.eos_id(sp_.get());
+            eos_ids.push_back(*eos_id);
         }
         add_bos = bos_id.has_value();
         // The normalizer spec is not reachable through the public API without protobuf, so ask
         // the model: with add_dummy_prefix, "a" encodes to pieces starting with a metaspace.
-        std::vector<std::string> probe;
-        strip_first_space_ = sp_.Encode("a", &probe).ok() && !probe.empty() &&
-                             probe[0].rfind(kMetaspace, 0) == 0;
+        std::vector<int32_t> probe;
+        encode_plain("a", probe);
+        strip_first_space_ = !probe.empty() && id_to_piece(probe[0]).rfind(kMetaspace, 0) == 0;
     }
 
     std::vector<int32_t> encode(std::string_view text, bool parse_special) const override {
@@ -68,7 +122,7 @@ public:
                     if (text.substr(pos).starts_with(c)) { hit = &c; break; }
                 if (!hit) { ++pos; continue; }
                 encode_plain(text.substr(seg, pos - seg), out);
-                out.push_back(sp_.PieceToId(*hit));
+                out.push_back(api_.piece_to_id(sp_.get(), hit->data(), hit->size()));
                 pos += hit->size();
                 seg = pos;
             }
@@ -100,9 +154,9 @@ public:
     int32_t vocab_size() const override { return static_cast<int32_t>(bytes_.size()); }
 
     std::optional<int32_t> token_id(std::string_view piece) const override {
-        const int id = sp_.PieceToId(std::string(piece));
+        const int id = api_.piece_to_id(sp_.get(), piece.data(), piece.size());
         // PieceToId answers unk_id for unknown pieces; only report it for the unk piece itself.
-        if (id < 0 || (id == sp_.unk_id() && sp_.IdToPiece(id) != piece)) return std::nullopt;
+        if (id < 0 || (id == api_.unk_id(sp_.get()) && id_to_piece(id) != piece)) return std::nullopt;
         return id;
     }
 
@@ -117,16 +171,33 @@ private:
                         std::to_string(vocab_size()) + ")");
     }
 
-    void encode_plain(std::string_view text, std::vector<int32_t>& out) const {
-        if (text.empty()) return;
-        std::vector<int> ids;
-        const auto status = sp_.Encode(std::string(text), &ids);
-        if (!status.ok()) throw Error(path_ + ": SentencePiece encode failed: " + status.ToString());
-        out.insert(out.end(), ids.begin(), ids.end());
+    std::string id_to_piece(int32_t id) const {
+        size_t len = 0;
+        const char* p = api_.id_to_piece(sp_.get(), id, &len);
+        return std::string(p, len);
     }
 
+    void encode_plain(std::string_view text, std::vector<int32_t>& out) const {
+        if (text.empty()) return;
+        char err[512] = {0};
+        const size_t at = out.size();
+        out.resize(at + text.size() + 8);  // ids <= bytes for every model seen; else asked again
+        int64_t n = api_.encode(sp_.get(), text.data(), text.size(), out.data() + at, out.size() - at, err, sizeof err);
+        if (n > static_cast<int64_t>(out.size() - at)) {
+            out.resize(at + static_cast<size_t>(n));
+            n = api_.encode(sp_.get(), text.data(), text.size(), out.data() + at, out.size() - at, err, sizeof err);
+        }
+        if (n < 0) {
+            out.resize(at);
+            throw Error(path_ + ": SentencePiece encode failed: " + err);
+        }
+        out.resize(at + static_cast<size_t>(n));
+    }
+
+    using Handle = std::unique_ptr<mnemo_spm, void (*)(mnemo_spm*)>;
     std::string path_;
-    sentencepiece::SentencePieceProcessor sp_;
+    const mnemo_spm_api& api_;
+    Handle sp_{nullptr, nullptr};
     std::vector<std::string> bytes_;
     std::vector<uint8_t> special_;
     std::vector<std::string> controls_;  // literal control pieces, longest first

@@ -1,0 +1,114 @@
+// The knowledge server's client (`mnemo-kb serve`, engine/proto/mnemo_kb.proto): a MemorySource
+// that asks a remote server for each chunk's memories, fetches the compressed records it does
+// not hold yet, and hands them to the engine to decode on its device (docs/kb-client.md).
+//
+// What it promises the session:
+//   - the same memories, in the same order, as an in-process FolderMemorySource over the bank's
+//     records would give (the server ranks; the client only transports and checks);
+//   - the network off the critical path: prefetch() starts the next chunk's retrieval on a worker
+//     thread, and an LRU cache of decoded records means a record crosses the network once;
+//   - no hang and no crash: every call has a deadline; a failure (timeout, refused connection,
+//     bad token, server restart) gives that chunk no memories, one warning per outage, retries
+//     with exponential backoff, and a message when the server answers again.
+// The status getters are thread-safe (a GUI may poll them while the session generates).
+//
+// No gRPC type appears here: a build without gRPC has the same API, and connect_knowledge_server
+// then throws, saying how to build the client in.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "mnemo/api.hpp"
+#include "mnemo/memory/explicit_memory.hpp"
+#include "mnemo/memory/memory_record.hpp"
+
+namespace mnemo {
+
+// What a chunk's query sends: its retrieval vector (cosine), its tokens (BM25 on the server), or
+// both (the server fuses the two rankings by reciprocal rank).
+enum class RemoteRetrieval { Vector, BM25, Hybrid };
+// "vector" | "bm25" | "hybrid"; anything else throws mnemo::Error.
+MNEMO_API RemoteRetrieval remote_retrieval_from_name(const std::string& name);
+
+struct RemoteMemoryOptions {
+    // grpcs://HOST:PORT (TLS) or grpc://HOST:PORT (plaintext: a loopback HOST only).
+    std::string url;
+    // The bearer token sent with every call (read_knowledge_server_token); empty sends none.
+    std::string token;
+    // PEM file of the roots that sign the server's certificate (grpcs://); empty: the system's.
+    std::string ca_file;
+    RemoteRetrieval retrieval = RemoteRetrieval::Vector;
+    int32_t connect_timeout_ms = 2000;  // Info and the codebooks when connecting
+    int32_t call_timeout_ms = 2000;     // every call while generating
+    size_t cache_records = 4096;        // decoded records kept on the host (LRU)
+    size_t max_have_ids = 512;          // cached ids sent per RetrieveMemories (most recent first)
+    bool prefetch = true;               // start announced queries on a worker thread
+    bool single_round_trip = true;      // RetrieveMemories; false: Retrieve, then FetchMemories
+    bool texts = true;                  // ask for reference texts (last_references)
+    int32_t backoff_initial_ms = 250;   // after a failure, no call for this long,
+    int32_t backoff_max_ms = 8000;      // doubling up to this
+    // Warnings (an outage, a recovery, a bank change); empty: "mnemo: ..." lines on stderr.
+    // Called from the session's thread or the prefetch worker, never both at once.
+    std::function<void(const std::string&)> warn;
+};
+
+// One reference recalled for a chunk, best first (what the GUI shows next to the text).
+struct RecalledReference {
+    uint32_t id = 0;
+    float score = 0;
+    std::string text;    // empty when texts were not asked for
+    std::string title;
+    std::string source;
+};
+
+enum class RemoteState {
+    Connected,     // the last call worked
+    Unavailable,   // calls fail (outage): chunks get no memories, retried with backoff
+    Incompatible,  // the server now serves a bank for another model or codec: no memories
+};
+
+struct RemoteMemoryStatus {
+    std::string url;
+    RemoteState state = RemoteState::Connected;
+    uint64_t bank_version = 0;
+    std::string last_error;          // empty until a call fails
+    uint64_t retrievals = 0;         // chunks asked (retrieve())
+    uint64_t calls = 0;              // network calls made for chunks
+    uint64_t records_fetched = 0;    // records received
+    uint64_t record_bytes = 0;       // their bytes
+    uint64_t reply_bytes = 0;        // every reply's bytes (records, hits, texts)
+    uint64_t cache_hits = 0;         // recalled memories already on the host
+    uint64_t cache_misses = 0;       // recalled memories fetched
+    uint64_t failures = 0;           // chunks that got no memories because a call failed
+    uint64_t skipped = 0;            // chunks answered empty while backing off (no call)
+    uint64_t prefetches = 0;         // queries announced and started ahead
+    uint64_t prefetch_hits = 0;      // retrieve() answered by a prefetched result
+    uint64_t outages = 0;            // times the server stopped answering
+    uint64_t bank_changes = 0;       // new bank versions picked up
+};
+
+class MNEMO_API RemoteMemorySource : public MemorySource {
+public:
+    // prefetches() is RemoteMemoryOptions::prefetch.
+    virtual RemoteMemoryStatus status() const = 0;
+    // The references of the last chunk retrieve() answered for sequence `seq` (empty when none,
+    // or when that chunk got no memories).
+    virtual std::vector<RecalledReference> last_references(int32_t seq) const = 0;
+};
+
+// Connects (Info, then both codebooks, verified by SHA-256) and checks the bank against the
+// session's model: a bank made for another model or with codebooks that do not decode it is
+// refused, naming the server and the field. Throws mnemo::Error when the server cannot be
+// reached within connect_timeout_ms, the URL is malformed, plaintext is asked for a host that is
+// not a loopback address, or this build has no gRPC.
+MNEMO_API std::shared_ptr<RemoteMemorySource> connect_knowledge_server(const RemoteMemoryOptions& options,
+                                                                       const MemoryFolderModel& model);
+
+// The token in a token file, surrounding whitespace trimmed; an empty or unreadable file throws.
+MNEMO_API std::string read_knowledge_server_token(const std::string& path);
+
+}  // namespace mnemo

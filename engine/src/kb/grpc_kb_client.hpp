@@ -1,0 +1,60 @@
+// The knowledge server's calls as the client makes them: one gRPC channel (TLS or loopback
+// plaintext), the bearer token on every call, a deadline on every call, and a failure turned
+// into an error that names the server, the call and the gRPC status. Thread-safe (the stub and
+// channel are); the retrieval logic lives in grpc_remote_source.cpp.
+#pragma once
+
+#include <grpcpp/grpcpp.h>
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "kb/kb_url.hpp"
+#include "mnemo/error.hpp"
+#include "mnemo_kb.grpc.pb.h"
+
+namespace mnemo::detail {
+
+namespace kbv1 = ::mnemo::kb::v1;
+
+// A call that did not answer: "knowledge server grpcs://h:p: Retrieve failed: UNAVAILABLE: ...".
+class KbCallError : public Error {
+public:
+    KbCallError(const std::string& message, grpc::StatusCode code) : Error(message), code(code) {}
+    grpc::StatusCode code;
+};
+
+const char* grpc_code_name(grpc::StatusCode code);
+
+class KbClient {
+public:
+    // Reads ca_file (PEM) now; the channel connects lazily, on the first call.
+    KbClient(const KbUrl& url, const std::string& token, const std::string& ca_file);
+
+    const KbUrl& url() const { return url_; }
+    // "knowledge server grpcs://h:p"
+    std::string name() const { return "knowledge server " + url_.url; }
+
+    // wait_for_ready: wait (up to the deadline) for the channel to connect instead of failing
+    // at once while it is down: for the first call, not for calls in the generation loop.
+    kbv1::InfoReply info(int32_t timeout_ms, bool wait_for_ready);
+    // The codebook's bytes, reassembled from its chunks (checked: offsets, total size).
+    std::string codebook(const std::string& sha256, int32_t timeout_ms, bool wait_for_ready);
+    kbv1::RetrieveMemoriesReply retrieve_memories(const kbv1::RetrieveRequest& request, int32_t timeout_ms);
+    kbv1::RetrieveReply retrieve(const kbv1::RetrieveRequest& request, int32_t timeout_ms);
+    // Records in the order asked; *reply_bytes grows by every message's size.
+    std::vector<kbv1::MemoryRecord> fetch(const kbv1::FetchRequest& request, int32_t timeout_ms, uint64_t* reply_bytes);
+
+private:
+    void prepare(grpc::ClientContext& context, int32_t timeout_ms, bool wait_for_ready) const;
+    [[noreturn]] void fail(const char* call, const grpc::Status& status) const;
+
+    KbUrl url_;
+    std::string authorization_;  // "Bearer <token>", empty without a token
+    std::shared_ptr<grpc::Channel> channel_;
+    std::unique_ptr<kbv1::KnowledgeBase::Stub> stub_;
+};
+
+}  // namespace mnemo::detail
