@@ -9,6 +9,9 @@
 // vectors (a pass of the model over the chunk), block uploads (VQ decoding on the device for
 // compressed folders), per memory read. Without --memories it first writes a folder of random
 // references with the model itself (timed too: references/s of `mnemo memorize`).
+// With --kb URL it times a third case, the same memories served by a knowledge server
+// (`mnemo-kb serve`, loopback) through libmnemo's remote source with its cache and prefetch, and
+// reports the bytes fetched per chunk and the cache hit rate (issue 13).
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -21,6 +24,7 @@
 
 #include "mnemo/error.hpp"
 #include "mnemo/memory/memory_folder.hpp"
+#include "mnemo/memory/remote_memory.hpp"
 #include "mnemo/session/session.hpp"
 
 namespace fs = std::filesystem;
@@ -33,7 +37,7 @@ double now() {
 }
 
 struct Options {
-    std::string model, backend = "cpu", memories, write;
+    std::string model, backend = "cpu", memories, write, kb, kb_token_file, kb_ca;
     int32_t device = 0, threads = 0, refs = 256, prompt = 64, gen = 256, reps = 3;
     bool json = false, profile = false;
 };
@@ -42,7 +46,8 @@ struct Options {
     std::fprintf(stderr,
                  "mnemo-bench-memory3: %s\n"
                  "usage: mnemo-bench-memory3 -m MODEL_DIR [--backend NAME] [--device N] [-t THREADS]\n"
-                 "         [--memories FOLDER | --refs N [--write FOLDER]] [-p PROMPT_TOKENS] [-n GEN_TOKENS] [-r REPS] [--json] [--profile]\n",
+                 "         [--memories FOLDER | --refs N [--write FOLDER]] [-p PROMPT_TOKENS] [-n GEN_TOKENS] [-r REPS] [--json] [--profile]\n"
+                 "         [--kb URL [--kb-token-file FILE] [--kb-ca CA]]   (the same memories from a knowledge server, too)\n",
                  why);
     std::exit(2);
 }
@@ -65,12 +70,16 @@ Options parse(int argc, char** argv) {
         else if (a == "-p") o.prompt = std::stoi(value());
         else if (a == "-n") o.gen = std::stoi(value());
         else if (a == "-r") o.reps = std::stoi(value());
+        else if (a == "--kb") o.kb = value();
+        else if (a == "--kb-token-file") o.kb_token_file = value();
+        else if (a == "--kb-ca") o.kb_ca = value();
         else if (a == "--json") o.json = true;
         else if (a == "--profile") o.profile = true;
         else usage(("unknown option " + a).c_str());
     }
     if (o.model.empty()) usage("-m MODEL_DIR is required");
     if (o.refs < 1 || o.prompt < 1 || o.gen < 2 || o.reps < 1) usage("counts must be positive");
+    if (!o.kb.empty() && o.memories.empty()) usage("--kb needs --memories FOLDER: the folder of the memories the server serves");
     return o;
 }
 
@@ -168,7 +177,17 @@ int main(int argc, char** argv) try {
     // machine's speed (clock, other processes) falls on both sides alike.
     auto source = std::make_shared<FolderMemorySource>(
         folder, memory_folder_model(*s), RetrievalMode::Vector);
-    std::vector<Run> runs_without, runs_with;
+    std::shared_ptr<RemoteMemorySource> remote;
+    if (!o.kb.empty()) {
+        RemoteMemoryOptions ro;
+        ro.url = o.kb;
+        ro.ca_file = o.kb_ca;
+        if (!o.kb_token_file.empty()) ro.token = read_knowledge_server_token(o.kb_token_file);
+        ro.texts = false;  // a device that only decodes memories
+        remote = connect_knowledge_server(ro, memory_folder_model(*s));
+    }
+    std::vector<Run> runs_without, runs_with, runs_kb;
+    RemoteMemoryStatus kb_before;
     for (int32_t i = -1; i < o.reps; ++i) {  // i = -1: warm-up (plans the graphs), not counted
         const std::vector<int32_t> prompt = new_prompt();
         s->set_memory_source(nullptr);
@@ -178,6 +197,12 @@ int main(int argc, char** argv) try {
         if (i >= 0) {
             runs_without.push_back(a);
             runs_with.push_back(b);
+        }
+        if (remote) {
+            if (i == 0) kb_before = remote->status();  // the counters cover the measured runs
+            s->set_memory_source(remote);
+            const Run c = time_once(*s, prompt, o.gen);
+            if (i >= 0) runs_kb.push_back(c);
         }
     }
     const Run without = median(runs_without);
@@ -223,6 +248,32 @@ int main(int argc, char** argv) try {
                     static_cast<unsigned long long>(with.stats.block_uploads), with.stats.retrieve_ns / 1e6, with.stats.query_ns / 1e6,
                     static_cast<unsigned long long>(with.stats.query_passes), compressed ? " (VQ decode included)" : "",
                     with.stats.upload_ns / 1e6, 100.0 * work_share, per_memory_us);
+    }
+    if (remote) {
+        const Run kb = median(runs_kb);
+        const RemoteMemoryStatus st = remote->status();
+        const uint64_t chunks = st.retrievals - kb_before.retrievals;
+        const uint64_t bytes = st.reply_bytes - kb_before.reply_bytes;
+        const uint64_t hits = st.cache_hits - kb_before.cache_hits, misses = st.cache_misses - kb_before.cache_misses;
+        const double hit_rate = hits + misses ? static_cast<double>(hits) / static_cast<double>(hits + misses) : 0.0;
+        const uint64_t failures = st.failures - kb_before.failures;
+        if (o.json) {
+            std::printf("{\"kb\": \"%s\", \"gen_tps_kb\": %.2f, \"prompt_tps_kb\": %.2f, \"gen_ratio_kb\": %.4f, "
+                        "\"gen_ratio_kb_vs_folder\": %.4f, \"chunks\": %llu, \"bytes_per_chunk\": %.1f, \"cache_hit_rate\": %.4f, "
+                        "\"prefetch_hits\": %llu, \"failures\": %llu, \"retrieve_ms\": %.3f}\n",
+                        o.kb.c_str(), kb.gen_tps, kb.prompt_tps, kb.gen_tps / without.gen_tps, kb.gen_tps / with.gen_tps,
+                        static_cast<unsigned long long>(chunks), chunks ? static_cast<double>(bytes) / static_cast<double>(chunks) : 0.0,
+                        hit_rate, static_cast<unsigned long long>(st.prefetch_hits - kb_before.prefetch_hits),
+                        static_cast<unsigned long long>(failures), kb.stats.retrieve_ns / 1e6);
+        } else {
+            std::printf("| from %s | %.1f | %.1f |\n", o.kb.c_str(), kb.prompt_tps, kb.gen_tps);
+            std::printf("generation kb/without: %.3f, kb/folder: %.3f; %llu chunks, %.1f KiB fetched per chunk, cache hit rate %.1f%%, "
+                        "%llu prefetch hits, %llu failed chunks; retrieval (waiting on the network) %.2f ms per run\n",
+                        kb.gen_tps / without.gen_tps, kb.gen_tps / with.gen_tps, static_cast<unsigned long long>(chunks),
+                        chunks ? static_cast<double>(bytes) / static_cast<double>(chunks) / 1024.0 : 0.0, 100.0 * hit_rate,
+                        static_cast<unsigned long long>(st.prefetch_hits - kb_before.prefetch_hits),
+                        static_cast<unsigned long long>(failures), kb.stats.retrieve_ns / 1e6);
+        }
     }
     return 0;
 } catch (const std::exception& e) {

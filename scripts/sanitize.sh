@@ -7,11 +7,8 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 source scripts/build_env.sh
 start=$(date +%s)
-# Without gRPC: AddressSanitizer refuses RTLD_DEEPBIND, which keeps libsentencepiece's private
-# protobuf apart from libprotobuf (engine/src/tokenizer/sentencepiece_abi.h); with both in one
-# process a SentencePiece model cannot load.
 CC=clang CXX=clang++ cmake -S . -B build-sanitize -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
-  -DMNEMO_SANITIZE=ON -DMNEMO_FUZZ=ON -DMNEMO_CUDA=OFF -DMNEMO_KB_GRPC=OFF -DMNEMO_FUZZ_SECONDS="${MNEMO_FUZZ_SECONDS:-20}" "${launcher[@]}"
+  -DMNEMO_SANITIZE=ON -DMNEMO_FUZZ=ON -DMNEMO_CUDA=OFF -DMNEMO_FUZZ_SECONDS="${MNEMO_FUZZ_SECONDS:-20}" "${launcher[@]}"
 cmake --build build-sanitize -j "$jobs"
 export ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
 (cd build-sanitize && ctest --output-on-failure -j "$jobs" --timeout 900)

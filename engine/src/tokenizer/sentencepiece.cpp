@@ -14,32 +14,47 @@
 #include "tokenizer/sentencepiece_abi.h"
 #include "tokenizer/unicode.hpp"
 
+// RTLD_DEEPBIND keeps the module's protobuf bound to itself. AddressSanitizer refuses it, so a
+// sanitizer build with the gRPC client in the process (libprotobuf loaded) cannot load the module
+// safely at all, and says so (sentencepiece_supported) instead of crashing in protobuf's start-up.
+#if defined(__SANITIZE_ADDRESS__)
+#define MNEMO_SPM_NO_DEEPBIND 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define MNEMO_SPM_NO_DEEPBIND 1
+#endif
+#endif
+#ifdef MNEMO_SPM_NO_DEEPBIND
+constexpr int kBind = 0;
+#else
+constexpr int kBind = RTLD_DEEPBIND;
+#endif
+
 namespace mnemo {
 
 std::unique_ptr<Tokenizer> load_sentencepiece(const std::string& model_path);
+
+bool sentencepiece_supported(std::string* reason) {
+#if defined(MNEMO_SPM_NO_DEEPBIND) && defined(MNEMO_HAVE_KB_GRPC)
+    if (reason)
+        *reason = "SentencePiece models cannot be loaded by this build: it is sanitized (AddressSanitizer refuses RTLD_DEEPBIND) "
+                  "and holds the gRPC client, whose libprotobuf would clash with libsentencepiece's private copy; use a release build";
+    return false;
+#else
+    (void)reason;
+    return true;
+#endif
+}
 
 namespace {
 
 const char* const kMetaspace = "\xE2\x96\x81";
 constexpr const char* kModuleFile = "libmnemo-tokenizer-sentencepiece.so";
 
-// RTLD_DEEPBIND keeps the module's protobuf bound to itself; AddressSanitizer refuses it (a
-// sanitizer build then needs MNEMO_KB_GRPC=OFF to load SentencePiece models).
-#if defined(__SANITIZE_ADDRESS__)
-constexpr int kBind = 0;
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer)
-constexpr int kBind = 0;
-#else
-constexpr int kBind = RTLD_DEEPBIND;
-#endif
-#else
-constexpr int kBind = RTLD_DEEPBIND;
-#endif
-
 // Next to libmnemo first (a program anywhere that links it), then where modules are looked for.
 const mnemo_spm_api& sentencepiece_module() {
     static const mnemo_spm_api* api = [] {
+        if (std::string why; !sentencepiece_supported(&why)) throw Error(why);
         namespace fs = std::filesystem;
         std::vector<std::string> dirs;
         Dl_info self{};

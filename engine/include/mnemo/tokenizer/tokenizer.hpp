@@ -44,6 +44,9 @@ MNEMO_API std::unique_ptr<Tokenizer> load_tokenizer(const std::string& model_dir
 MNEMO_API std::unique_ptr<Tokenizer> load_bpe_tokenizer_json(std::string_view json_text,
                                                    const std::string& source);
 MNEMO_API std::unique_ptr<Tokenizer> load_sentencepiece(const std::string& model_path);
+// False (with the reason) when this build cannot load SentencePiece models at all: a sanitized
+// build that also holds the gRPC client (engine/src/tokenizer/sentencepiece.cpp says why).
+MNEMO_API bool sentencepiece_supported(std::string* reason);
 
 // Streaming detokenizer: feed ids one at a time, get back only complete UTF-8 text; bytes of a
 // partial character wait for the next token. finish() flushes what remains (invalid bytes become
