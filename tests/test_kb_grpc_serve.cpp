@@ -16,6 +16,7 @@
 #include <sstream>
 #include <thread>
 
+#include "fixtures/tls_certificates.hpp"
 #include "io/sha256.hpp"
 #include "mnemo/error.hpp"
 #include "mnemo/memory/memory_record.hpp"
@@ -769,20 +770,10 @@ std::string read_text(const fs::path& p) {
     return s.str();
 }
 
-bool make_certificates(const fs::path& dir) {
-    const std::string d = dir.string();
-    const std::string ec = " -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes ";
-    std::ofstream(dir / "san.cnf") << "subjectAltName=IP:127.0.0.1\n";
-    const std::string cmd = "cd '" + d + "' && openssl req -x509" + ec + "-keyout ca.key -out ca.pem -days 2 -subj '/CN=mnemo test CA' && " +
-                            "openssl req" + ec + "-keyout server.key -out server.csr -subj '/CN=mnemo test server' && " +
-                            "openssl x509 -req -in server.csr -CA ca.pem -CAkey ca.key -CAcreateserial -out server.pem -days 2 -extfile san.cnf";
-    return std::system((cmd + " >log.txt 2>&1").c_str()) == 0;
-}
-
 TEST(KbGrpcServe, TlsClientsNeedTheCaAndPlaintextClientsAreRefused) {
-    if (std::system("openssl version >/dev/null 2>&1") != 0) GTEST_SKIP() << "no openssl command";
+    if (!mnemo::test::have_openssl()) GTEST_SKIP() << "no openssl command";
     TempDir tmp;
-    ASSERT_TRUE(make_certificates(tmp.path)) << read_text(tmp.path / "log.txt");
+    ASSERT_TRUE(mnemo::test::make_certificates(tmp.path)) << read_text(tmp.path / "log.txt");
 
     Publisher publisher;
     publisher.publish(make_bank(4));
