@@ -12,12 +12,18 @@
 #include <unordered_map>
 
 #include "mnemo/error.hpp"
+#include "io/json_fields.hpp"
 #include "mnemo/io/json.hpp"
 #include "io/sha256.hpp"
 
 namespace fs = std::filesystem;
 
 namespace mnemo {
+
+using json_fields::int_list;
+using json_fields::int_member;
+using json_fields::member;
+using json_fields::string_member;
 
 namespace {
 
@@ -168,31 +174,6 @@ void write_memory_folder(const std::string& dir, const MemoryFolderModel& model,
 
 namespace {
 
-const json::Value& member(const json::Value& obj, const char* key, const std::string& where) {
-    const json::Value* v = obj.find(key);
-    if (!v) throw Error(where + ": field '" + key + "' is missing");
-    return *v;
-}
-int64_t int_member(const json::Value& obj, const char* key, const std::string& where) {
-    const json::Value& v = member(obj, key, where);
-    if (!v.is_integer()) throw Error(where + ": field '" + key + "' must be an integer");
-    return v.as_int();
-}
-std::string string_member(const json::Value& obj, const char* key, const std::string& where) {
-    const json::Value& v = member(obj, key, where);
-    if (!v.is_string()) throw Error(where + ": field '" + key + "' must be a string");
-    return v.as_string();
-}
-std::vector<int32_t> int_list(const json::Value& obj, const char* key, const std::string& where) {
-    const json::Value& v = member(obj, key, where);
-    if (!v.is_array()) throw Error(where + ": field '" + key + "' must be an array of integers");
-    std::vector<int32_t> out;
-    for (const json::Value& x : v.as_array()) {
-        if (!x.is_integer()) throw Error(where + ": field '" + key + "' must be an array of integers");
-        out.push_back(static_cast<int32_t>(x.as_int()));
-    }
-    return out;
-}
 
 std::string read_all(const fs::path& p, const std::string& where) {
     std::ifstream f(p, std::ios::binary);

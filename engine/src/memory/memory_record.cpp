@@ -7,8 +7,14 @@
 #include <cstring>
 
 #include "mnemo/error.hpp"
+#include "io/json_fields.hpp"
 
 namespace mnemo {
+
+using json_fields::int_list;
+using json_fields::int_member;
+using json_fields::member;
+using json_fields::string_member;
 
 namespace {
 
@@ -53,31 +59,6 @@ json::Value ints(const std::vector<int32_t>& v) {
 }
 json::Value num(int64_t x) { return json::Value::make_number(static_cast<double>(x), true, x); }
 
-const json::Value& member(const json::Value& obj, const char* key, const std::string& where) {
-    const json::Value* v = obj.find(key);
-    if (!v) throw Error(where + ": field '" + key + "' is missing");
-    return *v;
-}
-int64_t int_member(const json::Value& obj, const char* key, const std::string& where) {
-    const json::Value& v = member(obj, key, where);
-    if (!v.is_integer()) throw Error(where + ": field '" + key + "' must be an integer");
-    return v.as_int();
-}
-std::string string_member(const json::Value& obj, const char* key, const std::string& where) {
-    const json::Value& v = member(obj, key, where);
-    if (!v.is_string()) throw Error(where + ": field '" + key + "' must be a string");
-    return v.as_string();
-}
-std::vector<int32_t> int_list(const json::Value& obj, const char* key, const std::string& where) {
-    const json::Value& v = member(obj, key, where);
-    if (!v.is_array()) throw Error(where + ": field '" + key + "' must be an array of integers");
-    std::vector<int32_t> out;
-    for (const json::Value& x : v.as_array()) {
-        if (!x.is_integer()) throw Error(where + ": field '" + key + "' must be an array of integers");
-        out.push_back(static_cast<int32_t>(x.as_int()));
-    }
-    return out;
-}
 
 }  // namespace
 
