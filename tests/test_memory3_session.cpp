@@ -354,3 +354,61 @@ TEST(Memory3Errors, PlainModelsDoNotReadMemories) {
 }
 
 }  // namespace
+
+// A source whose memories change under the same ids without the session being told (a knowledge
+// server whose bank was rebuilt and renumbered): the blocks filled from the old objects must not
+// serve the new ones (same_memories compares objects, not only ids).
+class SwappableSource : public MemorySource {
+public:
+    explicit SwappableSource(std::vector<std::vector<int>> plan) : plan_(std::move(plan)) {}
+    bool wants_vector() const override { return false; }
+    std::vector<std::shared_ptr<const ExplicitMemory>> retrieve(const ChunkQuery&, int32_t) override {
+        std::vector<std::shared_ptr<const ExplicitMemory>> out;
+        for (int r : plan_[calls++ % plan_.size()]) out.push_back(memories[static_cast<size_t>(r)]);
+        return out;
+    }
+    std::string describe() const override { return "swappable source"; }
+
+    std::vector<std::shared_ptr<const ExplicitMemory>> memories;
+    size_t calls = 0;
+
+private:
+    std::vector<std::vector<int>> plan_;
+};
+
+std::vector<float> generate_golden_context(Session& s, SwappableSource& source) {
+    const std::vector<int32_t> ctx = load_npy(golden("context_ids.npy")).as_i32();
+    s.reset_all();
+    source.calls = 0;
+    std::vector<float> got = s.append(0, std::vector<int32_t>(ctx.begin(), ctx.begin() + 40), /*all_logits=*/true);
+    for (int32_t t = 40; t < 64; ++t) {
+        const auto& l = s.decode({{ctx[static_cast<size_t>(t)], t, 0, true}});
+        got.insert(got.end(), l.begin(), l.end());
+    }
+    return got;
+}
+
+TEST(Memory3Blocks, NewMemoriesUnderOldIdsAreUploadedAgain) {
+    const auto v1 = golden_memories();
+    std::vector<std::shared_ptr<const ExplicitMemory>> v2;
+    for (const auto& m : v1) {
+        auto changed = std::make_shared<ExplicitMemory>(*m);  // same id, other values
+        for (float& x : changed->values) x = -x;
+        v2.push_back(changed);
+    }
+    auto source = std::make_shared<SwappableSource>(plan_for("5"));
+    auto s = open_on("cpu");
+    s->set_memory_source(source);
+    source->memories = v1;
+    const std::vector<float> with_v1 = generate_golden_context(*s, *source);
+    source->memories = v2;  // the session is not told
+    const std::vector<float> got = generate_golden_context(*s, *source);
+
+    auto fresh_source = std::make_shared<SwappableSource>(plan_for("5"));
+    fresh_source->memories = v2;
+    auto fresh = open_on("cpu");
+    fresh->set_memory_source(fresh_source);
+    const std::vector<float> want = generate_golden_context(*fresh, *fresh_source);
+    ASSERT_GT(max_abs_diff(want, with_v1), 1e-3) << "the two versions must differ, or this test proves nothing";
+    EXPECT_LT(max_abs_diff(got, want), 1e-6);
+}

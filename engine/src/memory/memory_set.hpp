@@ -20,10 +20,15 @@ struct MemorySet {
 };
 
 // Same memories in the same order: a block holding them can serve another chunk as it is.
+// Same objects, not only the same ids: a source that starts serving another version of its
+// memories (a knowledge server whose bank was rebuilt) hands out new objects, and a block filled
+// from the old ones must not pass for them. Sources keep one object per memory while it is
+// cached (folder, remote record cache), so identity costs nothing in the common case; the block
+// holds its set, so an address is never reused while a block can compare against it.
 inline bool same_memories(const MemorySet& a, const MemorySet& b) {
     if (a.memories.size() != b.memories.size()) return false;
     for (size_t i = 0; i < a.memories.size(); ++i)
-        if (a.memories[i]->id != b.memories[i]->id) return false;
+        if (a.memories[i] != b.memories[i]) return false;
     return true;
 }
 
