@@ -20,10 +20,7 @@ namespace fs = std::filesystem;
 
 namespace mnemo {
 
-using json_fields::int_list;
-using json_fields::int_member;
-using json_fields::member;
-using json_fields::string_member;
+using namespace json_fields;  // member, int_member, string_member, int_list
 
 namespace {
 
