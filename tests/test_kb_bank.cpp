@@ -37,15 +37,7 @@ const std::string kFactory = "OPQ4_16,Residual2x6,PQ4x5";  // as test_kb_compres
 
 std::string bpe_model() { return test::model_dir("memory3-tiny-bpe"); }
 
-std::unique_ptr<Session> open_session(const std::string& dir) {
-    SessionOptions o;
-    o.model_dir = dir;
-    o.n_ctx = 128;
-    o.n_threads = 2;
-    o.backends = &test::backends();
-    o.plugins = &test::plugins();
-    return Session::open(o);
-}
+std::unique_ptr<Session> open_session(const std::string& dir) { return test::open_model(dir, 128); }
 
 // Documents of random words; half under news/, half under wiki/ (for the source filters).
 void write_corpus(const fs::path& dir, int docs, unsigned seed) {

@@ -29,15 +29,7 @@ namespace {
 const std::string kFactory = "OPQ4_16,Residual2x6,PQ4x5";
 constexpr size_t kReferences = 300;
 
-std::unique_ptr<Session> open_memory3() {
-    SessionOptions o;
-    o.model_dir = test::model_dir("memory3-tiny-f32");
-    o.n_ctx = 128;
-    o.n_threads = 2;
-    o.backends = &test::backends();
-    o.plugins = &test::plugins();
-    return Session::open(o);
-}
+std::unique_ptr<Session> open_memory3() { return test::open_model(test::model_dir("memory3-tiny-f32"), 128); }
 
 kb::CompressOptions small_options(const std::string& in, const std::string& out) {
     kb::CompressOptions o;

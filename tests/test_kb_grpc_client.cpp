@@ -40,15 +40,7 @@ constexpr size_t kReferences = 40;
 constexpr int32_t kPrompt = 40, kEnd = 64;  // prompt positions 0..39, decoded 40..63
 const std::string kToken = "s3cret-read-token";
 
-std::unique_ptr<Session> open_memory3() {
-    SessionOptions o;
-    o.model_dir = test::model_dir("memory3-tiny-f32");
-    o.n_ctx = 128;
-    o.n_threads = 2;
-    o.backends = &test::backends();
-    o.plugins = &test::plugins();
-    return Session::open(o);
-}
+std::unique_ptr<Session> open_memory3() { return test::open_model(test::model_dir("memory3-tiny-f32"), 128); }
 
 double seconds_since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
 

@@ -111,15 +111,7 @@ private:
     pid_t pid_ = -1;
 };
 
-std::unique_ptr<Session> open_session() {
-    SessionOptions o;
-    o.model_dir = model();
-    o.n_ctx = 256;
-    o.n_threads = 2;
-    o.backends = &test::backends();
-    o.plugins = &test::plugins();
-    return Session::open(o);
-}
+std::unique_ptr<Session> open_session() { return test::open_model(model(), 256); }
 
 double max_abs_diff(const std::vector<float>& a, const std::vector<float>& b) {
     if (a.size() != b.size()) return INFINITY;
