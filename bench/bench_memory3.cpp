@@ -251,19 +251,20 @@ int main(int argc, char** argv) try {
     }
     if (remote) {
         const Run kb = median(runs_kb);
-        const RemoteMemoryStatus st = remote->status();
-        const uint64_t chunks = st.retrievals - kb_before.retrievals;
-        const uint64_t bytes = st.reply_bytes - kb_before.reply_bytes;
-        const uint64_t hits = st.cache_hits - kb_before.cache_hits, misses = st.cache_misses - kb_before.cache_misses;
-        const double hit_rate = hits + misses ? static_cast<double>(hits) / static_cast<double>(hits + misses) : 0.0;
-        const uint64_t failures = st.failures - kb_before.failures;
+        const RemoteMemoryStatus st = remote->status().since(kb_before);
+        const uint64_t chunks = st.retrievals;
+        const uint64_t bytes = st.reply_bytes;
+        const double hit_rate = st.cache_hits + st.cache_misses
+                                    ? static_cast<double>(st.cache_hits) / static_cast<double>(st.cache_hits + st.cache_misses)
+                                    : 0.0;
+        const uint64_t failures = st.failures;
         if (o.json) {
             std::printf("{\"kb\": \"%s\", \"gen_tps_kb\": %.2f, \"prompt_tps_kb\": %.2f, \"gen_ratio_kb\": %.4f, "
                         "\"gen_ratio_kb_vs_folder\": %.4f, \"chunks\": %llu, \"bytes_per_chunk\": %.1f, \"cache_hit_rate\": %.4f, "
                         "\"prefetch_hits\": %llu, \"failures\": %llu, \"retrieve_ms\": %.3f}\n",
                         o.kb.c_str(), kb.gen_tps, kb.prompt_tps, kb.gen_tps / without.gen_tps, kb.gen_tps / with.gen_tps,
                         static_cast<unsigned long long>(chunks), chunks ? static_cast<double>(bytes) / static_cast<double>(chunks) : 0.0,
-                        hit_rate, static_cast<unsigned long long>(st.prefetch_hits - kb_before.prefetch_hits),
+                        hit_rate, static_cast<unsigned long long>(st.prefetch_hits),
                         static_cast<unsigned long long>(failures), kb.stats.retrieve_ns / 1e6);
         } else {
             std::printf("| from %s | %.1f | %.1f |\n", o.kb.c_str(), kb.prompt_tps, kb.gen_tps);
@@ -271,7 +272,7 @@ int main(int argc, char** argv) try {
                         "%llu prefetch hits, %llu failed chunks; retrieval (waiting on the network) %.2f ms per run\n",
                         kb.gen_tps / without.gen_tps, kb.gen_tps / with.gen_tps, static_cast<unsigned long long>(chunks),
                         chunks ? static_cast<double>(bytes) / static_cast<double>(chunks) / 1024.0 : 0.0, 100.0 * hit_rate,
-                        static_cast<unsigned long long>(st.prefetch_hits - kb_before.prefetch_hits),
+                        static_cast<unsigned long long>(st.prefetch_hits),
                         static_cast<unsigned long long>(failures), kb.stats.retrieve_ns / 1e6);
         }
     }

@@ -123,25 +123,6 @@ double run_tg(Session& s, int32_t n_seq, int32_t n, int32_t ubatch, const std::v
     return static_cast<double>(n_seq) * n / dt;
 }
 
-// The knowledge-server counters that grew between two status reads.
-RemoteMemoryStatus kb_delta(const RemoteMemoryStatus& after, const RemoteMemoryStatus& before) {
-    RemoteMemoryStatus d = after;
-    d.retrievals -= before.retrievals;
-    d.calls -= before.calls;
-    d.records_fetched -= before.records_fetched;
-    d.record_bytes -= before.record_bytes;
-    d.reply_bytes -= before.reply_bytes;
-    d.cache_hits -= before.cache_hits;
-    d.cache_misses -= before.cache_misses;
-    d.failures -= before.failures;
-    d.skipped -= before.skipped;
-    d.prefetches -= before.prefetches;
-    d.prefetch_hits -= before.prefetch_hits;
-    d.outages -= before.outages;
-    d.bank_changes -= before.bank_changes;
-    return d;
-}
-
 double per(uint64_t a, uint64_t b) { return b ? static_cast<double>(a) / static_cast<double>(b) : 0.0; }
 
 std::string cpu_name() {
@@ -335,7 +316,7 @@ int cmd_bench(int argc, char** argv) {
                 for (int32_t i = 0; i < reps; ++i) r.tps.push_back(once());
                 if (source.remote) {
                     r.kb = true;
-                    r.kb_runs = kb_delta(source.remote->status(), kb_before);
+                    r.kb_runs = source.remote->status().since(kb_before);
                 }
                 if (profile) r.ops = session->profile();
                 r.peak_rss = app::peak_rss_bytes();

@@ -167,7 +167,7 @@ std::vector<kbv1::MemoryRecord> KbClient::fetch(const kbv1::FetchRequest& reques
         *reply_bytes += rec.ByteSizeLong();
         // A server that streams more than it was asked for is cut off at the deadline anyway;
         // keeping only what was asked bounds the memory it can make us hold.
-        if (out.size() < static_cast<size_t>(request.ids_size())) out.push_back(rec);
+        if (out.size() < static_cast<size_t>(request.ids_size())) out.push_back(std::move(rec));
     }
     const grpc::Status st = reader->Finish();
     if (!st.ok()) fail("FetchMemories", st);

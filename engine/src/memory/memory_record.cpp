@@ -112,17 +112,23 @@ bool memory_record_id(const uint8_t* data, size_t size, uint32_t* id) {
     return true;
 }
 
-std::shared_ptr<ExplicitMemory> decode_memory_record(const uint8_t* data, size_t size, uint32_t id, const MemorySpec& s,
-                                                     const MemoryCodec* codec, const std::string& where) {
+void check_memory_record(const uint8_t* data, size_t size, uint32_t id, const MemorySpec& s, const MemoryCodec* codec,
+                         const std::string& where) {
     const uint64_t want = memory_record_bytes(s, codec);
     if (size != want) throw Error(where + ": holds " + std::to_string(size) + " bytes, a record has " + std::to_string(want));
     if (get_u32(data) != kRecordMagic) throw Error(where + ": bad record magic (damaged data)");
     if (get_u32(data + 4) != id) throw Error(where + ": holds record " + std::to_string(get_u32(data + 4)) + " (damaged data)");
-    const uint32_t n_valid = get_u32(data + 8);
     if (get_u32(data + 12) != memory_crc32(data + kRecordHeader, size - kRecordHeader))
         throw Error(where + ": checksum mismatch (the record is damaged; write the memories again)");
+    const uint32_t n_valid = get_u32(data + 8);
     if (n_valid > static_cast<uint32_t>(s.tokens_per_head))
         throw Error(where + ": uses " + std::to_string(n_valid) + " slots per head, at most " + std::to_string(s.tokens_per_head));
+}
+
+std::shared_ptr<ExplicitMemory> decode_memory_record(const uint8_t* data, size_t size, uint32_t id, const MemorySpec& s,
+                                                     const MemoryCodec* codec, const std::string& where) {
+    check_memory_record(data, size, id, s, codec, where);
+    const uint32_t n_valid = get_u32(data + 8);
     auto mem = std::make_shared<ExplicitMemory>();
     mem->id = id;
     mem->n_valid = static_cast<int32_t>(n_valid);

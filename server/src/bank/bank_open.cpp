@@ -153,7 +153,7 @@ public:
         readers_[si]->read(kSegmentHeaderBytes + uint64_t{id - s.first_id} * m_.record_bytes, bytes.data(), bytes.size());
         // The full check (magic, id, CRC, shapes) before a byte leaves: a damaged record is an
         // error here, never a wrong memory on a device.
-        decode_memory_record(reinterpret_cast<const uint8_t*>(bytes.data()), bytes.size(), id, m_.model.spec, &codec_,
+        check_memory_record(reinterpret_cast<const uint8_t*>(bytes.data()), bytes.size(), id, m_.model.spec, &codec_,
                              segment_where_[si] + ": record " + std::to_string(id));
         return bytes;
     }

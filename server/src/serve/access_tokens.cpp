@@ -9,6 +9,7 @@
 #include <sstream>
 
 #include "atomic_file.hpp"
+#include "bank/sha256_hex.hpp"
 #include "mnemo/error.hpp"
 
 namespace mnemo::kb {
@@ -33,16 +34,6 @@ bool parse_digest(std::string_view text, TokenDigest* out) {
         (*out)[i] = static_cast<uint8_t>(hi * 16 + lo);
     }
     return true;
-}
-
-std::string digest_hex(const TokenDigest& d) {
-    static const char* kHex = "0123456789abcdef";
-    std::string s;
-    for (uint8_t b : d) {
-        s += kHex[b >> 4];
-        s += kHex[b & 15];
-    }
-    return s;
 }
 
 std::vector<std::string_view> fields_of(std::string_view line) {
@@ -172,7 +163,7 @@ std::string add_token(const std::string& path, const std::string& name, TokenSco
         text = "# mnemo-kb access tokens: NAME SCOPE sha256:HEX (the tokens themselves are never stored)\n";
     }
     const std::string token = generate_token();
-    text += name + " " + scope_name(scope) + " sha256:" + digest_hex(token_digest(token)) + "\n";
+    text += name + " " + scope_name(scope) + " sha256:" + sha256_hex(token) + "\n";
     write_file_atomically(path, text, 0600);
     return token;
 }

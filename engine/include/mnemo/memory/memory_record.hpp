@@ -41,6 +41,11 @@ MNEMO_API std::string encode_memory_record(const ExplicitMemory& memory, uint32_
 MNEMO_API std::shared_ptr<ExplicitMemory> decode_memory_record(const uint8_t* data, size_t size, uint32_t expected_id,
                                                                const MemorySpec& spec, const MemoryCodec* codec, const std::string& where);
 
+// The checks of decode_memory_record without the decoding (no allocation): for a reader that only
+// passes records on (the knowledge server checks every record it sends; the device decodes it).
+MNEMO_API void check_memory_record(const uint8_t* data, size_t size, uint32_t expected_id, const MemorySpec& spec,
+                                   const MemoryCodec* codec, const std::string& where);
+
 // The record id a record says it holds (its header), or nothing when it is too short or its
 // magic is wrong: for a reader that must learn the id before it can check the rest.
 MNEMO_API bool memory_record_id(const uint8_t* data, size_t size, uint32_t* id);

@@ -89,6 +89,26 @@ struct RemoteMemoryStatus {
     uint64_t prefetch_hits = 0;      // retrieve() answered by a prefetched result
     uint64_t outages = 0;            // times the server stopped answering
     uint64_t bank_changes = 0;       // new bank versions picked up
+
+    // The counters that grew since `before` (an earlier status of the same source); the state,
+    // url, version and last error are this one's.
+    RemoteMemoryStatus since(const RemoteMemoryStatus& before) const {
+        RemoteMemoryStatus d = *this;
+        d.retrievals -= before.retrievals;
+        d.calls -= before.calls;
+        d.records_fetched -= before.records_fetched;
+        d.record_bytes -= before.record_bytes;
+        d.reply_bytes -= before.reply_bytes;
+        d.cache_hits -= before.cache_hits;
+        d.cache_misses -= before.cache_misses;
+        d.failures -= before.failures;
+        d.skipped -= before.skipped;
+        d.prefetches -= before.prefetches;
+        d.prefetch_hits -= before.prefetch_hits;
+        d.outages -= before.outages;
+        d.bank_changes -= before.bank_changes;
+        return d;
+    }
 };
 
 class MNEMO_API RemoteMemorySource : public MemorySource {
