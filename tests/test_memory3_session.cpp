@@ -4,7 +4,8 @@
 // reference BOS, retrieval vectors of query chunks, and logits of a 40-token prompt plus 24
 // generated tokens with 0, 1 and 5 memories per chunk (prompt chunks each with their own,
 // decoded chunk 0 keeping the last prompt chunk's, decoded chunk 1 retrieving anew), also
-// through a source that prefetches. Plus the memory folder round trip and its errors.
+// through a source that prefetches; the same for memory3-ultramem-tiny-f32, whose checkpoint also
+// has UltraMemV2 memory layers. Plus the memory folder round trip and its errors.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -28,11 +29,18 @@ namespace {
 
 const std::string kModel = "memory3-tiny-f32";
 
-std::string golden(const std::string& file) { return test::model_dir(kModel) + "/golden/" + file; }
+// memory3-tiny-f32's memory3 settings on a smaller backbone with UltraMemV2 memory layers
+// (tools/make_memory3_test_models.sh); the same golden layout.
+const std::string kUltraMemModel = "memory3-ultramem-tiny-f32";
 
-std::unique_ptr<Session> open_on(const std::string& backend, int32_t n_ctx = 128, int32_t ubatch = 256) {
+std::string golden(const std::string& file, const std::string& model = kModel) {
+    return test::model_dir(model) + "/golden/" + file;
+}
+
+std::unique_ptr<Session> open_on(const std::string& backend, int32_t n_ctx = 128, int32_t ubatch = 256,
+                                 const std::string& model = kModel) {
     SessionOptions o;
-    o.model_dir = test::model_dir(kModel);
+    o.model_dir = test::model_dir(model);
     o.backend = backend;
     o.n_ctx = n_ctx;
     o.n_ubatch = ubatch;
@@ -42,10 +50,10 @@ std::unique_ptr<Session> open_on(const std::string& backend, int32_t n_ctx = 128
     return Session::open(o);
 }
 
-std::vector<std::vector<int32_t>> golden_references() {
-    const NpyArray refs = load_npy(golden("references.npy"));
+std::vector<std::vector<int32_t>> golden_references(const std::string& model = kModel) {
+    const NpyArray refs = load_npy(golden("references.npy", model));
     const std::vector<int32_t> ids = refs.as_i32();
-    const std::vector<int32_t> lens = load_npy(golden("reference_lengths.npy")).as_i32();
+    const std::vector<int32_t> lens = load_npy(golden("reference_lengths.npy", model)).as_i32();
     std::vector<std::vector<int32_t>> out;
     for (size_t i = 0; i < lens.size(); ++i)
         out.emplace_back(ids.begin() + static_cast<long>(i * refs.shape[1]), ids.begin() + static_cast<long>(i * refs.shape[1] + lens[i]));
@@ -121,11 +129,11 @@ private:
 };
 
 // The golden's memories as the engine holds them (written by the reference, not by us).
-std::vector<std::shared_ptr<const ExplicitMemory>> golden_memories() {
-    const std::vector<int32_t> idx = load_npy(golden("memory_indices.npy")).as_i32();
-    const std::vector<float> k = load_npy(golden("memory_keys.npy")).as_f32();
-    const std::vector<float> v = load_npy(golden("memory_values.npy")).as_f32();
-    const std::vector<int32_t> lens = load_npy(golden("reference_lengths.npy")).as_i32();
+std::vector<std::shared_ptr<const ExplicitMemory>> golden_memories(const std::string& model = kModel) {
+    const std::vector<int32_t> idx = load_npy(golden("memory_indices.npy", model)).as_i32();
+    const std::vector<float> k = load_npy(golden("memory_keys.npy", model)).as_f32();
+    const std::vector<float> v = load_npy(golden("memory_values.npy", model)).as_f32();
+    const std::vector<int32_t> lens = load_npy(golden("reference_lengths.npy", model)).as_i32();
     const size_t n = lens.size(), slots = idx.size() / n, per = k.size() / n;
     std::vector<std::shared_ptr<const ExplicitMemory>> out;
     for (size_t i = 0; i < n; ++i) {
@@ -140,8 +148,8 @@ std::vector<std::shared_ptr<const ExplicitMemory>> golden_memories() {
     return out;
 }
 
-std::vector<std::vector<int>> plan_for(const std::string& k) {
-    const json::Value meta = json::parse_file(golden("meta.json"));
+std::vector<std::vector<int>> plan_for(const std::string& k, const std::string& model = kModel) {
+    const json::Value meta = json::parse_file(golden("meta.json", model));
     std::vector<std::vector<int>> plan;
     for (const json::Value& chunk : meta.find("memories_per_chunk")->find(k)->as_array()) {
         std::vector<int> refs;
@@ -169,16 +177,16 @@ protected:
     }
 };
 
-TEST_P(Memory3Session, WritesTheGoldenMemories) {
-    auto s = open_on(GetParam());
+void check_written_memories(const std::string& backend, const std::string& model) {
+    auto s = open_on(backend, 128, 256, model);
     ASSERT_TRUE(s->reads_memories());
     const MemorySpec& spec = s->memory_spec();
-    EXPECT_EQ(spec.prefix_ids, load_npy(golden("reference_bos_ids.npy")).as_i32());
-    const auto written = s->write_memories(golden_references());
-    const std::vector<int32_t> idx = load_npy(golden("memory_indices.npy")).as_i32();
-    const std::vector<float> k = load_npy(golden("memory_keys.npy")).as_f32();
-    const std::vector<float> v = load_npy(golden("memory_values.npy")).as_f32();
-    const std::vector<float> vec = load_npy(golden("retrieval_vectors.npy")).as_f32();
+    EXPECT_EQ(spec.prefix_ids, load_npy(golden("reference_bos_ids.npy", model)).as_i32());
+    const auto written = s->write_memories(golden_references(model));
+    const std::vector<int32_t> idx = load_npy(golden("memory_indices.npy", model)).as_i32();
+    const std::vector<float> k = load_npy(golden("memory_keys.npy", model)).as_f32();
+    const std::vector<float> v = load_npy(golden("memory_values.npy", model)).as_f32();
+    const std::vector<float> vec = load_npy(golden("retrieval_vectors.npy", model)).as_f32();
     ASSERT_EQ(written.size(), 8u);
     std::vector<int32_t> got_idx;
     std::vector<float> got_k, got_v, got_vec;
@@ -194,30 +202,36 @@ TEST_P(Memory3Session, WritesTheGoldenMemories) {
     EXPECT_LT(max_abs_diff(got_vec, vec), 2e-5);
 }
 
-TEST_P(Memory3Session, QueryRetrievalVectorsMatch) {
-    auto s = open_on(GetParam());
-    const std::vector<int32_t> ctx = load_npy(golden("context_ids.npy")).as_i32();
-    const json::Value meta = json::parse_file(golden("meta.json"));
+void check_query_vectors(const std::string& backend, const std::string& model) {
+    auto s = open_on(backend, 128, 256, model);
+    const std::vector<int32_t> ctx = load_npy(golden("context_ids.npy", model)).as_i32();
+    const json::Value meta = json::parse_file(golden("meta.json", model));
     const json::Value* ranges = meta.find("query_text_ranges");
     ASSERT_NE(ranges, nullptr);
     std::vector<std::vector<int32_t>> texts;
     for (const json::Value& r : ranges->as_array())
         texts.emplace_back(ctx.begin() + r.as_array()[0].as_int(), ctx.begin() + r.as_array()[1].as_int());
     const auto got = s->retrieval_vectors(texts);
-    const std::vector<float> want = load_npy(golden("query_retrieval_vectors.npy")).as_f32();
+    const std::vector<float> want = load_npy(golden("query_retrieval_vectors.npy", model)).as_f32();
     std::vector<float> flat;
     for (const auto& g : got) flat.insert(flat.end(), g.begin(), g.end());
     EXPECT_LT(max_abs_diff(flat, want), 2e-5);
 }
 
+TEST_P(Memory3Session, WritesTheGoldenMemories) { check_written_memories(GetParam(), kModel); }
+TEST_P(Memory3Session, QueryRetrievalVectorsMatch) { check_query_vectors(GetParam(), kModel); }
+
 // Prompt (40 tokens, 3 chunks) through append, then 24 tokens through decode one at a time.
-void check_logits(const std::string& backend, const std::string& k, int32_t ubatch, bool prefetching = false) {
-    auto s = open_on(backend, 128, ubatch);
-    const std::shared_ptr<ScriptedSource> source = prefetching ? std::make_shared<PrefetchingSource>(plan_for(k), golden_memories())
-                                                               : std::make_shared<ScriptedSource>(plan_for(k), golden_memories());
+void check_logits(const std::string& backend, const std::string& k, int32_t ubatch, bool prefetching = false,
+                  const std::string& model = kModel) {
+    auto s = open_on(backend, 128, ubatch, model);
+    const auto plan = plan_for(k, model);
+    const auto mems = golden_memories(model);
+    const std::shared_ptr<ScriptedSource> source = prefetching ? std::make_shared<PrefetchingSource>(plan, mems)
+                                                               : std::make_shared<ScriptedSource>(plan, mems);
     s->set_memory_source(source);
-    const std::vector<int32_t> ctx = load_npy(golden("context_ids.npy")).as_i32();
-    const NpyArray want_arr = load_npy(golden("logits_" + k + ".npy"));
+    const std::vector<int32_t> ctx = load_npy(golden("context_ids.npy", model)).as_i32();
+    const NpyArray want_arr = load_npy(golden("logits_" + k + ".npy", model));
     const std::vector<float> want = want_arr.as_f32();
     const size_t vocab = static_cast<size_t>(want_arr.shape[1]);
     std::vector<float> got = s->append(0, std::vector<int32_t>(ctx.begin(), ctx.begin() + 40), /*all_logits=*/true);
@@ -250,6 +264,25 @@ TEST_P(Memory3Session, LogitsWithFiveMemoriesInSmallBatches) { check_logits(GetP
 TEST_P(Memory3Session, LogitsWithAPrefetchingSource) { check_logits(GetParam(), "5", 256, /*prefetching=*/true); }
 
 INSTANTIATE_TEST_SUITE_P(Backends, Memory3Session, ::testing::Values("cpu", "vulkan", "cuda"),
+                         [](const auto& info) { return info.param; });
+
+// The same with UltraMemV2 memory layers in the checkpoint: they run in the writer's and the
+// retrieval query's passes too (keys, values and retrieval vectors depend on them), and in
+// reading, prompt and decode alike.
+class Memory3UltraMemSession : public Memory3Session {};
+
+TEST_P(Memory3UltraMemSession, WritesTheGoldenMemories) { check_written_memories(GetParam(), kUltraMemModel); }
+TEST_P(Memory3UltraMemSession, QueryRetrievalVectorsMatch) { check_query_vectors(GetParam(), kUltraMemModel); }
+TEST_P(Memory3UltraMemSession, LogitsWithoutMemories) { check_logits(GetParam(), "0", 256, false, kUltraMemModel); }
+TEST_P(Memory3UltraMemSession, LogitsWithOneMemoryPerChunk) { check_logits(GetParam(), "1", 256, false, kUltraMemModel); }
+TEST_P(Memory3UltraMemSession, LogitsWithFiveMemoriesPerChunk) {
+    check_logits(GetParam(), "5", 256, false, kUltraMemModel);
+}
+TEST_P(Memory3UltraMemSession, LogitsWithFiveMemoriesInSmallBatches) {
+    check_logits(GetParam(), "5", 7, false, kUltraMemModel);
+}
+
+INSTANTIATE_TEST_SUITE_P(Backends, Memory3UltraMemSession, ::testing::Values("cpu", "vulkan", "cuda"),
                          [](const auto& info) { return info.param; });
 
 // ---------------------------------------------------------------- memory folders

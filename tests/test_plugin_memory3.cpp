@@ -3,8 +3,10 @@
 // plugin_abi.h), the structure of its three graphs (which prefix each layer reads, RoPE offsets,
 // the named outputs of ENCODE and ENCODE_QUERY), that with an empty prefix its logits are the
 // Llama's on the same weights, that the reference BOS alone gives the reference's logits, and
-// the config errors. Writing and reading memories end to end against the float64 goldens of
-// tools/reference/memory3.py is test_memory3_session.cpp.
+// the config errors; and the same for a memory3 checkpoint with UltraMemV2 memory layers (which
+// graphs run which memory layers, its plain-prompt logits, the mem_* config errors). Writing and
+// reading memories end to end against the float64 goldens of tools/reference/memory3.py is
+// test_memory3_session.cpp.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -38,7 +40,11 @@ const char* const kModel = "memory3-tiny-f32";
 // Edited through the JSON parser: the field name "memory3" is also the model_type's value.
 class Memory3Copy : public ModelCopy {
 public:
-    Memory3Copy() : ModelCopy(model_dir(kModel)) {}
+    struct Of {
+        const char* model;
+    };
+    explicit Memory3Copy(Of of) : ModelCopy(model_dir(of.model)) {}
+    Memory3Copy() : Memory3Copy(Of{kModel}) {}
     explicit Memory3Copy(const std::string& memory3) : Memory3Copy() { set("memory3", memory3); }
     void set(const std::string& key, const std::string& value) const {
         const json::Value cfg = json::parse(read("config.json"), "config.json");
@@ -552,4 +558,85 @@ TEST(Memory3Plugin, UnknownSettingsAreRefused) {
         {"{\"tokens_per_heads\": 8}", "memory3.tokens_per_heads is not a Memory3 setting"},
         {"{\"chunk_length\": 64, \"retrival_layer\": 1}", "memory3.retrival_layer is not a Memory3 setting"},
     });
+}
+
+// -------------------------------------------------- UltraMemV2 memory layers in a memory3 model
+
+namespace {
+
+// memory3-ultramem-tiny-f32: 4 layers, hidden 32, 2 query heads on 1 kv head of 16 dims, vocab
+// 256; memory3 as memory3-tiny-f32 (layers [0, 1], R = 24, chunks of 16) but retrieval_layer 3;
+// UltraMemV2 layers "0:1/3:3" (memory 0 reads block 0 and adds after block 1, memory 1 reads and
+// adds at block 3), knum 4, kdim 8, vdim 8, knn 4, one head, Ek 2, share ratio 0.75, pre-values 8.
+const char* const kUltraMemModel = "memory3-ultramem-tiny-f32";
+
+// The load error of the UltraMem model with config.json fields replaced ("" removes one); every
+// message must say which plugin refused and name config.json.
+std::string ultramem_config_error(std::initializer_list<std::pair<const char*, const char*>> fields) {
+    Memory3Copy m(Memory3Copy::Of{kUltraMemModel});
+    for (const auto& [k, v] : fields) m.set(k, v);
+    const std::string e = load_error(m.dir());
+    EXPECT_NE(e.find("memory3 plugin"), std::string::npos) << e;
+    EXPECT_NE(e.find("config.json"), std::string::npos) << e;
+    return e;
+}
+
+// The memory layers a graph runs: one PK_SCORE (TDQKR sub-key scores) per memory layer.
+size_t memory_layers_in(const GraphBuilder& b) { return ops_of(b, MNEMO_OP_PK_SCORE).size(); }
+
+}  // namespace
+
+TEST(Memory3UltraMem, DescribesBothKindsOfMemory) {
+    Loaded m(model_dir(kUltraMemModel));
+    EXPECT_STREQ(m.info().architecture,
+                 "memory3 (llama GQA 2/1, memory layers 0-1, 4 tokens/head, chunk 16); UltraMemV2 memory 0:1/3:3 "
+                 "(2 layers): TDQKR H=1 R=2 C=2 Nk=8 kdim=8 knn=4, shared table 32x8 (windows of 16), Ek=2 summed, "
+                 "pre-value gate linear");
+    EXPECT_EQ(m.info().hidden_size, 32);
+}
+
+// LOGITS runs both memory layers; ENCODE every block but the last's MLP, so memory 1 (added after
+// block 3) is left out; ENCODE_QUERY stops at retrieval_layer 3, likewise.
+TEST(Memory3UltraMem, EveryGraphRunsTheMemoryLayersItsBlocksReach) {
+    Loaded m(model_dir(kUltraMemModel));
+    EXPECT_EQ(memory_layers_in(*m.build(MNEMO_GRAPH_LOGITS, 5)), 2u);
+    EXPECT_EQ(memory_layers_in(*m.build(MNEMO_GRAPH_ENCODE, 5)), 1u);
+    EXPECT_EQ(memory_layers_in(*m.build(MNEMO_GRAPH_ENCODE_QUERY, 5)), 1u);
+    // The plain memory3 model has none.
+    Loaded plain(model_dir(kModel));
+    EXPECT_EQ(memory_layers_in(*plain.build(MNEMO_GRAPH_LOGITS, 5)), 0u);
+}
+
+// The reference BOS alone, memory layers included: the float64 reference's logits
+// (tools/make_memory3_checkpoint.py --memory-layers).
+TEST(Memory3UltraMem, ReferenceBosAloneGivesTheReferenceLogits) {
+    const std::string dir = model_dir(kUltraMemModel);
+    const std::vector<float> want = test::load_npy(dir + "/golden_logits.npy").as_f32();
+    auto s = open_model(dir, 64);
+    EXPECT_LT(max_rel_error(s->append(0, read_ids(dir + "/golden_ids.txt"), true), want), 1e-5);
+}
+
+TEST(Memory3UltraMem, BadInsertWay) {
+    EXPECT_HAS(ultramem_config_error({{"mem_insert_way", R"("0-1")"}}),
+               "mem_insert_way \"0-1\": \"0-1\" is not a pair \"a:b\"");
+    EXPECT_HAS(ultramem_config_error({{"mem_insert_way", R"("0:4")"}}),
+               "mem_insert_way pair 0:4 needs a <= b < num_hidden_layers (4)");
+    EXPECT_HAS(ultramem_config_error({{"mem_insert_way", R"("0:2/1:3")"}}), "mem_insert_way pairs 0:2 and 1:3 overlap");
+}
+
+// Without mem_insert_way the mem_* fields would be ignored: refused.
+TEST(Memory3UltraMem, FieldsWithoutInsertWay) {
+    EXPECT_HAS(ultramem_config_error({{"mem_insert_way", ""}}), "mem_knum is set but mem_insert_way is not");
+}
+
+// Only UltraMemV2's semantics: a V1 config (no V2 fields) or V2 settings the official code
+// cannot run are refused, naming the field.
+TEST(Memory3UltraMem, V1FieldsAreRefused) {
+    EXPECT_HAS(ultramem_config_error({{"mem_share_ratio", ""}}),
+               "mem_share_ratio is missing: a memory3 model's memory layers are UltraMemV2's");
+    EXPECT_HAS(ultramem_config_error({{"mem_q_for_each_tucker_rank", ""}}), "mem_q_for_each_tucker_rank is missing");
+    EXPECT_HAS(ultramem_config_error({{"mem_value_expand_time", "4"}, {"mem_key_expand_time", "1"}}),
+               "mem_value_expand_time = 4 must be 1");
+    EXPECT_HAS(ultramem_config_error({{"mem_q_for_each_tucker_rank", "false"}}), "mem_q_for_each_tucker_rank is false");
+    EXPECT_HAS(ultramem_config_error({{"mem_knn", "9"}}), "mem_knn = 9 must be in 1..8");
 }

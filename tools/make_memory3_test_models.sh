@@ -20,6 +20,21 @@ $PY tools/make_memory3_checkpoint.py --out $DIR --arch llama --hidden 64 --layer
 # Refuses (exit 1) when a token selection is within 1e-4 of a tie: then change --seed.
 $PY tools/reference/memory3.py $DIR $DIR/golden --seed 0
 
+# A memory3 model with UltraMemV2 memory layers (tools/reference/memory3.py, "Memory layers"):
+# D 32, 4 layers, 2 heads x 16 on 1 KV head, ffn 48, vocab 256, tied, f32; memory3 as above
+# but retrieval vectors after layer 3; memory layers "0:1/3:3" (memory 0 reads block 0 and adds
+# after block 1, memory 1 reads and adds at block 3), knum 4 -> a shared table of 32 rows, share
+# ratio 0.75 -> windows of 16 rows, Ek 2 (Nk 8), one head, linear pre-value gate of 8.
+# The goldens refuse (exit 1) a memory-layer top-k selection within 1e-5 of a tie: then change
+# --seed.
+DIR=tests/data/models/memory3-ultramem-tiny-f32
+rm -rf "$DIR"
+$PY tools/make_memory3_checkpoint.py --out $DIR --arch llama --hidden 32 --layers 4 --heads 2 \
+    --kv-heads 1 --head-dim 16 --ffn 48 --vocab 256 --max-pos 2048 --tied --dtype f32 --seed 13 \
+    --memory3 '{"memory_layers": [0, 1], "tokens_per_head": 4, "reference_length": 24, "chunk_length": 16, "references_per_chunk": 5, "reference_bos_ids": [1, 5, 9], "selection": "softmax", "retrieval_layer": 3}' \
+    --memory-layers '{"mem_insert_way": "0:1/3:3", "mem_knum": 4, "mem_kdim": 8, "mem_vdim": 8, "mem_knn": 4, "mem_head": 1, "mem_tucker_rank": 2, "mem_tucker_multihead": 2, "mem_value_expand_time": 1, "mem_pre_vdim": 8, "mem_share_ratio": 0.75, "mem_key_expand_time": 2, "mem_q_for_each_tucker_rank": true, "mem_use_glu_act": false}'
+$PY tools/reference/memory3.py $DIR $DIR/golden --seed 0
+
 # A second, smaller model with a real tokenizer (tests/data/tokenizers/gpt2_bpe) for the CLI
 # tests (`mnemo memorize`, `mnemo run --memories`). Its reference BOS is given as text, so the
 # plugin tokenizes it through the host; the ids below are what that tokenizer gives for

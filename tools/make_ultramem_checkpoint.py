@@ -47,20 +47,28 @@ def derived(a) -> Dict[str, int]:
                 proj_in=a.vdim * a.value_expand)
 
 
+class Draw:
+    """Adds float32 tensors drawn from rng to t: f32 as given, lin N(0,1)/sqrt(fan_in), gain 1 + 0.1 N(0,1)."""
+
+    def __init__(self, t: Dict[str, Tensor], rng: np.random.Generator):
+        self.t, self.rng = t, rng
+
+    def f32(self, name, arr):
+        self.t[name] = Tensor("F32", np.ascontiguousarray(arr, dtype=np.float32))
+
+    def lin(self, name, out, inp):
+        self.f32(name, self.rng.standard_normal((out, inp)) / math.sqrt(inp))
+
+    def gain(self, name, n):
+        self.f32(name, 1.0 + 0.1 * self.rng.standard_normal(n))
+
+
 def make_tensors(a, seed: int) -> Dict[str, Tensor]:
     rng = np.random.default_rng(seed)
-    d = derived(a)
     D, F, hd = a.hidden, a.ffn, a.hidden // a.heads
     t: Dict[str, Tensor] = {}
-
-    def f32(name, arr):
-        t[name] = Tensor("F32", np.ascontiguousarray(arr, dtype=np.float32))
-
-    def lin(name, out, inp):
-        f32(name, rng.standard_normal((out, inp)) / math.sqrt(inp))
-
-    def gain(name, n):
-        f32(name, 1.0 + 0.1 * rng.standard_normal(n))
+    draw = Draw(t, rng)
+    f32, lin, gain = draw.f32, draw.lin, draw.gain
 
     f32("model.embed_tokens.weight", rng.standard_normal((a.vocab, D)))
     for i in range(a.layers):
@@ -80,6 +88,18 @@ def make_tensors(a, seed: int) -> Dict[str, Tensor]:
     gain("model.norm.weight", D)
     if not a.tied:
         lin("lm_head.weight", a.vocab, D)
+
+    add_memory_tensors(t, rng, a, D)
+    return t
+
+
+def add_memory_tensors(t: Dict[str, Tensor], rng: np.random.Generator, a, D: int) -> None:
+    """The memory layers' tensors (model.mem_blocks.{l}.*, V2: model.full_memory_layer.*) for a
+    backbone of width D, drawn from rng. a carries --type and the memory flags (memory_args makes
+    one from config.json's mem_* fields: tools/make_memory3_checkpoint.py --memory-layers)."""
+    d = derived(a)
+    draw = Draw(t, rng)
+    f32, lin, gain = draw.f32, draw.lin, draw.gain
 
     H, R, C = a.mem_heads, a.rank, a.cores
     for l in range(d["n_mem"]):
@@ -109,7 +129,6 @@ def make_tensors(a, seed: int) -> Dict[str, Tensor]:
         f32("model.full_memory_layer.values_for_look_up", 0.1 * rng.standard_normal((d["rows"], a.vdim)))
         if a.pre_vdim > 0:
             f32("model.full_memory_layer.pre_values_for_look_up", rng.standard_normal((d["rows"], a.pre_vdim)))
-    return t
 
 
 def config(a, seed: int) -> dict:
@@ -128,6 +147,15 @@ def config(a, seed: int) -> dict:
         "qk_norm": not a.no_qk_norm,
         "bos_token_id": 1,
         "eos_token_id": 2,
+    }
+    c.update(memory_config(a))
+    c["generator"] = {"script": "tools/make_ultramem_checkpoint.py", "seed": seed}
+    return c
+
+
+def memory_config(a) -> dict:
+    """config.json's mem_* fields for the memory flags in a."""
+    c = {
         "mem_insert_way": a.insert,
         "mem_knum": a.knum,
         "mem_kdim": a.kdim,
@@ -146,8 +174,19 @@ def config(a, seed: int) -> dict:
             "mem_q_for_each_tucker_rank": True,
             "mem_use_glu_act": a.glu_act,
         })
-    c["generator"] = {"script": "tools/make_ultramem_checkpoint.py", "seed": seed}
     return c
+
+
+def memory_args(fields: dict, layers: int) -> argparse.Namespace:
+    """The memory flags of an UltraMemV2 config.json's mem_* fields (memory_config's inverse), for
+    add_memory_tensors on a backbone of `layers` blocks."""
+    return argparse.Namespace(
+        type="ultramem_v2", layers=layers, insert=fields["mem_insert_way"], knum=fields["mem_knum"],
+        kdim=fields["mem_kdim"], vdim=fields["mem_vdim"], knn=fields["mem_knn"],
+        mem_heads=fields.get("mem_head", 1), rank=fields.get("mem_tucker_rank", 2),
+        cores=fields.get("mem_tucker_multihead", 2), value_expand=fields.get("mem_value_expand_time", 1),
+        pre_vdim=fields.get("mem_pre_vdim", 0), share_ratio=fields["mem_share_ratio"],
+        key_expand=fields.get("mem_key_expand_time", 1), glu_act=fields.get("mem_use_glu_act", False))
 
 
 def write_model(a, seed: int) -> None:

@@ -1,6 +1,7 @@
 #include "memory3_config.hpp"
 
 #include <algorithm>
+#include <initializer_list>
 #include <sstream>
 
 namespace mnemo::memory3 {
@@ -93,6 +94,37 @@ bool Memory3Config::is_memory_layer(int64_t layer) const {
     return std::binary_search(memory_layers.begin(), memory_layers.end(), layer);
 }
 
+namespace {
+
+// The UltraMemV2 memory layers, if config.json switches them on with mem_insert_way. Only V2:
+// its other mem_* fields mean what they mean for model_type "ultramem_v2". A config written for
+// V1 (UltraMemLayerV1: no mem_share_ratio / mem_key_expand_time / mem_q_for_each_tucker_rank, a
+// value table per layer) is refused rather than read with V2's defaults.
+std::optional<ultramem::MemoryLayersConfig> read_ultramem_layers(const plugin::Host& h, int64_t layers) {
+    static const char* const kFields[] = {
+        "mem_knum",        "mem_kdim",          "mem_vdim",        "mem_knn",
+        "mem_head",        "mem_tucker_rank",   "mem_tucker_multihead", "mem_value_expand_time",
+        "mem_pre_vdim",    "mem_share_ratio",   "mem_key_expand_time",  "mem_q_for_each_tucker_rank",
+        "mem_use_glu_act"};
+    if (!h.has("mem_insert_way")) {
+        for (const char* f : kFields)
+            require(!h.has(f), std::string(f) +
+                                   " is set but mem_insert_way is not: mem_insert_way (\"full\" or pairs \"a:b/c:d\") "
+                                   "switches a memory3 model's UltraMemV2 memory layers on; without it the mem_* "
+                                   "fields would be ignored");
+        return std::nullopt;
+    }
+    for (const char* f : {"mem_share_ratio", "mem_key_expand_time", "mem_q_for_each_tucker_rank"})
+        require(h.has(f), std::string(f) +
+                              " is missing: a memory3 model's memory layers are UltraMemV2's (model_type "
+                              "\"ultramem_v2\" fields), and a config without the V2 fields mem_share_ratio, "
+                              "mem_key_expand_time and mem_q_for_each_tucker_rank is UltraMem V1's, which memory3 "
+                              "does not read");
+    return ultramem::read_memory_layers_config(h, layers, ultramem::Version::V2, "");
+}
+
+}  // namespace
+
 Memory3Config read_config(const plugin::Host& h) {
     Memory3Config c;
     c.base = llama::read_config(h);
@@ -140,6 +172,8 @@ Memory3Config read_config(const plugin::Host& h) {
             "memory3.retrieval_layer (" + num(c.retrieval_layer) + ") must be in 0..num_hidden_layers (" +
                 num(layers) + "): the hidden state after that many layers");
 
+    c.ultramem = read_ultramem_layers(h, layers);
+
     c.reference_bos = h.get_string(field("reference_bos").c_str(), c.reference_bos);
     c.prefix_ids = read_prefix_ids(h, c.reference_bos, c.base.vocab);
 
@@ -168,6 +202,7 @@ std::string describe(const Memory3Config& c) {
         for (size_t i = 0; i < c.memory_layers.size(); ++i) s << (i ? "," : "") << c.memory_layers[i];
     }
     s << ", " << c.tokens_per_head << " tokens/head, chunk " << c.chunk_length << ")";
+    if (c.ultramem) s << "; UltraMemV2 " << ultramem::describe(*c.ultramem);
     return s.str();
 }
 

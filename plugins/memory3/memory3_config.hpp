@@ -1,14 +1,19 @@
 // Hyper-parameters of a Memory3 model (shared/papers/004, §3.1-3.3): an HF Llama backbone read by
 // llama::read_config, plus the optional config.json object "memory3" (docs in
-// tools/reference/memory3_ref.py, "Model folder format"). Memory3 adds no parameters (§3).
+// tools/reference/memory3.py, "Model folder format"). Memory3 adds no parameters (§3). A
+// checkpoint may also carry UltraMemV2 memory layers: the top-level mem_* fields of model_type
+// "ultramem_v2" (common/ultramem_fields), switched on by the presence of mem_insert_way
+// (docs/models/memory3.md, "Memory layers").
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "llama_config.hpp"
 #include "mnemo/plugin.hpp"
+#include "ultramem_fields.hpp"
 
 namespace mnemo::memory3 {
 
@@ -28,6 +33,9 @@ struct Memory3Config {
     std::vector<int32_t> prefix_ids;     // its token ids (b of them; may be none)
     Selection selection = Selection::Softmax;
     int64_t retrieval_layer = 0;         // "hidden" is the state after this many layers
+    // UltraMemV2 memory layers (mem_* fields); empty without mem_insert_way. Not to be confused
+    // with memory_layers above, the layers that read explicit memories.
+    std::optional<ultramem::MemoryLayersConfig> ultramem;
 
     bool is_memory_layer(int64_t layer) const;
     int64_t n_prefix() const { return static_cast<int64_t>(prefix_ids.size()); }
@@ -40,7 +48,8 @@ struct Memory3Config {
 // checkpoint's tokenizer.
 Memory3Config read_config(const plugin::Host& host);
 
-// "memory3 (llama GQA 4/2, memory layers 0-1, 8 tokens/head, chunk 64)"
+// "memory3 (llama GQA 4/2, memory layers 0-1, 8 tokens/head, chunk 64)", then the UltraMemV2
+// memory layers when there are any ("; UltraMemV2 memory full (4 layers): TDQKR ...").
 std::string describe(const Memory3Config& c);
 
 }  // namespace mnemo::memory3

@@ -8,8 +8,18 @@
 //   ENCODE_QUERY  the same pass up to retrieval_layer, for the retrieval vectors of chunks.
 // Positions and the prefix layout are explained in memory3_attention.hpp; the state names and
 // shapes are the contract in plugin_abi.h (mnemo_memory_spec).
+//
+// With mem_insert_way in config.json the blocks also feed UltraMemV2 memory layers (arXiv
+// 2508.18756; common/ultramem_memory.hpp), in all three graphs alike, since later layers' keys and
+// values and the retrieval hidden state see their outputs. Block i:
+//   h = h + W_o MemoryAttn(RMSNorm(h) ⊙ g_in)      reading / writing attention (eq. 4, §3.2-3.3)
+//   x = RMSNorm(h) ⊙ g_post
+//   h = h + W_down (SiLU(W_gate x) ⊙ W_up x)
+//   memory layer l with placement a:b reads x of block a; after block b's MLP, h = h + Mem_l(x_a)
+// (the placement rule of plugins/ultramem, olmo/model.py's mem_insert_way).
 #include <algorithm>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -17,6 +27,7 @@
 #include "memory3_config.hpp"
 #include "mnemo/plugin.hpp"
 #include "transformer_blocks.hpp"
+#include "ultramem_memory.hpp"
 
 namespace mnemo::memory3 {
 namespace {
@@ -91,6 +102,15 @@ private:
                 l.encode = declare_encode_cache(h, c, i, kEncodeSequences, encode_slots());
             layers_.push_back(l);
         }
+        if (c.ultramem) {
+            // UltraMemLayerV1 keeps a value table per layer; V2 one shared table (full_memory_layer).
+            const std::string v1_table = "model.mem_blocks.0.values_for_look_up";
+            if (h.has_weight(v1_table))
+                throw plugin::PluginError("tensor '" + v1_table + "' is an UltraMem V1 per-layer value table: a memory3 "
+                                          "model's memory layers are UltraMemV2's, whose values sit in "
+                                          "model.full_memory_layer.values_for_look_up");
+            memories_ = ultramem::declare_memory_layers(h, c.base, *c.ultramem);
+        }
     }
 
     // The schedule only: the engine reads the memory layers, blocks, heads and dimensions from
@@ -109,18 +129,31 @@ private:
         std::copy(c.prefix_ids.begin(), c.prefix_ids.end(), s.prefix_ids);
     }
 
-    T mlp_residual(const Graph& g, const Layer& l, T h) const {
-        const float eps = static_cast<float>(cfg_.base.rms_eps);
-        return g.add(h, blocks::mlp(g, l.mlp, g.rms_norm(h, g.param(l.ffn_norm), eps)));
+    // The UltraMemV2 memory layers of one graph whose blocks 0..visited_blocks-1 run their MLP;
+    // none when config.json has no mem_insert_way.
+    std::optional<ultramem::MemoryPass> memory_pass(const Graph& g, int64_t visited_blocks) const {
+        if (!cfg_.ultramem) return std::nullopt;
+        return std::make_optional<ultramem::MemoryPass>(g, cfg_.base, *cfg_.ultramem, memories_, visited_blocks);
+    }
+
+    // Block i after its attention: x = RMSNorm(h) ⊙ g_post, h + W_down (SiLU(W_gate x) ⊙ W_up x),
+    // then the memory layers that read x or add after block i.
+    T feed_forward(const Graph& g, std::optional<ultramem::MemoryPass>& memory, int64_t i, const Layer& l,
+                   T h) const {
+        const T x = g.rms_norm(h, g.param(l.ffn_norm), static_cast<float>(cfg_.base.rms_eps));
+        h = g.add(h, blocks::mlp(g, l.mlp, x));
+        return memory ? memory->after_block(i, x, h) : h;
     }
 
     void build_logits(const Graph& g) const {
         const float eps = static_cast<float>(cfg_.base.rms_eps);
         const blocks::Positions p = blocks::positions(g, ends_.inv_freq);
+        std::optional<ultramem::MemoryPass> memory = memory_pass(g, cfg_.base.layers);
         T h = blocks::embed_tokens(g, ends_);
-        for (const Layer& l : layers_) {
+        for (int64_t i = 0; i < cfg_.base.layers; ++i) {
+            const Layer& l = layers_[static_cast<size_t>(i)];
             h = g.add(h, read_attention(g, cfg_, l.attn, l.prefix, g.rms_norm(h, g.param(l.attn_norm), eps), p));
-            h = mlp_residual(g, l, h);
+            h = feed_forward(g, memory, i, l, h);
         }
         blocks::output_logits(g, ends_, h, eps);
     }
@@ -130,6 +163,8 @@ private:
         const float eps = static_cast<float>(cfg_.base.rms_eps);
         const blocks::Positions p = blocks::positions(g, ends_.inv_freq);
         const int64_t last = query_only ? cfg_.retrieval_layer : cfg_.base.layers;  // layers to visit
+        // Blocks below both bounds run their MLP; the memory layers follow them as in LOGITS.
+        std::optional<ultramem::MemoryPass> memory = memory_pass(g, std::min(last, encode_attention_layers()));
         T h = blocks::embed_tokens(g, ends_);
         if (cfg_.retrieval_layer == 0) g.mark_output("hidden", h);
         for (int64_t i = 0; i < last; ++i) {
@@ -138,7 +173,7 @@ private:
             const T x = g.rms_norm(h, g.param(l.attn_norm), eps);
             const T a = write_attention(g, cfg_, l.attn, runs ? &l.encode : nullptr, i, x, p, !query_only);
             if (!runs) break;  // the last layer: its keys and values are marked, nothing reads further
-            h = mlp_residual(g, l, g.add(h, a));
+            h = feed_forward(g, memory, i, l, g.add(h, a));
             if (i + 1 == cfg_.retrieval_layer) g.mark_output("hidden", h);
         }
     }
@@ -148,6 +183,7 @@ private:
     blocks::DecoderEnds ends_;
     mnemo_tid memory_len_ = -1, bos_len_ = -1;
     std::vector<Layer> layers_;
+    ultramem::MemoryLayers memories_;  // UltraMemV2 memory layers (none without mem_insert_way)
 };
 
 }  // namespace

@@ -9,7 +9,6 @@
 //   logits = RMSNorm(h) ⊙ g_f · W_lmᵀ             (W_lm = embeddings when tied)
 //
 // 'full' placement (V2's every-block layout) is a:a for every block: memory and FFN side by side.
-#include <map>
 #include <memory>
 #include <string>
 #include <vector>
@@ -45,20 +44,13 @@ public:
     void build(Graph& g) const {
         const llama::LlamaConfig& b = cfg_.base;
         const blocks::Pass pass(g, b, ends_);
-        T h = pass.embed();                         // [N, D]
-        std::map<int64_t, std::vector<T>> pending;  // add block -> memory outputs to add after it
+        MemoryPass memory(g, b, cfg_.memory, memories_, b.layers);
+        T h = pass.embed();  // [N, D]
         for (int64_t i = 0; i < b.layers; ++i) {
             const Block& blk = blocks_[static_cast<size_t>(i)];
             h = g.add(h, olmo_attention(g, b, blk.attn, pass.norm(h, blk.norms.attn), pass.positions()));
             const T x = pass.norm(h, blk.norms.ffn);
-            h = g.add(h, blocks::mlp(g, blk.mlp, x));
-            for (size_t l = 0; l < memories_.size(); ++l)
-                if (cfg_.memories[l].read_block == i)
-                    pending[cfg_.memories[l].add_block].push_back(memory_layer(g, cfg_, memories_[l], shared_, x));
-            if (auto it = pending.find(i); it != pending.end()) {
-                for (T y : it->second) h = g.add(h, y);
-                pending.erase(it);
-            }
+            h = memory.after_block(i, x, g.add(h, blocks::mlp(g, blk.mlp, x)));
         }
         pass.logits(h);
     }
@@ -71,16 +63,13 @@ private:
             return Block{blocks::declare_pre_norms(h, b, p), declare_olmo_attention(h, b, cfg_.qk_norm, p, ctx),
                          blocks::declare_mlp(h, b, p)};
         });
-        shared_ = declare_shared_tables(h, cfg_);
-        for (int64_t l = 0; l < static_cast<int64_t>(cfg_.memories.size()); ++l)
-            memories_.push_back(declare_memory_layer(h, cfg_, l));
+        memories_ = declare_memory_layers(h, b, cfg_.memory);
     }
 
     UltraMemConfig cfg_;
     blocks::DecoderEnds ends_;
     std::vector<Block> blocks_;
-    SharedTables shared_;
-    std::vector<MemoryLayer> memories_;
+    MemoryLayers memories_;
 };
 
 }  // namespace

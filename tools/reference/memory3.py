@@ -38,6 +38,18 @@ not silently a default:
       "retrieval_layer": 1               default max(1, num_hidden_layers // 4); 0..layers
     }
 
+Memory layers (optional, UltraMemV2): with "mem_insert_way" at the top level of config.json the
+model also has UltraMemV2 memory layers; every other mem_* field ("mem_knum", "mem_kdim",
+"mem_vdim", "mem_knn", "mem_head", "mem_tucker_rank", "mem_tucker_multihead",
+"mem_value_expand_time", "mem_pre_vdim", "mem_share_ratio", "mem_key_expand_time",
+"mem_q_for_each_tucker_rank", "mem_use_glu_act") and the tensors model.mem_blocks.{l}.* /
+model.full_memory_layer.* mean what they mean for model_type "ultramem_v2" (ultramem_ref.py, whose
+MemoryLayers this file runs). Only V2: a config without mem_share_ratio, mem_key_expand_time and
+mem_q_for_each_tucker_rank (V1's) is refused, and so are mem_* fields without mem_insert_way.
+Block i, in every pass (reading, writing, retrieval):
+    h = h + attention(input_layernorm(h));  x = post_attention_layernorm(h);  h = h + MLP(x);
+    memory layer l placed a:b reads x of block a, and its output is added to h after block b.
+
 Positions (one absolute convention, because stored keys are post-RoPE)
 ---------------------------------------------------------------------
 With b = len(reference BOS ids) and R = reference_length:
@@ -128,6 +140,7 @@ sys.path.insert(0, os.path.dirname(HERE))
 sys.path.insert(0, HERE)
 import llama_core  # noqa: E402  (the torch Llama backbone)
 import llama_ref  # noqa: E402  (the backbone config)
+import ultramem_ref  # noqa: E402  (the UltraMemV2 memory layers)
 from llama_core import Weights, attend, project_qkv  # noqa: E402
 
 torch.set_default_dtype(torch.float64)
@@ -200,6 +213,29 @@ def load_config(model_dir: str) -> Tuple[llama_ref.Config, Memory3Config]:
     llama_ref.check_model_type(raw, path, (MODEL_TYPE,))
     cfg = llama_ref.Config(model_type="llama", **llama_ref.Config.llama_fields(raw))
     return cfg, Memory3Config.from_json(raw.get("memory3") or {}, cfg.layers)
+
+
+MEMORY_FIELDS = ("mem_knum", "mem_kdim", "mem_vdim", "mem_knn", "mem_head", "mem_tucker_rank",
+                 "mem_tucker_multihead", "mem_value_expand_time", "mem_pre_vdim", "mem_share_ratio",
+                 "mem_key_expand_time", "mem_q_for_each_tucker_rank", "mem_use_glu_act")
+V2_FIELDS = ("mem_share_ratio", "mem_key_expand_time", "mem_q_for_each_tucker_rank")
+
+
+def memory_layer_fields(raw: dict, layers: int) -> Optional[ultramem_ref.MemoryFields]:
+    """The UltraMemV2 memory layers of a memory3 config.json dict (None without mem_insert_way)."""
+    if "mem_insert_way" not in raw:
+        stray = [f for f in MEMORY_FIELDS if f in raw]
+        if stray:
+            raise ValueError(f"config.json: {stray[0]} is set but mem_insert_way is not")
+        return None
+    missing = [f for f in V2_FIELDS if f not in raw]
+    if missing:
+        raise ValueError(f"config.json: {missing[0]} is missing: memory3 reads UltraMemV2 memory layers only")
+    return ultramem_ref.read_memory_fields(raw, layers, v2=True, default_insert="")
+
+
+def load_memory_layer_fields(model_dir: str, layers: int) -> Optional[ultramem_ref.MemoryFields]:
+    return memory_layer_fields(llama_ref.read_json(os.path.join(model_dir, "config.json")), layers)
 
 
 # ----------------------------------------------------------------------------------------------
@@ -346,12 +382,15 @@ MemorySource = Callable[[int], Sequence[Memory]]
 
 class Memory3:
     def __init__(self, cfg: llama_ref.Config, W, m3: Memory3Config,
-                 reference_bos_ids: Optional[Sequence[int]] = None):
+                 reference_bos_ids: Optional[Sequence[int]] = None,
+                 memory_layers: Optional[ultramem_ref.MemoryFields] = None):
         if cfg.model_type != "llama":
             raise ValueError("the Memory3 backbone is a llama")
         m3.check(cfg.layers)
         self.cfg, self.m3 = cfg, m3
         self.W = W if isinstance(W, Weights) else Weights(W)
+        # UltraMemV2 memory layers (None: a plain Memory3 model); their stats collect tie gaps
+        self.memory = None if memory_layers is None else ultramem_ref.MemoryLayers(memory_layers, self.W, cfg.eps)
         ids = reference_bos_ids if reference_bos_ids is not None else m3.reference_bos_ids
         if ids is None:
             raise ValueError("reference BOS ids are needed: config memory3.reference_bos_ids or the "
@@ -364,7 +403,8 @@ class Memory3:
     @staticmethod
     def load(model_dir: str, reference_bos_ids: Optional[Sequence[int]] = None, **overrides) -> "Memory3":
         cfg, m3 = load_config(model_dir)
-        return Memory3(cfg, Weights(model_dir), replace(m3, **overrides), reference_bos_ids)
+        return Memory3(cfg, Weights(model_dir), replace(m3, **overrides), reference_bos_ids,
+                       load_memory_layer_fields(model_dir, cfg.layers))
 
     @property
     def b(self) -> int:
@@ -372,6 +412,23 @@ class Memory3:
 
     def context_positions(self, T: int) -> torch.Tensor:
         return self.m3.reference_length + torch.arange(T)
+
+    def _run_layers(self, ids: Sequence[int], positions: torch.Tensor, attention: llama_core.Attention):
+        """llama_core.run_layers with the given attention and this model's feed-forward: the MLP,
+        then the memory layers that read or add at the block (llama_core's plain block without them)."""
+        cfg, W = self.cfg, self.W
+        if self.memory is None:
+            return llama_core.run_layers(cfg, W, ids, positions, attention=attention)
+        memory = ultramem_ref.MemoryPass(self.memory)
+
+        def feed_forward(i, x):
+            memory.read(i, x)
+            return llama_core.layer_mlp(cfg, W, i, x)
+
+        def layer(i, h, rope):
+            return memory.add(i, llama_core.decoder_layer(cfg, W, i, h, rope, attention, feed_forward))
+
+        return llama_core.run_layers(cfg, W, ids, positions, layer=layer)
 
     # -- plain causal encoding "as a reference", with a record of every layer ------------------
 
@@ -392,7 +449,7 @@ class Memory3:
             trace[i] = {"x": x, "q": q, "k": k, "v": v, "k_rope": k_rope}
             return attend_output(cfg, W, i, rope(q), k_rope, v, llama_core.causal_mask(T))
 
-        _, states = llama_core.run_layers(cfg, W, ids, torch.arange(T) - self.b, attention=causal)
+        _, states = self._run_layers(ids, torch.arange(T) - self.b, causal)
         return trace, states
 
     def _retrieval_of(self, states: List[torch.Tensor], n: int) -> torch.Tensor:
@@ -490,7 +547,7 @@ class Memory3:
             return attend_output(cfg, W, i, rope(q), torch.cat(Ks, dim=1), torch.cat(Vs, dim=1),
                                  torch.cat(opens, dim=2))
 
-        return llama_core.run_layers(cfg, W, ids, self.context_positions(T), attention=memory_attention)[0]
+        return self._run_layers(ids, self.context_positions(T), memory_attention)[0]
 
     def forward_token_by_token(self, ids: Sequence[int], memories_for_chunk: MemorySource,
                                prompt_len: Optional[int] = None) -> torch.Tensor:
@@ -541,6 +598,7 @@ class Memory3:
                 mems = self._check_memories(current, memories_for_chunk(current))
             h = embed[int(tok)].clone()
             states[0].append(h)
+            memory = None if self.memory is None else ultramem_ref.MemoryPass(self.memory)
             for i in range(cfg.layers):
                 p = f"model.layers.{i}."
                 x = norm(h, p + "input_layernorm.weight")
@@ -575,7 +633,11 @@ class Memory3:
                         acc = acc + ej * vj
                     heads_out.append(acc / z)
                 h = h + proj(torch.cat(heads_out), p + "self_attn.o_proj", cfg.o_bias)
-                h = h + llama_core.layer_mlp(cfg, W, i, norm(h, p + "post_attention_layernorm.weight"))
+                x = norm(h, p + "post_attention_layernorm.weight")
+                h = h + llama_core.layer_mlp(cfg, W, i, x)
+                if memory is not None:                         # this token's row through the memory layers
+                    memory.read(i, x[None])
+                    h = memory.add(i, h[None])[0]
                 states[i + 1].append(h)
             logits[t] = lm_head @ norm(h, "model.norm.weight")
         trace = {i: {"x": torch.stack(xs[i]),
@@ -598,13 +660,15 @@ def golden_reference_lengths(m3: Memory3Config) -> List[int]:
 
 def make_goldens(model_dir: str, out_dir: str, seed: int = 0, prompt_len: Optional[int] = None,
                  decode_len: Optional[int] = None, reference_bos_ids: Optional[Sequence[int]] = None,
-                 min_margin: float = 1e-4, agreement_bound: float = 1e-9) -> dict:
+                 min_margin: float = 1e-4, agreement_bound: float = 1e-9, min_memory_gap: float = 1e-5) -> dict:
     """Writes the goldens into out_dir (NPY float32 / int32, readable by tests/npy.hpp) and
     meta.json, which describes every file and the layout. Refuses (ValueError) when a kept/dropped
     selection gap is under min_margin in log-weight (exact ties included: the references have
     distinct tokens, so none is expected), so an f32 engine is not asked to reproduce a coin toss;
     the tie rule is covered by test_memory3.py. Raises AssertionError when the chunkwise and the
-    token-by-token logits differ by agreement_bound or more."""
+    token-by-token logits differ by agreement_bound or more. With UltraMemV2 memory layers, also
+    refuses (ValueError) when one of their top-k selections, in any pass the goldens make, came
+    within min_memory_gap (relative) of a tie (ultramem_ref.Stats)."""
     m = Memory3.load(model_dir, reference_bos_ids)
     cfg, m3 = m.cfg, m.m3
     C, R = m3.chunk_length, m3.reference_length
@@ -675,6 +739,12 @@ def make_goldens(model_dir: str, out_dir: str, seed: int = 0, prompt_len: Option
         schedules[str(per_chunk)] = sched
         save(f"logits_{per_chunk}.npy", a, np.float32,
              f"[T, V] logits of every context position with {per_chunk} memories per chunk (memories_per_chunk)")
+    memory_gap = None
+    if m.memory is not None:
+        memory_gap = m.memory.stats.min_gap()
+        if memory_gap < min_memory_gap:
+            raise ValueError(f"a memory-layer top-k selection came within {memory_gap:.3g} (relative) of a tie "
+                             f"(< {min_memory_gap}): pick another checkpoint --seed")
     meta = {
         "model": os.path.basename(os.path.normpath(model_dir)), "seed": seed,
         "generator": "python3 tools/reference/memory3.py MODEL_DIR OUT_DIR (torch float64)",
@@ -713,6 +783,12 @@ def make_goldens(model_dir: str, out_dir: str, seed: int = 0, prompt_len: Option
         "selection_cuts_decided_by_tie_rule": ties,
         "max_abs_chunkwise_minus_token_by_token": agreement,
     }
+    if memory_gap is not None:
+        meta["ultramem_layers"] = {
+            "placements": [list(p) for p in m.memory.mem_cfg.insert],
+            "rule": "block i: x = post_attention_layernorm(h), h += MLP(x); memory layer l placed a:b reads x of "
+                    "block a, its output is added to h after block b (every pass: reading, writing, retrieval)",
+            "min_relative_topk_gap": memory_gap}
     with open(os.path.join(out_dir, "meta.json"), "w", encoding="utf-8", newline="\n") as f:
         json.dump(meta, f, indent=2)
         f.write("\n")

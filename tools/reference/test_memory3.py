@@ -16,6 +16,10 @@
 5. Retrieval vectors: layer 0 by hand, writer == query path, the BOS matters past layer 0, the
    last layer, cosine ranking and its tie rule, query texts of decoded chunks.
 6. Config parsing (retrieval_layer default and range), shape checks, and main() writing goldens.
+7. UltraMemV2 memory layers in a memory3 checkpoint (make_memory3_checkpoint.py --memory-layers):
+   the generated Tucker buffers and shuffle, placement a:b in the writer's pass (checked by hand
+   against ultramem_ref's memory output), chunkwise == token-by-token with them, that they reach
+   the logits and retrieval vectors, and the mem_* config errors.
 The tiny checkpoint (4 layers, hidden 64, 4 heads / 2 kv heads, vocab 128) is made in a temp dir
 by tools/make_memory3_checkpoint.py's own functions.
 """
@@ -42,15 +46,25 @@ import llama_ref  # noqa: E402
 import make_checkpoint  # noqa: E402
 import make_memory3_checkpoint  # noqa: E402
 import memory3 as m3ref  # noqa: E402
+import safetensors_io  # noqa: E402
+import ultramem_ref  # noqa: E402
 
 BOS_IDS = [1, 17, 42, 99]           # stands for the tokenized "<s>Reference:" (b = 4)
 
 
-def make_memory3_model(out: str, memory3: dict, vocab: int = 128) -> str:
+def make_memory3_model(out: str, memory3: dict, vocab: int = 128, memory_layers: dict = None) -> str:
     a = make_checkpoint.parse_args(["--hidden", "64", "--layers", "4", "--heads", "4", "--kv-heads", "2",
-                                    "--ffn", "96", "--vocab", str(vocab), "--seed", "3", "--out", out])
-    make_memory3_checkpoint.generate(a, memory3)
+                                    "--ffn", "96", "--vocab", str(vocab), "--seed", "3", "--dtype", "f32",
+                                    "--out", out])
+    make_memory3_checkpoint.generate(a, memory3, memory_layers)
     return out
+
+
+# UltraMemV2 layers: memory 0 reads block 0 and adds after block 2, memory 1 reads and adds at 3.
+MEMORY_LAYERS = {"mem_insert_way": "0:2/3:3", "mem_knum": 4, "mem_kdim": 8, "mem_vdim": 8, "mem_knn": 4,
+                 "mem_head": 2, "mem_tucker_rank": 2, "mem_tucker_multihead": 2, "mem_value_expand_time": 1,
+                 "mem_pre_vdim": 8, "mem_share_ratio": 0.75, "mem_key_expand_time": 2,
+                 "mem_q_for_each_tucker_rank": True, "mem_use_glu_act": True}
 
 
 def crafted_qk(S: torch.Tensor, Hkv: int):
@@ -422,6 +436,321 @@ class ModelTests(unittest.TestCase):
             self.assertEqual(np.load(os.path.join(out, "query_scores.npy")).shape, (4, 8))
             # a margin demand no seed can meet is refused, not written
             self.assertEqual(m3ref.main([model, os.path.join(d, "refused"), "--min-margin", "1e9"]), 1)
+
+
+class MemoryLayerTests(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        cls.tmp = tempfile.TemporaryDirectory()
+        cls.dir = make_memory3_model(os.path.join(cls.tmp.name, "m3u"),
+                                     {"reference_bos_ids": BOS_IDS, "retrieval_layer": 3, "chunk_length": 8,
+                                      "reference_length": 16, "tokens_per_head": 4},
+                                     memory_layers=MEMORY_LAYERS)
+        cls.model = m3ref.Memory3.load(cls.dir)
+        cls.plain = m3ref.Memory3(cls.model.cfg, cls.model.W, cls.model.m3)    # same weights, no memory layers
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.tmp.cleanup()
+
+    def ids(self, T, seed=5):
+        return [1] + np.random.default_rng(seed).integers(0, 128, T - 1).tolist()
+
+    def test_generated_tensors(self):
+        t = safetensors_io.read_checkpoint(self.dir)
+        f = self.model.memory.mem_cfg
+        self.assertEqual(len(f.insert), 2)
+        for l in range(2):
+            p = f"model.mem_blocks.{l}."
+            perm = t[p + "shuffle_index"].data
+            self.assertEqual(t[p + "shuffle_index"].dtype, "I32")
+            self.assertEqual(sorted(perm.tolist()), list(range(f.virtual)))
+            core = sum(t[p + f"tucker_core.{c}"].to_float64() for c in range(f.cores))   # [H, R, R]
+            u, v = t[p + "tucker_core_u"].to_float64(), t[p + "tucker_core_v"].to_float64()
+            for h in range(f.mem_heads):
+                uu, sv, vt = np.linalg.svd(core[h])
+                self.assertGreater(np.abs(u[h]).sum(), 0.5)
+                # the leading singular pair (up to a common sign): u^T core v = sigma_1
+                self.assertAlmostEqual(float(u[h] @ core[h] @ v[h]), sv[0], places=5)
+        self.assertEqual(t["model.full_memory_layer.values_for_look_up"].shape, (f.table_rows, f.vdim))
+        self.assertNotIn("model.mem_blocks.0.values_for_look_up", t)      # V2: one shared table
+        with open(os.path.join(self.dir, "config.json"), encoding="utf-8") as fh:
+            cfg = json.load(fh)
+        self.assertEqual({k: cfg[k] for k in MEMORY_LAYERS}, MEMORY_LAYERS)  # top level, contract names
+
+    def test_placement_in_the_writer_pass(self):
+        """states[3] (after block 2) = the plain block 2 on states[2] + memory 0 of block 0's x."""
+        m, cfg, W = self.model, self.model.cfg, self.model.W
+        ids = list(m.bos_ids) + self.ids(10)[1:]
+        trace, states = m._encode(ids)
+        rope = llama_core.Rope(cfg, torch.arange(len(ids)) - m.b)
+
+        def causal(i, x, r):
+            q, k, v = m3ref.project(cfg, W, i, x)
+            return m3ref.attend_output(cfg, W, i, r(q), r(k), v, llama_core.causal_mask(len(ids)))
+
+        def block(i, h):
+            return llama_core.decoder_layer(cfg, W, i, h, rope, attention=causal)
+
+        def ffn_input(i, h):
+            """x of block i: post_attention_layernorm(h + attention(input_layernorm(h)))."""
+            p = f"model.layers.{i}."
+            h = h + causal(i, llama_core.rms_norm(h, W(p + "input_layernorm.weight"), cfg.eps), rope)
+            return llama_core.rms_norm(h, W(p + "post_attention_layernorm.weight"), cfg.eps)
+
+        torch.testing.assert_close(states[1], block(0, states[0]), rtol=0, atol=1e-12)  # 0:2 adds nothing yet
+        torch.testing.assert_close(states[2], block(1, states[1]), rtol=0, atol=1e-12)
+        want3 = block(2, states[2]) + m.memory.memory(0, ffn_input(0, states[0]))
+        torch.testing.assert_close(states[3], want3, rtol=0, atol=1e-12)
+        want4 = block(3, states[3]) + m.memory.memory(1, ffn_input(3, states[3]))
+        torch.testing.assert_close(states[4], want4, rtol=0, atol=1e-12)
+
+    def test_chunkwise_equals_token_by_token(self):
+        small = self.variant(chunk_length=16)
+        ids = self.ids(60)
+        for per_chunk in (0, 1, 5):
+            # prompt 37 tokens = chunks 0, 1, 2 (partial); decoded chunk 0 (37..52) reads chunk 2's
+            # memories; decoded chunk 1 (53..59) is chunk 3
+            a = small.forward_chunkwise(ids, self.source(per_chunk), prompt_len=37)
+            b = small.forward_token_by_token(ids, self.source(per_chunk), prompt_len=37)
+            self.assertLess(float((a - b).abs().max()), 1e-10 * self.scale(a), per_chunk)
+        # the paper's chunk length, 5 memories, two prompt chunks and a retrieval while decoding
+        ids = self.ids(100, seed=12)
+        a = self.model.forward_chunkwise(ids, self.source(5), prompt_len=70)
+        b = self.model.forward_token_by_token(ids, self.source(5), prompt_len=70)
+        self.assertLess(float((a - b).abs().max()), 1e-10 * self.scale(a))
+
+    def test_old_layout_gives_the_same_logits(self):
+        """Everything shifted by +b (BOS at 0..b-1, memory token j at b + j, context at b + R + t)
+        with the stored keys rotated by b more: the logits do not change (decision A)."""
+        small = self.variant(chunk_length=16)
+        b, R, T = small.b, self.m3.reference_length, 40
+        turn = llama_core.Rope(self.cfg, torch.tensor([float(b)]))   # RoPE(k, j) -> RoPE(k, j + b)
+        old = self.variant(chunk_length=16)
+        old.bos_k = [turn(k) for k in small.bos_k]
+        shifted = [replace(m, keys=turn(m.keys) * (m.indices[..., None] >= 0)) for m in self.mems]
+        ids = self.ids(T)
+        chunk = m3ref.chunk_indices(T, 25, 16)
+        want = small.forward_chunkwise(ids, self.source(5), prompt_len=25)
+        got = old._token_by_token(ids, (b + R + torch.arange(T)).tolist(), chunk, self.source(5, shifted))[0]
+        self.assertLess(float((got - want).abs().max()), 1e-10 * self.scale(want))
+        # but the stored keys themselves differ: the engine must rotate at j, not at b + j
+        self.assertGreater(float((shifted[0].keys - self.mems[0].keys).abs().max()), 1e-2)
+
+    def test_memories_act_only_in_their_chunk(self):
+        C, T = 16, 60
+        ids = self.ids(T)
+        only = lambda mems, target: (lambda c: mems if c == target else [])  # noqa: E731
+        none = lambda c: []  # noqa: E731
+        # memory layers 0, 1: earlier chunks untouched, its chunk changed (later chunks change too,
+        # through the context keys/values of layers 1..3 that the memory already influenced)
+        m = self.variant(chunk_length=C)
+        base = m.forward_chunkwise(ids, none)
+        with_mem = m.forward_chunkwise(ids, only(self.mems[:2], 1))
+        diff = (with_mem - base).abs().max(dim=1).values
+        self.assertLess(float(diff[:C].max()), 1e-12)
+        self.assertGreater(float(diff[C:2 * C].min()), 1e-6)
+        # read at the last layer only, nothing else can carry it: exactly its own chunk changes
+        last = self.variant(chunk_length=C, memory_layers=(3,))
+        mems = last.write_batch(self.refs[:2])
+        base = last.forward_chunkwise(ids, none)
+        diff = (last.forward_chunkwise(ids, only(mems, 1)) - base).abs().max(dim=1).values
+        self.assertLess(max(float(diff[:C].max()), float(diff[2 * C:].max())), 1e-12)
+        self.assertGreater(float(diff[C:2 * C].min()), 1e-6)
+        # decoding: prompt 40 = chunks 0, 1, 2 (32..39); positions 40..55 are decoded chunk 0, which
+        # keeps chunk 2's memories; 56.. are decoded chunk 1 = chunk index 3, asked for afresh
+        asked = []
+
+        def src(c):
+            asked.append(c)
+            return mems if c == 2 else []
+
+        got = last.forward_token_by_token(ids, src, prompt_len=40)
+        self.assertEqual(asked, [0, 1, 2, 3])                              # retrieved once per chunk
+        diff = (got - base).abs().max(dim=1).values
+        self.assertLess(max(float(diff[:32].max()), float(diff[56:].max())), 1e-12)
+        self.assertGreater(float(diff[32:56].min()), 1e-6)
+
+    def test_one_and_five_memories_per_chunk(self):
+        ids = self.ids(70)
+        base = self.model.forward_chunkwise(ids, lambda c: [])
+        for per_chunk in (1, 5):
+            got = self.model.forward_chunkwise(ids, self.source(per_chunk))
+            self.assertTrue(bool(torch.all(torch.isfinite(got))))
+            self.assertGreater(float((got - base).abs().max()), 1e-4)
+            self.assertEqual(tuple(got.shape), (70, 128))
+        with self.assertRaisesRegex(ValueError, "references_per_chunk"):
+            self.model.forward_chunkwise(ids, self.source(6))
+        other = self.variant(memory_layers=(2, 3)).write(self.refs[0])
+        with self.assertRaisesRegex(ValueError, "does not match the model"):
+            self.model.forward_chunkwise(ids, lambda c: [other])
+        with self.assertRaisesRegex(ValueError, "1..128 tokens"):
+            self.model.write(list(range(129)))
+
+    def test_retrieval_vector(self):
+        ref = self.refs[5]
+        mem = self.mems[5]
+        # unit norm; the writer's vector is the query path's vector of the same text
+        self.assertAlmostEqual(float(torch.linalg.vector_norm(mem.retrieval)), 1.0, places=14)
+        torch.testing.assert_close(self.model.retrieval_vector(ref), mem.retrieval, rtol=0, atol=1e-13)
+        # a reference's own text retrieves it first, with cosine 1
+        bank = torch.stack([m.retrieval for m in self.mems])
+        idx, scores = m3ref.retrieve(self.model.retrieval_vector(ref), bank, 3)
+        self.assertEqual(int(idx[0]), 5)
+        self.assertAlmostEqual(float(scores[0]), 1.0, places=12)
+        self.assertLess(float(scores[1]), 1.0 - 1e-6)
+        # layer 0 by hand: the mean of the text's embeddings (no BOS in the mean, nor in the value)
+        embed = self.W("model.embed_tokens.weight")
+        want = embed[torch.tensor(ref)].mean(dim=0)
+        want = want / torch.linalg.vector_norm(want)
+        for bos in (BOS_IDS, []):
+            got = self.variant(bos=bos, retrieval_layer=0).retrieval_vector(ref)
+            torch.testing.assert_close(got, want, rtol=0, atol=1e-14)
+        # past layer 0 the text is read after the reference BOS, which changes the vector
+        self.assertGreater(float((self.variant(bos=[]).retrieval_vector(ref) - mem.retrieval).abs().max()), 1e-3)
+        # the last layer: the residual stream before the final norm, from the token-by-token pass
+        b, n = len(BOS_IDS), len(ref)
+        _, _, states = self.variant(bos=[])._token_by_token(BOS_IDS + ref, list(range(-b, n)),
+                                                  torch.zeros(b + n, dtype=torch.long), lambda c: [])
+        top = self.variant(retrieval_layer=self.cfg.layers)
+        want = states[self.cfg.layers][b:].mean(dim=0)
+        torch.testing.assert_close(top.retrieval_vector(ref), want / torch.linalg.vector_norm(want), rtol=0, atol=1e-12)
+        self.assertGreater(float((top.retrieval_vector(ref) - mem.retrieval).abs().max()), 1e-3)
+        with self.assertRaisesRegex(ValueError, "at least one token"):
+            self.model.retrieval_vector([])
+
+    def test_main_writes_goldens(self):
+        settings = {"memory_layers": [0, 1], "tokens_per_head": 4, "reference_length": 24, "chunk_length": 16,
+                    "references_per_chunk": 5, "reference_bos_ids": [1, 5, 9], "selection": "softmax",
+                    "retrieval_layer": 1}
+        with tempfile.TemporaryDirectory() as d:
+            model = make_memory3_model(os.path.join(d, "tiny"), settings, vocab=320)
+            out = os.path.join(d, "golden")
+            self.assertEqual(m3ref.main([model, out]), 0)
+            with open(os.path.join(out, "meta.json")) as f:
+                meta = json.load(f)
+            self.assertEqual((meta["chunks"]["prompt_len"], meta["chunks"]["tokens"]), (40, 64))
+            self.assertEqual(meta["memories_per_chunk"]["5"][3], [3, 4, 5, 6, 7])
+            self.assertEqual(meta["query_text_ranges"], [[0, 16], [16, 32], [32, 40], [40, 56]])
+            for n in ("0", "1", "5"):
+                self.assertLess(meta["max_abs_chunkwise_minus_token_by_token"][n], 1e-9)
+                a = np.load(os.path.join(out, f"logits_{n}.npy"))
+                self.assertEqual((a.dtype, a.shape), (np.float32, (64, 320)))
+            idx = np.load(os.path.join(out, "memory_indices.npy"))
+            self.assertEqual((idx.dtype, idx.shape), (np.int32, (8, 2, 2, 4)))
+            self.assertTrue(np.all(idx[0, :, :, 3] == -1) and np.all(idx[0, :, :, :3] == [0, 1, 2]))   # 3 tokens
+            self.assertTrue(np.all(idx[3] == [0, 1, 2, 3]))                                         # exactly 4
+            self.assertEqual(np.load(os.path.join(out, "reference_lengths.npy")).tolist(), [3, 10, 24, 4, 24, 18, 24, 21])
+            self.assertEqual(np.load(os.path.join(out, "reference_bos_keys.npy")).shape, (4, 2, 3, 16))
+            vec = np.load(os.path.join(out, "retrieval_vectors.npy"))
+            np.testing.assert_allclose(np.linalg.norm(vec, axis=1), 1.0, rtol=1e-6)
+            self.assertEqual(np.load(os.path.join(out, "query_scores.npy")).shape, (4, 8))
+            # a margin demand no seed can meet is refused, not written
+            self.assertEqual(m3ref.main([model, os.path.join(d, "refused"), "--min-margin", "1e9"]), 1)
+
+
+class MemoryLayerTests(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        cls.tmp = tempfile.TemporaryDirectory()
+        cls.dir = make_memory3_model(os.path.join(cls.tmp.name, "m3u"),
+                                     {"reference_bos_ids": BOS_IDS, "retrieval_layer": 3, "chunk_length": 8,
+                                      "reference_length": 16, "tokens_per_head": 4},
+                                     memory_layers=MEMORY_LAYERS)
+        cls.model = m3ref.Memory3.load(cls.dir)
+        cls.plain = m3ref.Memory3(cls.model.cfg, cls.model.W, cls.model.m3)    # same weights, no memory layers
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.tmp.cleanup()
+
+    def ids(self, T, seed=5):
+        return [1] + np.random.default_rng(seed).integers(0, 128, T - 1).tolist()
+
+    def test_generated_tensors(self):
+        t = safetensors_io.read_checkpoint(self.dir)
+        f = self.model.memory.mem_cfg
+        self.assertEqual(len(f.insert), 2)
+        for l in range(2):
+            p = f"model.mem_blocks.{l}."
+            perm = t[p + "shuffle_index"].data
+            self.assertEqual(t[p + "shuffle_index"].dtype, "I32")
+            self.assertEqual(sorted(perm.tolist()), list(range(f.virtual)))
+            core = sum(t[p + f"tucker_core.{c}"].to_float64() for c in range(f.cores))   # [H, R, R]
+            u, v = t[p + "tucker_core_u"].to_float64(), t[p + "tucker_core_v"].to_float64()
+            for h in range(f.mem_heads):
+                uu, sv, vt = np.linalg.svd(core[h])
+                self.assertGreater(np.abs(u[h]).sum(), 0.5)
+                # the leading singular pair (up to a common sign): u^T core v = sigma_1
+                self.assertAlmostEqual(float(u[h] @ core[h] @ v[h]), sv[0], places=5)
+        self.assertEqual(t["model.full_memory_layer.values_for_look_up"].shape, (f.table_rows, f.vdim))
+        self.assertNotIn("model.mem_blocks.0.values_for_look_up", t)      # V2: one shared table
+        with open(os.path.join(self.dir, "config.json"), encoding="utf-8") as fh:
+            cfg = json.load(fh)
+        self.assertEqual({k: cfg[k] for k in MEMORY_LAYERS}, MEMORY_LAYERS)  # top level, contract names
+
+    def test_placement_in_the_writer_pass(self):
+        """states[3] (after block 2) = the plain block 2 on states[2] + memory 0 of block 0's x."""
+        m, cfg, W = self.model, self.model.cfg, self.model.W
+        ids = list(m.bos_ids) + self.ids(10)[1:]
+        trace, states = m._encode(ids)
+        rope = llama_core.Rope(cfg, torch.arange(len(ids)) - m.b)
+
+        def causal(i, x, r):
+            q, k, v = m3ref.project(cfg, W, i, x)
+            return m3ref.attend_output(cfg, W, i, r(q), r(k), v, llama_core.causal_mask(len(ids)))
+
+        def block(i, h):
+            return llama_core.decoder_layer(cfg, W, i, h, rope, attention=causal)
+
+        h1 = block(0, states[0])
+        torch.testing.assert_close(states[1], h1, rtol=0, atol=1e-12)           # 0:2 adds nothing after block 0
+        x0 = llama_core.rms_norm(h1 - llama_core.layer_mlp(cfg, W, 0, llama_core.rms_norm(
+            states[0] + causal(0, llama_core.rms_norm(states[0], W("model.layers.0.input_layernorm.weight"),
+                                                      cfg.eps), rope),
+            W("model.layers.0.post_attention_layernorm.weight"), cfg.eps)),
+            W("model.layers.0.post_attention_layernorm.weight"), cfg.eps)
+        torch.testing.assert_close(states[2], block(1, states[1]), rtol=0, atol=1e-12)
+        want3 = block(2, states[2]) + m.memory.memory(0, x0)
+        torch.testing.assert_close(states[3], want3, rtol=0, atol=1e-12)
+        x3 = llama_core.rms_norm(states[3] + causal(3, llama_core.rms_norm(
+            states[3], W("model.layers.3.input_layernorm.weight"), cfg.eps), rope),
+            W("model.layers.3.post_attention_layernorm.weight"), cfg.eps)
+        torch.testing.assert_close(states[4], block(3, states[3]) + m.memory.memory(1, x3), rtol=0, atol=1e-12)
+
+    def test_chunkwise_equals_token_by_token(self):
+        mems = self.model.write_batch([self.ids(16, 1)[1:], self.ids(9, 2)[1:]])
+        ids = self.ids(20)
+        for source in (lambda c: [], lambda c: mems[c % 2:c % 2 + 1], lambda c: mems):
+            a = self.model.forward_chunkwise(ids, source, prompt_len=12)
+            b = self.model.forward_token_by_token(ids, source, prompt_len=12)
+            self.assertLess(float((a - b).abs().max()), 1e-9)
+
+    def test_memory_layers_reach_logits_and_retrieval(self):
+        ids = self.ids(12)
+        with_mem = self.model.forward_chunkwise(ids, lambda c: [])
+        without = self.plain.forward_chunkwise(ids, lambda c: [])
+        self.assertGreater(float((with_mem - without).abs().max()), 1e-3)
+        # retrieval_layer 3 reads after block 2, where memory 0 is added
+        text = self.ids(8, 3)
+        self.assertGreater(float((self.model.retrieval_vector(text) - self.plain.retrieval_vector(text)).abs().max()),
+                           1e-4)
+
+    def test_config_errors(self):
+        base = {"num_hidden_layers": 4, **MEMORY_LAYERS}
+        self.assertIsNone(m3ref.memory_layer_fields({"num_hidden_layers": 4}, 4))
+        stray = dict(base)
+        del stray["mem_insert_way"]
+        with self.assertRaisesRegex(ValueError, "config.json: mem_knum is set but mem_insert_way is not"):
+            m3ref.memory_layer_fields(stray, 4)
+        for f in m3ref.V2_FIELDS:
+            v1 = dict(base)
+            del v1[f]
+            with self.assertRaisesRegex(ValueError, f"config.json: {f} is missing: memory3 reads UltraMemV2"):
+                m3ref.memory_layer_fields(v1, 4)
+        with self.assertRaisesRegex(ValueError, "overlap"):
+            m3ref.memory_layer_fields(dict(base, mem_insert_way="0:2/1:3"), 4)
+        self.assertIsInstance(m3ref.memory_layer_fields(base, 4), ultramem_ref.MemoryFields)
 
 
 if __name__ == "__main__":

@@ -91,8 +91,10 @@ def parse_insert_way(text: str, n_layers: int) -> List[Tuple[int, int]]:
 
 
 @dataclass(kw_only=True)
-class Config(llama_ref.Config):
-    """The OLMo backbone (a Llama with no biases and per-head QK-norm) and the memory layers."""
+class MemoryFields:
+    """The memory layers of a config.json (the mem_* fields) and the sizes derived from them.
+    Read by ultramem's Config and by memory3.py (UltraMemV2 layers on a Llama backbone)."""
+    v2: bool
     insert: List[Tuple[int, int]]
     knum: int
     kdim: int
@@ -114,56 +116,66 @@ class Config(llama_ref.Config):
     glu_act: bool = False
     share_ratio: float = 1.0
 
+
+def read_memory_fields(c: dict, layers: int, v2: bool, default_insert: str) -> MemoryFields:
+    """The mem_* fields of config dict c for a backbone of `layers` blocks, read as UltraMemLayerV2
+    (v2) or V1 reads them; default_insert stands in for an absent mem_insert_way."""
+    f = MemoryFields(
+        v2=v2, insert=parse_insert_way(str(c.get("mem_insert_way", default_insert)), layers),
+        knum=int(c["mem_knum"]), kdim=int(c["mem_kdim"]), vdim=int(c["mem_vdim"]),
+        knn=int(c["mem_knn"]), mem_heads=int(c.get("mem_head", 1)),
+        rank=int(c.get("mem_tucker_rank", 2)), cores=int(c.get("mem_tucker_multihead", 2)),
+        value_expand=int(c.get("mem_value_expand_time", 1 if v2 else 4)),
+    )
+    n_mem = len(f.insert)
+    if not v2:
+        # UltraMemLayerV1: key_expand = int(sqrt(E)), Nk = key_expand * knum, one table of
+        # knum^2 rows per layer, E virtual blocks, shuffle over E * knum^2.
+        f.key_expand = int(f.value_expand ** 0.5)
+        f.nk = f.key_expand * f.knum
+        f.value_num = f.knum * f.knum
+        f.table_rows = f.value_num
+        f.virtual = f.value_expand * f.value_num
+        f.groups = f.value_expand
+        f.queries = 1
+    else:
+        # UltraMemLayerV2: A = knum^2 * L_mem rows shared by all layers, each layer a window of
+        # knum_r^2 rows (knum_r = int(sqrt(A * share_ratio)), float sqrt then truncation).
+        f.share_ratio = float(c["mem_share_ratio"])
+        f.key_expand = int(c.get("mem_key_expand_time", 1))
+        f.table_rows = f.knum * f.knum * n_mem
+        knum_r = int((f.table_rows * f.share_ratio) ** 0.5)
+        f.value_num = knum_r * knum_r
+        f.nk = f.key_expand * knum_r
+        f.groups = f.key_expand * f.key_expand
+        f.virtual = f.groups * f.value_num
+        f.queries = f.rank if c.get("mem_q_for_each_tucker_rank", False) else 1
+        f.pre_vdim = int(c.get("mem_pre_vdim", 0))
+        f.glu_act = bool(c.get("mem_use_glu_act", False))
+        if f.queries * f.kdim != 2 * f.kdim:
+            # The CUDA path slices half = queries*kdim/2 values per side: only rank-2 queries
+            # give the kdim the keys have (notes 2.2).
+            raise ValueError("ultramem_v2 needs mem_q_for_each_tucker_rank with tucker rank 2")
+    return f
+
+
+@dataclass(kw_only=True)
+class Config(llama_ref.Config, MemoryFields):
+    """The OLMo backbone (a Llama with no biases and per-head QK-norm) and the memory layers."""
+
     @staticmethod
     def from_dict(c: dict, where: str = "config.json") -> "Config":
         mt = llama_ref.check_model_type(c, where, SUPPORTED)
         backbone = Config.shared_fields(c, eps=1e-5)
         backbone["rope_scaling"] = None          # OLMo's RotaryEmbedding has no scaling
-        layers = backbone["layers"]
         v2 = mt == "ultramem_v2"
-        cfg = Config(
-            model_type=mt, **backbone, qk_norm="head" if c.get("qk_norm", True) else "",
-            insert=parse_insert_way(str(c.get("mem_insert_way", "full" if v2 else "")), layers),
-            knum=int(c["mem_knum"]), kdim=int(c["mem_kdim"]), vdim=int(c["mem_vdim"]),
-            knn=int(c["mem_knn"]), mem_heads=int(c.get("mem_head", 1)),
-            rank=int(c.get("mem_tucker_rank", 2)), cores=int(c.get("mem_tucker_multihead", 2)),
-            value_expand=int(c.get("mem_value_expand_time", 1 if v2 else 4)),
-        )
-        n_mem = len(cfg.insert)
-        if not v2:
-            # UltraMemLayerV1: key_expand = int(sqrt(E)), Nk = key_expand * knum, one table of
-            # knum^2 rows per layer, E virtual blocks, shuffle over E * knum^2.
-            cfg.key_expand = int(cfg.value_expand ** 0.5)
-            cfg.nk = cfg.key_expand * cfg.knum
-            cfg.value_num = cfg.knum * cfg.knum
-            cfg.table_rows = cfg.value_num
-            cfg.virtual = cfg.value_expand * cfg.value_num
-            cfg.groups = cfg.value_expand
-            cfg.queries = 1
-        else:
-            # UltraMemLayerV2: A = knum^2 * L_mem rows shared by all layers, each layer a window of
-            # knum_r^2 rows (knum_r = int(sqrt(A * share_ratio)), float sqrt then truncation).
-            cfg.share_ratio = float(c["mem_share_ratio"])
-            cfg.key_expand = int(c.get("mem_key_expand_time", 1))
-            cfg.table_rows = cfg.knum * cfg.knum * n_mem
-            knum_r = int((cfg.table_rows * cfg.share_ratio) ** 0.5)
-            cfg.value_num = knum_r * knum_r
-            cfg.nk = cfg.key_expand * knum_r
-            cfg.groups = cfg.key_expand * cfg.key_expand
-            cfg.virtual = cfg.groups * cfg.value_num
-            cfg.queries = cfg.rank if c.get("mem_q_for_each_tucker_rank", False) else 1
-            cfg.pre_vdim = int(c.get("mem_pre_vdim", 0))
-            cfg.glu_act = bool(c.get("mem_use_glu_act", False))
-            if cfg.queries * cfg.kdim != 2 * cfg.kdim:
-                # The CUDA path slices half = queries*kdim/2 values per side: only rank-2 queries
-                # give the kdim the keys have (notes 2.2).
-                raise ValueError("ultramem_v2 needs mem_q_for_each_tucker_rank with tucker rank 2")
-        return cfg
+        memory = read_memory_fields(c, backbone["layers"], v2, "full" if v2 else "")
+        return Config(model_type=mt, **backbone, qk_norm="head" if c.get("qk_norm", True) else "", **vars(memory))
 
 
-def window_offset(cfg: Config, layer: int) -> int:
+def window_offset(cfg: MemoryFields, layer: int) -> int:
     """Start of memory layer `layer`'s window in the value table (always 0 for V1)."""
-    return layer * cfg.knum * cfg.knum if cfg.model_type == "ultramem_v2" else 0
+    return layer * cfg.knum * cfg.knum if cfg.v2 else 0
 
 
 # ----------------------------------------------------------------------------------------------
@@ -200,10 +212,14 @@ class Stats:
 # Model
 # ----------------------------------------------------------------------------------------------
 
-class UltraMemRef:
-    def __init__(self, model_dir: str):
-        self.cfg = Config.load(model_dir)
-        self.W = Weights(model_dir)
+class MemoryLayers:
+    """The memory layers of a model: cfg gives their fields, W their tensors, eps every RMSNorm's
+    epsilon (the query and key norms use the backbone's). stats collects the tie gaps."""
+
+    def __init__(self, cfg: MemoryFields, W: Weights, eps: float):
+        self.mem_cfg = cfg
+        self.W = W
+        self.eps = eps
         self.stats = Stats()
 
     # --- memory layer ------------------------------------------------------------------------
@@ -213,10 +229,10 @@ class UltraMemRef:
 
     def query(self, l: int, x: torch.Tensor) -> Tuple[torch.Tensor, torch.Tensor]:
         """Row and column queries [T, H, kdim] of memory layer l for inputs x [T, D]."""
-        c = self.cfg
+        c = self.mem_cfg
         T = x.shape[0]
         q = x @ self._mem(l, "query_proj.weight").T                     # [T, 2*queries*kdim]
-        q = rms_norm(q.view(T, -1, c.kdim), self._mem(l, "query_norm.weight"), c.eps)
+        q = rms_norm(q.view(T, -1, c.kdim), self._mem(l, "query_norm.weight"), self.eps)
         blocks = q.reshape(T, -1, 2 * c.kdim)                           # consecutive 2*kdim blocks
         if (c.mem_heads - 1) // 2 >= blocks.shape[1]:
             raise ValueError(f"memory head {c.mem_heads - 1} needs query block {(c.mem_heads - 1) // 2}, "
@@ -227,11 +243,11 @@ class UltraMemRef:
 
     def subkey_scores(self, l: int, q_row: torch.Tensor, q_col: torch.Tensor):
         """S_row, S_col [T, H, Nk, R] (UltraMem eq. 4 with normalised keys)."""
-        c = self.cfg
+        c = self.mem_cfg
         keys = self._mem(l, "keys").view(c.mem_heads, 2, c.nk, c.kdim, c.rank)
         # keys_norm over kdim for every (head, side, key, rank); the same gain everywhere.
         kt = keys.transpose(-1, -2)                                     # [H, 2, Nk, R, kdim]
-        kn = rms_norm(kt, self._mem(l, "keys_norm.weight"), c.eps).transpose(-1, -2)
+        kn = rms_norm(kt, self._mem(l, "keys_norm.weight"), self.eps).transpose(-1, -2)
         s_row = torch.einsum("thd,hndr->thnr", q_row, kn[:, 0])
         s_col = torch.einsum("thd,hndr->thnr", q_col, kn[:, 1])
         return s_row, s_col
@@ -239,7 +255,7 @@ class UltraMemRef:
     def tdqkr(self, l: int, x: torch.Tensor):
         """Tucker-decomposed retrieval: virtual indices [T, H, knn] (best first) and the per-core
         scores [T, H, knn, C] of memory layer l."""
-        c = self.cfg
+        c = self.mem_cfg
         q_row, q_col = self.query(l, x)
         s_row, s_col = self.subkey_scores(l, q_row, q_col)
         u = self._mem(l, "tucker_core_u").view(c.mem_heads, c.rank)
@@ -266,20 +282,20 @@ class UltraMemRef:
 
     def physical(self, l: int, virt: torch.Tensor) -> Tuple[torch.Tensor, torch.Tensor]:
         """Index pipeline: (group, table row) of virtual indices (notes 8.3)."""
-        c = self.cfg
+        c = self.mem_cfg
         s = self.W.indices(f"model.mem_blocks.{l}.shuffle_index")[virt]
         group = s // c.value_num
         row = (s % c.value_num + window_offset(c, l)) % c.table_rows
         return group, row
 
     def value_table(self, l: int) -> torch.Tensor:
-        if self.cfg.model_type == "ultramem_v2":
+        if self.mem_cfg.v2:
             return self.W("model.full_memory_layer.values_for_look_up")
         return self._mem(l, "values_for_look_up")
 
     def memory(self, l: int, x: torch.Tensor) -> torch.Tensor:
         """Output [T, D] of memory layer l for its input x [T, D] (a block's ff_norm output)."""
-        c = self.cfg
+        c = self.mem_cfg
         T = x.shape[0]
         virt, scores = self.tdqkr(l, x)
         virt = virt.reshape(T, -1)                    # heads concatenated: a bag of H*knn entries
@@ -298,9 +314,36 @@ class UltraMemRef:
         weighted = (vals * scores[..., None]).reshape(T, -1, c.vdim)
         out = torch.zeros(T, c.groups, c.vdim, dtype=F64)
         out.scatter_add_(1, group[..., None].expand(-1, -1, c.vdim), weighted)
-        if c.model_type == "ultramem_v2" and c.value_expand == 1:
+        if c.v2 and c.value_expand == 1:
             out = out.sum(dim=1, keepdim=True)        # one projector for all virtual blocks
         return out.reshape(T, -1) @ self._mem(l, "values_proj.weight").T
+
+
+class MemoryPass:
+    """The memory layers inside one forward over the decoder blocks, by placement a:b: read(i, x)
+    with block i's ff_norm output runs the layers that read block i, add(i, h) after block i adds
+    the outputs placed there."""
+
+    def __init__(self, layers: MemoryLayers):
+        self.layers = layers
+        self.reads = {a: l for l, (a, _) in enumerate(layers.mem_cfg.insert)}
+        self.pending: Dict[int, List[torch.Tensor]] = {}
+
+    def read(self, i: int, x: torch.Tensor) -> None:
+        if i in self.reads:
+            l = self.reads[i]
+            self.pending.setdefault(self.layers.mem_cfg.insert[l][1], []).append(self.layers.memory(l, x))
+
+    def add(self, i: int, h: torch.Tensor) -> torch.Tensor:
+        for y in self.pending.pop(i, []):
+            h = h + y
+        return h
+
+
+class UltraMemRef(MemoryLayers):
+    def __init__(self, model_dir: str):
+        self.cfg = Config.load(model_dir)
+        super().__init__(self.cfg, Weights(model_dir), self.cfg.eps)
 
     # --- the model: memories read inside blocks of the llama_core decoder -----------------------
 
@@ -308,20 +351,14 @@ class UltraMemRef:
         """Logits [T, V]: memory l reads the ff_norm output x of block insert[l][0], and its output
         is added to the residual stream after block insert[l][1]."""
         c = self.cfg
-        reads = {a: l for l, (a, _) in enumerate(c.insert)}
-        pending: Dict[int, List[torch.Tensor]] = {}
+        memory = MemoryPass(self)
 
         def feed_forward(i: int, x: torch.Tensor) -> torch.Tensor:
-            if i in reads:
-                l = reads[i]
-                pending.setdefault(c.insert[l][1], []).append(self.memory(l, x))
+            memory.read(i, x)
             return llama_core.layer_mlp(c, self.W, i, x)
 
         def layer(i: int, h: torch.Tensor, rope: Rotation) -> torch.Tensor:
-            h = llama_core.decoder_layer(c, self.W, i, h, rope, feed_forward=feed_forward)
-            for y in pending.pop(i, []):
-                h = h + y
-            return h
+            return memory.add(i, llama_core.decoder_layer(c, self.W, i, h, rope, feed_forward=feed_forward))
 
         return llama_core.run_layers(c, self.W, ids, layer=layer)[0].numpy()
 

@@ -41,7 +41,7 @@ void check_permutation(const Host& h, mnemo_tid id, const std::string& name, int
     }
 }
 
-mnemo_tid rank1_buffer(const Host& h, const UltraMemConfig& c, const std::string& name) {
+mnemo_tid rank1_buffer(const Host& h, const MemoryLayersConfig& c, const std::string& name) {
     if (!h.has_weight(name))
         throw PluginError("tensor '" + name + "' is missing: the rank-1 Tucker buffers tucker_core_u/v select the " +
                           "stage-1 candidates and are set by training (an SVD of the summed core before each step); " +
@@ -62,8 +62,8 @@ mnemo_tid rank1_buffer(const Host& h, const UltraMemConfig& c, const std::string
 
 }  // namespace
 
-MemoryLayer declare_memory_layer(const Host& h, const UltraMemConfig& c, int64_t l) {
-    const int64_t D = c.base.hidden;
+MemoryLayer declare_memory_layer(const Host& h, const llama::LlamaConfig& b, const MemoryLayersConfig& c, int64_t l) {
+    const int64_t D = b.hidden;
     const std::string p = "model.mem_blocks." + num(l) + ".";
     MemoryLayer m;
     m.index = l;
@@ -82,7 +82,7 @@ MemoryLayer declare_memory_layer(const Host& h, const UltraMemConfig& c, int64_t
     return m;
 }
 
-SharedTables declare_shared_tables(const Host& h, const UltraMemConfig& c) {
+SharedTables declare_shared_tables(const Host& h, const MemoryLayersConfig& c) {
     SharedTables s;
     if (!c.v2() || c.memories.empty()) return s;
     s.values = h.weight("model.full_memory_layer.values_for_look_up", {c.table_rows, c.vdim});
@@ -91,9 +91,10 @@ SharedTables declare_shared_tables(const Host& h, const UltraMemConfig& c) {
     return s;
 }
 
-T memory_layer(const Graph& g, const UltraMemConfig& c, const MemoryLayer& m, const SharedTables& s, T x) {
+T memory_layer(const Graph& g, const llama::LlamaConfig& b, const MemoryLayersConfig& c, const MemoryLayer& m,
+               const SharedTables& s, T x) {
     const int64_t n = g.n_tokens();
-    const float eps = static_cast<float>(c.base.rms_eps);
+    const float eps = static_cast<float>(b.rms_eps);
     const int64_t bag = c.heads * c.knn;  // heads concatenated, head-major
 
     // Queries: every kdim chunk normed alone; [N, blocks, 2 (row, column), kdim].
@@ -119,6 +120,30 @@ T memory_layer(const Graph& g, const UltraMemConfig& c, const MemoryLayer& m, co
     }
     const T out = g.embedding_bag(table, idx, weights, grouped ? c.groups : 1);  // [N, groups*vdim] or [N, vdim]
     return g.matmul(out, g.param(m.values_proj));
+}
+
+MemoryLayers declare_memory_layers(const Host& h, const llama::LlamaConfig& b, const MemoryLayersConfig& c) {
+    MemoryLayers m;
+    m.shared = declare_shared_tables(h, c);
+    for (int64_t l = 0; l < static_cast<int64_t>(c.memories.size()); ++l) m.layers.push_back(declare_memory_layer(h, b, c, l));
+    return m;
+}
+
+MemoryPass::MemoryPass(const Graph& g, const llama::LlamaConfig& b, const MemoryLayersConfig& c, const MemoryLayers& m,
+                       int64_t visited_blocks)
+    : g_(g), b_(b), c_(c), m_(m), visited_(visited_blocks) {}
+
+T MemoryPass::after_block(int64_t i, T x, T h) {
+    for (size_t l = 0; l < m_.layers.size(); ++l) {
+        const Placement& p = c_.memories[l];
+        if (p.read_block == i && p.add_block < visited_)
+            pending_[p.add_block].push_back(memory_layer(g_, b_, c_, m_.layers[l], m_.shared, x));
+    }
+    if (auto it = pending_.find(i); it != pending_.end()) {
+        for (T y : it->second) h = g_.add(h, y);
+        pending_.erase(it);
+    }
+    return h;
 }
 
 }  // namespace mnemo::ultramem
