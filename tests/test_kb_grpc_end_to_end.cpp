@@ -22,6 +22,7 @@
 #include <thread>
 
 #include "fixtures/tls_certificates.hpp"
+#include "mnemo/io/json.hpp"
 #include "mnemo/memory/memory_folder.hpp"
 #include "mnemo/memory/remote_memory.hpp"
 #include "model_test_util.hpp"
@@ -251,6 +252,29 @@ TEST_F(KbGrpcEndToEnd, MnemoRunWithKbAndItsErrors) {
     const std::string token = " --kb-token-file " + shell_quote((root_ / "token.txt").string());
 
     EXPECT_TRUE(exited_with(run_program("mnemo", common + token + ca, 60), 0, {"kb"}));
+    // `mnemo eval --kb` names, per item, the bank's records its generation read, with their titles.
+    std::ofstream(root_ / "qa.jsonl") << "{\"question\": \"memory river bank\", \"answer\": \"stone\"}\n"
+                                      << "{\"prompt\": \"alpha beta gamma delta river\", \"completion\": \"ocean\"}\n";
+    const std::string items = (root_ / "items.jsonl").string(), report = (root_ / "report.json").string();
+    EXPECT_TRUE(exited_with(run_program("mnemo", "eval -m " + shell_quote(model()) + " --questions " + shell_quote((root_ / "qa.jsonl").string()) +
+                                                     " --kb " + url + token + ca + " --retrieval hybrid --items " + shell_quote(items) +
+                                                     " --report " + shell_quote(report), 60),
+                            0, {"all"}));
+    const json::Value rep = json::parse_file(report);
+    EXPECT_EQ(rep.find("memory_source")->find("kind")->as_string(), "kb");
+    EXPECT_EQ(rep.find("memory_source")->find("location")->as_string(), url);
+    EXPECT_EQ(rep.find("retrieval")->as_string(), "hybrid");
+    std::ifstream item_lines(items);
+    int n_items = 0;
+    for (std::string line; std::getline(item_lines, line); ++n_items) {
+        const json::Value item = json::parse(line, items);
+        ASSERT_GT(item.find("references")->size(), 0u) << line;
+        for (const json::Value& ref : item.find("references")->as_array()) {
+            const json::Value* title = ref.find("title");
+            EXPECT_TRUE(title != nullptr && !title->as_string().empty()) << line;
+        }
+    }
+    EXPECT_EQ(n_items, 2);
     // Without the CA the server's certificate is not trusted; without a token the server refuses.
     EXPECT_TRUE(exited_with(run_program("mnemo", common + token, 60), 1, {url}));
     std::ofstream(root_ / "wrong.txt") << "mkb_not-a-token\n";

@@ -8,6 +8,7 @@
 #include "commands.hpp"
 #include "common.hpp"
 #include "memory_flags.hpp"
+#include "prompt_tokens.hpp"
 #include "sampling_flags.hpp"
 #include "mnemo/error.hpp"
 
@@ -44,17 +45,9 @@ int cmd_run(int argc, char** argv) {
     const auto session = open_session(session_options(model, dir));
     const auto source = attach_memories(*session, memories);
 
-    std::vector<int32_t> ids;
-    if (tok->add_bos && !no_bos && tok->bos_id) ids.push_back(*tok->bos_id);
-    const std::vector<int32_t> encoded = tok->encode(prompt, /*parse_special=*/!raw);
-    // A prompt that already starts with the BOS text keeps a single BOS.
-    const bool starts_with_bos = !ids.empty() && !encoded.empty() && encoded.front() == ids.front();
-    ids.insert(ids.end(), encoded.begin() + (starts_with_bos ? 1 : 0), encoded.end());
+    const std::vector<int32_t> ids = prompt_tokens(*tok, prompt, /*add_bos=*/!no_bos, /*parse_special=*/!raw);
     if (ids.empty()) throw app::UsageError("the prompt is empty after tokenization (and no BOS token is added)");
-    if (static_cast<int64_t>(ids.size()) >= session->n_ctx()) {
-        throw Error("prompt has " + std::to_string(ids.size()) + " tokens but the context holds " +
-                    std::to_string(session->n_ctx()) + " (-c), leaving no room to generate");
-    }
+    check_room_to_generate(ids.size(), session->n_ctx(), "prompt");
 
     install_interrupt_handler();
     session->set_cancel_flag(&interrupt_flag());

@@ -13,5 +13,6 @@ int cmd_info(int argc, char** argv);
 int cmd_devices(int argc, char** argv);
 int cmd_plugins(int argc, char** argv);
 int cmd_memorize(int argc, char** argv);
+int cmd_eval(int argc, char** argv);
 
 }  // namespace mnemo::cli

@@ -1,0 +1,46 @@
+// A MemorySource that passes every call through to the session's real source (a memory folder or
+// the knowledge server) and notes which memories each sequence was given, so `mnemo eval` can say
+// what an item's generation read. The engine reports no such thing itself: a remote source keeps
+// only the last chunk's references (RemoteMemorySource::last_references), a folder none.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "mnemo/memory/explicit_memory.hpp"
+#include "mnemo/memory/remote_memory.hpp"
+
+namespace mnemo::cli {
+
+struct UsedReference {
+    uint32_t id = 0;     // record id: the bank's, or the folder's line in references.jsonl
+    std::string title;   // from the knowledge server; empty for a folder (it keeps no titles)
+    std::string source;  // likewise
+};
+
+class ReferenceRecorder : public MemorySource {
+public:
+    // `remote` is `inner` when it is the knowledge server's client (for titles), else nullptr.
+    ReferenceRecorder(std::shared_ptr<MemorySource> inner, std::shared_ptr<RemoteMemorySource> remote);
+
+    bool wants_vector() const override { return inner_->wants_vector(); }
+    std::vector<std::shared_ptr<const ExplicitMemory>> retrieve(const ChunkQuery& query, int32_t k) override;
+    std::string describe() const override { return inner_->describe(); }
+    const MemoryCodec* codec() const override { return inner_->codec(); }
+    bool prefetches() const override { return inner_->prefetches(); }
+    void prefetch(const ChunkQuery& query, int32_t k) override { inner_->prefetch(query, k); }
+
+    // The memories sequence `seq` was given since the last take(seq), each once, in the order
+    // first given; forgets them.
+    std::vector<UsedReference> take(int32_t seq);
+
+private:
+    std::shared_ptr<MemorySource> inner_;
+    std::shared_ptr<RemoteMemorySource> remote_;
+    std::map<int32_t, std::vector<UsedReference>> used_;
+};
+
+}  // namespace mnemo::cli

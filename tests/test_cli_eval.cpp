@@ -1,0 +1,241 @@
+// `mnemo eval` as a user runs it, on the tiny memory3 model that has a tokenizer
+// (tests/data/models/memory3-tiny-bpe; no chat template, so questions are asked as
+// "Question: ...\nAnswer:"). The expected answers are what `mnemo run --greedy` generates for
+// the same prompts, read first, so a wrong prompt, BOS, stop rule or score shows as a count that
+// differs; wrong answers sit beside them so a scorer that accepts everything fails too.
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "mnemo/io/json.hpp"
+#include "model_test_util.hpp"
+#include "process_util.hpp"
+
+namespace fs = std::filesystem;
+using mnemo::testing::exited_with;
+using mnemo::testing::run_mnemo;
+using mnemo::testing::shell_quote;
+
+namespace {
+
+// The stdout of `mnemo ARGS` alone (run_mnemo mixes in stderr, where timings go).
+std::string stdout_of_mnemo(const std::string& args) {
+    const std::string cmd = "timeout -k 5 120 " + shell_quote(std::string(MNEMO_BUILD_BIN) + "/mnemo") + " " + args +
+                            " </dev/null 2>/dev/null";
+    FILE* p = popen(cmd.c_str(), "r");
+    if (p == nullptr) return {};
+    std::string out;
+    char buf[4096];
+    size_t n;
+    while ((n = fread(buf, 1, sizeof buf, p)) > 0) out.append(buf, n);
+    const int status = pclose(p);
+    EXPECT_EQ(status, 0) << cmd;
+    return out;
+}
+
+std::vector<mnemo::json::Value> read_jsonl(const std::string& path) {
+    std::ifstream in(path);
+    std::vector<mnemo::json::Value> out;
+    std::string line;
+    while (std::getline(in, line)) out.push_back(mnemo::json::parse(line, path));
+    return out;
+}
+
+// True when the text still says something once whitespace and . ! ? are gone (the rule
+// eval uses to refuse an answer that would match anything).
+bool has_content(const std::string& s) { return s.find_first_not_of(" \t\r\n.!?") != std::string::npos; }
+
+std::string upper(std::string s) {
+    for (char& c : s)
+        if (c >= 'a' && c <= 'z') c = static_cast<char>(c - 'a' + 'A');
+    return s;
+}
+
+int64_t count_of(const mnemo::json::Value& v, const char* key) { return v.find(key)->as_int(); }
+
+class EvalCli : public ::testing::Test {
+protected:
+    void SetUp() override {
+        model_ = mnemo::test::model_dir("memory3-tiny-bpe");
+        if (!fs::is_regular_file(model_ + "/tokenizer.json")) GTEST_SKIP() << "test model missing: " << model_;
+        tmp_ = fs::temp_directory_path() / ("mnemo-evalcli-" + std::to_string(::getpid()));
+        fs::remove_all(tmp_);
+        fs::create_directories(tmp_);
+    }
+    void TearDown() override { fs::remove_all(tmp_); }
+
+    std::string path(const std::string& name) const { return (tmp_ / name).string(); }
+    std::string write(const std::string& name, const std::string& text) const {
+        std::ofstream(path(name)) << text;
+        return path(name);
+    }
+    // What `mnemo run --greedy` generates for a prompt (extra: memory flags).
+    std::string run_greedy(const std::string& prompt, int n, const std::string& extra = "") const {
+        return stdout_of_mnemo("run -m " + shell_quote(model_) + " -p " + shell_quote(prompt) + " -n " + std::to_string(n) +
+                               " --greedy " + extra);
+    }
+
+    std::string model_;
+    fs::path tmp_;
+};
+
+const char* kPrompt = "The hippocampus turns short-term memories into";
+const char* kQuestion = "What does a library keep?";
+
+TEST_F(EvalCli, ScoresWhatRunGeneratesAndWritesReports) {
+    const std::string completion = run_greedy(kPrompt, 8);
+    ASSERT_TRUE(has_content(completion)) << "the tiny model's completion is blank: '" << completion << "'";
+    // A question's answer ends at its first newline.
+    const std::string full = run_greedy(std::string("Question: ") + kQuestion + "\nAnswer:", 8);
+    const std::string answer = full.substr(0, full.find('\n'));
+    ASSERT_TRUE(has_content(answer)) << "the tiny model's answer is blank: '" << full << "'";
+
+    using mnemo::json::quote;
+    const std::string questions = write(
+        "questions.jsonl",
+        "{\"id\": \"hit\", \"prompt\": " + quote(kPrompt) + ", \"completion\": " + quote(completion) + "}\n" +
+            "{\"id\": \"miss\", \"set\": \"other\", \"prompt\": " + quote(kPrompt) +
+            ", \"completion\": \"zzzz qqqq never generated\"}\n" +
+            "\n" +  // blank lines are skipped
+            "{\"set\": \"qa\", \"question\": " + quote(kQuestion) + ", \"answer\": " + quote(answer) + "}\n" +
+            // Accepted through an alternative, after normalization (case, trailing period).
+            "{\"id\": 7, \"set\": \"qa\", \"question\": " + quote(kQuestion) +
+            ", \"answer\": \"not this\", \"answers\": [\"nor this\", " + quote(upper(answer) + " .") + "]}\n");
+    const std::string report = path("report.json"), items = path("items.jsonl");
+    auto r = run_mnemo("eval -m " + shell_quote(model_) + " --questions " + shell_quote(questions) +
+                       " --max-tokens 8 --report " + shell_quote(report) + " --items " + shell_quote(items));
+    ASSERT_TRUE(exited_with(r, 0, {"item 4/4", "exact %", "all"}));
+
+    const mnemo::json::Value rep = mnemo::json::parse_file(report);
+    EXPECT_EQ(count_of(rep, "items"), 4);
+    EXPECT_EQ(count_of(rep, "exact"), 3) << rep.dump();
+    EXPECT_EQ(count_of(rep, "contains"), 3) << rep.dump();
+    EXPECT_DOUBLE_EQ(rep.find("exact_match")->as_double(), 0.75);
+    EXPECT_EQ(rep.find("memory_source")->find("kind")->as_string(), "none");
+    EXPECT_TRUE(rep.find("retrieval")->is_null());
+    EXPECT_EQ(rep.find("prompt_format")->as_string(), "plain");
+    const mnemo::json::Value& sets = *rep.find("per_set");
+    ASSERT_EQ(sets.size(), 3u) << sets.dump();
+    EXPECT_EQ(count_of(*sets.find("default"), "exact"), 1);
+    EXPECT_EQ(count_of(*sets.find("other"), "exact"), 0);
+    EXPECT_EQ(count_of(*sets.find("qa"), "exact"), 2);
+    EXPECT_EQ(count_of(*sets.find("qa"), "items"), 2);
+    EXPECT_GT(count_of(rep, "generated_tokens"), 0);
+    EXPECT_GT(rep.find("tokens_per_second")->as_double(), 0.0);
+
+    const auto lines = read_jsonl(items);
+    ASSERT_EQ(lines.size(), 4u);
+    EXPECT_EQ(lines[0].find("id")->as_string(), "hit");
+    EXPECT_EQ(lines[0].find("output")->as_string(), completion) << "eval generates what `mnemo run` generates";
+    EXPECT_TRUE(lines[0].find("exact")->as_bool());
+    EXPECT_EQ(lines[1].find("id")->as_string(), "miss");
+    EXPECT_FALSE(lines[1].find("exact")->as_bool());
+    EXPECT_FALSE(lines[1].find("contains")->as_bool());
+    EXPECT_EQ(lines[2].find("id")->as_string(), "4") << "an item without id is named by its line";
+    EXPECT_EQ(lines[2].find("output")->as_string(), answer);
+    EXPECT_EQ(lines[2].find("question")->as_string(), kQuestion);
+    EXPECT_TRUE(lines[2].find("exact")->as_bool());
+    EXPECT_EQ(lines[3].find("id")->as_string(), "7");
+    EXPECT_EQ(lines[3].find("expected")->size(), 3u);
+    EXPECT_TRUE(lines[3].find("exact")->as_bool());
+    for (const auto& line : lines) EXPECT_EQ(line.find("references")->size(), 0u) << "no memory source";
+
+    // --limit keeps the first items; the table alone is written without --report.
+    r = run_mnemo("eval -m " + shell_quote(model_) + " --questions " + shell_quote(questions) +
+                  " --max-tokens 8 --limit 2 --quiet");
+    ASSERT_TRUE(exited_with(r, 0, {"default", "other"}));
+    EXPECT_EQ(r.output.find("item 1/"), std::string::npos) << "--quiet prints no progress";
+    EXPECT_EQ(r.output.find("qa"), std::string::npos) << r.output;
+}
+
+TEST_F(EvalCli, BadLineIsAnErrorNamingTheLineAndWritesNoReport) {
+    const std::string good = "{\"prompt\": \"a b c\", \"completion\": \"d\"}\n";
+    const std::vector<std::pair<std::string, std::vector<std::string>>> cases = {
+        {"{\"prompt\": \"a b c\", \"completion\": \"d\"\n", {"line 2", "not valid JSON"}},
+        {"[1, 2]\n", {"line 2", "expected a JSON object"}},
+        {"{\"question\": \"why?\"}\n", {"line 2", "\"answer\""}},
+        {"{\"question\": 5, \"answer\": \"x\"}\n", {"line 2", "field \"question\"", "a number"}},
+        {"{\"question\": \"q\", \"prompt\": \"p\", \"answer\": \"x\"}\n", {"line 2", "both"}},
+        {"{\"prompt\": \"p\", \"answer\": \"x\"}\n", {"line 2", "\"completion\""}},
+        {"{\"question\": \"q\", \"answer\": \" . \"}\n", {"line 2", "empty once normalized"}},
+        {"{\"question\": \"q\", \"answers\": [\"x\", 3]}\n", {"line 2", "\"answers\"[1]"}},
+        {"{\"id\": \"1\", \"question\": \"q\", \"answer\": \"x\"}\n", {"line 2", "\"id\"", "earlier item"}},
+        {"{\"question\": \"q\", \"answer\": \"x\", \"set\": [\"s\"]}\n", {"line 2", "field \"set\""}},
+    };
+    const std::string report = path("report.json"), items = path("items.jsonl");
+    for (const auto& [bad, parts] : cases) {
+        const std::string file = write("bad.jsonl", good + bad);
+        std::vector<std::string> mentions = parts;
+        mentions.push_back(file);
+        EXPECT_TRUE(exited_with(run_mnemo("eval -m " + shell_quote(model_) + " --questions " + shell_quote(file) +
+                                          " --report " + shell_quote(report) + " --items " + shell_quote(items)),
+                                1, mentions))
+            << bad;
+    }
+    EXPECT_TRUE(exited_with(run_mnemo("eval -m " + shell_quote(model_) + " --questions " + shell_quote(write("empty.jsonl", "\n"))),
+                            1, {"no items"}));
+    EXPECT_TRUE(exited_with(run_mnemo("eval -m " + shell_quote(model_) + " --questions " + shell_quote(path("absent.jsonl"))),
+                            1, {"absent.jsonl"}));
+    EXPECT_TRUE(exited_with(run_mnemo("eval -m " + shell_quote(model_)), 2, {"--questions"}));
+    // A report that cannot be written is found before the model runs.
+    EXPECT_TRUE(exited_with(run_mnemo("eval -m " + shell_quote(model_) + " --questions " + shell_quote(write("ok.jsonl", good)) +
+                                      " --report " + shell_quote(path("no/such/folder/report.json"))),
+                            1, {"--report", "does not exist"}));
+    // Nothing was left behind: no report, no items, no temporary files.
+    for (const auto& e : fs::directory_iterator(tmp_)) EXPECT_EQ(e.path().extension(), ".jsonl") << e.path();
+}
+
+TEST_F(EvalCli, MemoryFolderItemsMatchRunAndNameTheMemoriesRead) {
+    const std::string corpus = write("corpus.txt",
+                                     "The hippocampus turns short-term memories into long-term ones.\n\n"
+                                     "Explicit memories are sparse attention key-values of reference texts.\n\n"
+                                     "A library keeps books; a model keeps parameters; a knowledge base keeps memories.\n");
+    const std::string folder = path("memories");
+    ASSERT_TRUE(exited_with(run_mnemo("memorize -m " + shell_quote(model_) + " --corpus " + shell_quote(corpus) + " -o " +
+                                      shell_quote(folder)),
+                            0));
+    size_t n_references = 0;
+    {
+        std::ifstream in(folder + "/references.jsonl");
+        std::string line;
+        while (std::getline(in, line)) ++n_references;
+    }
+    ASSERT_GT(n_references, 0u);
+
+    for (const char* mode : {"vector", "bm25"}) {
+        const std::string flags = "--memories " + shell_quote(folder) + " --retrieval " + mode;
+        const std::string completion = run_greedy(kPrompt, 8, flags);
+        ASSERT_TRUE(has_content(completion)) << mode << ": '" << completion << "'";
+        using mnemo::json::quote;
+        // The same item twice: the second starts from a fresh sequence, so it matches a fresh run too.
+        const std::string item = "{\"prompt\": " + quote(kPrompt) + ", \"completion\": " + quote(completion) + "}\n";
+        const std::string questions = write("memory.jsonl", item + item);
+        const std::string report = path("report.json"), items = path("items.jsonl");
+        auto r = run_mnemo("eval -m " + shell_quote(model_) + " --questions " + shell_quote(questions) + " " + flags +
+                           " --max-tokens 8 --report " + shell_quote(report) + " --items " + shell_quote(items));
+        ASSERT_TRUE(exited_with(r, 0, {"memory folder"})) << mode;
+
+        const mnemo::json::Value rep = mnemo::json::parse_file(report);
+        EXPECT_EQ(count_of(rep, "exact"), 2) << mode << ": " << rep.dump();
+        EXPECT_EQ(rep.find("memory_source")->find("kind")->as_string(), "folder");
+        EXPECT_EQ(rep.find("memory_source")->find("location")->as_string(), folder);
+        EXPECT_EQ(rep.find("retrieval")->as_string(), mode);
+        const auto lines = read_jsonl(items);
+        ASSERT_EQ(lines.size(), 2u);
+        for (const auto& line : lines) {
+            const auto& refs = line.find("references")->as_array();
+            EXPECT_FALSE(refs.empty()) << mode << ": " << line.dump();
+            for (const auto& ref : refs) EXPECT_LT(ref.find("id")->as_int(), static_cast<int64_t>(n_references));
+        }
+        EXPECT_EQ(lines[0].find("references")->dump(), lines[1].find("references")->dump())
+            << "the same prompt reads the same memories";
+    }
+}
+
+}  // namespace
