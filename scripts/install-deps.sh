@@ -4,14 +4,18 @@
 #   scripts/install-deps.sh           build + run (compiler, CMake, libraries)
 #   scripts/install-deps.sh --tests   also the test tools (GoogleTest, Python references, Clang
 #                                     for the sanitizer and fuzz builds)
+#   scripts/install-deps.sh --train   also what retraining the default model needs
+#                                     (tools/make_default_model.sh: PyTorch, an optimised BLAS)
 set -euo pipefail
 
 want_tests=0
+want_train=0
 for arg in "$@"; do
   case "$arg" in
     --tests) want_tests=1 ;;
-    -h|--help) sed -n '2,7p' "$0"; exit 0 ;;
-    *) echo "install-deps.sh: unknown option '$arg' (expected --tests)" >&2; exit 2 ;;
+    --train) want_train=1 ;;
+    -h|--help) sed -n '2,9p' "$0"; exit 0 ;;
+    *) echo "install-deps.sh: unknown option '$arg' (expected --tests or --train)" >&2; exit 2 ;;
   esac
 done
 
@@ -32,6 +36,13 @@ if [ "$want_tests" = 1 ]; then
     python3-torch python3-matplotlib   # memory-layer references and converters; benchmark plots
     python3-faiss   # FAISS 1.7.3: trains the Memory3 memory codec (tools/reference/vq_codec.py)
     openssl         # the knowledge-server tests make their own TLS certificates
+  )
+fi
+
+if [ "$want_train" = 1 ]; then
+  packages+=(
+    python3 python3-numpy python3-torch python3-sentencepiece python3-faiss
+    libopenblas0-pthread   # Debian's torch uses the system BLAS: the reference BLAS is ~5x slower
   )
 fi
 

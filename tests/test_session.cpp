@@ -34,16 +34,6 @@ INSTANTIATE_TEST_SUITE_P(Models, GoldenLogits,
                                            "llama-tiny-f16", "llama-tiny-bf16", "llama-tiny-sharded"),
                          param_name_of);
 
-// The embedded default model (assets/default-model) against its goldens, so the model the README
-// runs is checked too.
-TEST(GoldenLogitsDefault, DefaultModelMatchesTheNumpyReference) {
-    const Golden golden = load_golden(model_dir("default-model-golden"));
-    const std::vector<float> logits =
-        prompt_logits(std::string(MNEMO_SOURCE_DIR) + "/assets/default-model", golden.ids);
-    ASSERT_EQ(logits.size(), static_cast<size_t>(golden.logits.numel()));
-    EXPECT_LT(max_rel_error(logits, golden.logits.as_f32()), 1e-4);
-}
-
 // ------------------------------------------------------------------ decoding equivalences
 
 TEST(Session, ChunkedPrefillEqualsOnePass) {

@@ -17,41 +17,13 @@
 #include "eval_scoring.hpp"
 #include "memory_flags.hpp"
 #include "prompt_tokens.hpp"
+#include "question_format.hpp"
 #include "reference_recorder.hpp"
 #include "mnemo/error.hpp"
 
 namespace mnemo::cli {
 
 namespace {
-
-// How questions are put to the model: through its chat template when it has one (a single user
-// message and the assistant header), else as a plain "Question: ...\nAnswer:" completion.
-struct QuestionFormat {
-    ChatTemplate tmpl;
-    bool templated = false;
-
-    std::string name() const { return templated ? tmpl.name : "plain"; }
-    std::string prompt(const std::string& question) const {
-        if (!templated) return "Question: " + question + "\nAnswer:";
-        return tmpl.render({{"user", question}}, /*add_generation_prompt=*/true);
-    }
-    // A question wants a short answer: it ends at the first newline (and at the end of the turn).
-    std::vector<std::string> stops() const {
-        std::vector<std::string> s = templated ? tmpl.stop_strings : std::vector<std::string>{};
-        s.push_back("\n");
-        return s;
-    }
-};
-
-QuestionFormat question_format(const std::string& model_dir) {
-    QuestionFormat f;
-    std::string note;
-    f.tmpl = detect_chat_template(model_dir, &note);
-    // Plain is the engine's stand-in when tokenizer_config.json has no template, Raw when the
-    // template is one it does not know: neither is the model's own format.
-    f.templated = f.tmpl.format != ChatFormat::Plain && f.tmpl.format != ChatFormat::Raw;
-    return f;
-}
 
 // Only question items have stop strings: a newline, or the chat template's end-of-turn marker.
 const char* stop_name(app::StopReason r) {

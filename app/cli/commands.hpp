@@ -14,5 +14,6 @@ int cmd_devices(int argc, char** argv);
 int cmd_plugins(int argc, char** argv);
 int cmd_memorize(int argc, char** argv);
 int cmd_eval(int argc, char** argv);
+int cmd_ask(int argc, char** argv);
 
 }  // namespace mnemo::cli

@@ -11,6 +11,7 @@ const Command kCommands[] = {
     {"run", mnemo::cli::cmd_run, "generate text from a prompt"},
     {"chat", mnemo::cli::cmd_chat, "interactive chat using the model's chat template"},
     {"memorize", mnemo::cli::cmd_memorize, "write explicit memories of a text corpus for a model that reads them (memory3)"},
+    {"ask", mnemo::cli::cmd_ask, "ask one question (chat template, greedy) and show the memories the answer read"},
     {"eval", mnemo::cli::cmd_eval, "score the model on questions with known answers (exact and contains match)"},
     {"logits", mnemo::cli::cmd_logits, "write the logits of a token sequence to an .npy file"},
     {"bench", mnemo::cli::cmd_bench, "measure prompt and generation speed (llama-bench style)"},

@@ -5,7 +5,7 @@ settings (first half memory layers, 8 tokens per kv head, 128-token references, 
 5 memories per chunk). The weights are linked, not copied.
 
     bench/memory3/make_models.py [OUT_DIR]      (default: bench-models/)
-writes OUT_DIR/memory3-default (from assets/default-model, 2.9 M parameters, has a tokenizer) and
+writes OUT_DIR/memory3-default (assets/default-model, the trained Memory3 model, 1.5 M parameters) and
 OUT_DIR/memory3-small (from bench-models/small-random, 156 M, when that exists: make it with
 bench/fig1b/make_models.py's sibling tools/make_checkpoint.py as docs/benchmarks.md says).
 """
@@ -25,7 +25,7 @@ def make(src, dst, memory3):
         cfg = json.load(f)
     cfg["model_type"] = "memory3"
     cfg["architectures"] = ["Memory3ForCausalLM"]
-    cfg["memory3"] = memory3
+    cfg["memory3"] = {**cfg.get("memory3", {}), **memory3}  # the default model is Memory3 already
     with open(os.path.join(dst, "config.json"), "w", encoding="utf-8") as f:
         json.dump(cfg, f, indent=2)
         f.write("\n")

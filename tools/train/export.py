@@ -1,0 +1,116 @@
+#!/usr/bin/python3
+"""Writes a trained model (train.py's *.final.pt or *.ckpt.pt) as a Mnemo model folder: an HF-style
+config.json (model_type "memory3", the UltraMemV2 mem_* fields when the model has memory layers),
+model.safetensors (f32, HF Llama tensor names, the ultramem_v2 memory tensor names), the
+tokenizer files and generation_config.json. The semantics are those of plugins/memory3 (see
+docs/models/memory3.md), which tools/train/check_export.py verifies against model.py.
+
+    /usr/bin/python3 tools/train/export.py --checkpoint WORK/model.final.pt --tokenizer WORK/tokenizer --out DIR
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import sys
+
+import numpy as np
+import torch
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+sys.path.insert(0, os.path.dirname(HERE))
+from model import DefaultModel, ModelConfig  # noqa: E402
+import safetensors_io  # noqa: E402
+
+
+def load(path: str) -> DefaultModel:
+    st = torch.load(path)
+    model = DefaultModel(ModelConfig.from_dict(st["config"]))
+    model.load_state_dict(st["model"])
+    model.refresh_rank1()
+    return model
+
+
+def tensors_of(model: DefaultModel) -> dict:
+    c = model.cfg
+    f = lambda t: safetensors_io.Tensor("F32", t.detach().to(torch.float32).contiguous().numpy())
+    out = {"model.embed_tokens.weight": f(model.embed), "model.norm.weight": f(model.g_final)}
+    for i, b in enumerate(model.blocks):
+        p = f"model.layers.{i}."
+        out.update({p + "input_layernorm.weight": f(b.g_in), p + "post_attention_layernorm.weight": f(b.g_post),
+                    p + "self_attn.q_proj.weight": f(b.wq), p + "self_attn.k_proj.weight": f(b.wk),
+                    p + "self_attn.v_proj.weight": f(b.wv), p + "self_attn.o_proj.weight": f(b.wo),
+                    p + "mlp.gate_proj.weight": f(b.w_gate), p + "mlp.up_proj.weight": f(b.w_up),
+                    p + "mlp.down_proj.weight": f(b.w_down)})
+    if c.has_memory:
+        out["model.full_memory_layer.values_for_look_up"] = f(model.values)
+        out["model.full_memory_layer.pre_values_for_look_up"] = f(model.pre_values)
+        for l, m in enumerate(model.mems):
+            p = f"model.mem_blocks.{l}."
+            out.update({p + "query_proj.weight": f(m.query_proj), p + "query_norm.weight": f(m.query_norm),
+                        # official [H, 2, Nk, kdim, R] is the engine's [2H, Nk, kdim, R]
+                        p + "keys": f(m.keys.reshape(-1, *m.keys.shape[2:])),
+                        p + "keys_norm.weight": f(m.keys_norm),
+                        p + "tucker_core_u": f(m.u), p + "tucker_core_v": f(m.v),
+                        p + "shuffle_index": safetensors_io.Tensor("I32", m.shuffle.to(torch.int32).numpy()),
+                        p + "pre_values_proj.weight": f(m.pre_values_proj), p + "values_proj.weight": f(m.values_proj)})
+            for k in range(c.mem_cores):
+                out[p + f"tucker_core.{k}"] = f(m.cores[k])
+    return out
+
+
+def config_of(c: ModelConfig, tok_cfg: dict, note: dict) -> dict:
+    cfg = {
+        "architectures": ["Memory3ForCausalLM"], "model_type": "memory3",
+        "hidden_size": c.hidden, "intermediate_size": c.ffn, "num_hidden_layers": c.layers,
+        "num_attention_heads": c.heads, "num_key_value_heads": c.kv_heads, "head_dim": c.head_dim,
+        "vocab_size": c.vocab, "max_position_embeddings": 2048 + c.reference_length, "rms_norm_eps": c.eps,
+        "rope_theta": c.rope_theta, "rope_scaling": None, "tie_word_embeddings": True, "hidden_act": "silu",
+        "attention_bias": False, "mlp_bias": False, "torch_dtype": "float32",
+        "bos_token_id": tok_cfg["bos"], "eos_token_id": tok_cfg["eos"],
+        "memory3": {"memory_layers": list(c.memory_layers), "tokens_per_head": c.tokens_per_head,
+                    "reference_length": c.reference_length, "chunk_length": c.chunk_length,
+                    "references_per_chunk": c.references_per_chunk, "reference_bos_ids": list(c.prefix_ids),
+                    "selection": "softmax"},
+        "mnemo_generator": note,
+    }
+    if c.has_memory:
+        cfg.update({"mem_insert_way": "/".join(f"{b}:{b}" for b in c.mem_blocks), "mem_knum": c.mem_knum,
+                    "mem_kdim": c.mem_kdim, "mem_vdim": c.mem_vdim, "mem_knn": c.mem_knn, "mem_head": c.mem_heads,
+                    "mem_tucker_rank": c.mem_rank, "mem_tucker_multihead": c.mem_cores, "mem_value_expand_time": 1,
+                    "mem_pre_vdim": c.mem_pre_vdim, "mem_share_ratio": 1.0, "mem_key_expand_time": 1,
+                    "mem_q_for_each_tucker_rank": True, "mem_use_glu_act": False})
+    return cfg
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--checkpoint", required=True)
+    ap.add_argument("--tokenizer", required=True, help="the tokenizer folder tokenizer.py wrote")
+    ap.add_argument("--out", required=True)
+    a = ap.parse_args()
+    model = load(a.checkpoint)
+    sys.path.insert(0, HERE)
+    from tokenizer import Tokenizer
+    tok = Tokenizer(a.tokenizer)
+    st = torch.load(a.checkpoint)
+    note = {"tool": "tools/train/train.py", "steps": st.get("steps", st.get("step")),
+            "training_seconds": round(st.get("seconds", 0.0))}
+    cfg = config_of(model.cfg, {"bos": tok.bos, "eos": tok.eos}, note)
+    os.makedirs(a.out, exist_ok=True)
+    safetensors_io.write_model_folder(a.out, tensors_of(model), cfg)
+    for name in ("tokenizer.json", "tokenizer.model", "tokenizer_config.json"):
+        shutil.copyfile(os.path.join(a.tokenizer, name), os.path.join(a.out, name))
+    gen = {"bos_token_id": tok.bos, "eos_token_id": [tok.eos, tok.im_end], "do_sample": False,
+           "max_new_tokens": 32}
+    with open(os.path.join(a.out, "generation_config.json"), "w") as f:
+        json.dump(gen, f, indent=2)
+    print(f"wrote {a.out}: {sum(v.data.size for v in tensors_of(model).values())} values", file=sys.stderr)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
