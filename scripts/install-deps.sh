@@ -42,7 +42,8 @@ fi
 if [ "$want_train" = 1 ]; then
   packages+=(
     python3 python3-numpy python3-torch python3-sentencepiece python3-faiss
-    libopenblas0-pthread   # Debian's torch uses the system BLAS: the reference BLAS is ~5x slower
+    libopenblas0-pthread   # torch on the reference BLAS is ~5x slower; training loads OpenBLAS itself
+                           # (LD_LIBRARY_PATH), the system keeps the reference BLAS (see below)
   )
 fi
 
@@ -66,3 +67,11 @@ echo "install-deps: installing ${missing[*]}"
 export DEBIAN_FRONTEND=noninteractive
 "${sudo_cmd[@]}" apt-get update -qq
 "${sudo_cmd[@]}" apt-get install -y -qq --no-install-recommends "${missing[@]}"
+if [ "$want_train" = 1 ]; then
+  # Installing OpenBLAS makes it the system's libblas.so.3. mnemo-kb decodes memories bit for bit
+  # as FAISS does on the reference BLAS (and checks it), so the reference BLAS stays the default;
+  # tools/make_default_model.sh points only its own Python at OpenBLAS.
+  arch=$(uname -m)-linux-gnu
+  "${sudo_cmd[@]}" update-alternatives --set "libblas.so.3-$arch" "/usr/lib/$arch/blas/libblas.so.3" >/dev/null
+  "${sudo_cmd[@]}" update-alternatives --set "liblapack.so.3-$arch" "/usr/lib/$arch/lapack/liblapack.so.3" >/dev/null
+fi
