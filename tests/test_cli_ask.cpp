@@ -1,0 +1,57 @@
+// `mnemo ask` on the default model: a trained question gets the world's answer from the weights
+// (no memory source), with a memory folder it lists the references read, and a missing question
+// is a usage error.
+#include <gtest/gtest.h>
+
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <string>
+
+#include "mnemo/io/json.hpp"
+#include "model_test_util.hpp"
+#include "process_util.hpp"
+
+using namespace mnemo;
+using mnemo::testing::exited_with;
+using mnemo::testing::run_mnemo;
+using mnemo::testing::shell_quote;
+
+namespace {
+
+json::Value trained_question() {
+    return json::parse_file(test::model_dir("default-model-golden") + "/train_question.json");
+}
+
+TEST(CliAsk, AnswersATrainedQuestionFromTheWeights) {
+    const json::Value q = trained_question();
+    const auto r = run_mnemo("ask -q " + shell_quote(q.find("question")->as_string()));
+    EXPECT_TRUE(exited_with(r, 0, {"A: " + q.find("answer")->as_string() + "\n", "from the model's weights alone"}));
+}
+
+TEST(CliAsk, ListsTheReferencesOfAMemoryFolder) {
+    namespace fs = std::filesystem;
+    const fs::path dir = fs::temp_directory_path() / ("mnemo-ask-" + std::to_string(::getpid()));
+    fs::remove_all(dir);
+    fs::create_directories(dir);
+    {
+        std::ofstream corpus(dir / "facts.txt");
+        corpus << "Tour Hujert was born in Zeajusy.\n\nThe Lelosk ring is amber.\n";
+    }
+    ASSERT_TRUE(exited_with(run_mnemo("memorize --corpus " + shell_quote((dir / "facts.txt").string()) + " -o " +
+                                      shell_quote((dir / "mem").string())),
+                            0));
+    const auto r = run_mnemo("ask --memories " + shell_quote((dir / "mem").string()) +
+                             " --retrieval bm25 -q 'Where was Tour Hujert born?'");
+    // BM25 returns only references that share a term with the question: the first, not the ring.
+    EXPECT_TRUE(exited_with(r, 0, {"references read (1, from memory folder", "  #0\n"}));
+    EXPECT_EQ(r.output.find("  #1\n"), std::string::npos) << r.output;
+    fs::remove_all(dir);
+}
+
+TEST(CliAsk, NeedsAQuestion) {
+    EXPECT_TRUE(exited_with(run_mnemo("ask"), 2, {"missing -q/--question"}));
+}
+
+}  // namespace
