@@ -6,6 +6,8 @@
 #
 #   tools/make_default_model.sh              # about 75 minutes on 2 CPU cores (see the model card)
 #   WORK=/tmp/w DENSE=1 tools/make_default_model.sh   # also train the dense ablation (in parallel)
+#   STEPS="--steps1 6 --steps2 4 --stage2-data paragraphs" KB_FLAGS="--kmeans-iterations 2 --opq-iterations 2" \
+#     WORK=/tmp/w tools/make_default_model.sh   # a smoke run of the whole pipeline (minutes; in a scratch clone)
 #
 # Seeded end to end (world seed 14, torch seed 14); a rerun resumes from WORK's checkpoints.
 # Needs a build with mnemo-kb (BUILD, default build/) for the bank.
@@ -20,7 +22,7 @@ OUT=assets/default-model
 # stage 2 (3000 steps) with whole-entity paragraphs as references. It taught the facts but not
 # reading explicit memories; `--stage2-data facts` (fresh entities, one-fact references) is the
 # fix under way, not yet enough (assets/default-model/README.md, "Limits").
-STEPS="--steps1 6000 --steps2 3000 --stage2-data paragraphs"
+STEPS=${STEPS:-"--steps1 6000 --steps2 3000 --stage2-data paragraphs"}
 mkdir -p "$WORK"
 
 $PY tools/train/prepare.py --work "$WORK" --seed 14
@@ -53,8 +55,9 @@ cp "$WORK/knowledge.jsonl" "$WORK/questions-train.jsonl" "$WORK/questions-held_o
 $PY -c 'import json,sys; print("\n\n".join(json.loads(l)["text"] for l in open(sys.argv[1])))' \
     assets/world/knowledge.jsonl > assets/world/knowledge.txt
 rm -rf assets/world/bank
+# KB_FLAGS adds mnemo-kb build options (a smoke run: "--kmeans-iterations 2 --opq-iterations 2").
 "${BUILD:-build}/bin/mnemo-kb" build assets/world/knowledge.jsonl -m "$OUT" -o assets/world/bank \
-    --factory "OPQ8_32,Residual2x10,PQ8x8"
+    --factory OPQ8_32,Residual2x10,PQ8x8 ${KB_FLAGS:-}
 
 # Engine goldens (tests/test_default_model.cpp), outside assets/ so they are not installed.
 rm -rf tests/data/models/default-model-golden
