@@ -35,11 +35,7 @@ int cmd_ask(int argc, char** argv) {
     const auto tok = open_tokenizer(dir);
     const auto session = open_session(session_options(model, dir));
     const AttachedMemories attached = attach_memories(*session, memories);
-    std::shared_ptr<ReferenceRecorder> recorder;
-    if (attached) {
-        recorder = std::make_shared<ReferenceRecorder>(attached.source, attached.remote);
-        session->set_memory_source(recorder);
-    }
+    const std::shared_ptr<ReferenceRecorder> recorder = record_references(*session, attached);
     const QuestionFormat format = question_format(dir);
     const std::vector<int32_t> ids = prompt_tokens(*tok, format.prompt(question), /*add_bos=*/true, /*parse_special=*/true);
     check_room_to_generate(ids.size(), session->n_ctx(), "question");

@@ -74,11 +74,7 @@ int cmd_eval(int argc, char** argv) {
     const QuestionFormat format = question_format(dir);
     const auto session = open_session(session_options(model, dir));
     const AttachedMemories attached = attach_memories(*session, memories);
-    std::shared_ptr<ReferenceRecorder> recorder;
-    if (attached) {
-        recorder = std::make_shared<ReferenceRecorder>(attached.source, attached.remote);
-        session->set_memory_source(recorder);
-    }
+    const std::shared_ptr<ReferenceRecorder> recorder = record_references(*session, attached);
 
     std::vector<std::vector<int32_t>> prompts;
     prompts.reserve(items.size());

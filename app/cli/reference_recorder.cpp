@@ -37,4 +37,11 @@ std::vector<UsedReference> ReferenceRecorder::take(int32_t seq) {
     return out;
 }
 
+std::shared_ptr<ReferenceRecorder> record_references(Session& session, const AttachedMemories& attached) {
+    if (!attached) return nullptr;
+    auto recorder = std::make_shared<ReferenceRecorder>(attached.source, attached.remote);
+    session.set_memory_source(recorder);
+    return recorder;
+}
+
 }  // namespace mnemo::cli

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "mnemo/memory/explicit_memory.hpp"
+#include "memory_flags.hpp"
 #include "mnemo/memory/remote_memory.hpp"
 
 namespace mnemo::cli {
@@ -42,5 +43,9 @@ private:
     std::shared_ptr<RemoteMemorySource> remote_;
     std::map<int32_t, std::vector<UsedReference>> used_;
 };
+
+// Wraps the session's attached memory source (if any) in a recorder and makes that the session's
+// source; nullptr without memories. What `mnemo eval` and `mnemo ask` both need.
+std::shared_ptr<ReferenceRecorder> record_references(Session& session, const AttachedMemories& attached);
 
 }  // namespace mnemo::cli
