@@ -238,6 +238,7 @@ void ModelWorker::generate(quint64 id, QList<ChatTurn> turns, SamplingSettings s
         if (first) result.firstTokenSeconds = result.seconds;
         result.tokensPerSecond = r.seconds > 0 ? r.n_generated / r.seconds : 0.0;
         result.contextUsed = static_cast<int>(fed_.size());
+        result.device = info_.deviceText();
         if (recorder_) result.recalls = recorder_->take();
         Q_EMIT generationFinished(id, result);
     } catch (const std::exception& e) {

@@ -12,6 +12,10 @@ QString finishReasonText(FinishReason r) {
     return {};
 }
 
+QString ModelInfo::deviceText() const {
+    return QStringLiteral("%1:%2 %3").arg(backend).arg(device).arg(deviceName).trimmed();
+}
+
 void registerWorkerTypes() {
     qRegisterMetaType<LoadRequest>();
     qRegisterMetaType<ModelInfo>();

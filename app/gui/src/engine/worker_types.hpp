@@ -35,6 +35,8 @@ struct ModelInfo {
     quint64 bytesPerToken = 0;  // weight bytes one decode step reads
     quint64 memoryBytes = 0;    // weights + state (KV caches) on the device
     int contextLength = 0;
+
+    QString deviceText() const;  // "cpu:0 AMD EPYC"
 };
 
 struct SamplingSettings {
@@ -74,6 +76,7 @@ struct GenerationResult {
     double firstTokenSeconds = 0.0; // from the request to the first token (prefill included)
     double tokensPerSecond = 0.0;   // generated tokens over the time after the first one
     int contextUsed = 0;            // tokens in the KV cache afterwards
+    QString device;                 // where it ran: "cpu:0 AMD EPYC"
     QList<Recall> recalls;
 };
 

@@ -1,0 +1,224 @@
+// ChatController driven as the QML drives it, on the default model: streaming into the
+// conversation, stop, regenerate, edit, a device switch mid-conversation, failed loads, and
+// conversations restored at start.
+#include <QFile>
+#include <QSignalSpy>
+#include <QTemporaryDir>
+#include <QTest>
+
+#include "chat_controller.hpp"
+#include "gui_test_util.hpp"
+
+using namespace mnemo::gui;
+using namespace mnemo::gui::test;
+
+namespace {
+
+// The n-th line of questions-train.jsonl (0: "Where was Tour Hujert born?", 1: his job).
+Question trained(int n) {
+    QFile f(QStringLiteral(MNEMO_SOURCE_DIR "/assets/world/questions-train.jsonl"));
+    if (!f.open(QIODevice::ReadOnly)) return {};
+    QByteArray line;
+    for (int i = 0; i <= n; ++i) line = f.readLine();
+    const QJsonObject o = QJsonDocument::fromJson(line).object();
+    return {o.value(QStringLiteral("question")).toString(), o.value(QStringLiteral("answer")).toString()};
+}
+
+bool waitLoaded(ChatController& c) { return QTest::qWaitFor([&] { return !c.loading(); }, 60000) && c.modelLoaded(); }
+bool waitAnswered(ChatController& c) { return QTest::qWaitFor([&] { return !c.busy(); }, 60000); }
+
+void makeGreedy(ChatController& c) {
+    c.setProperty("temperature", 0.0);
+    c.setProperty("maxTokens", 32);
+}
+
+}  // namespace
+
+class TestChatController : public QObject {
+    Q_OBJECT
+private Q_SLOTS:
+    void streamsAnAnswerIntoTheConversation() {
+        QTemporaryDir folder;
+        ChatController c(folder.path());
+        c.loadModel(defaultModelDir());
+        QVERIFY(c.loading());
+        QVERIFY(waitLoaded(c));
+        QVERIFY2(c.modelLine().contains(QStringLiteral("memory3")), qPrintable(c.modelLine()));
+        QVERIFY(c.modelLine().contains(QStringLiteral("cpu:0")));
+        makeGreedy(c);
+
+        QSignalSpy changes(c.conversation(), &QAbstractItemModel::dataChanged);
+        const Question q = trained(0);
+        QVERIFY(c.send(q.question));
+        QVERIFY(c.busy());  // send returns at once; the answer streams in
+        QCOMPARE(c.conversation()->count(), 2);
+        QVERIFY(c.conversation()->at(1).streaming);
+        QCOMPARE(c.title(), q.question);
+        QVERIFY(waitAnswered(c));
+        const Message& a = c.conversation()->at(1);
+        QCOMPARE(a.text.trimmed(), q.answer);
+        QVERIFY(!a.streaming);
+        QCOMPARE(a.finish, QStringLiteral("end of turn"));
+        QVERIFY(a.tokensPerSecond > 0);
+        QVERIFY(a.device.startsWith(QStringLiteral("cpu:0")));
+        QVERIFY(changes.size() >= 2);  // at least one piece of text, then the result
+        QVERIFY2(c.performance().contains(QStringLiteral("tokens/s")), qPrintable(c.performance()));
+        // Saved as soon as it was answered.
+        QVERIFY(QFile::exists(folder.filePath(c.conversationId() + QStringLiteral(".json"))));
+    }
+
+    void stopKeepsWhatArrivedAndIgnoresTheRest() {
+        QTemporaryDir folder;
+        ChatController c(folder.path());
+        c.loadModel(defaultModelDir());
+        QVERIFY(waitLoaded(c));
+        // Almost flat sampling: a long answer to stop in the middle.
+        c.setProperty("temperature", 20.0);
+        c.setProperty("topK", 0);
+        c.setProperty("topP", 1.0);
+        c.setProperty("minP", 0.0);
+        c.setProperty("maxTokens", 1500);
+        QVERIFY(c.send(trained(0).question));
+        QVERIFY(QTest::qWaitFor([&] { return !c.conversation()->at(1).text.isEmpty(); }, 60000));
+        c.stop();
+        QVERIFY(!c.busy());  // at once, without waiting for the worker
+        const QString kept = c.conversation()->at(1).text;
+        QCOMPARE(c.conversation()->at(1).finish, QStringLiteral("stopped"));
+        QVERIFY(!c.conversation()->at(1).streaming);
+        QTest::qWait(300);  // tokens still in flight are ignored
+        QCOMPARE(c.conversation()->at(1).text, kept);
+
+        // The next question is answered normally.
+        makeGreedy(c);
+        c.newConversation();
+        const Question q = trained(0);
+        QVERIFY(c.send(q.question));
+        QVERIFY(waitAnswered(c));
+        QCOMPARE(c.conversation()->at(1).text.trimmed(), q.answer);
+    }
+
+    void regenerateReplacesTheLastAnswer() {
+        QTemporaryDir folder;
+        ChatController c(folder.path());
+        c.loadModel(defaultModelDir());
+        QVERIFY(waitLoaded(c));
+        makeGreedy(c);
+        const Question q = trained(0);
+        QVERIFY(c.send(q.question));
+        QVERIFY(waitAnswered(c));
+        QVERIFY(c.regenerate());
+        QCOMPARE(c.conversation()->count(), 2);
+        QVERIFY(c.conversation()->at(1).streaming);
+        QVERIFY(c.conversation()->at(1).text.isEmpty());
+        QVERIFY(waitAnswered(c));
+        QCOMPARE(c.conversation()->count(), 2);
+        QCOMPARE(c.conversation()->at(1).text.trimmed(), q.answer);  // greedy: the same answer again
+    }
+
+    void editContinuesFromTheEditedMessage() {
+        QTemporaryDir folder;
+        ChatController c(folder.path());
+        c.loadModel(defaultModelDir());
+        QVERIFY(waitLoaded(c));
+        makeGreedy(c);
+        QVERIFY(c.send(trained(0).question));
+        QVERIFY(waitAnswered(c));
+        QVERIFY(c.send(trained(1).question));
+        QVERIFY(waitAnswered(c));
+        QCOMPARE(c.conversation()->count(), 4);
+
+        QVERIFY(!c.editMessage(1, QStringLiteral("an answer is not yours to edit")));
+        QVERIFY(c.statusIsError());
+        const Question q = trained(1);
+        QVERIFY(c.editMessage(0, q.question));
+        QCOMPARE(c.conversation()->count(), 2);  // everything after the edited message is gone
+        QCOMPARE(c.conversation()->at(0).text, q.question);
+        QVERIFY(waitAnswered(c));
+        QCOMPARE(c.conversation()->at(1).text.trimmed(), q.answer);
+    }
+
+    void switchesCpuToVulkanKeepingTheConversation() {
+        const QString why = noVulkanReason();
+        if (!why.isEmpty()) QSKIP(qPrintable(why));
+        QTemporaryDir folder;
+        ChatController c(folder.path());
+        c.loadModel(defaultModelDir());
+        QVERIFY(waitLoaded(c));
+        makeGreedy(c);
+        const Question q = trained(0);
+        QVERIFY(c.send(q.question));
+        QVERIFY(waitAnswered(c));
+        const QString id = c.conversationId();
+
+        const int vulkan = c.devices()->rowOf(QStringLiteral("vulkan"), 0);
+        QVERIFY(vulkan > 0);
+        c.chooseDevice(vulkan);
+        QVERIFY(c.loading());
+        QVERIFY(waitLoaded(c));
+        QVERIFY2(!c.statusIsError(), qPrintable(c.status()));
+        QCOMPARE(c.deviceRow(), vulkan);
+        QVERIFY(c.modelLine().contains(QStringLiteral("vulkan:0")));
+        QCOMPARE(c.conversationId(), id);  // the same conversation, every message kept
+        QCOMPARE(c.conversation()->count(), 2);
+        QCOMPARE(c.conversation()->at(1).text.trimmed(), q.answer);
+
+        QVERIFY(c.regenerate());  // answered again, now on Vulkan
+        QVERIFY(waitAnswered(c));
+        QCOMPARE(c.conversation()->at(1).text.trimmed(), q.answer);
+        QVERIFY2(c.conversation()->at(1).device.startsWith(QStringLiteral("vulkan:0")), qPrintable(c.conversation()->at(1).device));
+    }
+
+    void failedLoadKeepsTheModelRunningAndSaysWhy() {
+        QTemporaryDir folder;
+        ChatController c(folder.path());
+        c.loadModel(defaultModelDir());
+        QVERIFY(waitLoaded(c));
+        const QString line = c.modelLine();
+        QTemporaryDir broken;
+        c.loadModel(broken.path());  // an empty folder
+        QVERIFY(QTest::qWaitFor([&] { return !c.loading(); }, 60000));
+        QVERIFY(c.statusIsError());
+        QVERIFY2(c.status().contains(QStringLiteral("has no config.json")), qPrintable(c.status()));
+        QVERIFY2(c.status().contains(QStringLiteral("Still running on cpu:0")), qPrintable(c.status()));
+        QCOMPARE(c.modelLine(), line);
+
+        c.chooseDevice(0);  // Auto cannot be chosen yet
+        QVERIFY(c.statusIsError());
+        QVERIFY2(c.status().contains(QStringLiteral("not available yet")), qPrintable(c.status()));
+        QCOMPARE(c.deviceRow(), c.devices()->rowOf(QStringLiteral("cpu"), 0));
+
+        makeGreedy(c);
+        const Question q = trained(0);
+        QVERIFY(c.send(q.question));
+        QVERIFY(waitAnswered(c));
+        QCOMPARE(c.conversation()->at(1).text.trimmed(), q.answer);
+    }
+
+    void restoresTheLatestConversationAtStart() {
+        QTemporaryDir folder;
+        QString id, answer;
+        {
+            ChatController c(folder.path());
+            c.loadModel(defaultModelDir());
+            QVERIFY(waitLoaded(c));
+            makeGreedy(c);
+            c.setSystemPrompt(QStringLiteral("Answer in one word."));
+            QVERIFY(c.send(trained(0).question));
+            QVERIFY(waitAnswered(c));
+            id = c.conversationId();
+            answer = c.conversation()->at(1).text;
+        }
+        ChatController c(folder.path());
+        c.restoreLatest();
+        QCOMPARE(c.conversationId(), id);
+        QCOMPARE(c.conversation()->count(), 2);
+        QCOMPARE(c.systemPrompt(), QStringLiteral("Answer in one word."));
+        QCOMPARE(c.conversation()->at(1).text, answer);
+        QVERIFY(c.deleteConversation(id));
+        QCOMPARE(c.conversations()->rowCount(), 0);
+        QCOMPARE(c.conversation()->count(), 0);
+    }
+};
+
+QTEST_MAIN(TestChatController)
+#include "test_chat_controller.moc"
