@@ -6,6 +6,7 @@
 #include <QUuid>
 
 #include "app/measure.hpp"
+#include "conversation/code_blocks.hpp"
 #include "conversation/conversation_export.hpp"
 
 namespace mnemo::gui {
@@ -51,14 +52,18 @@ ChatController::~ChatController() {
 
 QString ChatController::modelLine() const {
     if (!loaded_) return loading() ? QStringLiteral("Loading the model…") : QStringLiteral("No model loaded");
-    QString line = QStringLiteral("%1 (%2) · %3 parameters, %4 per token · %5 read per token · %6 in memory · template %7 · context %8 · %9")
-                       .arg(info_.modelType, info_.architecture.isEmpty() ? info_.modelType : info_.architecture)
-                       .arg(count(info_.totalParams), count(info_.activatedParams))
-                       .arg(bytes(info_.bytesPerToken), bytes(info_.memoryBytes), info_.chatTemplate)
+    QString line = QStringLiteral("%1 · %2 parameters, %3 per token · %4 read per token · %5 in memory · %6 template · context %7 · %8")
+                       .arg(info_.modelType, count(info_.totalParams), count(info_.activatedParams),
+                            bytes(info_.bytesPerToken), bytes(info_.memoryBytes), info_.chatTemplate)
                        .arg(info_.contextLength)
                        .arg(info_.deviceText());
     if (!info_.memories.isEmpty()) line += QStringLiteral(" · memories: ") + info_.memories;
     return line;
+}
+
+QString ChatController::modelDetails() const {
+    if (!loaded_) return modelLine();
+    return QStringLiteral("%1\n%2\n%3").arg(info_.modelDir, info_.architecture, modelLine());
 }
 
 int ChatController::deviceRow() const { return loaded_ ? devices_.rowOf(info_.backend, info_.device) : -1; }
@@ -100,13 +105,14 @@ void ChatController::setStatus(const QString& s, bool error) {
 void ChatController::requestLoadOf(const LoadRequest& r) {
     pendingLoad_ = ++nextId_;
     Q_EMIT loadingChanged();
-    Q_EMIT modelChanged();
+    Q_EMIT modelInfoChanged();
     Q_EMIT requestLoad(pendingLoad_, r);
 }
 
 void ChatController::loadModel(const QString& dirOrUrl) {
-    LoadRequest r = lastLoad_;
+    LoadRequest r = lastLoad_;  // the same device
     r.modelDir = localPath(dirOrUrl);
+    r.memoryFolder.clear();      // memories are made for one model
     if (r.backend.isEmpty()) r.backend = QStringLiteral("cpu");
     setStatus(QStringLiteral("Loading %1 on %2:%3…").arg(r.modelDir, r.backend).arg(r.device), false);
     requestLoadOf(r);
@@ -117,7 +123,7 @@ void ChatController::chooseDevice(int row) {
     const DeviceRow& d = devices_.at(row);
     if (!d.enabled) {
         setStatus(QStringLiteral("%1 cannot be chosen: %2").arg(d.label, d.detail), true);
-        Q_EMIT modelChanged();  // the picker goes back to the device in use
+        Q_EMIT modelInfoChanged();  // the picker goes back to the device in use
         return;
     }
     if (loaded_ && d.backend == info_.backend && d.device == info_.device) return;
@@ -134,6 +140,21 @@ void ChatController::chooseDevice(int row) {
     requestLoadOf(r);
 }
 
+void ChatController::useMemoryFolder(const QString& folderOrUrl) {
+    if (lastLoad_.modelDir.isEmpty()) {
+        setStatus(QStringLiteral("Open a model before its memories"), true);
+        return;
+    }
+    stopCurrent();
+    LoadRequest r = lastLoad_;
+    r.memoryFolder = localPath(folderOrUrl);
+    r.retrieval = retrieval_;
+    setStatus(r.memoryFolder.isEmpty() ? QStringLiteral("Reloading the model without memories…")
+                                       : QStringLiteral("Reloading the model with the memories of %1…").arg(r.memoryFolder),
+              false);
+    requestLoadOf(r);
+}
+
 void ChatController::onLoaded(quint64 id, const ModelInfo& info) {
     if (id != pendingLoad_) return;
     pendingLoad_ = 0;
@@ -143,12 +164,14 @@ void ChatController::onLoaded(quint64 id, const ModelInfo& info) {
     lastLoad_.modelDir = info.modelDir;
     lastLoad_.backend = info.backend;
     lastLoad_.device = info.device;
+    lastLoad_.memoryFolder = info.memoryFolder;
+    lastLoad_.retrieval = info.retrieval;
     current_.model = info.modelDir;
     setStatus(switched ? QStringLiteral("Now running on %1; the conversation goes on there").arg(info.deviceText())
                        : QStringLiteral("Loaded %1 on %2").arg(info.modelDir, info.deviceText()),
               false);
     Q_EMIT loadingChanged();
-    Q_EMIT modelChanged();
+    Q_EMIT modelInfoChanged();
     Q_EMIT performanceChanged();
 }
 
@@ -159,7 +182,7 @@ void ChatController::onLoadFailed(quint64 id, const QString& reason, bool previo
                            : QStringLiteral("Could not load the model: %1").arg(reason),
               true);
     Q_EMIT loadingChanged();
-    Q_EMIT modelChanged();
+    Q_EMIT modelInfoChanged();
 }
 
 bool ChatController::send(const QString& text) {
@@ -365,6 +388,8 @@ bool ChatController::exportConversation(const QString& pathOrUrl, const QString&
     else setStatus(why, true);
     return why.isEmpty();
 }
+
+QStringList ChatController::codeBlocks(const QString& markdown) const { return fencedCodeBlocks(markdown); }
 
 void ChatController::copyToClipboard(const QString& text) {
     if (QClipboard* c = QGuiApplication::clipboard()) c->setText(text);

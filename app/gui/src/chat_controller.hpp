@@ -23,10 +23,11 @@ class ChatController : public QObject {
     Q_PROPERTY(mnemo::gui::DeviceModel* devices READ devices CONSTANT)
     Q_PROPERTY(bool busy READ busy NOTIFY busyChanged)
     Q_PROPERTY(bool loading READ loading NOTIFY loadingChanged)
-    Q_PROPERTY(bool modelLoaded READ modelLoaded NOTIFY modelChanged)
-    Q_PROPERTY(QString modelLine READ modelLine NOTIFY modelChanged)
-    Q_PROPERTY(QString modelDir READ modelDir NOTIFY modelChanged)
-    Q_PROPERTY(int deviceRow READ deviceRow NOTIFY modelChanged)
+    Q_PROPERTY(bool modelLoaded READ modelLoaded NOTIFY modelInfoChanged)
+    Q_PROPERTY(QString modelLine READ modelLine NOTIFY modelInfoChanged)
+    Q_PROPERTY(QString modelDetails READ modelDetails NOTIFY modelInfoChanged)
+    Q_PROPERTY(QString modelDir READ modelDir NOTIFY modelInfoChanged)
+    Q_PROPERTY(int deviceRow READ deviceRow NOTIFY modelInfoChanged)
     Q_PROPERTY(QString status READ status NOTIFY statusChanged)
     Q_PROPERTY(bool statusIsError READ statusIsError NOTIFY statusChanged)
     Q_PROPERTY(QString conversationId READ conversationId NOTIFY conversationChanged)
@@ -38,6 +39,8 @@ class ChatController : public QObject {
     Q_PROPERTY(double minP MEMBER minP_ NOTIFY samplingChanged)
     Q_PROPERTY(double repeatPenalty MEMBER repeatPenalty_ NOTIFY samplingChanged)
     Q_PROPERTY(int maxTokens MEMBER maxTokens_ NOTIFY samplingChanged)
+    // How chunks find memories in a memory folder: "vector" or "bm25" (used at the next load).
+    Q_PROPERTY(QString retrieval MEMBER retrieval_ NOTIFY samplingChanged)
     Q_PROPERTY(QString performance READ performance NOTIFY performanceChanged)
 
 public:
@@ -53,7 +56,8 @@ public:
     bool busy() const { return generation_ != 0; }
     bool loading() const { return pendingLoad_ != 0; }
     bool modelLoaded() const { return loaded_; }
-    QString modelLine() const;
+    QString modelLine() const;     // the model info line: type, sizes, template, context, device
+    QString modelDetails() const;  // its tooltip: the folder and the architecture in full
     QString modelDir() const { return info_.modelDir; }
     const ModelInfo& modelInfo() const { return info_; }
     int deviceRow() const;
@@ -71,6 +75,9 @@ public:
     // Reloads the model on device row `row` of devices(); the conversation stays. A failure
     // keeps the current device and says why.
     Q_INVOKABLE void chooseDevice(int row);
+    // Reloads the model with explicit memories from a memory folder (`mnemo memorize`), on the
+    // same device; an empty folder reloads it without memories.
+    Q_INVOKABLE void useMemoryFolder(const QString& folderOrUrl);
     // Each returns false (and says why in status) when it cannot start.
     Q_INVOKABLE bool send(const QString& text);
     Q_INVOKABLE void stop();
@@ -81,11 +88,15 @@ public:
     Q_INVOKABLE bool openConversation(const QString& id);
     Q_INVOKABLE bool deleteConversation(const QString& id);
     Q_INVOKABLE bool renameConversation(const QString& id, const QString& title);
+    // Shows a message in the status line as an error (the program's own, e.g. no default model).
+    void showError(const QString& message) { setStatus(message, true); }
     // Opens the newest saved conversation, if any (at start).
     void restoreLatest();
     // Writes the open conversation to a path or file: URL as "markdown" or "json".
     Q_INVOKABLE bool exportConversation(const QString& pathOrUrl, const QString& format);
     Q_INVOKABLE void copyToClipboard(const QString& text);
+    // The fenced code blocks of a message, for its "Copy code" buttons.
+    Q_INVOKABLE QStringList codeBlocks(const QString& markdown) const;
 
 Q_SIGNALS:
     void requestLoad(quint64 id, mnemo::gui::LoadRequest request);
@@ -93,7 +104,7 @@ Q_SIGNALS:
 
     void busyChanged();
     void loadingChanged();
-    void modelChanged();
+    void modelInfoChanged();
     void statusChanged();
     void conversationChanged();
     void samplingChanged();
@@ -135,6 +146,7 @@ private:
     double minP_ = 0.05;
     double repeatPenalty_ = 1.0;
     int maxTokens_ = 512;
+    QString retrieval_ = QStringLiteral("vector");
 
     double lastTokensPerSecond_ = 0.0;
     double lastFirstTokenMs_ = 0.0;

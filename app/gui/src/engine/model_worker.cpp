@@ -113,6 +113,8 @@ void ModelWorker::load(quint64 id, LoadRequest request) {
         info.device = request.device;
         info.deviceName = QString::fromStdString(s.device_name);
         info.chatTemplate = templateName(tmpl);
+        info.memoryFolder = request.memoryFolder;
+        info.retrieval = request.retrieval;
         info.memories = recorder ? QString::fromStdString(recorder->describe()) : QString();
         info.totalParams = s.n_params;
         info.activatedParams = s.activated_params;

@@ -30,6 +30,8 @@ struct ModelInfo {
     QString deviceName;
     QString chatTemplate;       // "chatml", or "plain" when the model has none
     QString memories;           // the memory source's description; empty without one
+    QString memoryFolder;       // as requested (so a reload on another device keeps it)
+    QString retrieval;
     qint64 totalParams = 0;
     qint64 activatedParams = 0;
     quint64 bytesPerToken = 0;  // weight bytes one decode step reads

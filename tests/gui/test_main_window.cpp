@@ -1,0 +1,209 @@
+// The QML the program loads (qrc:/qml/Main.qml through loadMainWindow): it loads with every
+// module it imports (a missing QML module shows only at run time), a prompt typed and sent
+// through the window is answered in the chat view, the references panel opens, the device
+// picker follows a switch; screenshots of the main view go to the build tree
+// (tests/gui/screenshots/*.png, not committed) for a person to look at.
+#include <QQmlContext>
+#include <QQmlProperty>
+#include <QDir>
+#include <QProcess>
+#include <QQuickItem>
+#include <QQuickWindow>
+#include <QSet>
+#include <QTemporaryDir>
+#include <QTest>
+
+#include "chat_controller.hpp"
+#include "gui_test_util.hpp"
+#include "main_window.hpp"
+
+using namespace mnemo::gui;
+using namespace mnemo::gui::test;
+
+namespace {
+
+QQuickItem* findItem(QObject* root, const char* objectName) {
+    return root ? root->findChild<QQuickItem*>(QString::fromLatin1(objectName)) : nullptr;
+}
+
+// Every item of the visual tree under `item` (delegates of views are found only this way: they
+// are not QObject children of the window).
+void collectItems(QQuickItem* item, QList<QQuickItem*>& out) {
+    out << item;
+    for (QQuickItem* c : item->childItems()) collectItems(c, out);
+}
+
+QList<QQuickItem*> allItems(QQuickWindow* w) {
+    QList<QQuickItem*> out;
+    collectItems(w->contentItem(), out);
+    return out;
+}
+
+QQuickItem* visibleItem(QQuickWindow* w, const char* objectName) {
+    for (QQuickItem* i : allItems(w))
+        if (i->objectName() == QLatin1String(objectName) && i->isVisible()) return i;
+    return nullptr;
+}
+
+void click(QQuickWindow* w, QQuickItem* item) {
+    const QPointF c = item->mapToScene(QPointF(item->width() / 2, item->height() / 2));
+    QTest::mouseClick(w, Qt::LeftButton, Qt::NoModifier, c.toPoint());
+}
+
+// Saves a screenshot under the build tree; checks it is the window's size and not blank.
+void screenshot(QQuickWindow* w, const QString& name) {
+    const QString dir = QStringLiteral(MNEMO_GUI_TEST_OUT "/screenshots");
+    QVERIFY(QDir().mkpath(dir));
+    const QImage img = w->grabWindow();
+    QVERIFY(!img.isNull());
+    QCOMPARE(img.size(), w->size() * w->devicePixelRatio());
+    QSet<QRgb> colours;
+    for (int y = 0; y < img.height(); y += 7)
+        for (int x = 0; x < img.width(); x += 7) colours.insert(img.pixel(x, y));
+    QVERIFY2(colours.size() > 8, qPrintable(QStringLiteral("%1: only %2 colours").arg(name).arg(colours.size())));
+    QVERIFY(img.save(dir + QLatin1Char('/') + name));
+    qInfo("screenshot: %s/%s", qPrintable(dir), qPrintable(name));
+}
+
+bool waitLoaded(ChatController& c) { return QTest::qWaitFor([&] { return !c.loading(); }, 60000) && c.modelLoaded(); }
+bool waitAnswered(ChatController& c) { return QTest::qWaitFor([&] { return !c.busy(); }, 60000); }
+
+}  // namespace
+
+class TestMainWindow : public QObject {
+    Q_OBJECT
+    QTemporaryDir conversations_;
+    QTemporaryDir memories_;  // the memory folder stays while the model reads it
+    std::unique_ptr<ChatController> chat_;
+    std::unique_ptr<QQmlApplicationEngine> engine_;
+    QQuickWindow* window_ = nullptr;
+
+private Q_SLOTS:
+    void initTestCase() {
+        chat_ = std::make_unique<ChatController>(conversations_.path());
+        engine_ = std::make_unique<QQmlApplicationEngine>();
+        const QStringList problems = loadMainWindow(*engine_, *chat_);
+        QVERIFY2(problems.isEmpty(), qPrintable(problems.join(QLatin1Char('\n'))));
+        QCOMPARE(engine_->rootObjects().size(), 1);
+        window_ = qobject_cast<QQuickWindow*>(engine_->rootObjects().first());
+        QVERIFY(window_);
+        QCOMPARE(window_->size(), QSize(1366, 768));  // the size it must work at
+        window_->show();
+        QVERIFY(QTest::qWaitForWindowExposed(window_));
+        window_->requestActivate();
+        QVERIFY(QTest::qWaitForWindowActive(window_));
+    }
+
+    void answersAPromptTypedIntoTheWindow() {
+        chat_->loadModel(defaultModelDir());
+        QVERIFY(waitLoaded(*chat_));
+        chat_->setProperty("temperature", 0.0);
+        chat_->setProperty("maxTokens", 32);
+        QQuickItem* info = findItem(window_, "modelInfo");
+        QVERIFY(info);
+        QVERIFY2(info->property("text").toString().contains(QStringLiteral("memory3")), qPrintable(info->property("text").toString()));
+
+        QQuickItem* prompt = findItem(window_, "promptInput");
+        QQuickItem* send = findItem(window_, "sendButton");
+        QQuickItem* view = findItem(window_, "chatView");
+        QVERIFY(prompt && send && view);
+        prompt->forceActiveFocus();
+        const Question q = trainedQuestion();
+        for (const QChar ch : q.question) QTest::keyClick(window_, ch.toLatin1());  // typed, key by key
+        QCOMPARE(prompt->property("text").toString(), q.question);
+        QVERIFY(send->isEnabled());
+        click(window_, send);
+        QVERIFY(chat_->busy() || chat_->conversation()->count() == 2);
+        QVERIFY(waitAnswered(*chat_));
+        QCOMPARE(prompt->property("text").toString(), QString());  // the box is cleared once sent
+        QCOMPARE(view->property("count").toInt(), 2);
+        QCOMPARE(chat_->conversation()->at(1).text.trimmed(), q.answer);
+        QVERIFY(findItem(window_, "performanceStrip")->property("text").toString().contains(QStringLiteral("tokens/s")));
+        QTest::qWait(100);  // let the view scroll and lay out the finished answer
+        screenshot(window_, QStringLiteral("main-view.png"));
+    }
+
+    void opensTheReferencesOfAnAnswer() {
+        QTemporaryDir& dir = memories_;
+        {
+            QFile corpus(dir.filePath(QStringLiteral("facts.txt")));
+            QVERIFY(corpus.open(QIODevice::WriteOnly));
+            corpus.write("Tour Hujert was born in Zeajusy.\n\nThe Lelosk ring is amber.\n");
+        }
+        QProcess memorize;
+        memorize.setProcessChannelMode(QProcess::MergedChannels);
+        memorize.start(QStringLiteral(MNEMO_BUILD_BIN "/mnemo"),
+                       {QStringLiteral("memorize"), QStringLiteral("--corpus"), dir.filePath(QStringLiteral("facts.txt")),
+                        QStringLiteral("-o"), dir.filePath(QStringLiteral("mem"))});
+        QVERIFY(memorize.waitForFinished(60000));
+        QVERIFY2(memorize.exitCode() == 0, memorize.readAll().constData());
+
+        chat_->setProperty("retrieval", QStringLiteral("bm25"));
+        chat_->useMemoryFolder(dir.filePath(QStringLiteral("mem")));
+        QVERIFY(waitLoaded(*chat_));
+        QVERIFY2(chat_->modelLine().contains(QStringLiteral("memories: memory folder")), qPrintable(chat_->modelLine()));
+        QVERIFY(chat_->regenerate());  // the same question, now with the memories
+        QVERIFY(waitAnswered(*chat_));
+        QCOMPARE(chat_->conversation()->at(1).recalls.size(), 1);
+
+        // The panel of the answer (the prompt's own panel exists too, hidden).
+        QQuickItem* toggle = nullptr;
+        QTRY_VERIFY((toggle = visibleItem(window_, "referencesToggle")));
+        QCOMPARE(toggle->property("text").toString(), QStringLiteral("▸ 1 reference"));
+        click(window_, toggle);
+        QCOMPARE(toggle->property("text").toString(), QStringLiteral("▾ 1 reference"));
+        QTest::qWait(100);
+        screenshot(window_, QStringLiteral("references-open.png"));
+    }
+
+    void devicePickerFollowsASwitch() {
+        QQuickItem* picker = findItem(window_, "devicePicker");
+        QVERIFY(picker);
+        QCOMPARE(picker->property("currentIndex").toInt(), chat_->devices()->rowOf(QStringLiteral("cpu"), 0));
+        click(window_, picker);  // opens the list of devices
+        QTRY_VERIFY(picker->property("popup").value<QObject*>()->property("opened").toBool());
+        QTest::qWait(100);
+        screenshot(window_, QStringLiteral("device-picker.png"));
+        QTest::keyClick(window_, Qt::Key_Escape);
+
+        const QString why = noVulkanReason();
+        if (!why.isEmpty()) QSKIP(qPrintable(why));
+        const int vulkan = chat_->devices()->rowOf(QStringLiteral("vulkan"), 0);
+        chat_->chooseDevice(vulkan);
+        QVERIFY(waitLoaded(*chat_));
+        QVERIFY2(!chat_->statusIsError(), qPrintable(chat_->status()));
+        QCOMPARE(picker->property("currentIndex").toInt(), vulkan);
+        QVERIFY(findItem(window_, "modelInfo")->property("text").toString().contains(QStringLiteral("vulkan:0")));
+        QCOMPARE(chat_->conversation()->count(), 2);  // the conversation stays
+    }
+
+    // Last: by now the chat view holds a prompt and an answer with their buttons.
+    void everyControlHasAnAccessibleName() {
+        int checked = 0;
+        QStringList unnamed;
+        for (QQuickItem* item : allItems(window_)) {
+            // Controls a person uses; panes, containers and labels only hold or show them.
+            if (!item->isVisible() || !item->inherits("QQuickControl") || item->inherits("QQuickPane")
+                || item->inherits("QQuickContainer")
+                || item->inherits("QQuickLabel") || item->inherits("QQuickScrollBar") || item->inherits("QQuickToolBar"))
+                continue;
+            // The attached Accessible.name as the item's own QML file sets it.
+            const QQmlProperty name(item, QStringLiteral("Accessible.name"), qmlContext(item));
+            if (!name.isValid()) qWarning("%s: no Accessible.name property", item->metaObject()->className());
+            if (!name.isValid()) continue;
+            ++checked;
+            if (name.read().toString().isEmpty())
+                unnamed << QString::fromLatin1(item->metaObject()->className()) + QLatin1Char(' ') + item->objectName();
+        }
+        QVERIFY(checked >= 8);
+        QVERIFY2(unnamed.isEmpty(), qPrintable(unnamed.join(QStringLiteral(", "))));
+    }
+
+    void cleanupTestCase() {
+        engine_.reset();
+        chat_.reset();
+    }
+};
+
+QTEST_MAIN(TestMainWindow)
+#include "test_main_window.moc"
