@@ -1,6 +1,7 @@
 // mnemo-chat: chat with a Mnemo model. `mnemo-chat [MODEL_DIR]`; without a folder it opens the
 // bundled default model. Conversations are kept in the user's data folder
-// (~/.local/share/Mnemo/mnemo-chat/conversations).
+// (~/.local/share/Mnemo/mnemo-chat/conversations), the sampling settings of each model and the
+// recent models in ~/.config/Mnemo/mnemo-chat/settings.ini.
 #include <QGuiApplication>
 #include <QStandardPaths>
 #include <cstdio>
@@ -22,7 +23,8 @@ int main(int argc, char** argv) {
         return 2;
     }
     const QString folder = QStandardPaths::writableLocation(QStandardPaths::AppDataLocation) + QStringLiteral("/conversations");
-    mnemo::gui::ChatController chat(folder);
+    const QString settings = QStandardPaths::writableLocation(QStandardPaths::AppConfigLocation) + QStringLiteral("/settings.ini");
+    mnemo::gui::ChatController chat(folder, settings);
     chat.restoreLatest();
 
     QQmlApplicationEngine engine;

@@ -1,6 +1,7 @@
 // ChatController driven as the QML drives it, on the default model: streaming into the
 // conversation, stop, regenerate, edit, a device switch mid-conversation, failed loads, and
 // conversations restored at start.
+#include <QDir>
 #include <QFile>
 #include <QSignalSpy>
 #include <QTemporaryDir>
@@ -192,6 +193,37 @@ private Q_SLOTS:
         QVERIFY(c.send(q.question));
         QVERIFY(waitAnswered(c));
         QCOMPARE(c.conversation()->at(1).text.trimmed(), q.answer);
+    }
+
+    void keepsSamplingSettingsPerModelAndRecentModels() {
+        QTemporaryDir folder;
+        const QString ini = folder.filePath(QStringLiteral("settings.ini"));
+        {
+            ChatController c(folder.path(), ini);
+            QVERIFY(c.recentModels().isEmpty());
+            c.loadModel(defaultModelDir());
+            QVERIFY(waitLoaded(c));
+            c.setProperty("temperature", 0.3);
+            c.setProperty("topK", 7);
+            c.setProperty("retrieval", QStringLiteral("bm25"));
+        }
+        ChatController c(folder.path(), ini);
+        QCOMPARE(c.recentModels(), QStringList{defaultModelDir()});
+        QCOMPARE(c.property("temperature").toDouble(), 0.8);  // the defaults until the model loads
+        c.loadModel(defaultModelDir());
+        QVERIFY(waitLoaded(c));
+        QCOMPARE(c.property("temperature").toDouble(), 0.3);
+        QCOMPARE(c.property("topK").toInt(), 7);
+        QCOMPARE(c.property("retrieval").toString(), QStringLiteral("bm25"));
+        QCOMPARE(c.sampling().topK, 7);
+    }
+
+    void findsCodeBlocksToCopy() {
+        ChatController c(QDir::tempPath() + QStringLiteral("/mnemo-chat-unused"));
+        QCOMPARE(c.codeBlocks(QStringLiteral("Try:\n\n```sh\nmnemo run\n```\ntext\n~~~~\na\n```\nb\n~~~~\n")),
+                 (QStringList{QStringLiteral("mnemo run"), QStringLiteral("a\n```\nb")}));
+        QCOMPARE(c.codeBlocks(QStringLiteral("```\nstill streaming")), QStringList{QStringLiteral("still streaming")});
+        QVERIFY(c.codeBlocks(QStringLiteral("no code")).isEmpty());
     }
 
     void restoresTheLatestConversationAtStart() {

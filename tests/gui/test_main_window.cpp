@@ -156,6 +156,51 @@ private Q_SLOTS:
         screenshot(window_, QStringLiteral("references-open.png"));
     }
 
+    void stopsAStreamingAnswerFromTheStopButton() {
+        chat_->newConversation();
+        // Almost flat sampling: an answer long enough to be seen streaming and to be stopped.
+        chat_->setProperty("temperature", 20.0);
+        chat_->setProperty("topK", 0);
+        chat_->setProperty("topP", 1.0);
+        chat_->setProperty("minP", 0.0);
+        chat_->setProperty("maxTokens", 4000);
+        QQuickItem* prompt = findItem(window_, "promptInput");
+        prompt->forceActiveFocus();
+        for (const QChar ch : QStringLiteral("Tell me about Zeajusy.")) QTest::keyClick(window_, ch.toLatin1());
+        QTest::keyClick(window_, Qt::Key_Return);  // Enter sends
+        QVERIFY(chat_->busy());
+        QVERIFY(QTest::qWaitFor([&] { return chat_->conversation()->at(1).text.size() > 20 || !chat_->busy(); }, 60000));
+        QVERIFY2(chat_->busy(), "the answer ended before it could be stopped");
+        QQuickItem* stop = findItem(window_, "stopButton");
+        QVERIFY(stop && stop->isVisible());
+        QVERIFY(!findItem(window_, "sendButton")->isVisible());
+        screenshot(window_, QStringLiteral("streaming.png"));
+        click(window_, stop);
+        QVERIFY(!chat_->busy());
+        QCOMPARE(chat_->conversation()->at(1).finish, QStringLiteral("stopped"));
+        QTRY_VERIFY(findItem(window_, "sendButton")->isVisible());
+        chat_->setProperty("temperature", 0.0);
+        chat_->setProperty("maxTokens", 32);
+    }
+
+    void showsTheSettingsAndTheRecentModels() {
+        QObject* settings = engine_->rootObjects().first()->findChild<QObject*>(QStringLiteral("settingsDialog"));
+        QVERIFY(settings);
+        QMetaObject::invokeMethod(settings, "open");
+        QTRY_VERIFY(settings->property("opened").toBool());
+        screenshot(window_, QStringLiteral("settings.png"));
+        QMetaObject::invokeMethod(settings, "close");
+        QTRY_VERIFY(!settings->property("visible").toBool());
+
+        QObject* menu = engine_->rootObjects().first()->findChild<QObject*>(QStringLiteral("modelMenu"));
+        QVERIFY(menu);
+        QCOMPARE(menu->property("count").toInt(), 3);  // open a folder, a separator, the default model
+        QQuickItem* recent = nullptr;
+        QVERIFY(QMetaObject::invokeMethod(menu, "itemAt", Q_RETURN_ARG(QQuickItem*, recent), Q_ARG(int, 2)));
+        QVERIFY(recent);
+        QCOMPARE(recent->property("text").toString(), defaultModelDir());
+    }
+
     void devicePickerFollowsASwitch() {
         QQuickItem* picker = findItem(window_, "devicePicker");
         QVERIFY(picker);

@@ -17,7 +17,7 @@ Pane {
         ScrollView {
             Layout.fillWidth: true
             Layout.preferredHeight: Math.min(Math.max(prompt.implicitHeight, 40), 140)
-            TextArea {
+            TextBox {
                 id: prompt
                 objectName: "promptInput"
                 placeholderText: chat.modelLoaded ? "Ask something (Enter sends, Shift+Enter for a new line)" : "Open a model to start"

@@ -86,7 +86,7 @@ ColumnLayout {
     ColumnLayout {
         Layout.fillWidth: true
         visible: message.editing
-        TextArea {
+        TextBox {
             id: editor
             Layout.fillWidth: true
             wrapMode: TextArea.Wrap

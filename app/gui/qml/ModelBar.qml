@@ -19,11 +19,30 @@ ToolBar {
         RowLayout {
             Layout.fillWidth: true
             ToolButton {
-                text: "Open model…"
-                Accessible.name: "Open a model folder"
+                text: "Model ▾"
+                Accessible.name: "Open a model"
                 ToolTip.visible: hovered
-                ToolTip.text: "Open a model folder (Ctrl+O)"
-                onClicked: bar.openModel()
+                ToolTip.text: "Open a model folder (Ctrl+O) or a recent one"
+                onClicked: modelMenu.open()
+                Menu {
+                    id: modelMenu
+                    objectName: "modelMenu"
+                    width: 480
+                    MenuItem { text: "Open a model folder…"; onTriggered: bar.openModel() }
+                    MenuSeparator { visible: chat.recentModels.length > 0 }
+                    // The recent model folders, after the separator.
+                    Instantiator {
+                        model: chat.recentModels
+                        delegate: MenuItem {
+                            required property string modelData
+                            text: modelData
+                            Accessible.name: "Open the recent model " + modelData
+                            onTriggered: chat.loadModel(modelData)
+                        }
+                        onObjectAdded: function(index, object) { modelMenu.insertItem(index + 2, object) }
+                        onObjectRemoved: function(index, object) { modelMenu.removeItem(object) }
+                    }
+                }
             }
             Label { text: "Device:" }
             ComboBox {

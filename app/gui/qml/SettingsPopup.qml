@@ -5,6 +5,7 @@ import QtQuick.Layouts
 
 Dialog {
     id: dialog
+    objectName: "settingsDialog"
     title: "Settings"
     modal: true
     anchors.centerIn: Overlay.overlay
@@ -16,8 +17,8 @@ Dialog {
         columns: 3
         columnSpacing: 10
 
-        Label { text: "System prompt" }
-        TextArea {
+        Label { text: "System prompt"; Layout.alignment: Qt.AlignTop }
+        TextBox {
             Layout.columnSpan: 2
             Layout.fillWidth: true
             Layout.preferredHeight: 70
@@ -106,7 +107,7 @@ Dialog {
             Layout.fillWidth: true
             wrapMode: Text.Wrap
             opacity: 0.7
-            text: "These settings apply to the next answers of this session; keeping them per model between sessions is not written yet."
+            text: "Sampling settings are kept for each model folder; the system prompt belongs to this conversation."
         }
     }
 }

@@ -6,6 +6,7 @@
 #pragma once
 
 #include <QObject>
+#include <QSettings>
 #include <memory>
 
 #include "conversation/conversation.hpp"
@@ -42,10 +43,12 @@ class ChatController : public QObject {
     // How chunks find memories in a memory folder: "vector" or "bm25" (used at the next load).
     Q_PROPERTY(QString retrieval MEMBER retrieval_ NOTIFY samplingChanged)
     Q_PROPERTY(QString performance READ performance NOTIFY performanceChanged)
+    Q_PROPERTY(QStringList recentModels READ recentModels NOTIFY recentModelsChanged)
 
 public:
-    // Conversations are kept in `conversationsFolder`.
-    explicit ChatController(const QString& conversationsFolder, QObject* parent = nullptr);
+    // Conversations are kept in `conversationsFolder`; the sampling settings of each model and
+    // the recent model folders in the INI file `settingsFile` (none kept when it is empty).
+    explicit ChatController(const QString& conversationsFolder, const QString& settingsFile = {}, QObject* parent = nullptr);
     ~ChatController() override;
 
     ConversationModel* conversation() { return &conversation_; }
@@ -69,6 +72,7 @@ public:
     void setSystemPrompt(const QString& s);
     QString performance() const;
     SamplingSettings sampling() const;
+    QStringList recentModels() const { return recentModels_; }
 
     // Loads a model folder (a path or a file: URL) on the current device, the CPU at first.
     Q_INVOKABLE void loadModel(const QString& dirOrUrl);
@@ -109,6 +113,7 @@ Q_SIGNALS:
     void conversationChanged();
     void samplingChanged();
     void performanceChanged();
+    void recentModelsChanged();
     // An answer has ended (finished, stopped or failed); for tests and the view.
     void answerEnded(int row);
 
@@ -124,6 +129,10 @@ private:
     void setStatus(const QString& s, bool error);
     void saveCurrent();
     void requestLoadOf(const LoadRequest& r);
+    // Sampling settings are kept per model folder: read when a model loads, written on a change.
+    void readModelSettings(const QString& modelDir);
+    void writeModelSettings() const;
+    void rememberRecent(const QString& modelDir);
 
     ConversationModel conversation_;
     ConversationStore store_;
@@ -147,6 +156,10 @@ private:
     double repeatPenalty_ = 1.0;
     int maxTokens_ = 512;
     QString retrieval_ = QStringLiteral("vector");
+
+    std::unique_ptr<QSettings> settings_;
+    QStringList recentModels_;
+    bool readingSettings_ = false;
 
     double lastTokensPerSecond_ = 0.0;
     double lastFirstTokenMs_ = 0.0;
