@@ -6,6 +6,8 @@
 #include <QQmlContext>
 #include <QQmlProperty>
 #include <QDir>
+#include <QGuiApplication>
+#include <QPalette>
 #include <QProcess>
 #include <QQuickItem>
 #include <QQuickWindow>
@@ -213,13 +215,48 @@ private Q_SLOTS:
 
         const QString why = noVulkanReason();
         if (!why.isEmpty()) QSKIP(qPrintable(why));
+        // Choose Vulkan 0 in the picker's list, as a person does.
         const int vulkan = chat_->devices()->rowOf(QStringLiteral("vulkan"), 0);
-        chat_->chooseDevice(vulkan);
+        click(window_, picker);
+        QTRY_VERIFY(picker->property("popup").value<QObject*>()->property("opened").toBool());
+        QQuickItem* row = nullptr;
+        for (QQuickItem* i : allItems(window_))
+            if (i->isVisible() && i->inherits("QQuickItemDelegate") && i->property("text").toString().startsWith(QStringLiteral("Vulkan 0:")))
+                row = i;
+        QVERIFY(row);
+        click(window_, row);
+        QVERIFY(chat_->loading());
         QVERIFY(waitLoaded(*chat_));
         QVERIFY2(!chat_->statusIsError(), qPrintable(chat_->status()));
         QCOMPARE(picker->property("currentIndex").toInt(), vulkan);
         QVERIFY(findItem(window_, "modelInfo")->property("text").toString().contains(QStringLiteral("vulkan:0")));
         QCOMPARE(chat_->conversation()->count(), 2);  // the conversation stays
+    }
+
+    void followsADarkPalette() {
+        const QPalette light = QGuiApplication::palette();
+        QPalette dark;
+        dark.setColor(QPalette::Window, QColor(0x2b, 0x2b, 0x2b));
+        dark.setColor(QPalette::WindowText, QColor(0xe8, 0xe8, 0xe8));
+        dark.setColor(QPalette::Base, QColor(0x1e, 0x1e, 0x1e));
+        dark.setColor(QPalette::AlternateBase, QColor(0x33, 0x33, 0x33));
+        dark.setColor(QPalette::Text, QColor(0xe8, 0xe8, 0xe8));
+        dark.setColor(QPalette::Button, QColor(0x3a, 0x3a, 0x3a));
+        dark.setColor(QPalette::ButtonText, QColor(0xe8, 0xe8, 0xe8));
+        dark.setColor(QPalette::Highlight, QColor(0x3d, 0x7e, 0xc6));
+        dark.setColor(QPalette::HighlightedText, Qt::white);
+        dark.setColor(QPalette::Mid, QColor(0x55, 0x55, 0x55));
+        dark.setColor(QPalette::PlaceholderText, QColor(0x90, 0x90, 0x90));
+        for (QPalette::ColorRole role : {QPalette::WindowText, QPalette::Text, QPalette::ButtonText})
+            dark.setColor(QPalette::Disabled, role, QColor(0x70, 0x70, 0x70));  // as a dark theme dims them
+        QGuiApplication::setPalette(dark);
+        QTest::qWait(100);
+        const QImage img = window_->grabWindow();
+        // The chat area (right of the list, below the bars) is dark now, its text light.
+        const QColor background = img.pixelColor(img.width() - 20, img.height() / 2);
+        QVERIFY2(background.lightness() < 80, qPrintable(background.name()));
+        screenshot(window_, QStringLiteral("main-view-dark.png"));
+        QGuiApplication::setPalette(light);
     }
 
     // Last: by now the chat view holds a prompt and an answer with their buttons.
