@@ -38,6 +38,16 @@ void makeGreedy(ChatController& c) {
 class TestChatController : public QObject {
     Q_OBJECT
 private Q_SLOTS:
+    void saysWhyItCannotSendWithoutAModel() {
+        QTemporaryDir folder;
+        ChatController c(folder.path());
+        QVERIFY(!c.send(QStringLiteral("Hello?")));
+        QVERIFY(c.statusIsError());
+        QVERIFY2(c.status().contains(QStringLiteral("No model is loaded")), qPrintable(c.status()));
+        QCOMPARE(c.conversation()->count(), 0);
+        QCOMPARE(c.modelLine(), QStringLiteral("No model loaded"));
+    }
+
     void streamsAnAnswerIntoTheConversation() {
         QTemporaryDir folder;
         ChatController c(folder.path());

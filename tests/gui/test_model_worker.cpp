@@ -216,6 +216,32 @@ private Q_SLOTS:
         QCOMPARE(generate(w, ask(q.question), greedy()).text.trimmed(), q.answer);
     }
 
+    void refusesAConversationLongerThanTheContext() {
+        WorkerThread thread;
+        ModelWorker* w = thread.worker();
+        LoadRequest r = modelAt(defaultModelDir());
+        r.contextLength = 16;
+        QVERIFY(!load(w, r, true).isEmpty());
+        QString reason;
+        const quint64 id = ++ids_;
+        connect(w, &ModelWorker::generationFailed, this, [&](quint64 i, QString why) { if (i == id) reason = why; });
+        const QList<ChatTurn> turns = ask(QStringLiteral("Where was Tour Hujert born, and what does Tour Hujert do for a living?"));
+        QMetaObject::invokeMethod(w, [w, id, turns] { w->generate(id, turns, greedy()); });
+        QVERIFY(QTest::qWaitFor([&] { return !reason.isEmpty(); }, 60000));
+        QVERIFY2(reason.contains(QStringLiteral("tokens but the context holds 16")), qPrintable(reason));
+        disconnect(w, nullptr, this, nullptr);
+    }
+
+    void missingMemoryFolderIsNamed() {
+        WorkerThread thread;
+        ModelWorker* w = thread.worker();
+        LoadRequest r = modelAt(defaultModelDir());
+        r.memoryFolder = QStringLiteral("/nonexistent/memories");
+        const QList<QVariant> failed = load(w, r, false);
+        QVERIFY(!failed.isEmpty());
+        QVERIFY2(failed.at(1).toString().contains(QStringLiteral("/nonexistent/memories")), qPrintable(failed.at(1).toString()));
+    }
+
     void answersTheSameOnVulkan() {
         const QString why = noVulkanReason();
         if (!why.isEmpty()) QSKIP(qPrintable(why));
