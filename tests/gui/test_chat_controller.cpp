@@ -250,9 +250,16 @@ private Q_SLOTS:
             id = c.conversationId();
             answer = c.conversation()->at(1).text;
         }
+        {
+            QFile broken(folder.filePath(QStringLiteral("broken.json")));
+            QVERIFY(broken.open(QIODevice::WriteOnly));
+            broken.write("{ not json");
+        }
         ChatController c(folder.path());
         c.restoreLatest();
         QCOMPARE(c.conversationId(), id);
+        QVERIFY(c.statusIsError());  // the file kept aside is reported at start
+        QVERIFY2(c.status().contains(QStringLiteral("kept aside as broken.json.corrupt")), qPrintable(c.status()));
         QCOMPARE(c.conversation()->count(), 2);
         QCOMPARE(c.systemPrompt(), QStringLiteral("Answer in one word."));
         QCOMPARE(c.conversation()->at(1).text, answer);

@@ -208,6 +208,7 @@ bool ChatController::send(const QString& text) {
         current_.title = titleFrom(prompt);
         Q_EMIT conversationChanged();
     }
+    saveCurrent();  // the prompt is kept even if the app ends before the answer does
     return startAnswer();
 }
 
