@@ -6,6 +6,7 @@
 #include <QQmlContext>
 #include <QQmlProperty>
 #include <QDir>
+#include <QClipboard>
 #include <QGuiApplication>
 #include <QPalette>
 #include <QProcess>
@@ -201,6 +202,39 @@ private Q_SLOTS:
         QVERIFY(QMetaObject::invokeMethod(menu, "itemAt", Q_RETURN_ARG(QQuickItem*, recent), Q_ARG(int, 2)));
         QVERIFY(recent);
         QCOMPARE(recent->property("text").toString(), defaultModelDir());
+    }
+
+    void rendersMarkdownAndCopiesACodeBlock() {
+        // A saved conversation whose answer is Markdown (the default model writes none itself).
+        Conversation c;
+        c.id = QStringLiteral("markdown-sample");
+        c.title = QStringLiteral("Markdown sample");
+        c.created = c.updated = QDateTime::currentDateTimeUtc();
+        Message q;
+        q.role = QStringLiteral("user");
+        q.text = QStringLiteral("How do I run Mnemo?");
+        Message a;
+        a.role = QStringLiteral("assistant");
+        a.text = QStringLiteral("## Running\n\nUse **mnemo run** with a *model folder*:\n\n```sh\nmnemo run -m DIR -p \"Hello\"\n```\n\n"
+                                "- `--backend vulkan` picks the GPU\n- `--temp 0` is greedy\n");
+        a.finish = QStringLiteral("end of turn");
+        a.tokens = 40;
+        a.tokensPerSecond = 250.0;
+        a.firstTokenSeconds = 0.02;
+        a.device = QStringLiteral("cpu:0 AMD EPYC");
+        c.messages = {q, a};
+        QCOMPARE(chat_->conversations()->save(c), QString());
+        QVERIFY(chat_->openConversation(c.id));
+        QQuickItem* copy = nullptr;
+        QTRY_VERIFY((copy = [&]() -> QQuickItem* {
+            for (QQuickItem* i : allItems(window_))
+                if (i->isVisible() && i->property("text").toString() == QLatin1String("Copy code 1")) return i;
+            return nullptr;
+        }()));
+        click(window_, copy);
+        QCOMPARE(QGuiApplication::clipboard()->text(), QStringLiteral("mnemo run -m DIR -p \"Hello\""));
+        QTest::qWait(100);
+        screenshot(window_, QStringLiteral("markdown.png"));
     }
 
     void devicePickerFollowsASwitch() {
