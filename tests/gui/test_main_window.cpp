@@ -237,6 +237,27 @@ private Q_SLOTS:
         screenshot(window_, QStringLiteral("markdown.png"));
     }
 
+    // The dialogs are QML too (Qt's own, from QtQuick.Dialogs): they load only when every module
+    // they import is installed, which is seen only when they open.
+    void opensTheFileDialogs() {
+        for (const char* name : {"modelDialog", "exportDialog"}) {
+            QStringList problems;
+            const auto c = connect(engine_.get(), &QQmlEngine::warnings, this, [&](const QList<QQmlError>& ws) {
+                for (const QQmlError& w : ws) problems << w.toString();
+            });
+            QObject* dialog = engine_->rootObjects().first()->findChild<QObject*>(QString::fromLatin1(name));
+            QVERIFY2(dialog, name);
+            QMetaObject::invokeMethod(dialog, "open");
+            QTest::qWait(200);
+            disconnect(c);
+            QVERIFY2(problems.isEmpty(), qPrintable(problems.join(QLatin1Char('\n'))));
+            QVERIFY2(dialog->property("visible").toBool(), name);
+            if (QLatin1String(name) == QLatin1String("modelDialog")) screenshot(window_, QStringLiteral("open-model-dialog.png"));
+            QMetaObject::invokeMethod(dialog, "close");
+            QTRY_VERIFY(!dialog->property("visible").toBool());
+        }
+    }
+
     void devicePickerFollowsASwitch() {
         QQuickItem* picker = findItem(window_, "devicePicker");
         QVERIFY(picker);

@@ -24,6 +24,7 @@ ApplicationWindow {
 
     FolderDialog {
         id: modelDialog
+        objectName: "modelDialog"
         title: "Open a model folder"
         onAccepted: chat.loadModel(selectedFolder)
     }
@@ -34,6 +35,7 @@ ApplicationWindow {
     }
     FileDialog {
         id: exportDialog
+        objectName: "exportDialog"
         property string format: "markdown"
         title: format === "markdown" ? "Export the conversation as Markdown" : "Export the conversation as JSON"
         fileMode: FileDialog.SaveFile
