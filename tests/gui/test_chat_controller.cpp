@@ -236,6 +236,22 @@ private Q_SLOTS:
         QVERIFY(c.codeBlocks(QStringLiteral("no code")).isEmpty());
     }
 
+    void anOvertakenLoadStillShowsWhatRuns() {
+        QTemporaryDir folder;
+        ChatController c(folder.path());
+        c.loadModel(defaultModelDir());
+        QVERIFY(waitLoaded(c));
+        QTemporaryDir copy;
+        QVERIFY(copyDefaultModel(copy.path()));
+        QTemporaryDir empty;
+        c.loadModel(copy.path());   // loads fine on the worker...
+        c.loadModel(empty.path());  // ...but is overtaken by this one, which fails
+        QVERIFY(QTest::qWaitFor([&] { return !c.loading(); }, 60000));
+        QVERIFY(c.statusIsError());
+        QVERIFY2(c.status().contains(QStringLiteral("has no config.json")), qPrintable(c.status()));
+        QCOMPARE(c.modelDir(), copy.path());  // what the worker runs now, not the first model
+    }
+
     void restoresTheLatestConversationAtStart() {
         QTemporaryDir folder;
         QString id, answer;

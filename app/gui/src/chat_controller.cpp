@@ -161,7 +161,14 @@ void ChatController::useMemoryFolder(const QString& folderOrUrl) {
 }
 
 void ChatController::onLoaded(quint64 id, const ModelInfo& info) {
-    if (id != pendingLoad_) return;
+    // An earlier request that was overtaken by a newer one still replaced the worker's model:
+    // the info is taken either way, but only the newest request ends the loading state.
+    if (id != pendingLoad_) {
+        info_ = info;
+        loaded_ = true;
+        Q_EMIT modelInfoChanged();
+        return;
+    }
     pendingLoad_ = 0;
     const bool switched = loaded_ && (info.backend != info_.backend || info.device != info_.device);
     info_ = info;
