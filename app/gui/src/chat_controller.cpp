@@ -31,11 +31,7 @@ QString count(qint64 n) {
 }  // namespace
 
 ChatController::ChatController(const QString& conversationsFolder, const QString& settingsFile, QObject* parent)
-    : QObject(parent), store_(conversationsFolder), thread_(std::make_unique<WorkerThread>()) {
-    if (!settingsFile.isEmpty()) {
-        settings_ = std::make_unique<QSettings>(settingsFile, QSettings::IniFormat);
-        recentModels_ = settings_->value(QStringLiteral("recent_models")).toStringList();
-    }
+    : QObject(parent), store_(conversationsFolder), settings_(settingsFile), thread_(std::make_unique<WorkerThread>()) {
     connect(this, &ChatController::samplingChanged, this, &ChatController::writeModelSettings);
     ModelWorker* w = thread_->worker();
     // The worker lives on its own thread: requests are queued to it, its reports are queued back.
@@ -404,58 +400,28 @@ bool ChatController::exportConversation(const QString& pathOrUrl, const QString&
     return why.isEmpty();
 }
 
-namespace {
-
-// A settings group per model folder; the folder is percent-encoded because QSettings reads '/'
-// in a key as nesting.
-QString modelGroup(const QString& modelDir) {
-    return QStringLiteral("model_") + QString::fromLatin1(QUrl::toPercentEncoding(modelDir));
-}
-
-}  // namespace
-
 void ChatController::readModelSettings(const QString& modelDir) {
-    if (!settings_) return;
-    settings_->beginGroup(modelGroup(modelDir));
+    const std::optional<ModelSettings> saved = settings_.model(modelDir);
+    if (!saved) return;  // a model seen for the first time keeps the current settings
     readingSettings_ = true;  // not written back while being read
-    temperature_ = settings_->value(QStringLiteral("temperature"), temperature_).toDouble();
-    topK_ = settings_->value(QStringLiteral("top_k"), topK_).toInt();
-    topP_ = settings_->value(QStringLiteral("top_p"), topP_).toDouble();
-    minP_ = settings_->value(QStringLiteral("min_p"), minP_).toDouble();
-    repeatPenalty_ = settings_->value(QStringLiteral("repeat_penalty"), repeatPenalty_).toDouble();
-    maxTokens_ = settings_->value(QStringLiteral("max_tokens"), maxTokens_).toInt();
-    retrieval_ = settings_->value(QStringLiteral("retrieval"), retrieval_).toString();
-    settings_->endGroup();
+    temperature_ = saved->temperature;
+    topK_ = saved->topK;
+    topP_ = saved->topP;
+    minP_ = saved->minP;
+    repeatPenalty_ = saved->repeatPenalty;
+    maxTokens_ = saved->maxTokens;
+    retrieval_ = saved->retrieval;
     Q_EMIT samplingChanged();
     readingSettings_ = false;
 }
 
-void ChatController::writeModelSettings() const {
-    if (!settings_ || readingSettings_ || !loaded_) return;
-    settings_->beginGroup(modelGroup(info_.modelDir));
-    settings_->setValue(QStringLiteral("temperature"), temperature_);
-    settings_->setValue(QStringLiteral("top_k"), topK_);
-    settings_->setValue(QStringLiteral("top_p"), topP_);
-    settings_->setValue(QStringLiteral("min_p"), minP_);
-    settings_->setValue(QStringLiteral("repeat_penalty"), repeatPenalty_);
-    settings_->setValue(QStringLiteral("max_tokens"), maxTokens_);
-    settings_->setValue(QStringLiteral("retrieval"), retrieval_);
-    settings_->endGroup();
-    settings_->sync();
+void ChatController::writeModelSettings() {
+    if (readingSettings_ || !loaded_) return;
+    settings_.setModel(info_.modelDir, {temperature_, topK_, topP_, minP_, repeatPenalty_, maxTokens_, retrieval_});
 }
 
 void ChatController::rememberRecent(const QString& modelDir) {
-    QStringList recent = recentModels_;
-    recent.removeAll(modelDir);
-    recent.prepend(modelDir);
-    while (recent.size() > 8) recent.removeLast();
-    if (recent == recentModels_) return;
-    recentModels_ = recent;
-    if (settings_) {
-        settings_->setValue(QStringLiteral("recent_models"), recentModels_);
-        settings_->sync();
-    }
-    Q_EMIT recentModelsChanged();
+    if (settings_.addRecent(modelDir)) Q_EMIT recentModelsChanged();
 }
 
 QStringList ChatController::codeBlocks(const QString& markdown) const { return fencedCodeBlocks(markdown); }

@@ -6,7 +6,6 @@
 #pragma once
 
 #include <QObject>
-#include <QSettings>
 #include <memory>
 
 #include "conversation/conversation.hpp"
@@ -14,6 +13,7 @@
 #include "conversation/conversation_store.hpp"
 #include "devices/device_model.hpp"
 #include "engine/model_worker.hpp"
+#include "settings/app_settings.hpp"
 
 namespace mnemo::gui {
 
@@ -72,7 +72,7 @@ public:
     void setSystemPrompt(const QString& s);
     QString performance() const;
     SamplingSettings sampling() const;
-    QStringList recentModels() const { return recentModels_; }
+    QStringList recentModels() const { return settings_.recentModels(); }
 
     // Loads a model folder (a path or a file: URL) on the current device, the CPU at first.
     Q_INVOKABLE void loadModel(const QString& dirOrUrl);
@@ -131,7 +131,7 @@ private:
     void requestLoadOf(const LoadRequest& r);
     // Sampling settings are kept per model folder: read when a model loads, written on a change.
     void readModelSettings(const QString& modelDir);
-    void writeModelSettings() const;
+    void writeModelSettings();
     void rememberRecent(const QString& modelDir);
 
     ConversationModel conversation_;
@@ -149,16 +149,16 @@ private:
     QString status_;
     bool statusIsError_ = false;
 
-    double temperature_ = 0.8;
-    int topK_ = 40;
-    double topP_ = 0.95;
-    double minP_ = 0.05;
-    double repeatPenalty_ = 1.0;
-    int maxTokens_ = 512;
-    QString retrieval_ = QStringLiteral("vector");
+    // The settings of the next answers; a model's saved ones replace them when it loads.
+    double temperature_ = ModelSettings{}.temperature;
+    int topK_ = ModelSettings{}.topK;
+    double topP_ = ModelSettings{}.topP;
+    double minP_ = ModelSettings{}.minP;
+    double repeatPenalty_ = ModelSettings{}.repeatPenalty;
+    int maxTokens_ = ModelSettings{}.maxTokens;
+    QString retrieval_ = ModelSettings{}.retrieval;
 
-    std::unique_ptr<QSettings> settings_;
-    QStringList recentModels_;
+    AppSettings settings_;
     bool readingSettings_ = false;
 
     double lastTokensPerSecond_ = 0.0;
