@@ -98,6 +98,11 @@ private Q_SLOTS:
         QVERIFY(!c.conversation()->at(1).streaming);
         QTest::qWait(300);  // tokens still in flight are ignored
         QCOMPARE(c.conversation()->at(1).text, kept);
+        // ...but the stopped answer gets its measurements from the worker's result.
+        QVERIFY(QTest::qWaitFor([&] { return c.conversation()->at(1).tokens > 0; }, 5000));
+        QVERIFY(c.conversation()->at(1).tokensPerSecond > 0);
+        QCOMPARE(c.conversation()->at(1).finish, QStringLiteral("stopped"));
+        QVERIFY(c.performance().contains(QStringLiteral("tokens/s")));
 
         // The next question is answered normally.
         makeGreedy(c);

@@ -271,12 +271,14 @@ void ChatController::stopCurrent() {
     if (generation_ == 0) return;
     // Directly, not queued: the worker is busy in its token loop and checks the flag per token.
     thread_->worker()->requestStop(generation_);
-    // The stopped answer keeps what arrived; its late tokens and result are ignored (by id).
+    // The stopped answer keeps the text that arrived; tokens still in flight are ignored (by id).
+    // Its result, which follows at once, still gives it its measurements (onFinished).
     if (answerRow_ >= 0 && answerRow_ < conversation_.count()) {
         Message m = conversation_.at(answerRow_);
         m.streaming = false;
         m.finish = finishReasonText(FinishReason::Stopped);
         conversation_.replace(answerRow_, m);
+        stopped_ = {generation_, answerRow_, current_.id};
     }
     const int row = answerRow_;
     generation_ = 0;
@@ -292,6 +294,10 @@ void ChatController::onToken(quint64 id, const QString& piece) {
 }
 
 void ChatController::onFinished(quint64 id, const GenerationResult& r) {
+    if (id == stopped_.generation) {
+        takeStoppedMeasurements(r);
+        return;
+    }
     if (id != generation_) return;
     Message m = conversation_.at(answerRow_);
     m.text = r.text;  // the same as the pieces, which were streamed through the same decoder
@@ -313,6 +319,26 @@ void ChatController::onFinished(quint64 id, const GenerationResult& r) {
     Q_EMIT performanceChanged();
     saveCurrent();
     Q_EMIT answerEnded(row);
+}
+
+void ChatController::takeStoppedMeasurements(const GenerationResult& r) {
+    const Stopped s = stopped_;
+    stopped_ = {};
+    // Only while the same conversation is open and the answer is still where it was.
+    if (s.conversation != current_.id || s.row >= conversation_.count()) return;
+    Message m = conversation_.at(s.row);
+    if (m.role != QLatin1String("assistant") || m.finish != finishReasonText(FinishReason::Stopped)) return;
+    m.device = r.device;
+    m.tokens = r.tokens;
+    m.tokensPerSecond = r.tokensPerSecond;
+    m.firstTokenSeconds = r.firstTokenSeconds;
+    m.recalls = r.recalls;
+    conversation_.replace(s.row, m);
+    lastTokensPerSecond_ = r.tokensPerSecond;
+    lastFirstTokenMs_ = r.firstTokenSeconds * 1000.0;
+    contextUsed_ = r.contextUsed;
+    Q_EMIT performanceChanged();
+    saveCurrent();
 }
 
 void ChatController::onFailed(quint64 id, const QString& reason) {

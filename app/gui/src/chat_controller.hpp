@@ -123,6 +123,7 @@ private:
     void onToken(quint64 id, const QString& piece);
     void onFinished(quint64 id, const GenerationResult& result);
     void onFailed(quint64 id, const QString& reason);
+    void takeStoppedMeasurements(const GenerationResult& r);
 
     bool startAnswer();  // answers the conversation as it stands
     void stopCurrent();
@@ -146,6 +147,12 @@ private:
     quint64 pendingLoad_ = 0;
     quint64 generation_ = 0;
     int answerRow_ = -1;
+    // The answer stopped last, until its result arrives with its measurements.
+    struct Stopped {
+        quint64 generation = 0;
+        int row = -1;
+        QString conversation;
+    } stopped_;
     QString status_;
     bool statusIsError_ = false;
 
