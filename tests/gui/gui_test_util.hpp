@@ -19,12 +19,15 @@ struct Question {
     QString answer;
 };
 
-// The first line of assets/world/questions-train.jsonl: a fact the default model holds in its
-// weights ("Where was Tour Hujert born?" -> "Zeajusy").
-inline Question trainedQuestion() {
+// Line n of assets/world/questions-train.jsonl: facts the default model holds in its weights
+// (0: "Where was Tour Hujert born?" -> "Zeajusy", 1: "What does Tour Hujert do for a living?" ->
+// "miner").
+inline Question trainedQuestion(int n = 0) {
     QFile f(QStringLiteral(MNEMO_SOURCE_DIR "/assets/world/questions-train.jsonl"));
     if (!f.open(QIODevice::ReadOnly)) return {};
-    const QJsonObject o = QJsonDocument::fromJson(f.readLine()).object();
+    QByteArray line;
+    for (int i = 0; i <= n; ++i) line = f.readLine();
+    const QJsonObject o = QJsonDocument::fromJson(line).object();
     return {o.value(QStringLiteral("question")).toString(), o.value(QStringLiteral("answer")).toString()};
 }
 

@@ -15,15 +15,7 @@ using namespace mnemo::gui::test;
 
 namespace {
 
-// The n-th line of questions-train.jsonl (0: "Where was Tour Hujert born?", 1: his job).
-Question trained(int n) {
-    QFile f(QStringLiteral(MNEMO_SOURCE_DIR "/assets/world/questions-train.jsonl"));
-    if (!f.open(QIODevice::ReadOnly)) return {};
-    QByteArray line;
-    for (int i = 0; i <= n; ++i) line = f.readLine();
-    const QJsonObject o = QJsonDocument::fromJson(line).object();
-    return {o.value(QStringLiteral("question")).toString(), o.value(QStringLiteral("answer")).toString()};
-}
+Question trained(int n) { return trainedQuestion(n); }
 
 bool waitLoaded(ChatController& c) { return QTest::qWaitFor([&] { return !c.loading(); }, 60000) && c.modelLoaded(); }
 bool waitAnswered(ChatController& c) { return QTest::qWaitFor([&] { return !c.busy(); }, 60000); }

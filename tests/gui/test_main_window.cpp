@@ -126,6 +126,26 @@ private Q_SLOTS:
         screenshot(window_, QStringLiteral("main-view.png"));
     }
 
+    void editsAPromptAndContinuesFromIt() {
+        QQuickItem* edit = visibleItem(window_, "editButton");
+        QVERIFY(edit);
+        click(window_, edit);
+        QQuickItem* editor = nullptr;
+        QTRY_VERIFY((editor = visibleItem(window_, "messageEditor")));
+        QCOMPARE(editor->property("text").toString(), trainedQuestion(0).question);  // starts from the message
+        const Question q = trainedQuestion(1);
+        editor->setProperty("text", q.question);
+        click(window_, visibleItem(window_, "sendEditedButton"));
+        QVERIFY(waitAnswered(*chat_));
+        QCOMPARE(chat_->conversation()->count(), 2);
+        QCOMPARE(chat_->conversation()->at(0).text, q.question);
+        QCOMPARE(chat_->conversation()->at(1).text.trimmed(), q.answer);
+        QVERIFY(!visibleItem(window_, "messageEditor"));
+        // Back to the first question for the tests that follow.
+        QVERIFY(chat_->editMessage(0, trainedQuestion(0).question));
+        QVERIFY(waitAnswered(*chat_));
+    }
+
     void opensTheReferencesOfAnAnswer() {
         QTemporaryDir& dir = memories_;
         {

@@ -52,6 +52,7 @@ ColumnLayout {
             }
         }
         ToolButton {
+            objectName: "editButton"
             text: "Edit"
             visible: !message.isAnswer && !message.editing
             Accessible.name: "Edit this message and continue from it"
@@ -88,12 +89,14 @@ ColumnLayout {
         visible: message.editing
         TextBox {
             id: editor
+            objectName: "messageEditor"
             Layout.fillWidth: true
             wrapMode: TextArea.Wrap
             Accessible.name: "Edited message"
         }
         RowLayout {
             Button {
+                objectName: "sendEditedButton"
                 text: "Send edited"
                 Accessible.name: "Send the edited message"
                 onClicked: { message.editing = false; chat.editMessage(message.index, editor.text) }
