@@ -28,6 +28,15 @@ packages=(
   libfaiss-dev   # FAISS 1.7.3 (static, with its BLAS/LAPACK/OpenMP deps): mnemo-kb trains the memory codec
   libgrpc++-dev libprotobuf-dev protobuf-compiler protobuf-compiler-grpc   # the knowledge server's protocol
   libssl-dev     # mnemo-kb hashes its access tokens (SHA-256) with OpenSSL's libcrypto
+  # The desktop app mnemo-chat (app/gui, Qt 6.4): headers and tools, then the QML modules its
+  # window imports. The -dev packages do not pull those in, and a missing one fails only when the
+  # QML loads (tests/gui/test_main_window.cpp loads the window and opens its dialogs). The file
+  # dialogs' own QML imports Qt.labs.folderlistmodel, which qml6-module-qtquick-dialogs does not
+  # depend on.
+  qt6-base-dev qt6-declarative-dev qt6-declarative-dev-tools
+  qml6-module-qtquick qml6-module-qtquick-controls qml6-module-qtquick-templates
+  qml6-module-qtquick-layouts qml6-module-qtquick-window qml6-module-qtqml-workerscript
+  qml6-module-qtquick-dialogs qml6-module-qt-labs-folderlistmodel qml6-module-qt-labs-settings
 )
 if [ "$want_tests" = 1 ]; then
   packages+=(
@@ -36,6 +45,8 @@ if [ "$want_tests" = 1 ]; then
     python3-torch python3-matplotlib   # memory-layer references and converters; benchmark plots
     python3-faiss   # FAISS 1.7.3: trains the Memory3 memory codec (tools/reference/vq_codec.py)
     openssl         # the knowledge-server tests make their own TLS certificates
+    qml6-module-qttest   # QtQuick.Test, for QML test cases of the GUI
+    fonts-dejavu-core    # text renders in the GUI tests' offscreen screenshots
   )
 fi
 

@@ -1,0 +1,113 @@
+// The system prompt and the sampling settings of the next answers.
+import QtQuick
+import QtQuick.Controls
+import QtQuick.Layouts
+
+Dialog {
+    id: dialog
+    objectName: "settingsDialog"
+    title: "Settings"
+    modal: true
+    anchors.centerIn: Overlay.overlay
+    width: Math.min(560, Overlay.overlay ? Overlay.overlay.width - 40 : 560)
+    standardButtons: Dialog.Close
+
+    GridLayout {
+        anchors.fill: parent
+        columns: 3
+        columnSpacing: 10
+
+        Label { text: "System prompt"; Layout.alignment: Qt.AlignTop }
+        TextBox {
+            Layout.columnSpan: 2
+            Layout.fillWidth: true
+            Layout.preferredHeight: 70
+            wrapMode: TextArea.Wrap
+            text: chat.systemPrompt
+            placeholderText: "Instructions at the start of this conversation (the default model was not trained with any)"
+            Accessible.name: "System prompt"
+            onEditingFinished: chat.systemPrompt = text
+        }
+
+        Label { text: "Temperature" }
+        Slider {
+            id: temperature
+            Layout.fillWidth: true
+            from: 0; to: 2; stepSize: 0.05
+            value: chat.temperature
+            Accessible.name: "Temperature"
+            onMoved: chat.temperature = value
+        }
+        Label { text: chat.temperature <= 0 ? "greedy" : chat.temperature.toFixed(2) }
+
+        Label { text: "Top-k" }
+        SpinBox {
+            Layout.fillWidth: true
+            from: 0; to: 1000
+            value: chat.topK
+            editable: true
+            Accessible.name: "Top-k"
+            onValueModified: chat.topK = value
+        }
+        Label { text: chat.topK === 0 ? "off" : "" }
+
+        Label { text: "Top-p" }
+        Slider {
+            Layout.fillWidth: true
+            from: 0; to: 1; stepSize: 0.01
+            value: chat.topP
+            Accessible.name: "Top-p"
+            onMoved: chat.topP = value
+        }
+        Label { text: chat.topP >= 1 ? "off" : chat.topP.toFixed(2) }
+
+        Label { text: "Min-p" }
+        Slider {
+            Layout.fillWidth: true
+            from: 0; to: 0.5; stepSize: 0.01
+            value: chat.minP
+            Accessible.name: "Min-p"
+            onMoved: chat.minP = value
+        }
+        Label { text: chat.minP <= 0 ? "off" : chat.minP.toFixed(2) }
+
+        Label { text: "Repeat penalty" }
+        Slider {
+            Layout.fillWidth: true
+            from: 1; to: 2; stepSize: 0.01
+            value: chat.repeatPenalty
+            Accessible.name: "Repeat penalty"
+            onMoved: chat.repeatPenalty = value
+        }
+        Label { text: chat.repeatPenalty <= 1 ? "off" : chat.repeatPenalty.toFixed(2) }
+
+        Label { text: "Answer length" }
+        SpinBox {
+            Layout.fillWidth: true
+            from: 1; to: 32768
+            value: chat.maxTokens
+            editable: true
+            Accessible.name: "Most tokens per answer"
+            onValueModified: chat.maxTokens = value
+        }
+        Label { text: "tokens at most" }
+
+        Label { text: "Memory retrieval" }
+        ComboBox {
+            Layout.fillWidth: true
+            model: ["vector", "bm25"]
+            currentIndex: chat.retrieval === "bm25" ? 1 : 0
+            Accessible.name: "How chunks find memories"
+            onActivated: chat.retrieval = currentText
+        }
+        Label { text: "(memory folders)" }
+
+        Label {
+            Layout.columnSpan: 3
+            Layout.fillWidth: true
+            wrapMode: Text.Wrap
+            opacity: 0.7
+            text: "Sampling settings are kept for each model folder; the system prompt belongs to this conversation."
+        }
+    }
+}

@@ -1,0 +1,13 @@
+// The last thing the app has to say: a model loaded, a device switched, or an error with its reason.
+import QtQuick
+import QtQuick.Controls
+
+Label {
+    objectName: "statusLine"
+    visible: chat.status.length > 0
+    text: chat.status
+    wrapMode: Text.Wrap
+    padding: 6
+    color: chat.statusIsError ? "#c62828" : palette.windowText
+    Accessible.name: (chat.statusIsError ? "Error: " : "Status: ") + chat.status
+}

@@ -1,0 +1,40 @@
+// A conversation as the app keeps it: messages with what each answer measured and recalled.
+// It is what ConversationModel shows, ConversationStore saves (conversation_json) and the
+// exports write (conversation_export).
+#pragma once
+
+#include <QDateTime>
+#include <QList>
+#include <QString>
+
+#include "engine/worker_types.hpp"
+
+namespace mnemo::gui {
+
+struct Message {
+    QString role;  // "user" or "assistant" (the system prompt is the conversation's own field)
+    QString text;
+    bool streaming = false;         // tokens are still arriving
+    QString finish;                 // why the answer ended ("stopped", "token limit", ...); empty for prompts
+    QString error;                  // why an answer failed; empty when it did not
+    QString device;                 // where the answer was computed ("cpu:0 AMD EPYC")
+    int tokens = 0;
+    double tokensPerSecond = 0.0;
+    double firstTokenSeconds = 0.0;
+    QList<Recall> recalls;
+};
+
+struct Conversation {
+    QString id;     // also the file name: <id>.json
+    QString title;
+    QString systemPrompt;
+    QString model;  // the model folder it was last answered by
+    QDateTime created;
+    QDateTime updated;
+    QList<Message> messages;
+};
+
+// "Where was Tour Hujert born?" -> the first words of the first prompt, as a title.
+QString titleFrom(const QString& prompt);
+
+}  // namespace mnemo::gui

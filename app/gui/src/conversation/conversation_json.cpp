@@ -1,0 +1,119 @@
+#include "conversation/conversation_json.hpp"
+
+#include <QJsonArray>
+#include <QJsonDocument>
+#include <QJsonParseError>
+
+namespace mnemo::gui {
+
+namespace {
+
+QJsonObject recallToJson(const Recall& r) {
+    QJsonObject o{{"chunk", r.chunk}, {"id", static_cast<qint64>(r.id)}, {"text", r.text}};
+    if (!r.title.isEmpty()) o.insert("title", r.title);
+    if (!r.source.isEmpty()) o.insert("source", r.source);
+    if (r.hasScore) o.insert("score", r.score);
+    return o;
+}
+
+Recall recallFromJson(const QJsonObject& o) {
+    Recall r;
+    r.chunk = o.value("chunk").toInt();
+    r.id = static_cast<quint32>(o.value("id").toInteger());
+    r.text = o.value("text").toString();
+    r.title = o.value("title").toString();
+    r.source = o.value("source").toString();
+    r.hasScore = o.contains("score");
+    r.score = o.value("score").toDouble();
+    return r;
+}
+
+QJsonObject messageToJson(const Message& m) {
+    QJsonObject o{{"role", m.role}, {"text", m.text}};
+    if (m.role == QLatin1String("assistant")) {
+        o.insert("finish", m.finish);
+        if (!m.error.isEmpty()) o.insert("error", m.error);
+        if (!m.device.isEmpty()) o.insert("device", m.device);
+        o.insert("tokens", m.tokens);
+        o.insert("tokens_per_second", m.tokensPerSecond);
+        o.insert("first_token_seconds", m.firstTokenSeconds);
+        QJsonArray recalls;
+        for (const Recall& r : m.recalls) recalls.append(recallToJson(r));
+        o.insert("references", recalls);
+    }
+    return o;
+}
+
+}  // namespace
+
+QJsonObject conversationToJson(const Conversation& c) {
+    QJsonArray messages;
+    for (const Message& m : c.messages) messages.append(messageToJson(m));
+    return QJsonObject{{"format", kConversationFormat},
+                       {"version", kConversationFormatVersion},
+                       {"id", c.id},
+                       {"title", c.title},
+                       {"system_prompt", c.systemPrompt},
+                       {"model", c.model},
+                       {"created", c.created.toUTC().toString(Qt::ISODateWithMs)},
+                       {"updated", c.updated.toUTC().toString(Qt::ISODateWithMs)},
+                       {"messages", messages}};
+}
+
+QByteArray conversationToBytes(const Conversation& c) {
+    return QJsonDocument(conversationToJson(c)).toJson(QJsonDocument::Indented);
+}
+
+std::optional<Conversation> conversationFromBytes(const QByteArray& bytes, ReadProblem* problem) {
+    auto fail = [&](const QString& why, bool newer = false) -> std::optional<Conversation> {
+        if (problem) *problem = {why, newer};
+        return std::nullopt;
+    };
+    QJsonParseError err;
+    const QJsonDocument doc = QJsonDocument::fromJson(bytes, &err);
+    if (err.error != QJsonParseError::NoError)
+        return fail(QStringLiteral("not valid JSON at byte %1: %2").arg(err.offset).arg(err.errorString()));
+    if (!doc.isObject()) return fail(QStringLiteral("not a JSON object"));
+    const QJsonObject o = doc.object();
+    if (o.value("format").toString() != QLatin1String(kConversationFormat))
+        return fail(QStringLiteral("field \"format\" is not \"%1\"").arg(QLatin1String(kConversationFormat)));
+    if (!o.value("version").isDouble()) return fail(QStringLiteral("field \"version\" is missing or not a number"));
+    const int version = o.value("version").toInt();
+    if (version > kConversationFormatVersion)
+        return fail(QStringLiteral("format version %1 is newer than this app reads (%2)").arg(version).arg(kConversationFormatVersion),
+                    true);
+    if (version < 1) return fail(QStringLiteral("field \"version\" is %1; versions start at 1").arg(version));
+    if (!o.value("id").isString() || o.value("id").toString().isEmpty())
+        return fail(QStringLiteral("field \"id\" is missing or empty"));
+    if (!o.value("messages").isArray()) return fail(QStringLiteral("field \"messages\" is missing or not an array"));
+
+    Conversation c;
+    c.id = o.value("id").toString();
+    c.title = o.value("title").toString();
+    c.systemPrompt = o.value("system_prompt").toString();
+    c.model = o.value("model").toString();
+    c.created = QDateTime::fromString(o.value("created").toString(), Qt::ISODateWithMs);
+    c.updated = QDateTime::fromString(o.value("updated").toString(), Qt::ISODateWithMs);
+    const QJsonArray messages = o.value("messages").toArray();
+    for (qsizetype i = 0; i < messages.size(); ++i) {
+        const QJsonObject m = messages.at(i).toObject();
+        const QString role = m.value("role").toString();
+        if (role != QLatin1String("user") && role != QLatin1String("assistant"))
+            return fail(QStringLiteral("messages[%1].role is \"%2\"; expected \"user\" or \"assistant\"").arg(i).arg(role));
+        if (!m.value("text").isString()) return fail(QStringLiteral("messages[%1].text is missing or not a string").arg(i));
+        Message msg;
+        msg.role = role;
+        msg.text = m.value("text").toString();
+        msg.finish = m.value("finish").toString();
+        msg.error = m.value("error").toString();
+        msg.device = m.value("device").toString();
+        msg.tokens = m.value("tokens").toInt();
+        msg.tokensPerSecond = m.value("tokens_per_second").toDouble();
+        msg.firstTokenSeconds = m.value("first_token_seconds").toDouble();
+        for (const QJsonValue& r : m.value("references").toArray()) msg.recalls.push_back(recallFromJson(r.toObject()));
+        c.messages.push_back(std::move(msg));
+    }
+    return c;
+}
+
+}  // namespace mnemo::gui

@@ -1,0 +1,84 @@
+#include "conversation/conversation_model.hpp"
+
+#include <QVariantMap>
+
+namespace mnemo::gui {
+
+ConversationModel::ConversationModel(QObject* parent) : QAbstractListModel(parent) {}
+
+int ConversationModel::rowCount(const QModelIndex& parent) const { return parent.isValid() ? 0 : count(); }
+
+QVariant ConversationModel::data(const QModelIndex& index, int role) const {
+    if (!index.isValid() || index.row() >= messages_.size()) return {};
+    const Message& m = messages_.at(index.row());
+    switch (role) {
+        case Qt::DisplayRole:
+        case TextRole: return m.text;
+        case RoleRole: return m.role;
+        case StreamingRole: return m.streaming;
+        case FinishRole: return m.finish;
+        case ErrorRole: return m.error;
+        case DeviceRole: return m.device;
+        case TokensRole: return m.tokens;
+        case TokensPerSecondRole: return m.tokensPerSecond;
+        case FirstTokenMsRole: return m.firstTokenSeconds * 1000.0;
+        case ReferenceCountRole: return static_cast<int>(m.recalls.size());
+        case ReferencesRole: {
+            QVariantList list;
+            for (const Recall& r : m.recalls)
+                list.push_back(QVariantMap{{"chunk", r.chunk}, {"id", r.id}, {"text", r.text}, {"title", r.title},
+                                           {"source", r.source}, {"score", r.hasScore ? QVariant(r.score) : QVariant()}});
+            return list;
+        }
+        default: return {};
+    }
+}
+
+QHash<int, QByteArray> ConversationModel::roleNames() const {
+    return {{RoleRole, "role"},           {TextRole, "text"},
+            {StreamingRole, "streaming"}, {FinishRole, "finish"},
+            {ErrorRole, "error"},         {DeviceRole, "device"},
+            {TokensRole, "tokens"},       {TokensPerSecondRole, "tokensPerSecond"},
+            {FirstTokenMsRole, "firstTokenMs"}, {ReferencesRole, "references"},
+            {ReferenceCountRole, "referenceCount"}};
+}
+
+void ConversationModel::setMessages(const QList<Message>& messages) {
+    beginResetModel();
+    messages_ = messages;
+    endResetModel();
+    Q_EMIT countChanged();
+}
+
+int ConversationModel::append(const Message& m) {
+    const int row = count();
+    beginInsertRows({}, row, row);
+    messages_.push_back(m);
+    endInsertRows();
+    Q_EMIT countChanged();
+    return row;
+}
+
+void ConversationModel::appendText(int row, const QString& piece) {
+    if (row < 0 || row >= count()) return;
+    messages_[row].text += piece;
+    const QModelIndex i = index(row);
+    Q_EMIT dataChanged(i, i, {TextRole});
+}
+
+void ConversationModel::replace(int row, const Message& m) {
+    if (row < 0 || row >= count()) return;
+    messages_[row] = m;
+    const QModelIndex i = index(row);
+    Q_EMIT dataChanged(i, i);
+}
+
+void ConversationModel::truncate(int rows) {
+    if (rows < 0 || rows >= count()) return;
+    beginRemoveRows({}, rows, count() - 1);
+    messages_.erase(messages_.begin() + rows, messages_.end());
+    endRemoveRows();
+    Q_EMIT countChanged();
+}
+
+}  // namespace mnemo::gui

@@ -1,0 +1,155 @@
+#include "conversation/conversation_store.hpp"
+
+#include <QDir>
+#include <QFile>
+#include <QFileInfo>
+#include <QSaveFile>
+#include <algorithm>
+
+#include "conversation/conversation_export.hpp"
+#include "conversation/conversation_json.hpp"
+
+namespace mnemo::gui {
+
+ConversationStore::ConversationStore(const QString& folder, QObject* parent)
+    : QAbstractListModel(parent), folder_(folder) {}
+
+int ConversationStore::rowCount(const QModelIndex& parent) const { return parent.isValid() ? 0 : static_cast<int>(rows_.size()); }
+
+QVariant ConversationStore::data(const QModelIndex& index, int role) const {
+    if (!index.isValid() || index.row() >= rows_.size()) return {};
+    const Conversation& c = all_.at(rows_.at(index.row()));
+    switch (role) {
+        case Qt::DisplayRole:
+        case TitleRole: return c.title;
+        case IdRole: return c.id;
+        case UpdatedRole: return c.updated.toLocalTime().toString(QStringLiteral("yyyy-MM-dd hh:mm"));
+        case MessageCountRole: return static_cast<int>(c.messages.size());
+        default: return {};
+    }
+}
+
+QHash<int, QByteArray> ConversationStore::roleNames() const {
+    return {{IdRole, "conversationId"}, {TitleRole, "title"}, {UpdatedRole, "updated"}, {MessageCountRole, "messageCount"}};
+}
+
+QString ConversationStore::pathOf(const QString& id) const { return QDir(folder_).filePath(id + QStringLiteral(".json")); }
+
+void ConversationStore::keepAside(const QString& path, const QString& suffix, const QString& why) {
+    // Never over another kept-aside file: .corrupt, .corrupt-2, ...
+    QString target = path + suffix;
+    for (int n = 2; QFile::exists(target); ++n) target = path + suffix + QLatin1Char('-') + QString::number(n);
+    if (QFile::rename(path, target))
+        notices_ << QStringLiteral("%1: %2; kept aside as %3").arg(path, why, QFileInfo(target).fileName());
+    else
+        notices_ << QStringLiteral("%1: %2; it could not be renamed aside either, so it is left as it is and not listed")
+                        .arg(path, why);
+}
+
+void ConversationStore::reload() {
+    beginResetModel();
+    all_.clear();
+    const int noticesBefore = static_cast<int>(notices_.size());
+    QDir dir(folder_);
+    if (!dir.exists() && !QDir().mkpath(folder_)) notices_ << QStringLiteral("cannot create the folder %1").arg(folder_);
+    for (const QString& name : dir.entryList({QStringLiteral("*.json")}, QDir::Files, QDir::Name)) {
+        const QString path = dir.filePath(name);
+        QFile f(path);
+        if (!f.open(QIODevice::ReadOnly)) {
+            notices_ << QStringLiteral("%1: cannot be read (%2); left as it is").arg(path, f.errorString());
+            continue;
+        }
+        ReadProblem problem;
+        std::optional<Conversation> c = conversationFromBytes(f.readAll(), &problem);
+        f.close();
+        if (c && pathOf(c->id) != path) {
+            c.reset();
+            problem.reason = QStringLiteral("its id does not match its file name");
+        }
+        if (!c) {
+            keepAside(path, problem.newerVersion ? QStringLiteral(".newer-version") : QStringLiteral(".corrupt"),
+                      problem.reason);
+            continue;
+        }
+        all_.push_back(std::move(*c));
+    }
+    rebuildRows();
+    endResetModel();
+    if (notices_.size() != noticesBefore) Q_EMIT noticesChanged();
+}
+
+std::optional<Conversation> ConversationStore::find(const QString& id) const {
+    for (const Conversation& c : all_)
+        if (c.id == id) return c;
+    return std::nullopt;
+}
+
+QString ConversationStore::save(const Conversation& c) {
+    if (c.id.isEmpty()) return QStringLiteral("a conversation without an id cannot be saved");
+    if (!QDir().mkpath(folder_)) return QStringLiteral("cannot create the folder %1").arg(folder_);
+    QSaveFile f(pathOf(c.id));
+    if (!f.open(QIODevice::WriteOnly)) return QStringLiteral("cannot write %1: %2").arg(f.fileName(), f.errorString());
+    f.write(conversationToBytes(c));
+    if (!f.commit()) return QStringLiteral("cannot write %1: %2").arg(f.fileName(), f.errorString());
+    beginResetModel();
+    auto it = std::find_if(all_.begin(), all_.end(), [&](const Conversation& x) { return x.id == c.id; });
+    if (it != all_.end()) *it = c;
+    else all_.push_back(c);
+    rebuildRows();
+    endResetModel();
+    return {};
+}
+
+QString ConversationStore::idAt(int row) const {
+    return row >= 0 && row < rows_.size() ? all_.at(rows_.at(row)).id : QString();
+}
+
+bool ConversationStore::remove(const QString& id) {
+    auto it = std::find_if(all_.begin(), all_.end(), [&](const Conversation& x) { return x.id == id; });
+    if (it == all_.end()) return false;
+    if (QFile::exists(pathOf(id)) && !QFile::remove(pathOf(id))) return false;
+    beginResetModel();
+    all_.erase(it);
+    rebuildRows();
+    endResetModel();
+    return true;
+}
+
+QString ConversationStore::rename(const QString& id, const QString& title) {
+    std::optional<Conversation> c = find(id);
+    if (!c) return QStringLiteral("no conversation %1").arg(id);
+    c->title = title.simplified().isEmpty() ? c->title : title.simplified();
+    return save(*c);
+}
+
+QString ConversationStore::exportTo(const QString& id, const QString& path, const QString& format) const {
+    const std::optional<Conversation> c = find(id);
+    if (!c) return QStringLiteral("no conversation %1").arg(id);
+    return exportConversation(*c, path, format);
+}
+
+void ConversationStore::setFilter(const QString& f) {
+    if (f == filter_) return;
+    beginResetModel();
+    filter_ = f;
+    rebuildRows();
+    endResetModel();
+    Q_EMIT filterChanged();
+}
+
+void ConversationStore::rebuildRows() {
+    rows_.clear();
+    const QString needle = filter_.trimmed();
+    for (int i = 0; i < all_.size(); ++i) {
+        const Conversation& c = all_.at(i);
+        bool match = needle.isEmpty() || c.title.contains(needle, Qt::CaseInsensitive);
+        for (const Message& m : c.messages) {
+            if (match) break;
+            match = m.text.contains(needle, Qt::CaseInsensitive);
+        }
+        if (match) rows_.push_back(i);
+    }
+    std::sort(rows_.begin(), rows_.end(), [&](int a, int b) { return all_.at(a).updated > all_.at(b).updated; });
+}
+
+}  // namespace mnemo::gui

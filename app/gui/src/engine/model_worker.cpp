@@ -1,0 +1,267 @@
+#include "engine/model_worker.hpp"
+
+#include <QElapsedTimer>
+#include <QFileInfo>
+#include <filesystem>
+
+#include "app/generate.hpp"
+#include "engine/recall_recorder.hpp"
+#include "mnemo/error.hpp"
+#include "mnemo/memory/memory_folder.hpp"
+#include "mnemo/session/sampling.hpp"
+
+namespace mnemo::gui {
+
+namespace {
+
+std::string utf8(const QString& s) { return s.toUtf8().toStdString(); }
+
+// Errors from the engine usually name the folder and the file; add the context only when not.
+[[noreturn]] void rethrowWithContext(const std::exception& e, const std::string& dir, const std::string& what) {
+    if (std::string(e.what()).find(dir) != std::string::npos) throw Error(e.what());
+    throw Error(what + ": " + e.what());
+}
+
+void checkModelFolder(const std::string& dir) {
+    namespace fs = std::filesystem;
+    std::error_code ec;
+    if (dir.empty()) throw Error("no model folder was given");
+    if (!fs::exists(dir, ec)) throw Error("model folder '" + dir + "' does not exist");
+    if (!fs::is_directory(dir, ec)) throw Error("'" + dir + "' is not a folder (a model is a folder with config.json)");
+    if (!fs::is_regular_file(fs::path(dir) / "config.json", ec))
+        throw Error("model folder '" + dir + "' has no config.json (a Hugging Face model folder has config.json, "
+                    "model.safetensors and tokenizer.json or tokenizer.model)");
+}
+
+// "plain" when the model has no chat template of its own (the engine then writes a plain
+// "User: ... Assistant:" transcript) — the model info line says which.
+QString templateName(const ChatTemplate& t) {
+    if (t.format == ChatFormat::Plain || t.format == ChatFormat::Raw) return QStringLiteral("plain");
+    return QString::fromStdString(t.name);
+}
+
+FinishReason finishReason(app::StopReason r) {
+    switch (r) {
+        case app::StopReason::Eos:
+        case app::StopReason::StopString: return FinishReason::EndOfTurn;
+        case app::StopReason::Limit: return FinishReason::Limit;
+        case app::StopReason::ContextFull: return FinishReason::ContextFull;
+        case app::StopReason::Cancelled: return FinishReason::Stopped;
+    }
+    return FinishReason::EndOfTurn;
+}
+
+}  // namespace
+
+ModelWorker::ModelWorker() { registerWorkerTypes(); }
+ModelWorker::~ModelWorker() = default;
+
+void ModelWorker::requestStop(quint64 id) {
+    quint64 prev = stopThrough_.load();
+    while (prev < id && !stopThrough_.compare_exchange_weak(prev, id)) {
+    }
+    const quint64 running = running_.load();
+    if (running != 0 && running <= id) cancel_.store(true);
+}
+
+void ModelWorker::load(quint64 id, LoadRequest request) {
+    const std::string dir = utf8(request.modelDir);
+    const std::string backend = utf8(request.backend);
+    try {
+        checkModelFolder(dir);
+        std::unique_ptr<Tokenizer> tokenizer;
+        try {
+            tokenizer = load_tokenizer(dir);
+        } catch (const std::exception& e) {
+            rethrowWithContext(e, dir, "loading the tokenizer of '" + dir + "'");
+        }
+        std::string note;
+        ChatTemplate tmpl = detect_chat_template(dir, &note);
+
+        SessionOptions o;
+        o.model_dir = dir;
+        o.backend = backend;
+        o.device = request.device;
+        o.n_threads = request.threads;
+        o.n_ctx = request.contextLength;
+        std::unique_ptr<Session> session;
+        try {
+            session = Session::open(o);
+        } catch (const std::exception& e) {
+            rethrowWithContext(e, dir, "loading model '" + dir + "' on " + backend + ":" + std::to_string(request.device));
+        }
+
+        std::shared_ptr<RecallRecorder> recorder;
+        if (!request.memoryFolder.isEmpty()) {
+            const std::string folder = utf8(request.memoryFolder);
+            if (!session->reads_memories())
+                throw Error("memory folder '" + folder + "': model '" + dir + "' (" + session->summary().model_type +
+                            ") does not read explicit memories");
+            auto source = std::make_shared<FolderMemorySource>(folder, memory_folder_model(*session),
+                                                               retrieval_mode_from_name(utf8(request.retrieval)));
+            recorder = std::make_shared<RecallRecorder>(std::move(source));
+            session->set_memory_source(recorder);
+        }
+        session->set_cancel_flag(&cancel_);
+
+        const ModelSummary& s = session->summary();
+        ModelInfo info;
+        info.modelDir = request.modelDir;
+        info.modelType = QString::fromStdString(s.model_type);
+        info.architecture = QString::fromStdString(s.architecture);
+        info.backend = QString::fromStdString(s.backend.empty() ? backend : s.backend);
+        info.device = request.device;
+        info.deviceName = QString::fromStdString(s.device_name);
+        info.chatTemplate = templateName(tmpl);
+        info.memoryFolder = request.memoryFolder;
+        info.retrieval = request.retrieval;
+        info.memories = recorder ? QString::fromStdString(recorder->describe()) : QString();
+        info.totalParams = s.n_params;
+        info.activatedParams = s.activated_params;
+        info.bytesPerToken = s.decode_weight_bytes;
+        info.memoryBytes = s.weight_bytes + s.state_bytes;
+        info.contextLength = session->n_ctx();
+
+        // Only now does the new model replace the old one.
+        session_ = std::move(session);
+        tokenizer_ = std::move(tokenizer);
+        template_ = std::move(tmpl);
+        recorder_ = std::move(recorder);
+        info_ = info;
+        fed_.clear();
+        Q_EMIT loaded(id, info);
+    } catch (const std::exception& e) {
+        Q_EMIT loadFailed(id, QString::fromUtf8(e.what()), session_ != nullptr);
+    }
+}
+
+std::vector<int32_t> ModelWorker::renderTokens(const QList<ChatTurn>& turns) const {
+    std::vector<ChatMessage> messages;
+    messages.reserve(static_cast<size_t>(turns.size()));
+    for (const ChatTurn& t : turns) messages.push_back({utf8(t.role), utf8(t.text)});
+    const std::string text = template_.render(messages, /*add_generation_prompt=*/true);
+    std::vector<int32_t> ids;
+    // A template that writes the BOS text itself gets no second BOS token.
+    const bool textHasBos = !template_.bos_text.empty() && text.rfind(template_.bos_text, 0) == 0;
+    if (tokenizer_->add_bos && tokenizer_->bos_id && !textHasBos) ids.push_back(*tokenizer_->bos_id);
+    for (int32_t id : tokenizer_->encode(text, /*parse_special=*/true)) ids.push_back(id);
+    return ids;
+}
+
+const float* ModelWorker::syncCache(const std::vector<int32_t>& target) {
+    size_t common = 0;
+    while (common < fed_.size() && common < target.size() && fed_[common] == target[common]) ++common;
+    if (common < fed_.size() || common == target.size()) {
+        // The cache holds tokens the new rendering does not start with (an edit, a regeneration,
+        // a template that closes the turn differently from how generation ended), or nothing is
+        // new: rebuild.
+        session_->reset(0);
+        fed_.clear();
+        common = 0;
+    }
+    const std::vector<int32_t> tail(target.begin() + static_cast<std::ptrdiff_t>(common), target.end());
+    const float* logits = session_->append(0, tail).data();
+    fed_.insert(fed_.end(), tail.begin(), tail.end());
+    return logits;
+}
+
+void ModelWorker::forgetCacheIfInconsistent() {
+    if (session_ && session_->seq_length(0) != static_cast<int32_t>(fed_.size())) {
+        session_->reset(0);
+        fed_.clear();
+    }
+}
+
+void ModelWorker::generate(quint64 id, QList<ChatTurn> turns, SamplingSettings settings) {
+    running_.store(id);
+    cancel_.store(false);
+    struct NotRunning {
+        std::atomic<quint64>& r;
+        ~NotRunning() { r.store(0); }
+    } notRunning{running_};
+
+    QElapsedTimer clock;
+    clock.start();
+    GenerationResult result;
+    if (stopThrough_.load() >= id) {  // stopped before it started
+        result.reason = FinishReason::Stopped;
+        Q_EMIT generationFinished(id, result);
+        return;
+    }
+    if (!session_) {
+        Q_EMIT generationFailed(id, QStringLiteral("no model is loaded"));
+        return;
+    }
+    try {
+        const std::vector<int32_t> target = renderTokens(turns);
+        if (static_cast<int64_t>(target.size()) >= session_->n_ctx())
+            throw Error("the conversation has " + std::to_string(target.size()) + " tokens but the context holds " +
+                        std::to_string(session_->n_ctx()) + ": start a new conversation or edit an earlier message");
+        if (recorder_) recorder_->take();  // forget what an earlier, failed request recalled
+
+        SamplingParams p;
+        p.temperature = settings.temperature;
+        p.top_k = settings.topK;
+        p.top_p = settings.topP;
+        p.min_p = settings.minP;
+        p.repeat_penalty = settings.repeatPenalty;
+        p.seed = settings.seed;
+        Sampler sampler(p);
+
+        app::GenerateResult r;
+        bool first = true;
+        try {
+            const float* logits = syncCache(target);
+            app::GenerateRequest req;
+            req.session = session_.get();
+            req.tokenizer = tokenizer_.get();
+            req.sampler = &sampler;
+            req.fed = &fed_;
+            req.first_logits = logits;
+            req.stop_strings = template_.stop_strings;
+            req.max_tokens = settings.maxTokens;
+            req.cancel = &cancel_;
+            req.emit = [&](const std::string& piece) {
+                if (first) {
+                    result.firstTokenSeconds = static_cast<double>(clock.nsecsElapsed()) * 1e-9;
+                    first = false;
+                }
+                Q_EMIT token(id, QString::fromStdString(piece));
+            };
+            r = app::generate(req);
+        } catch (const Cancelled&) {
+            r.reason = app::StopReason::Cancelled;
+        }
+        if (r.reason == app::StopReason::Cancelled) forgetCacheIfInconsistent();
+        result.text = QString::fromStdString(r.text);
+        result.reason = finishReason(r.reason);
+        result.tokens = r.n_generated;
+        result.seconds = static_cast<double>(clock.nsecsElapsed()) * 1e-9;
+        if (first) result.firstTokenSeconds = result.seconds;
+        result.tokensPerSecond = r.seconds > 0 ? r.n_generated / r.seconds : 0.0;
+        result.contextUsed = static_cast<int>(fed_.size());
+        result.device = info_.deviceText();
+        if (recorder_) result.recalls = recorder_->take();
+        Q_EMIT generationFinished(id, result);
+    } catch (const std::exception& e) {
+        // The cache may hold half of a prompt: start the next request from scratch.
+        session_->reset(0);
+        fed_.clear();
+        Q_EMIT generationFailed(id, QString::fromUtf8(e.what()));
+    }
+}
+
+WorkerThread::WorkerThread() : worker_(new ModelWorker) {
+    thread_.setObjectName(QStringLiteral("mnemo-model"));
+    worker_->moveToThread(&thread_);
+    QObject::connect(&thread_, &QThread::finished, worker_, &QObject::deleteLater);
+    thread_.start();
+}
+
+WorkerThread::~WorkerThread() {
+    worker_->requestStop(~quint64{0});
+    thread_.quit();
+    thread_.wait();
+}
+
+}  // namespace mnemo::gui

@@ -1,0 +1,86 @@
+// The engine side of the app: one ModelWorker per loaded model, living on its own QThread
+// (WorkerThread below). Everything slow — loading a model, prefill, decoding — happens here; the
+// GUI thread only sends requests through queued signals and gets queued signals back (tokens as
+// they are decoded, results, errors). Stop is the one call made across threads directly: it sets
+// an atomic flag that the token loop and the session check every token.
+//
+// The conversation's tokens stay in the session's KV cache between turns: each request renders
+// the whole conversation with the model's chat template and feeds only what the cache does not
+// hold yet (after an edit or a regeneration the cache is rebuilt from the first token that
+// differs — a sequence is forgotten only as a whole, so that means from scratch).
+#pragma once
+
+#include <QObject>
+#include <QThread>
+#include <atomic>
+#include <memory>
+#include <vector>
+
+#include "engine/worker_types.hpp"
+#include "mnemo/session/session.hpp"
+#include "mnemo/tokenizer/tokenizer.hpp"
+
+namespace mnemo::gui {
+
+class RecallRecorder;
+
+class ModelWorker : public QObject {
+    Q_OBJECT
+public:
+    ModelWorker();
+    ~ModelWorker() override;
+
+    // Any thread: stops generation `id` (and any earlier one still queued) at its next token.
+    void requestStop(quint64 id);
+
+public Q_SLOTS:
+    // Loads the model into a new session; only when that succeeds does it replace the current
+    // one, so a failed load (a device without memory, a broken folder) leaves the previous model
+    // answering. Emits loaded() or loadFailed().
+    void load(quint64 id, mnemo::gui::LoadRequest request);
+    // Answers the last user turn of `turns`. Emits token() per piece of text, then
+    // generationFinished() (also when stopped) or generationFailed().
+    void generate(quint64 id, QList<mnemo::gui::ChatTurn> turns, mnemo::gui::SamplingSettings settings);
+
+Q_SIGNALS:
+    void loaded(quint64 id, mnemo::gui::ModelInfo info);
+    // `previousKept`: a model loaded earlier is still there and answering.
+    void loadFailed(quint64 id, QString reason, bool previousKept);
+    void token(quint64 id, QString piece);
+    void generationFinished(quint64 id, mnemo::gui::GenerationResult result);
+    void generationFailed(quint64 id, QString reason);
+
+private:
+    std::vector<int32_t> renderTokens(const QList<ChatTurn>& turns) const;
+    const float* syncCache(const std::vector<int32_t>& target);
+    void forgetCacheIfInconsistent();
+
+    std::unique_ptr<Session> session_;
+    std::unique_ptr<Tokenizer> tokenizer_;
+    ChatTemplate template_;
+    std::shared_ptr<RecallRecorder> recorder_;
+    ModelInfo info_;
+    std::vector<int32_t> fed_;  // tokens in the KV cache of sequence 0
+
+    std::atomic<bool> cancel_{false};     // the session's and the token loop's cancel flag
+    std::atomic<quint64> stopThrough_{0}; // generations with an id <= this are stopped
+    std::atomic<quint64> running_{0};     // the generation in progress (0: none)
+};
+
+// Owns a ModelWorker on a thread of its own. Destroying it stops a generation in progress and
+// waits for the thread to finish what it is doing (at most one token, or a load in progress).
+class WorkerThread {
+public:
+    WorkerThread();
+    ~WorkerThread();
+    WorkerThread(const WorkerThread&) = delete;
+    WorkerThread& operator=(const WorkerThread&) = delete;
+
+    ModelWorker* worker() const { return worker_; }
+
+private:
+    QThread thread_;
+    ModelWorker* worker_;
+};
+
+}  // namespace mnemo::gui

@@ -1,0 +1,36 @@
+// A MemorySource in front of the session's real one that notes which explicit memories each
+// chunk was given, so an answer can show the references it read. The engine itself keeps no such
+// record (a folder source reports nothing), and the GUI wants more than `mnemo ask` prints: the
+// text of each memory and the chunk that recalled it.
+#pragma once
+
+#include <QList>
+#include <memory>
+
+#include "engine/worker_types.hpp"
+#include "mnemo/memory/memory_folder.hpp"
+
+namespace mnemo::gui {
+
+class RecallRecorder : public MemorySource {
+public:
+    // `folder` is `inner` itself; it gives each recalled memory's text.
+    explicit RecallRecorder(std::shared_ptr<FolderMemorySource> folder);
+
+    bool wants_vector() const override { return inner_->wants_vector(); }
+    std::vector<std::shared_ptr<const ExplicitMemory>> retrieve(const ChunkQuery& query, int32_t k) override;
+    std::string describe() const override { return inner_->describe(); }
+    const MemoryCodec* codec() const override { return inner_->codec(); }
+    bool prefetches() const override { return inner_->prefetches(); }
+    void prefetch(const ChunkQuery& query, int32_t k) override { inner_->prefetch(query, k); }
+
+    // What was recalled since the last take(), in order; chunks are numbered from 1 in that span.
+    QList<Recall> take();
+
+private:
+    std::shared_ptr<FolderMemorySource> inner_;
+    QList<Recall> recalls_;
+    int chunks_ = 0;
+};
+
+}  // namespace mnemo::gui

@@ -1,0 +1,97 @@
+// The values that cross between the GUI thread and a ModelWorker's thread. They travel by queued
+// signals, so each is a plain copyable value registered as a Qt metatype (registerWorkerTypes).
+#pragma once
+
+#include <QList>
+#include <QMetaType>
+#include <QString>
+
+namespace mnemo::gui {
+
+// What to load and where: a model folder on one backend device, optionally with explicit
+// memories from a memory folder (`mnemo memorize`).
+struct LoadRequest {
+    QString modelDir;
+    QString backend = QStringLiteral("cpu");
+    int device = 0;
+    int threads = 0;        // 0: the backend's choice
+    int contextLength = 0;  // 0: the engine's default (min(trained, 4096))
+    QString memoryFolder;   // empty: no explicit memories
+    QString retrieval = QStringLiteral("vector");  // "vector" or "bm25" (memory folders)
+};
+
+// What the model info line shows, read from the loaded session.
+struct ModelInfo {
+    QString modelDir;
+    QString modelType;
+    QString architecture;
+    QString backend;
+    int device = 0;
+    QString deviceName;
+    QString chatTemplate;       // "chatml", or "plain" when the model has none
+    QString memories;           // the memory source's description; empty without one
+    QString memoryFolder;       // as requested (so a reload on another device keeps it)
+    QString retrieval;
+    qint64 totalParams = 0;
+    qint64 activatedParams = 0;
+    quint64 bytesPerToken = 0;  // weight bytes one decode step reads
+    quint64 memoryBytes = 0;    // weights + state (KV caches) on the device
+    int contextLength = 0;
+
+    QString deviceText() const;  // "cpu:0 AMD EPYC"
+};
+
+struct SamplingSettings {
+    float temperature = 0.8f;  // <= 0: greedy
+    int topK = 40;
+    float topP = 0.95f;
+    float minP = 0.05f;
+    float repeatPenalty = 1.0f;
+    int maxTokens = 512;       // < 0: until the context is full
+    quint64 seed = 0xC0FFEE;
+};
+
+struct ChatTurn {
+    QString role;  // "system", "user", "assistant"
+    QString text;
+};
+
+// One explicit memory an answer read, with the chunk (64 tokens of the conversation) that
+// retrieved it.
+struct Recall {
+    int chunk = 0;
+    quint32 id = 0;
+    QString text;
+    QString title;
+    QString source;
+    double score = 0.0;  // the knowledge server's; 0 for a memory folder (it reports none)
+    bool hasScore = false;
+};
+
+enum class FinishReason { EndOfTurn, Limit, ContextFull, Stopped };
+
+struct GenerationResult {
+    QString text;
+    FinishReason reason = FinishReason::EndOfTurn;
+    int tokens = 0;
+    double seconds = 0.0;           // from the request to the last token
+    double firstTokenSeconds = 0.0; // from the request to the first token (prefill included)
+    double tokensPerSecond = 0.0;   // generated tokens over the time after the first one
+    int contextUsed = 0;            // tokens in the KV cache afterwards
+    QString device;                 // where it ran: "cpu:0 AMD EPYC"
+    QList<Recall> recalls;
+};
+
+QString finishReasonText(FinishReason r);
+
+// Registers every type above with Qt's meta-type system (idempotent); queued connections need it.
+void registerWorkerTypes();
+
+}  // namespace mnemo::gui
+
+Q_DECLARE_METATYPE(mnemo::gui::LoadRequest)
+Q_DECLARE_METATYPE(mnemo::gui::ModelInfo)
+Q_DECLARE_METATYPE(mnemo::gui::SamplingSettings)
+Q_DECLARE_METATYPE(mnemo::gui::ChatTurn)
+Q_DECLARE_METATYPE(mnemo::gui::Recall)
+Q_DECLARE_METATYPE(mnemo::gui::GenerationResult)

@@ -1,0 +1,42 @@
+// What the app remembers between runs besides its conversations: the sampling settings of each
+// model folder and the recent model folders, in an INI file (QSettings; Qt 6.4's QML has no
+// Settings type of its own).
+#pragma once
+
+#include <QSettings>
+#include <QStringList>
+#include <memory>
+#include <optional>
+
+namespace mnemo::gui {
+
+struct ModelSettings {
+    double temperature = 0.8;
+    int topK = 40;
+    double topP = 0.95;
+    double minP = 0.05;
+    double repeatPenalty = 1.0;
+    int maxTokens = 512;
+    QString retrieval = QStringLiteral("vector");  // memory folders: "vector" or "bm25"
+};
+
+class AppSettings {
+public:
+    // Keeps nothing when `iniFile` is empty (tests, or no writable config folder).
+    explicit AppSettings(const QString& iniFile);
+
+    // The settings last used with a model folder; nullopt when it has none yet.
+    std::optional<ModelSettings> model(const QString& modelDir) const;
+    void setModel(const QString& modelDir, const ModelSettings& s);
+
+    QStringList recentModels() const { return recent_; }
+    // Puts `modelDir` first (at most kRecent folders); returns whether the list changed.
+    bool addRecent(const QString& modelDir);
+    static constexpr int kRecent = 8;
+
+private:
+    std::unique_ptr<QSettings> ini_;
+    QStringList recent_;
+};
+
+}  // namespace mnemo::gui

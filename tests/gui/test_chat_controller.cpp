@@ -1,0 +1,286 @@
+// ChatController driven as the QML drives it, on the default model: streaming into the
+// conversation, stop, regenerate, edit, a device switch mid-conversation, failed loads, and
+// conversations restored at start.
+#include <QDir>
+#include <QFile>
+#include <QSignalSpy>
+#include <QTemporaryDir>
+#include <QTest>
+
+#include "chat_controller.hpp"
+#include "gui_test_util.hpp"
+
+using namespace mnemo::gui;
+using namespace mnemo::gui::test;
+
+namespace {
+
+Question trained(int n) { return trainedQuestion(n); }
+
+bool waitLoaded(ChatController& c) { return QTest::qWaitFor([&] { return !c.loading(); }, 60000) && c.modelLoaded(); }
+bool waitAnswered(ChatController& c) { return QTest::qWaitFor([&] { return !c.busy(); }, 60000); }
+
+void makeGreedy(ChatController& c) {
+    c.setProperty("temperature", 0.0);
+    c.setProperty("maxTokens", 32);
+}
+
+}  // namespace
+
+class TestChatController : public QObject {
+    Q_OBJECT
+private Q_SLOTS:
+    void saysWhyItCannotSendWithoutAModel() {
+        QTemporaryDir folder;
+        ChatController c(folder.path());
+        QVERIFY(!c.send(QStringLiteral("Hello?")));
+        QVERIFY(c.statusIsError());
+        QVERIFY2(c.status().contains(QStringLiteral("No model is loaded")), qPrintable(c.status()));
+        QCOMPARE(c.conversation()->count(), 0);
+        QCOMPARE(c.modelLine(), QStringLiteral("No model loaded"));
+    }
+
+    void streamsAnAnswerIntoTheConversation() {
+        QTemporaryDir folder;
+        ChatController c(folder.path());
+        c.loadModel(defaultModelDir());
+        QVERIFY(c.loading());
+        QVERIFY(waitLoaded(c));
+        QVERIFY2(c.modelLine().contains(QStringLiteral("memory3")), qPrintable(c.modelLine()));
+        QVERIFY(c.modelLine().contains(QStringLiteral("cpu:0")));
+        makeGreedy(c);
+
+        QSignalSpy changes(c.conversation(), &QAbstractItemModel::dataChanged);
+        const Question q = trained(0);
+        QVERIFY(c.send(q.question));
+        QVERIFY(c.busy());  // send returns at once; the answer streams in
+        QCOMPARE(c.conversation()->count(), 2);
+        QVERIFY(c.conversation()->at(1).streaming);
+        QCOMPARE(c.title(), q.question);
+        QVERIFY(waitAnswered(c));
+        const Message& a = c.conversation()->at(1);
+        QCOMPARE(a.text.trimmed(), q.answer);
+        QVERIFY(!a.streaming);
+        QCOMPARE(a.finish, QStringLiteral("end of turn"));
+        QVERIFY(a.tokensPerSecond > 0);
+        QVERIFY(a.device.startsWith(QStringLiteral("cpu:0")));
+        QVERIFY(changes.size() >= 2);  // at least one piece of text, then the result
+        QVERIFY2(c.performance().contains(QStringLiteral("tokens/s")), qPrintable(c.performance()));
+        // Saved as soon as it was answered.
+        QVERIFY(QFile::exists(folder.filePath(c.conversationId() + QStringLiteral(".json"))));
+    }
+
+    void stopKeepsWhatArrivedAndIgnoresTheRest() {
+        QTemporaryDir folder;
+        ChatController c(folder.path());
+        c.loadModel(defaultModelDir());
+        QVERIFY(waitLoaded(c));
+        // Almost flat sampling: a long answer to stop in the middle.
+        c.setProperty("temperature", 20.0);
+        c.setProperty("topK", 0);
+        c.setProperty("topP", 1.0);
+        c.setProperty("minP", 0.0);
+        c.setProperty("maxTokens", 1500);
+        QVERIFY(c.send(trained(0).question));
+        QVERIFY(QTest::qWaitFor([&] { return !c.conversation()->at(1).text.isEmpty(); }, 60000));
+        c.stop();
+        QVERIFY(!c.busy());  // at once, without waiting for the worker
+        const QString kept = c.conversation()->at(1).text;
+        QCOMPARE(c.conversation()->at(1).finish, QStringLiteral("stopped"));
+        QVERIFY(!c.conversation()->at(1).streaming);
+        QTest::qWait(300);  // tokens still in flight are ignored
+        QCOMPARE(c.conversation()->at(1).text, kept);
+        // ...but the stopped answer gets its measurements from the worker's result.
+        QVERIFY(QTest::qWaitFor([&] { return c.conversation()->at(1).tokens > 0; }, 5000));
+        QVERIFY(c.conversation()->at(1).tokensPerSecond > 0);
+        QCOMPARE(c.conversation()->at(1).finish, QStringLiteral("stopped"));
+        QVERIFY(c.performance().contains(QStringLiteral("tokens/s")));
+
+        // The next question is answered normally.
+        makeGreedy(c);
+        c.newConversation();
+        const Question q = trained(0);
+        QVERIFY(c.send(q.question));
+        QVERIFY(waitAnswered(c));
+        QCOMPARE(c.conversation()->at(1).text.trimmed(), q.answer);
+    }
+
+    void regenerateReplacesTheLastAnswer() {
+        QTemporaryDir folder;
+        ChatController c(folder.path());
+        c.loadModel(defaultModelDir());
+        QVERIFY(waitLoaded(c));
+        makeGreedy(c);
+        const Question q = trained(0);
+        QVERIFY(c.send(q.question));
+        QVERIFY(waitAnswered(c));
+        QVERIFY(c.regenerate());
+        QCOMPARE(c.conversation()->count(), 2);
+        QVERIFY(c.conversation()->at(1).streaming);
+        QVERIFY(c.conversation()->at(1).text.isEmpty());
+        QVERIFY(waitAnswered(c));
+        QCOMPARE(c.conversation()->count(), 2);
+        QCOMPARE(c.conversation()->at(1).text.trimmed(), q.answer);  // greedy: the same answer again
+    }
+
+    void editContinuesFromTheEditedMessage() {
+        QTemporaryDir folder;
+        ChatController c(folder.path());
+        c.loadModel(defaultModelDir());
+        QVERIFY(waitLoaded(c));
+        makeGreedy(c);
+        QVERIFY(c.send(trained(0).question));
+        QVERIFY(waitAnswered(c));
+        QVERIFY(c.send(trained(1).question));
+        QVERIFY(waitAnswered(c));
+        QCOMPARE(c.conversation()->count(), 4);
+
+        QVERIFY(!c.editMessage(1, QStringLiteral("an answer is not yours to edit")));
+        QVERIFY(c.statusIsError());
+        const Question q = trained(1);
+        QVERIFY(c.editMessage(0, q.question));
+        QCOMPARE(c.conversation()->count(), 2);  // everything after the edited message is gone
+        QCOMPARE(c.conversation()->at(0).text, q.question);
+        QVERIFY(waitAnswered(c));
+        QCOMPARE(c.conversation()->at(1).text.trimmed(), q.answer);
+    }
+
+    void switchesCpuToVulkanKeepingTheConversation() {
+        const QString why = noVulkanReason();
+        if (!why.isEmpty()) QSKIP(qPrintable(why));
+        QTemporaryDir folder;
+        ChatController c(folder.path());
+        c.loadModel(defaultModelDir());
+        QVERIFY(waitLoaded(c));
+        makeGreedy(c);
+        const Question q = trained(0);
+        QVERIFY(c.send(q.question));
+        QVERIFY(waitAnswered(c));
+        const QString id = c.conversationId();
+
+        const int vulkan = c.devices()->rowOf(QStringLiteral("vulkan"), 0);
+        QVERIFY(vulkan > 0);
+        c.chooseDevice(vulkan);
+        QVERIFY(c.loading());
+        QVERIFY(waitLoaded(c));
+        QVERIFY2(!c.statusIsError(), qPrintable(c.status()));
+        QCOMPARE(c.deviceRow(), vulkan);
+        QVERIFY(c.modelLine().contains(QStringLiteral("vulkan:0")));
+        QCOMPARE(c.conversationId(), id);  // the same conversation, every message kept
+        QCOMPARE(c.conversation()->count(), 2);
+        QCOMPARE(c.conversation()->at(1).text.trimmed(), q.answer);
+
+        QVERIFY(c.regenerate());  // answered again, now on Vulkan
+        QVERIFY(waitAnswered(c));
+        QCOMPARE(c.conversation()->at(1).text.trimmed(), q.answer);
+        QVERIFY2(c.conversation()->at(1).device.startsWith(QStringLiteral("vulkan:0")), qPrintable(c.conversation()->at(1).device));
+    }
+
+    void failedLoadKeepsTheModelRunningAndSaysWhy() {
+        QTemporaryDir folder;
+        ChatController c(folder.path());
+        c.loadModel(defaultModelDir());
+        QVERIFY(waitLoaded(c));
+        const QString line = c.modelLine();
+        QTemporaryDir broken;
+        c.loadModel(broken.path());  // an empty folder
+        QVERIFY(QTest::qWaitFor([&] { return !c.loading(); }, 60000));
+        QVERIFY(c.statusIsError());
+        QVERIFY2(c.status().contains(QStringLiteral("has no config.json")), qPrintable(c.status()));
+        QVERIFY2(c.status().contains(QStringLiteral("Still running on cpu:0")), qPrintable(c.status()));
+        QCOMPARE(c.modelLine(), line);
+
+        c.chooseDevice(0);  // Auto cannot be chosen yet
+        QVERIFY(c.statusIsError());
+        QVERIFY2(c.status().contains(QStringLiteral("not available yet")), qPrintable(c.status()));
+        QCOMPARE(c.deviceRow(), c.devices()->rowOf(QStringLiteral("cpu"), 0));
+
+        makeGreedy(c);
+        const Question q = trained(0);
+        QVERIFY(c.send(q.question));
+        QVERIFY(waitAnswered(c));
+        QCOMPARE(c.conversation()->at(1).text.trimmed(), q.answer);
+    }
+
+    void keepsSamplingSettingsPerModelAndRecentModels() {
+        QTemporaryDir folder;
+        const QString ini = folder.filePath(QStringLiteral("settings.ini"));
+        {
+            ChatController c(folder.path(), ini);
+            QVERIFY(c.recentModels().isEmpty());
+            c.loadModel(defaultModelDir());
+            QVERIFY(waitLoaded(c));
+            c.setProperty("temperature", 0.3);
+            c.setProperty("topK", 7);
+            c.setProperty("retrieval", QStringLiteral("bm25"));
+        }
+        ChatController c(folder.path(), ini);
+        QCOMPARE(c.recentModels(), QStringList{defaultModelDir()});
+        QCOMPARE(c.property("temperature").toDouble(), 0.8);  // the defaults until the model loads
+        c.loadModel(defaultModelDir());
+        QVERIFY(waitLoaded(c));
+        QCOMPARE(c.property("temperature").toDouble(), 0.3);
+        QCOMPARE(c.property("topK").toInt(), 7);
+        QCOMPARE(c.property("retrieval").toString(), QStringLiteral("bm25"));
+        QCOMPARE(c.sampling().topK, 7);
+    }
+
+    void findsCodeBlocksToCopy() {
+        ChatController c(QDir::tempPath() + QStringLiteral("/mnemo-chat-unused"));
+        QCOMPARE(c.codeBlocks(QStringLiteral("Try:\n\n```sh\nmnemo run\n```\ntext\n~~~~\na\n```\nb\n~~~~\n")),
+                 (QStringList{QStringLiteral("mnemo run"), QStringLiteral("a\n```\nb")}));
+        QCOMPARE(c.codeBlocks(QStringLiteral("```\nstill streaming")), QStringList{QStringLiteral("still streaming")});
+        QVERIFY(c.codeBlocks(QStringLiteral("no code")).isEmpty());
+    }
+
+    void anOvertakenLoadStillShowsWhatRuns() {
+        QTemporaryDir folder;
+        ChatController c(folder.path());
+        c.loadModel(defaultModelDir());
+        QVERIFY(waitLoaded(c));
+        QTemporaryDir copy;
+        QVERIFY(copyDefaultModel(copy.path()));
+        QTemporaryDir empty;
+        c.loadModel(copy.path());   // loads fine on the worker...
+        c.loadModel(empty.path());  // ...but is overtaken by this one, which fails
+        QVERIFY(QTest::qWaitFor([&] { return !c.loading(); }, 60000));
+        QVERIFY(c.statusIsError());
+        QVERIFY2(c.status().contains(QStringLiteral("has no config.json")), qPrintable(c.status()));
+        QCOMPARE(c.modelDir(), copy.path());  // what the worker runs now, not the first model
+    }
+
+    void restoresTheLatestConversationAtStart() {
+        QTemporaryDir folder;
+        QString id, answer;
+        {
+            ChatController c(folder.path());
+            c.loadModel(defaultModelDir());
+            QVERIFY(waitLoaded(c));
+            makeGreedy(c);
+            c.setSystemPrompt(QStringLiteral("Answer in one word."));
+            QVERIFY(c.send(trained(0).question));
+            QVERIFY(waitAnswered(c));
+            id = c.conversationId();
+            answer = c.conversation()->at(1).text;
+        }
+        {
+            QFile broken(folder.filePath(QStringLiteral("broken.json")));
+            QVERIFY(broken.open(QIODevice::WriteOnly));
+            broken.write("{ not json");
+        }
+        ChatController c(folder.path());
+        c.restoreLatest();
+        QCOMPARE(c.conversationId(), id);
+        QVERIFY(c.statusIsError());  // the file kept aside is reported at start
+        QVERIFY2(c.status().contains(QStringLiteral("kept aside as broken.json.corrupt")), qPrintable(c.status()));
+        QCOMPARE(c.conversation()->count(), 2);
+        QCOMPARE(c.systemPrompt(), QStringLiteral("Answer in one word."));
+        QCOMPARE(c.conversation()->at(1).text, answer);
+        QVERIFY(c.deleteConversation(id));
+        QCOMPARE(c.conversations()->rowCount(), 0);
+        QCOMPARE(c.conversation()->count(), 0);
+    }
+};
+
+QTEST_MAIN(TestChatController)
+#include "test_chat_controller.moc"

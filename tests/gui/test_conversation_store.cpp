@@ -1,0 +1,196 @@
+// Saved conversations: the JSON round trip, files that cannot be read kept aside (never
+// overwritten), search, rename, delete and the exports.
+#include <QDir>
+#include <QFile>
+#include <QJsonArray>
+#include <QJsonDocument>
+#include <QJsonObject>
+#include <QTemporaryDir>
+#include <QTest>
+
+#include "conversation/conversation_export.hpp"
+#include "conversation/conversation_json.hpp"
+#include "conversation/conversation_store.hpp"
+
+using namespace mnemo::gui;
+
+namespace {
+
+Conversation sample(const QString& id, const QString& title, int minutesAgo) {
+    Conversation c;
+    c.id = id;
+    c.title = title;
+    c.systemPrompt = QStringLiteral("Answer briefly.");
+    c.model = QStringLiteral("/models/default");
+    c.created = QDateTime::currentDateTimeUtc().addSecs(-600);
+    c.updated = QDateTime::currentDateTimeUtc().addSecs(-60 * minutesAgo);
+    Message q;
+    q.role = QStringLiteral("user");
+    q.text = QStringLiteral("Where was Tour Hujert born?");
+    Message a;
+    a.role = QStringLiteral("assistant");
+    a.text = QStringLiteral("Zeajusy, see `code`\n\n```\nx = 1\n```");
+    a.finish = QStringLiteral("end of turn");
+    a.device = QStringLiteral("cpu:0 AMD EPYC");
+    a.tokens = 5;
+    a.tokensPerSecond = 123.5;
+    a.firstTokenSeconds = 0.012;
+    Recall r;
+    r.chunk = 1;
+    r.id = 7;
+    r.text = QStringLiteral("Tour Hujert was born in Zeajusy.");
+    r.source = QStringLiteral("memory folder mem/");
+    a.recalls = {r};
+    c.messages = {q, a};
+    return c;
+}
+
+QByteArray readAll(const QString& path) {
+    QFile f(path);
+    return f.open(QIODevice::ReadOnly) ? f.readAll() : QByteArray();
+}
+
+void write(const QString& path, const QByteArray& bytes) {
+    QFile f(path);
+    QVERIFY(f.open(QIODevice::WriteOnly | QIODevice::Truncate));
+    f.write(bytes);
+}
+
+}  // namespace
+
+class TestConversationStore : public QObject {
+    Q_OBJECT
+private Q_SLOTS:
+    void savesAndReadsBackEveryField() {
+        QTemporaryDir dir;
+        const Conversation c = sample(QStringLiteral("c1"), QStringLiteral("Births"), 1);
+        {
+            ConversationStore store(dir.path());
+            store.reload();
+            QCOMPARE(store.save(c), QString());
+        }
+        QVERIFY(QFile::exists(dir.filePath(QStringLiteral("c1.json"))));
+        // Readable JSON with its format and version.
+        const QJsonObject o = QJsonDocument::fromJson(readAll(dir.filePath(QStringLiteral("c1.json")))).object();
+        QCOMPARE(o.value("format").toString(), QStringLiteral("mnemo-chat-conversation"));
+        QCOMPARE(o.value("version").toInt(), 1);
+
+        ConversationStore store(dir.path());
+        store.reload();
+        QCOMPARE(store.rowCount(), 1);
+        QVERIFY(store.notices().isEmpty());
+        const std::optional<Conversation> back = store.find(QStringLiteral("c1"));
+        QVERIFY(back.has_value());
+        QCOMPARE(back->title, c.title);
+        QCOMPARE(back->systemPrompt, c.systemPrompt);
+        QCOMPARE(back->model, c.model);
+        QCOMPARE(back->updated, c.updated);
+        QCOMPARE(back->messages.size(), 2);
+        const Message& a = back->messages.at(1);
+        QCOMPARE(a.text, c.messages.at(1).text);
+        QCOMPARE(a.finish, QStringLiteral("end of turn"));
+        QCOMPARE(a.device, QStringLiteral("cpu:0 AMD EPYC"));
+        QCOMPARE(a.tokens, 5);
+        QCOMPARE(a.tokensPerSecond, 123.5);
+        QCOMPARE(a.firstTokenSeconds, 0.012);
+        QCOMPARE(a.recalls.size(), 1);
+        QCOMPARE(a.recalls.first().id, 7u);
+        QCOMPARE(a.recalls.first().text, QStringLiteral("Tour Hujert was born in Zeajusy."));
+        // Saving what was read gives the same bytes.
+        QCOMPARE(conversationToBytes(*back), conversationToBytes(c));
+    }
+
+    void keepsCorruptAndNewerFilesAside() {
+        QTemporaryDir dir;
+        const QByteArray corrupt = "{\"format\": \"mnemo-chat-conversation\", \"version\": 1, \"messages\": [";
+        write(dir.filePath(QStringLiteral("broken.json")), corrupt);
+        QJsonObject newer = QJsonDocument::fromJson(conversationToBytes(sample(QStringLiteral("future"), QStringLiteral("F"), 1))).object();
+        newer.insert("version", 2);
+        const QByteArray newerBytes = QJsonDocument(newer).toJson();
+        write(dir.filePath(QStringLiteral("future.json")), newerBytes);
+        // A file already kept aside earlier is not overwritten by the next one.
+        write(dir.filePath(QStringLiteral("broken.json.corrupt")), "older");
+        ConversationStore good(dir.path());
+        QCOMPARE(good.save(sample(QStringLiteral("ok"), QStringLiteral("Fine"), 1)), QString());
+
+        ConversationStore store(dir.path());
+        store.reload();
+        QCOMPARE(store.rowCount(), 1);
+        QCOMPARE(store.idAt(0), QStringLiteral("ok"));
+        QCOMPARE(store.notices().size(), 2);
+        const QString notices = store.notices().join(QLatin1Char('\n'));
+        QVERIFY2(notices.contains(QStringLiteral("broken.json: not valid JSON")), qPrintable(notices));
+        QVERIFY2(notices.contains(QStringLiteral("kept aside as broken.json.corrupt-2")), qPrintable(notices));
+        QVERIFY2(notices.contains(QStringLiteral("format version 2 is newer than this app reads (1)")), qPrintable(notices));
+        QVERIFY2(notices.contains(QStringLiteral("kept aside as future.json.newer-version")), qPrintable(notices));
+        // Kept byte for byte, under their new names; the originals are gone.
+        QCOMPARE(readAll(dir.filePath(QStringLiteral("broken.json.corrupt-2"))), corrupt);
+        QCOMPARE(readAll(dir.filePath(QStringLiteral("broken.json.corrupt"))), QByteArray("older"));
+        QCOMPARE(readAll(dir.filePath(QStringLiteral("future.json.newer-version"))), newerBytes);
+        QVERIFY(!QFile::exists(dir.filePath(QStringLiteral("broken.json"))));
+        QVERIFY(!QFile::exists(dir.filePath(QStringLiteral("future.json"))));
+        // Saving a conversation with the kept-aside one's id writes a new file beside it.
+        QCOMPARE(store.save(sample(QStringLiteral("future"), QStringLiteral("F1"), 0)), QString());
+        QCOMPARE(readAll(dir.filePath(QStringLiteral("future.json.newer-version"))), newerBytes);
+    }
+
+    void namesTheFieldThatIsWrong() {
+        ReadProblem p;
+        QJsonObject o = QJsonDocument::fromJson(conversationToBytes(sample(QStringLiteral("x"), QStringLiteral("X"), 1))).object();
+        QJsonArray messages = o.value("messages").toArray();
+        QJsonObject m = messages.at(1).toObject();
+        m.insert("role", QStringLiteral("robot"));
+        messages.replace(1, m);
+        o.insert("messages", messages);
+        QVERIFY(!conversationFromBytes(QJsonDocument(o).toJson(), &p).has_value());
+        QCOMPARE(p.reason, QStringLiteral("messages[1].role is \"robot\"; expected \"user\" or \"assistant\""));
+        QVERIFY(!p.newerVersion);
+    }
+
+    void listsNewestFirstAndSearches() {
+        QTemporaryDir dir;
+        ConversationStore store(dir.path());
+        store.reload();
+        QCOMPARE(store.save(sample(QStringLiteral("old"), QStringLiteral("Old one"), 30)), QString());
+        Conversation other = sample(QStringLiteral("new"), QStringLiteral("New one"), 1);
+        other.messages[0].text = QStringLiteral("What colour is the Puthex ring?");
+        QCOMPARE(store.save(other), QString());
+        QCOMPARE(store.idAt(0), QStringLiteral("new"));
+        QCOMPARE(store.idAt(1), QStringLiteral("old"));
+        store.setFilter(QStringLiteral("puthex"));  // matches a message's text, any case
+        QCOMPARE(store.rowCount(), 1);
+        QCOMPARE(store.idAt(0), QStringLiteral("new"));
+        store.setFilter(QString());
+        QCOMPARE(store.rename(QStringLiteral("old"), QStringLiteral("  Renamed  ")), QString());
+        QCOMPARE(store.find(QStringLiteral("old"))->title, QStringLiteral("Renamed"));
+        QVERIFY(store.remove(QStringLiteral("old")));
+        QCOMPARE(store.rowCount(), 1);
+        QVERIFY(!QFile::exists(dir.filePath(QStringLiteral("old.json"))));
+    }
+
+    void exportsMarkdownAndJson() {
+        QTemporaryDir dir;
+        const Conversation c = sample(QStringLiteral("c1"), QStringLiteral("Births"), 1);
+        const QString md = conversationToMarkdown(c);
+        QVERIFY(md.startsWith(QStringLiteral("# Births\n")));
+        QVERIFY(md.contains(QStringLiteral("**System:** Answer briefly.")));
+        QVERIFY(md.contains(QStringLiteral("## You\n\nWhere was Tour Hujert born?\n")));
+        QVERIFY(md.contains(QStringLiteral("```\nx = 1\n```")));  // the answer's own Markdown is kept
+        QVERIFY(md.contains(QStringLiteral("- chunk 1, memory #7: Tour Hujert was born in Zeajusy.")));
+        QVERIFY(md.contains(QStringLiteral("123.5 tokens/s")));
+
+        QCOMPARE(exportConversation(c, dir.filePath(QStringLiteral("c.md")), QStringLiteral("markdown")), QString());
+        QCOMPARE(QString::fromUtf8(readAll(dir.filePath(QStringLiteral("c.md")))), md);
+        QCOMPARE(exportConversation(c, dir.filePath(QStringLiteral("c.json")), QStringLiteral("json")), QString());
+        ReadProblem p;
+        const std::optional<Conversation> back = conversationFromBytes(readAll(dir.filePath(QStringLiteral("c.json"))), &p);
+        QVERIFY2(back.has_value(), qPrintable(p.reason));
+        QCOMPARE(back->messages.size(), c.messages.size());
+        const QString why = exportConversation(c, dir.filePath(QStringLiteral("no/such/folder/c.md")), QStringLiteral("markdown"));
+        QVERIFY2(why.contains(QStringLiteral("no/such/folder/c.md")), qPrintable(why));
+        QVERIFY(exportConversation(c, dir.filePath(QStringLiteral("c.txt")), QStringLiteral("pdf")).contains(QStringLiteral("pdf")));
+    }
+};
+
+QTEST_GUILESS_MAIN(TestConversationStore)
+#include "test_conversation_store.moc"

@@ -1,0 +1,47 @@
+// The device picker's rows from a registry: devices that can be chosen, and the reason for each
+// backend that has none.
+#include <QTest>
+
+#include "devices/device_model.hpp"
+#include "gui_test_util.hpp"
+
+using namespace mnemo;
+using namespace mnemo::gui;
+
+class TestDeviceModel : public QObject {
+    Q_OBJECT
+private Q_SLOTS:
+    void listsDevicesAndWhyOthersAreMissing() {
+        // The CPU backend and a test module that finds no hardware.
+        const BackendRegistry reg({MNEMO_BUILD_BIN "/libmnemo-backend-cpu.so", MNEMO_TEST_MODULES "/mnemo-backend-nodevice"});
+        QVERIFY(reg.find("cpu") && reg.find("nodevice"));
+        DeviceModel m(reg);
+        QCOMPARE(m.at(0).label, QStringLiteral("Auto"));
+        QVERIFY(!m.at(0).enabled);  // the measured benchmark is not written yet
+        QVERIFY(m.at(0).detail.contains(QStringLiteral("not available yet")));
+        const int cpu = m.rowOf(QStringLiteral("cpu"), 0);
+        QVERIFY(cpu > 0);
+        QVERIFY(m.at(cpu).label.startsWith(QStringLiteral("CPU 0: ")));
+        QVERIFY(m.at(cpu).detail.startsWith(QStringLiteral("cpu device, ")));  // with its memory
+        QStringList disabled;
+        for (int i = 1; i < m.rowCount(); ++i)
+            if (!m.at(i).enabled) disabled << m.at(i).label + QStringLiteral(": ") + m.at(i).detail;
+        QVERIFY2(disabled.contains(QStringLiteral("nodevice: no devices: simulated: no hardware")), qPrintable(disabled.join('\n')));
+        QVERIFY2(disabled.contains(QStringLiteral("Vulkan: not in this build: no libmnemo-backend-vulkan module was found")),
+                 qPrintable(disabled.join('\n')));
+        QCOMPARE(m.rowOf(QStringLiteral("nodevice"), 0), -1);
+    }
+
+    void listsTheVulkanDevicesOfThisBuild() {
+        const QString why = mnemo::gui::test::noVulkanReason();
+        if (!why.isEmpty()) QSKIP(qPrintable(why));
+        DeviceModel m;  // the modules next to the program, as the app sees them
+        const int vk = m.rowOf(QStringLiteral("vulkan"), 0);
+        QVERIFY(vk > 0);
+        QVERIFY2(m.at(vk).label.startsWith(QStringLiteral("Vulkan 0: ")), qPrintable(m.at(vk).label));
+        QVERIFY(m.rowOf(QStringLiteral("cpu"), 0) > 0);
+    }
+};
+
+QTEST_GUILESS_MAIN(TestDeviceModel)
+#include "test_device_model.moc"

@@ -1,0 +1,366 @@
+// The QML the program loads (qrc:/qml/Main.qml through loadMainWindow): it loads with every
+// module it imports (a missing QML module shows only at run time), a prompt typed and sent
+// through the window is answered in the chat view, the references panel opens, the device
+// picker follows a switch; screenshots of the main view go to the build tree
+// (tests/gui/screenshots/*.png, not committed) for a person to look at.
+#include <QQmlContext>
+#include <QQmlProperty>
+#include <QDir>
+#include <QClipboard>
+#include <QGuiApplication>
+#include <QPalette>
+#include <QProcess>
+#include <QQuickItem>
+#include <QQuickWindow>
+#include <QSet>
+#include <QTemporaryDir>
+#include <QTest>
+
+#include "chat_controller.hpp"
+#include "gui_test_util.hpp"
+#include "main_window.hpp"
+
+using namespace mnemo::gui;
+using namespace mnemo::gui::test;
+
+namespace {
+
+QQuickItem* findItem(QObject* root, const char* objectName) {
+    return root ? root->findChild<QQuickItem*>(QString::fromLatin1(objectName)) : nullptr;
+}
+
+// Every item of the visual tree under `item` (delegates of views are found only this way: they
+// are not QObject children of the window).
+void collectItems(QQuickItem* item, QList<QQuickItem*>& out) {
+    out << item;
+    for (QQuickItem* c : item->childItems()) collectItems(c, out);
+}
+
+QList<QQuickItem*> allItems(QQuickWindow* w) {
+    QList<QQuickItem*> out;
+    collectItems(w->contentItem(), out);
+    return out;
+}
+
+QQuickItem* visibleItem(QQuickWindow* w, const char* objectName) {
+    for (QQuickItem* i : allItems(w))
+        if (i->objectName() == QLatin1String(objectName) && i->isVisible()) return i;
+    return nullptr;
+}
+
+void click(QQuickWindow* w, QQuickItem* item) {
+    const QPointF c = item->mapToScene(QPointF(item->width() / 2, item->height() / 2));
+    QTest::mouseClick(w, Qt::LeftButton, Qt::NoModifier, c.toPoint());
+}
+
+// Saves a screenshot under the build tree; checks it is the window's size and not blank.
+void screenshot(QQuickWindow* w, const QString& name) {
+    const QString dir = QStringLiteral(MNEMO_GUI_TEST_OUT "/screenshots");
+    QVERIFY(QDir().mkpath(dir));
+    const QImage img = w->grabWindow();
+    QVERIFY(!img.isNull());
+    QCOMPARE(img.size(), w->size() * w->devicePixelRatio());
+    QSet<QRgb> colours;
+    for (int y = 0; y < img.height(); y += 7)
+        for (int x = 0; x < img.width(); x += 7) colours.insert(img.pixel(x, y));
+    QVERIFY2(colours.size() > 8, qPrintable(QStringLiteral("%1: only %2 colours").arg(name).arg(colours.size())));
+    QVERIFY(img.save(dir + QLatin1Char('/') + name));
+    qInfo("screenshot: %s/%s", qPrintable(dir), qPrintable(name));
+}
+
+bool waitLoaded(ChatController& c) { return QTest::qWaitFor([&] { return !c.loading(); }, 60000) && c.modelLoaded(); }
+bool waitAnswered(ChatController& c) { return QTest::qWaitFor([&] { return !c.busy(); }, 60000); }
+
+}  // namespace
+
+class TestMainWindow : public QObject {
+    Q_OBJECT
+    QTemporaryDir conversations_;
+    QTemporaryDir memories_;  // the memory folder stays while the model reads it
+    std::unique_ptr<ChatController> chat_;
+    std::unique_ptr<QQmlApplicationEngine> engine_;
+    QQuickWindow* window_ = nullptr;
+
+private Q_SLOTS:
+    void initTestCase() {
+        chat_ = std::make_unique<ChatController>(conversations_.path());
+        engine_ = std::make_unique<QQmlApplicationEngine>();
+        const QStringList problems = loadMainWindow(*engine_, *chat_);
+        QVERIFY2(problems.isEmpty(), qPrintable(problems.join(QLatin1Char('\n'))));
+        QCOMPARE(engine_->rootObjects().size(), 1);
+        window_ = qobject_cast<QQuickWindow*>(engine_->rootObjects().first());
+        QVERIFY(window_);
+        QCOMPARE(window_->size(), QSize(1366, 768));  // the size it must work at
+        window_->show();
+        QVERIFY(QTest::qWaitForWindowExposed(window_));
+        window_->requestActivate();
+        QVERIFY(QTest::qWaitForWindowActive(window_));
+    }
+
+    void answersAPromptTypedIntoTheWindow() {
+        chat_->loadModel(defaultModelDir());
+        QVERIFY(waitLoaded(*chat_));
+        chat_->setProperty("temperature", 0.0);
+        chat_->setProperty("maxTokens", 32);
+        QQuickItem* info = findItem(window_, "modelInfo");
+        QVERIFY(info);
+        QVERIFY2(info->property("text").toString().contains(QStringLiteral("memory3")), qPrintable(info->property("text").toString()));
+
+        QQuickItem* prompt = findItem(window_, "promptInput");
+        QQuickItem* send = findItem(window_, "sendButton");
+        QQuickItem* view = findItem(window_, "chatView");
+        QVERIFY(prompt && send && view);
+        prompt->forceActiveFocus();
+        const Question q = trainedQuestion();
+        for (const QChar ch : q.question) QTest::keyClick(window_, ch.toLatin1());  // typed, key by key
+        QCOMPARE(prompt->property("text").toString(), q.question);
+        QVERIFY(send->isEnabled());
+        click(window_, send);
+        QVERIFY(chat_->busy() || chat_->conversation()->count() == 2);
+        QVERIFY(waitAnswered(*chat_));
+        QCOMPARE(prompt->property("text").toString(), QString());  // the box is cleared once sent
+        QCOMPARE(view->property("count").toInt(), 2);
+        QCOMPARE(chat_->conversation()->at(1).text.trimmed(), q.answer);
+        QVERIFY(findItem(window_, "performanceStrip")->property("text").toString().contains(QStringLiteral("tokens/s")));
+        QTest::qWait(100);  // let the view scroll and lay out the finished answer
+        screenshot(window_, QStringLiteral("main-view.png"));
+    }
+
+    void editsAPromptAndContinuesFromIt() {
+        QQuickItem* edit = visibleItem(window_, "editButton");
+        QVERIFY(edit);
+        click(window_, edit);
+        QQuickItem* editor = nullptr;
+        QTRY_VERIFY((editor = visibleItem(window_, "messageEditor")));
+        QCOMPARE(editor->property("text").toString(), trainedQuestion(0).question);  // starts from the message
+        const Question q = trainedQuestion(1);
+        editor->setProperty("text", q.question);
+        click(window_, visibleItem(window_, "sendEditedButton"));
+        QVERIFY(waitAnswered(*chat_));
+        QCOMPARE(chat_->conversation()->count(), 2);
+        QCOMPARE(chat_->conversation()->at(0).text, q.question);
+        QCOMPARE(chat_->conversation()->at(1).text.trimmed(), q.answer);
+        QVERIFY(!visibleItem(window_, "messageEditor"));
+        // Back to the first question for the tests that follow.
+        QVERIFY(chat_->editMessage(0, trainedQuestion(0).question));
+        QVERIFY(waitAnswered(*chat_));
+    }
+
+    void opensTheReferencesOfAnAnswer() {
+        QTemporaryDir& dir = memories_;
+        {
+            QFile corpus(dir.filePath(QStringLiteral("facts.txt")));
+            QVERIFY(corpus.open(QIODevice::WriteOnly));
+            corpus.write("Tour Hujert was born in Zeajusy.\n\nThe Lelosk ring is amber.\n");
+        }
+        QProcess memorize;
+        memorize.setProcessChannelMode(QProcess::MergedChannels);
+        memorize.start(QStringLiteral(MNEMO_BUILD_BIN "/mnemo"),
+                       {QStringLiteral("memorize"), QStringLiteral("--corpus"), dir.filePath(QStringLiteral("facts.txt")),
+                        QStringLiteral("-o"), dir.filePath(QStringLiteral("mem"))});
+        QVERIFY(memorize.waitForFinished(60000));
+        QVERIFY2(memorize.exitCode() == 0, memorize.readAll().constData());
+
+        chat_->setProperty("retrieval", QStringLiteral("bm25"));
+        chat_->useMemoryFolder(dir.filePath(QStringLiteral("mem")));
+        QVERIFY(waitLoaded(*chat_));
+        QVERIFY2(chat_->modelLine().contains(QStringLiteral("memories: memory folder")), qPrintable(chat_->modelLine()));
+        QVERIFY(chat_->regenerate());  // the same question, now with the memories
+        QVERIFY(waitAnswered(*chat_));
+        QCOMPARE(chat_->conversation()->at(1).recalls.size(), 1);
+
+        // The panel of the answer (the prompt's own panel exists too, hidden).
+        QQuickItem* toggle = nullptr;
+        QTRY_VERIFY((toggle = visibleItem(window_, "referencesToggle")));
+        QCOMPARE(toggle->property("text").toString(), QStringLiteral("▸ 1 reference"));
+        click(window_, toggle);
+        QCOMPARE(toggle->property("text").toString(), QStringLiteral("▾ 1 reference"));
+        QTest::qWait(100);
+        screenshot(window_, QStringLiteral("references-open.png"));
+    }
+
+    void stopsAStreamingAnswerFromTheStopButton() {
+        chat_->newConversation();
+        // Almost flat sampling: an answer long enough to be seen streaming and to be stopped.
+        chat_->setProperty("temperature", 20.0);
+        chat_->setProperty("topK", 0);
+        chat_->setProperty("topP", 1.0);
+        chat_->setProperty("minP", 0.0);
+        chat_->setProperty("maxTokens", 4000);
+        QQuickItem* prompt = findItem(window_, "promptInput");
+        prompt->forceActiveFocus();
+        for (const QChar ch : QStringLiteral("Tell me about Zeajusy.")) QTest::keyClick(window_, ch.toLatin1());
+        QTest::keyClick(window_, Qt::Key_Return);  // Enter sends
+        QVERIFY(chat_->busy());
+        QVERIFY(QTest::qWaitFor([&] { return chat_->conversation()->at(1).text.size() > 20 || !chat_->busy(); }, 60000));
+        QVERIFY2(chat_->busy(), "the answer ended before it could be stopped");
+        QQuickItem* stop = findItem(window_, "stopButton");
+        QVERIFY(stop && stop->isVisible());
+        QVERIFY(!findItem(window_, "sendButton")->isVisible());
+        screenshot(window_, QStringLiteral("streaming.png"));
+        click(window_, stop);
+        QVERIFY(!chat_->busy());
+        QCOMPARE(chat_->conversation()->at(1).finish, QStringLiteral("stopped"));
+        QTRY_VERIFY(findItem(window_, "sendButton")->isVisible());
+        chat_->setProperty("temperature", 0.0);
+        chat_->setProperty("maxTokens", 32);
+    }
+
+    void showsTheSettingsAndTheRecentModels() {
+        QObject* settings = engine_->rootObjects().first()->findChild<QObject*>(QStringLiteral("settingsDialog"));
+        QVERIFY(settings);
+        QMetaObject::invokeMethod(settings, "open");
+        QTRY_VERIFY(settings->property("opened").toBool());
+        screenshot(window_, QStringLiteral("settings.png"));
+        QMetaObject::invokeMethod(settings, "close");
+        QTRY_VERIFY(!settings->property("visible").toBool());
+
+        QObject* menu = engine_->rootObjects().first()->findChild<QObject*>(QStringLiteral("modelMenu"));
+        QVERIFY(menu);
+        QCOMPARE(menu->property("count").toInt(), 3);  // open a folder, a separator, the default model
+        QQuickItem* recent = nullptr;
+        QVERIFY(QMetaObject::invokeMethod(menu, "itemAt", Q_RETURN_ARG(QQuickItem*, recent), Q_ARG(int, 2)));
+        QVERIFY(recent);
+        QCOMPARE(recent->property("text").toString(), defaultModelDir());
+    }
+
+    void rendersMarkdownAndCopiesACodeBlock() {
+        // A saved conversation whose answer is Markdown (the default model writes none itself).
+        Conversation c;
+        c.id = QStringLiteral("markdown-sample");
+        c.title = QStringLiteral("Markdown sample");
+        c.created = c.updated = QDateTime::currentDateTimeUtc();
+        Message q;
+        q.role = QStringLiteral("user");
+        q.text = QStringLiteral("How do I run Mnemo?");
+        Message a;
+        a.role = QStringLiteral("assistant");
+        a.text = QStringLiteral("## Running\n\nUse **mnemo run** with a *model folder*:\n\n```sh\nmnemo run -m DIR -p \"Hello\"\n```\n\n"
+                                "- `--backend vulkan` picks the GPU\n- `--temp 0` is greedy\n");
+        a.finish = QStringLiteral("end of turn");
+        a.tokens = 40;
+        a.tokensPerSecond = 250.0;
+        a.firstTokenSeconds = 0.02;
+        a.device = QStringLiteral("cpu:0 AMD EPYC");
+        c.messages = {q, a};
+        QCOMPARE(chat_->conversations()->save(c), QString());
+        QVERIFY(chat_->openConversation(c.id));
+        QQuickItem* copy = nullptr;
+        QTRY_VERIFY((copy = [&]() -> QQuickItem* {
+            for (QQuickItem* i : allItems(window_))
+                if (i->isVisible() && i->property("text").toString() == QLatin1String("Copy code 1")) return i;
+            return nullptr;
+        }()));
+        click(window_, copy);
+        QCOMPARE(QGuiApplication::clipboard()->text(), QStringLiteral("mnemo run -m DIR -p \"Hello\""));
+        QTest::qWait(100);
+        screenshot(window_, QStringLiteral("markdown.png"));
+    }
+
+    // The dialogs are QML too (Qt's own, from QtQuick.Dialogs): they load only when every module
+    // they import is installed, which is seen only when they open.
+    void opensTheFileDialogs() {
+        for (const char* name : {"modelDialog", "exportDialog"}) {
+            QStringList problems;
+            const auto c = connect(engine_.get(), &QQmlEngine::warnings, this, [&](const QList<QQmlError>& ws) {
+                for (const QQmlError& w : ws) problems << w.toString();
+            });
+            QObject* dialog = engine_->rootObjects().first()->findChild<QObject*>(QString::fromLatin1(name));
+            QVERIFY2(dialog, name);
+            QMetaObject::invokeMethod(dialog, "open");
+            QTest::qWait(200);
+            disconnect(c);
+            QVERIFY2(problems.isEmpty(), qPrintable(problems.join(QLatin1Char('\n'))));
+            QVERIFY2(dialog->property("visible").toBool(), name);
+            if (QLatin1String(name) == QLatin1String("modelDialog")) screenshot(window_, QStringLiteral("open-model-dialog.png"));
+            QMetaObject::invokeMethod(dialog, "close");
+            QTRY_VERIFY(!dialog->property("visible").toBool());
+        }
+    }
+
+    void devicePickerFollowsASwitch() {
+        QQuickItem* picker = findItem(window_, "devicePicker");
+        QVERIFY(picker);
+        QCOMPARE(picker->property("currentIndex").toInt(), chat_->devices()->rowOf(QStringLiteral("cpu"), 0));
+        click(window_, picker);  // opens the list of devices
+        QTRY_VERIFY(picker->property("popup").value<QObject*>()->property("opened").toBool());
+        QTest::qWait(100);
+        screenshot(window_, QStringLiteral("device-picker.png"));
+        QTest::keyClick(window_, Qt::Key_Escape);
+
+        const QString why = noVulkanReason();
+        if (!why.isEmpty()) QSKIP(qPrintable(why));
+        // Choose Vulkan 0 in the picker's list, as a person does.
+        const int vulkan = chat_->devices()->rowOf(QStringLiteral("vulkan"), 0);
+        click(window_, picker);
+        QTRY_VERIFY(picker->property("popup").value<QObject*>()->property("opened").toBool());
+        QQuickItem* row = nullptr;
+        for (QQuickItem* i : allItems(window_))
+            if (i->isVisible() && i->inherits("QQuickItemDelegate") && i->property("text").toString().startsWith(QStringLiteral("Vulkan 0:")))
+                row = i;
+        QVERIFY(row);
+        click(window_, row);
+        QVERIFY(chat_->loading());
+        QVERIFY(waitLoaded(*chat_));
+        QVERIFY2(!chat_->statusIsError(), qPrintable(chat_->status()));
+        QCOMPARE(picker->property("currentIndex").toInt(), vulkan);
+        QVERIFY(findItem(window_, "modelInfo")->property("text").toString().contains(QStringLiteral("vulkan:0")));
+        QCOMPARE(chat_->conversation()->count(), 2);  // the conversation stays
+    }
+
+    void followsADarkPalette() {
+        const QPalette light = QGuiApplication::palette();
+        QPalette dark;
+        dark.setColor(QPalette::Window, QColor(0x2b, 0x2b, 0x2b));
+        dark.setColor(QPalette::WindowText, QColor(0xe8, 0xe8, 0xe8));
+        dark.setColor(QPalette::Base, QColor(0x1e, 0x1e, 0x1e));
+        dark.setColor(QPalette::AlternateBase, QColor(0x33, 0x33, 0x33));
+        dark.setColor(QPalette::Text, QColor(0xe8, 0xe8, 0xe8));
+        dark.setColor(QPalette::Button, QColor(0x3a, 0x3a, 0x3a));
+        dark.setColor(QPalette::ButtonText, QColor(0xe8, 0xe8, 0xe8));
+        dark.setColor(QPalette::Highlight, QColor(0x3d, 0x7e, 0xc6));
+        dark.setColor(QPalette::HighlightedText, Qt::white);
+        dark.setColor(QPalette::Mid, QColor(0x55, 0x55, 0x55));
+        dark.setColor(QPalette::PlaceholderText, QColor(0x90, 0x90, 0x90));
+        for (QPalette::ColorRole role : {QPalette::WindowText, QPalette::Text, QPalette::ButtonText})
+            dark.setColor(QPalette::Disabled, role, QColor(0x70, 0x70, 0x70));  // as a dark theme dims them
+        QGuiApplication::setPalette(dark);
+        QTest::qWait(100);
+        const QImage img = window_->grabWindow();
+        // The chat area (right of the list, below the bars) is dark now, its text light.
+        const QColor background = img.pixelColor(img.width() - 20, img.height() / 2);
+        QVERIFY2(background.lightness() < 80, qPrintable(background.name()));
+        screenshot(window_, QStringLiteral("main-view-dark.png"));
+        QGuiApplication::setPalette(light);
+    }
+
+    // Last: by now the chat view holds a prompt and an answer with their buttons.
+    void everyControlHasAnAccessibleName() {
+        int checked = 0;
+        QStringList unnamed;
+        for (QQuickItem* item : allItems(window_)) {
+            // Controls a person uses; panes, containers and labels only hold or show them.
+            if (!item->isVisible() || !item->inherits("QQuickControl") || item->inherits("QQuickPane")
+                || item->inherits("QQuickContainer")
+                || item->inherits("QQuickLabel") || item->inherits("QQuickScrollBar") || item->inherits("QQuickToolBar"))
+                continue;
+            // The attached Accessible.name as the item's own QML file sets it.
+            const QQmlProperty name(item, QStringLiteral("Accessible.name"), qmlContext(item));
+            if (!name.isValid()) qWarning("%s: no Accessible.name property", item->metaObject()->className());
+            if (!name.isValid()) continue;
+            ++checked;
+            if (name.read().toString().isEmpty())
+                unnamed << QString::fromLatin1(item->metaObject()->className()) + QLatin1Char(' ') + item->objectName();
+        }
+        QVERIFY(checked >= 8);
+        QVERIFY2(unnamed.isEmpty(), qPrintable(unnamed.join(QStringLiteral(", "))));
+    }
+
+    void cleanupTestCase() {
+        engine_.reset();
+        chat_.reset();
+    }
+};
+
+QTEST_MAIN(TestMainWindow)
+#include "test_main_window.moc"

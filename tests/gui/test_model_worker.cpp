@@ -1,0 +1,293 @@
+// ModelWorker on its own thread, driven the way the GUI drives it: requests queued to the
+// worker's thread, tokens and results back by queued signals, stop through the atomic flag.
+#include <QProcess>
+#include <QElapsedTimer>
+#include <QTemporaryDir>
+#include <QTest>
+#include <QThread>
+
+#include "engine/model_worker.hpp"
+#include "gui_test_util.hpp"
+
+using namespace mnemo::gui;
+using namespace mnemo::gui::test;
+
+namespace {
+
+SamplingSettings greedy() {
+    SamplingSettings s;
+    s.temperature = 0.0f;
+    s.maxTokens = 32;
+    return s;
+}
+
+// Sampling from an almost flat distribution: the default model then rarely ends its turn, so a
+// generation runs long enough to be stopped in the middle.
+SamplingSettings rambling() {
+    SamplingSettings s;
+    s.temperature = 20.0f;
+    s.topK = 0;
+    s.topP = 1.0f;
+    s.minP = 0.0f;
+    s.maxTokens = 1500;
+    return s;
+}
+
+LoadRequest modelAt(const QString& dir) {
+    LoadRequest r;
+    r.modelDir = dir;
+    return r;
+}
+
+QList<ChatTurn> ask(const QString& question) { return {ChatTurn{QStringLiteral("user"), question}}; }
+
+}  // namespace
+
+class TestModelWorker : public QObject {
+    Q_OBJECT
+
+    // Queues a load and waits for its answer; returns the loaded() or loadFailed() arguments
+    // when the expected one came. Signals are received on this (the GUI) thread through queued
+    // connections, as the app receives them: a QSignalSpy on the worker would be filled from the
+    // worker's thread.
+    QList<QVariant> load(ModelWorker* w, const LoadRequest& r, bool expectSuccess) {
+        const quint64 id = ++ids_;
+        QList<QVariant> got;
+        bool done = false, ok = false;
+        const auto c1 = connect(w, &ModelWorker::loaded, this, [&](quint64 i, ModelInfo info) {
+            if (i == id) got = {i, QVariant::fromValue(info)}, done = ok = true;
+        });
+        const auto c2 = connect(w, &ModelWorker::loadFailed, this, [&](quint64 i, QString why, bool kept) {
+            if (i == id) got = {i, why, kept}, done = true;
+        });
+        QMetaObject::invokeMethod(w, [w, id, r] { w->load(id, r); });
+        (void)QTest::qWaitFor([&] { return done; }, 60000);  // `done` says whether it came
+        disconnect(c1);
+        disconnect(c2);
+        if (!done || ok != expectSuccess) {
+            qWarning("load of %s: %s", qPrintable(r.modelDir),
+                     !done ? "no answer" : qPrintable(ok ? QStringLiteral("loaded") : got.at(1).toString()));
+            return {};
+        }
+        return got;
+    }
+
+    // Queues a generation and waits for its result (a default result when none came).
+    GenerationResult generate(ModelWorker* w, const QList<ChatTurn>& turns, const SamplingSettings& s,
+                              QStringList* pieces = nullptr) {
+        const quint64 id = ++ids_;
+        GenerationResult result;
+        bool done = false;
+        const auto c1 = connect(w, &ModelWorker::token, this, [&](quint64 i, QString piece) {
+            if (i == id && pieces) *pieces << piece;
+        });
+        const auto c2 = connect(w, &ModelWorker::generationFinished, this, [&](quint64 i, GenerationResult r) {
+            if (i == id) result = r, done = true;
+        });
+        QMetaObject::invokeMethod(w, [w, id, turns, s] { w->generate(id, turns, s); });
+        (void)QTest::qWaitFor([&] { return done; }, 60000);  // `done` says whether it came
+        disconnect(c1);
+        disconnect(c2);
+        return result;
+    }
+
+    quint64 ids_ = 0;
+
+private Q_SLOTS:
+    void streamsATrainedAnswerFromTheWorkerThread() {
+        WorkerThread thread;
+        ModelWorker* w = thread.worker();
+        const QList<QVariant> loaded = load(w, modelAt(defaultModelDir()), true);
+        QVERIFY(!loaded.isEmpty());
+        const ModelInfo info = loaded.at(1).value<ModelInfo>();
+        QCOMPARE(info.modelType, QStringLiteral("memory3"));
+        QCOMPARE(info.backend, QStringLiteral("cpu"));
+        QCOMPARE(info.chatTemplate, QStringLiteral("chatml"));
+        QVERIFY(info.totalParams > 0);
+
+        // Where each token is emitted from, and where the queued connection delivers it.
+        QThread* emittedOn = nullptr;
+        QThread* deliveredOn = nullptr;
+        connect(w, &ModelWorker::token, this, [&] { deliveredOn = QThread::currentThread(); });
+        connect(w, &ModelWorker::token, w, [&] { emittedOn = QThread::currentThread(); }, Qt::DirectConnection);
+
+        const Question q = trainedQuestion();
+        QStringList pieces;
+        const GenerationResult r = generate(w, ask(q.question), greedy(), &pieces);
+        QCOMPARE(r.text.trimmed(), q.answer);
+        QCOMPARE(r.reason, FinishReason::EndOfTurn);
+        QVERIFY(!pieces.isEmpty());
+        QCOMPARE(pieces.join(QString()), r.text);  // the streamed pieces are the whole answer
+        QVERIFY(r.tokens >= pieces.size());
+        QVERIFY(r.firstTokenSeconds > 0 && r.firstTokenSeconds <= r.seconds);
+        QVERIFY(r.tokensPerSecond > 0);
+        QVERIFY(r.contextUsed > 0);
+        QCOMPARE(deliveredOn, QThread::currentThread());
+        QVERIFY(emittedOn != nullptr && emittedOn != QThread::currentThread());
+    }
+
+    void stopEndsAGenerationAtTheNextToken() {
+        WorkerThread thread;
+        ModelWorker* w = thread.worker();
+        QVERIFY(!load(w, modelAt(defaultModelDir()), true).isEmpty());
+
+        // Stop from the GUI thread as soon as the first token arrives.
+        const quint64 id = ++ids_;
+        GenerationResult r;
+        bool done = false;
+        connect(w, &ModelWorker::generationFinished, this, [&](quint64, GenerationResult g) { r = g, done = true; });
+        int tokensSeen = 0;
+        QElapsedTimer sinceStop;
+        connect(w, &ModelWorker::token, this, [&] {
+            if (tokensSeen++ == 0) {
+                w->requestStop(id);
+                sinceStop.start();
+            }
+        });
+        const QList<ChatTurn> turns = ask(trainedQuestion().question);
+        const SamplingSettings s = rambling();
+        QMetaObject::invokeMethod(w, [w, id, turns, s] { w->generate(id, turns, s); });
+        QVERIFY(QTest::qWaitFor([&] { return done; }, 60000));
+        QCOMPARE(r.reason, FinishReason::Stopped);
+        QVERIFY2(r.tokens < s.maxTokens, qPrintable(QString::number(r.tokens)));
+        QVERIFY2(sinceStop.elapsed() < 2000, qPrintable(QString::number(sinceStop.elapsed())));
+
+        disconnect(w, nullptr, this, nullptr);
+        // The worker answers correctly afterwards (the cache it was stopped in is consistent).
+        const Question q = trainedQuestion();
+        QCOMPARE(generate(w, ask(q.question), greedy()).text.trimmed(), q.answer);
+    }
+
+    void stopBeforeStartProducesNothing() {
+        WorkerThread thread;
+        ModelWorker* w = thread.worker();
+        QVERIFY(!load(w, modelAt(defaultModelDir()), true).isEmpty());
+        // ids_ + 1 is the id generate() gives its request: stopped before it reaches the worker.
+        w->requestStop(ids_ + 1);
+        QStringList pieces;
+        const GenerationResult r = generate(w, ask(trainedQuestion().question), greedy(), &pieces);
+        QCOMPARE(r.reason, FinishReason::Stopped);
+        QCOMPARE(pieces.size(), 0);
+        QCOMPARE(r.tokens, 0);
+    }
+
+    void invalidModelFolderNamesTheFile() {
+        WorkerThread thread;
+        ModelWorker* w = thread.worker();
+        QTemporaryDir dir;
+        QVERIFY(copyDefaultModel(dir.path()));
+        {
+            QFile config(dir.filePath(QStringLiteral("config.json")));
+            QVERIFY(config.open(QIODevice::WriteOnly | QIODevice::Truncate));
+            config.write("{\"model_type\": \"memory3\",\n");
+        }
+        QList<QVariant> failed = load(w, modelAt(dir.path()), false);
+        QVERIFY(!failed.isEmpty());
+        QVERIFY2(failed.at(1).toString().contains(dir.path() + QStringLiteral("/config.json")),
+                 qPrintable(failed.at(1).toString()));
+        QCOMPARE(failed.at(2).toBool(), false);  // nothing was loaded before
+
+        QVERIFY(QFile::remove(dir.filePath(QStringLiteral("config.json"))));
+        failed = load(w, modelAt(dir.path()), false);
+        QVERIFY(!failed.isEmpty());
+        QVERIFY2(failed.at(1).toString().contains(QStringLiteral("has no config.json")), qPrintable(failed.at(1).toString()));
+
+        QVERIFY(QFile::copy(defaultModelDir() + QStringLiteral("/config.json"), dir.filePath(QStringLiteral("config.json"))));
+        QVERIFY(QFile::remove(dir.filePath(QStringLiteral("tokenizer.json"))));
+        QVERIFY(QFile::remove(dir.filePath(QStringLiteral("tokenizer.model"))));
+        failed = load(w, modelAt(dir.path()), false);
+        QVERIFY(!failed.isEmpty());
+        QVERIFY2(failed.at(1).toString().contains(QStringLiteral("tokenizer.json or tokenizer.model")),
+                 qPrintable(failed.at(1).toString()));
+    }
+
+    void failedDeviceLoadKeepsThePreviousModel() {
+        WorkerThread thread;
+        ModelWorker* w = thread.worker();
+        QVERIFY(!load(w, modelAt(defaultModelDir()), true).isEmpty());
+        LoadRequest bad = modelAt(defaultModelDir());
+        bad.device = 99;  // the CPU backend has one device
+        const QList<QVariant> failed = load(w, bad, false);
+        QVERIFY(!failed.isEmpty());
+        QVERIFY2(failed.at(1).toString().contains(QStringLiteral("device 99 does not exist")),
+                 qPrintable(failed.at(1).toString()));
+        QCOMPARE(failed.at(2).toBool(), true);
+        const Question q = trainedQuestion();
+        QCOMPARE(generate(w, ask(q.question), greedy()).text.trimmed(), q.answer);
+    }
+
+    void refusesAConversationLongerThanTheContext() {
+        WorkerThread thread;
+        ModelWorker* w = thread.worker();
+        LoadRequest r = modelAt(defaultModelDir());
+        r.contextLength = 16;
+        QVERIFY(!load(w, r, true).isEmpty());
+        QString reason;
+        const quint64 id = ++ids_;
+        connect(w, &ModelWorker::generationFailed, this, [&](quint64 i, QString why) { if (i == id) reason = why; });
+        const QList<ChatTurn> turns = ask(QStringLiteral("Where was Tour Hujert born, and what does Tour Hujert do for a living?"));
+        QMetaObject::invokeMethod(w, [w, id, turns] { w->generate(id, turns, greedy()); });
+        QVERIFY(QTest::qWaitFor([&] { return !reason.isEmpty(); }, 60000));
+        QVERIFY2(reason.contains(QStringLiteral("tokens but the context holds 16")), qPrintable(reason));
+        disconnect(w, nullptr, this, nullptr);
+    }
+
+    void missingMemoryFolderIsNamed() {
+        WorkerThread thread;
+        ModelWorker* w = thread.worker();
+        LoadRequest r = modelAt(defaultModelDir());
+        r.memoryFolder = QStringLiteral("/nonexistent/memories");
+        const QList<QVariant> failed = load(w, r, false);
+        QVERIFY(!failed.isEmpty());
+        QVERIFY2(failed.at(1).toString().contains(QStringLiteral("/nonexistent/memories")), qPrintable(failed.at(1).toString()));
+    }
+
+    void answersTheSameOnVulkan() {
+        const QString why = noVulkanReason();
+        if (!why.isEmpty()) QSKIP(qPrintable(why));
+        WorkerThread thread;
+        ModelWorker* w = thread.worker();
+        LoadRequest r = modelAt(defaultModelDir());
+        r.backend = QStringLiteral("vulkan");
+        const QList<QVariant> loaded = load(w, r, true);
+        QVERIFY(!loaded.isEmpty());
+        QCOMPARE(loaded.at(1).value<ModelInfo>().backend, QStringLiteral("vulkan"));
+        const Question q = trainedQuestion();
+        QCOMPARE(generate(w, ask(q.question), greedy()).text.trimmed(), q.answer);
+    }
+
+    void reportsTheMemoriesAnAnswerRead() {
+        // A memory folder of two facts, made by `mnemo memorize` with the default model.
+        QTemporaryDir dir;
+        {
+            QFile corpus(dir.filePath(QStringLiteral("facts.txt")));
+            QVERIFY(corpus.open(QIODevice::WriteOnly));
+            corpus.write("Tour Hujert was born in Zeajusy.\n\nThe Lelosk ring is amber.\n");
+        }
+        QProcess memorize;
+        memorize.setProcessChannelMode(QProcess::MergedChannels);
+        memorize.start(QStringLiteral(MNEMO_BUILD_BIN "/mnemo"),
+                       {QStringLiteral("memorize"), QStringLiteral("--corpus"), dir.filePath(QStringLiteral("facts.txt")),
+                        QStringLiteral("-o"), dir.filePath(QStringLiteral("mem"))});
+        QVERIFY(memorize.waitForFinished(60000));
+        QVERIFY2(memorize.exitCode() == 0, memorize.readAll().constData());
+
+        WorkerThread thread;
+        ModelWorker* w = thread.worker();
+        LoadRequest r = modelAt(defaultModelDir());
+        r.memoryFolder = dir.filePath(QStringLiteral("mem"));
+        r.retrieval = QStringLiteral("bm25");
+        const QList<QVariant> loaded = load(w, r, true);
+        QVERIFY(!loaded.isEmpty());
+        QVERIFY(loaded.at(1).value<ModelInfo>().memories.contains(QStringLiteral("memory folder")));
+        const GenerationResult g = generate(w, ask(trainedQuestion().question), greedy());
+        // BM25 finds only the fact that shares words with the question.
+        QCOMPARE(g.recalls.size(), 1);
+        QCOMPARE(g.recalls.first().id, 0u);
+        QCOMPARE(g.recalls.first().text, QStringLiteral("Tour Hujert was born in Zeajusy."));
+        QCOMPARE(g.recalls.first().chunk, 1);
+    }
+};
+
+QTEST_GUILESS_MAIN(TestModelWorker)
+#include "test_model_worker.moc"
