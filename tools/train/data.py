@@ -38,6 +38,7 @@ class Batches:
         self.train = world.split("train")
         self.practice = world.split("practice")
         self.readable = self.train + self.practice   # distractor references
+        self.readable_of = {k: [e for e in self.readable if e.kind == k] for k in {e.kind for e in self.readable}}
         self.fresh_share = 0.6                       # stage-2 questions about fresh entities
         self.stage2_data = "facts"                   # or "paragraphs" (the first recipe)
 
@@ -46,13 +47,14 @@ class Batches:
     def _qa_ids(self, e: Entity, chat: bool) -> List[int]:
         return self._qa(e, chat)[0]
 
-    def _qa(self, e: Entity, chat: bool) -> Tuple[List[int], int]:
-        """The item's ids and where its answer starts (the prompt's tokens are a prefix of the
-        whole item's: SentencePiece never merges across the space before the answer)."""
+    def _qa(self, e: Entity, chat: bool) -> Tuple[List[int], int, str]:
+        """The item's ids, where its answer starts (the prompt's tokens are a prefix of the
+        whole item's: SentencePiece never merges across the space before the answer) and the
+        relation asked."""
         rel, q, a = self.rng.choice(self.world.questions(e))
         ids = [self.tok.bos] + self.tok.encode(qa_text(q, a, chat))
         prompt = chat_prompt(q) if chat else f"Question: {q} Answer:"
-        return ids + ([] if chat else [self.tok.eos]), 1 + len(self.tok.encode(prompt))
+        return ids + ([] if chat else [self.tok.eos]), 1 + len(self.tok.encode(prompt)), rel
 
     def stage1_item(self) -> List[int]:
         e = self.rng.choice(self.train)
@@ -81,7 +83,8 @@ class Batches:
         return ids, tgt, pos, item
 
     def stage2(self, rows: int, refs: int) -> Tuple[torch.Tensor, ...]:
-        """ids, targets, positions, item [rows, T] and references, validity [rows, refs, n]."""
+        """ids, targets, positions, item [rows, T] and references, validity and value marks
+        [rows, refs, n]."""
         if self.stage2_data == "paragraphs":
             return self._stage2_paragraphs(rows, refs)
         items, starts, ref_lists = [], [], []
@@ -89,7 +92,7 @@ class Batches:
             fresh = self.rng.random() < self.fresh_share
             e = self.world.fresh(self.rng) if fresh else self.rng.choice(self.train)
             chat = self.rng.random() < 0.7
-            ids, start = self._qa(e, chat)
+            ids, start, rel = self._qa(e, chat)
             items.append(ids)
             starts.append(start)
             # References as the knowledge server cuts them: one fact each. The entity's own facts
@@ -97,15 +100,18 @@ class Batches:
             # other world or fresh entities, so that the right reference is told apart by its
             # name and relation, not by looking unfamiliar. Sometimes a train entity's facts are
             # missing: the model must then answer from its weights.
-            own = self.world.fact_sentences(e, self.rng) if fresh or self.rng.random() < 0.8 else []
+            own = self.world.fact_spans(e, self.rng) if fresh or self.rng.random() < 0.8 else []
             texts = own[:refs]
             while len(texts) < refs:
-                d = self.world.fresh(self.rng) if self.rng.random() < 0.5 else self.rng.choice(self.readable)
+                same = self.rng.random() < 0.5
+                d = self.world.fresh(self.rng, e.kind if same else None) if self.rng.random() < 0.5 \
+                    else self.rng.choice(self.readable_of[e.kind] if same else self.readable)
                 if d.id == e.id and not fresh:
                     continue
-                texts.append(self.rng.choice(self.world.fact_sentences(d, self.rng)))
+                facts = self.world.fact_spans(d, self.rng)
+                texts.append(facts[list(d.facts).index(rel)] if same else self.rng.choice(facts))
             self.rng.shuffle(texts)
-            ref_lists.append([self.tok.encode(t) for t in texts])
+            ref_lists.append([self.tok.encode_marking(*t) for t in texts])
         return self._pad(items, starts, ref_lists, refs)
 
     def _stage2_paragraphs(self, rows: int, refs: int) -> Tuple[torch.Tensor, ...]:
@@ -124,26 +130,31 @@ class Batches:
             others = [d for d in self.rng.sample(self.readable, refs + 1) if d.id != e.id][: refs - 1]
             docs = others + ([e] if practice or self.rng.random() < 0.8 else [self.rng.choice(self.readable)])
             self.rng.shuffle(docs)
-            ref_lists.append([self.tok.encode(self.world.document(d, self.rng)) for d in docs])
+            ref_lists.append([(self.tok.encode(self.world.document(d, self.rng)), None) for d in docs])
         return self._pad(items, starts, ref_lists, refs)
 
     def _pad(self, items, starts, ref_lists, refs) -> Tuple[torch.Tensor, ...]:
+        """ref_lists: per row, (ids, marks or None) per reference; marks flag the tokens that
+        state the fact's value (the answer a memory must keep)."""
         rows = len(items)
         T = max(len(x) for x in items)
-        n = max(len(r) for rs in ref_lists for r in rs)
+        n = max(len(r) for rs in ref_lists for r, _ in rs)
         ids = torch.zeros(rows, T, dtype=torch.long)
         tgt = torch.full((rows, T), -100, dtype=torch.long)
         pos = torch.arange(T).expand(rows, T).clone()
         item = torch.full((rows, T), -1, dtype=torch.long)
         R = torch.zeros(rows, refs, n, dtype=torch.long)
         V = torch.zeros(rows, refs, n, dtype=torch.bool)
+        K = torch.zeros(rows, refs, n, dtype=torch.bool)
         for r, x in enumerate(items):
             ids[r, :len(x)] = torch.tensor(x)
             # Loss on the answer only (its first token predicted from the prompt's last): the
             # question's fresh name is noise, the answer is what reading must get right.
             tgt[r, starts[r] - 1:len(x) - 1] = torch.tensor(x[starts[r]:])
             item[r, :len(x)] = 0
-            for j, ref in enumerate(ref_lists[r]):
+            for j, (ref, marks) in enumerate(ref_lists[r]):
                 R[r, j, :len(ref)] = torch.tensor(ref)
                 V[r, j, :len(ref)] = True
-        return ids, tgt, pos, item, R, V
+                if marks is not None:
+                    K[r, j, :len(ref)] = torch.tensor(marks)
+        return ids, tgt, pos, item, R, V, K

@@ -210,6 +210,9 @@ class Memories:
     k: List[torch.Tensor]
     v: List[torch.Tensor]
     valid: torch.Tensor
+    # Per memory layer, the §3.3 selection weights [B, M, kv_heads, n] the slots were chosen by
+    # (differentiable: keep_loss trains them; the choice itself is a top-k without gradient).
+    mass: List[torch.Tensor] = field(default_factory=list)
 
 
 class DefaultModel(nn.Module):
@@ -319,10 +322,11 @@ class DefaultModel(nn.Module):
         b = len(c.prefix_ids)
         enc = self.encode(refs.view(B * M, n), valid.view(B * M, n), max(c.memory_layers) + 1, want_mass=True)
         keep = min(c.tokens_per_head, n)
-        ks, vs = [], []
+        ks, vs, masses = [], [], []
         slot_valid = None
         for layer in c.memory_layers:
             k, v, mass = enc[layer]
+            masses.append(mass.view(B, M, c.kv_heads, n))
             k, v = k[:, b:], v[:, b:]                                      # [BM, n, Hkv, d]
             with torch.no_grad():
                 m = mass.masked_fill(~valid.view(B * M, 1, n), float("-inf"))
@@ -341,7 +345,30 @@ class DefaultModel(nn.Module):
         k_out = [x.permute(0, 2, 1, 3, 4).reshape(B, c.kv_heads, M * keep, c.head_dim) for x in ks]
         v_out = [x.permute(0, 2, 1, 3, 4).reshape(B, c.kv_heads, M * keep, c.head_dim) for x in vs]
         valid_out = slot_valid.permute(0, 2, 1, 3).reshape(B, c.kv_heads, M * keep)
-        return Memories(k_out, v_out, valid_out)
+        return Memories(k_out, v_out, valid_out, masses)
+
+    def keep_loss(self, memories: Memories, valid: torch.Tensor, marks: torch.Tensor,
+                  margin: float = 0.2) -> torch.Tensor:
+        """Teaches what a memory keeps. §3.3 keeps each kv head's tokens_per_head most attended
+        reference tokens, a choice without gradient, and a small model left alone keeps the
+        name's pieces and drops the value it would have to read (a year's digits first). For each
+        marked value token of a reference longer than the budget, in every memory layer and kv
+        head: relu(m_k + margin − m_j), m_k the head's k-th largest weight (held fixed). Zero
+        once every value token outweighs the k-th by the margin: chosen, and not by a near tie.
+        The engine's rule is unchanged; the model learns to attend so that the rule keeps it."""
+        keep = self.cfg.tokens_per_head
+        total, count = marks.new_zeros((), dtype=torch.float32), 0
+        long_ = valid.sum(-1) > keep                                       # [B, M]
+        want = (marks & long_[..., None])[:, :, None, :]                   # [B, M, 1, n]
+        if not bool(want.any()):
+            return total
+        for mass in memories.mass:
+            m = mass.masked_fill(~valid[:, :, None, :], float("-inf"))
+            kth = torch.topk(m, keep, dim=-1).values[..., -1:].detach()     # [B, M, Hkv, 1]
+            gap = F.relu(kth + margin - mass).masked_fill(~want, 0.0)
+            total = total + gap.sum()
+            count += int(want.sum()) * mass.shape[2]
+        return total / max(1, count)
 
     # --- the forward pass (LOGITS) -----------------------------------------------------------
 

@@ -96,7 +96,7 @@ class BatchTests(unittest.TestCase):
                     self.assertEqual(int(ids[r, t]), self.tok.bos)
 
     def test_stage2_loss_is_on_the_answer_only(self):
-        ids, tgt, pos, item, refs, valid = self.batches.stage2(8, 5)
+        ids, tgt, pos, item, refs, valid, marks = self.batches.stage2(8, 5)
         for r in range(8):
             scored = [int(t) for t in tgt[r] if t >= 0]
             answer = self.tok.decode([t for t in scored if t not in (self.tok.eos, self.tok.im_end)])
@@ -104,6 +104,23 @@ class BatchTests(unittest.TestCase):
             self.assertLessEqual(len(scored), 12)
         self.assertEqual(refs.shape[:2], (8, 5))
         self.assertTrue(bool(valid.any(-1).all()), "every reference has tokens")
+
+    def test_stage2_marks_each_references_value(self):
+        """keep_loss trains on these marks: each reference's marked tokens must spell the value
+        its sentence states, and a fresh question's answer must be one reference's value."""
+        ids, tgt, pos, item, refs, valid, marks = self.batches.stage2(16, 5)
+        self.assertFalse(bool((marks & ~valid).any()), "marks only on reference tokens")
+        values = {v.lower() for e in self.batches.world.entities for v in e.facts.values()}
+        for r in range(16):
+            stated = []
+            for j in range(5):
+                text = self.tok.decode(refs[r, j][valid[r, j]].tolist())
+                value = self.tok.decode(refs[r, j][marks[r, j]].tolist()).strip()
+                self.assertTrue(value and value in text, (text, value))
+                stated.append(value.lower())
+            answer = self.tok.decode([int(t) for t in tgt[r] if t >= 0 and t not in (self.tok.eos, self.tok.im_end)])
+            if answer.strip().lower() not in values:      # a fresh entity's own value: must be read
+                self.assertIn(answer.strip().lower(), stated)
 
 
 if __name__ == "__main__":

@@ -17,7 +17,7 @@ import io
 import json
 import os
 import re
-from typing import Dict, List, Sequence
+from typing import Dict, List, Sequence, Tuple
 
 import sentencepiece as spm
 
@@ -115,6 +115,17 @@ class Tokenizer:
             else:
                 ids.extend(self.sp.encode(part))
         return ids
+
+    def encode_marking(self, text: str, start: int, end: int) -> Tuple[List[int], List[bool]]:
+        """Plain text (no special tokens) -> ids, and which of them overlap text[start:end]:
+        each token's character range is where the decoded prefix grows by it."""
+        ids = list(self.sp.encode(text))
+        marks, before = [], 0
+        for j in range(len(ids)):
+            after = len(self.sp.decode(ids[:j + 1]))
+            marks.append(before < end and after > start and after > before)
+            before = after
+        return ids, marks
 
     def decode(self, ids: Sequence[int]) -> str:
         return self.sp.decode(list(ids))

@@ -77,7 +77,7 @@ def main() -> int:
     ap.add_argument("--seed", type=int, default=14)
     ap.add_argument("--dense", action="store_true")
     ap.add_argument("--steps1", type=int, default=3000, help="stage 1 (no memories) steps")
-    ap.add_argument("--steps2", type=int, default=1500, help="stage 2 (with memories) steps")
+    ap.add_argument("--steps2", type=int, default=4000, help="stage 2 (with memories) steps")
     ap.add_argument("--rows1", type=int, default=32)
     ap.add_argument("--rows2", type=int, default=16)
     ap.add_argument("--length", type=int, default=64)
@@ -90,6 +90,8 @@ def main() -> int:
     ap.add_argument("--fresh-share", type=float, default=0.6, help="stage-2 questions about fresh entities")
     ap.add_argument("--stage2-data", choices=("facts", "paragraphs"), default="facts",
                     help="stage-2 questions and references (data.py); paragraphs = the first recipe")
+    ap.add_argument("--keep-weight", type=float, default=1.0,
+                    help="weight of the loss that teaches memories to keep a fact's value (model.keep_loss)")
     a = ap.parse_args()
 
     torch.set_num_threads(a.threads)
@@ -130,10 +132,11 @@ def main() -> int:
         loss = loss1
         loss2 = None
         if step >= a.steps1:
-            ids, tgt, pos, item, refs, valid = batches.stage2(a.rows2, cfg.references_per_chunk)
+            ids, tgt, pos, item, refs, valid, marks = batches.stage2(a.rows2, cfg.references_per_chunk)
             mem = model.write_memories(refs, valid)
             loss2 = loss_of(model, ids, tgt, pos, item, mem)
-            loss = loss1 + loss2
+            keep = model.keep_loss(mem, valid, marks)
+            loss = loss1 + loss2 + a.keep_weight * keep
         opt.zero_grad(set_to_none=True)
         loss.backward()
         torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
@@ -141,8 +144,12 @@ def main() -> int:
         rec = {"step": step + 1, "loss": round(loss1.item(), 4), "lr": opt.param_groups[0]["lr"]}
         if loss2 is not None:
             rec["loss_memory"] = round(loss2.item(), 4)
+            rec["loss_keep"] = round(keep.item(), 4)
         log.write(json.dumps(rec) + "\n")
         progress(step, total, loss.item(), t0, start)
+        if step + 1 == a.steps1 and a.steps2 > 0:   # stage 1's end: where a new stage 2 would start
+            torch.save({"model": model.state_dict(), "config": cfg.to_dict(), "steps": step + 1},
+                       os.path.join(a.work, f"{name}.stage1.pt"))
         if (step + 1) % a.save_every == 0 or step + 1 == total:
             log.flush()
             tmp = ckpt + ".tmp"

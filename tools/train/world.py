@@ -24,7 +24,7 @@ import json
 import os
 import random
 from dataclasses import dataclass, field
-from typing import Dict, List, Tuple
+from typing import Dict, List, Optional, Tuple
 
 # ---------------------------------------------------------------------------------------------
 # Value sets (every answer is one of these or an entity name)
@@ -178,12 +178,12 @@ class World:
                     v = rng.choice(source)
                 e.facts[rel] = v
 
-    def fresh(self, rng: random.Random) -> Entity:
+    def fresh(self, rng: random.Random, kind: Optional[str] = None) -> Entity:
         """A new entity that exists only in this call: a name no world entity has, facts drawn as
         the world's are. Questions about it can only be answered from its document, so training
         on them teaches reading explicit memories, not remembering (a fixed set of practice
-        entities would simply be memorised)."""
-        kind = rng.choice(KINDS)
+        entities would simply be memorised). kind: of this kind (default: a random one)."""
+        kind = kind or rng.choice(KINDS)
         while True:
             name, okind = _name(rng, kind)
             if name.lower() not in self._names:
@@ -226,10 +226,17 @@ class World:
         corpus's references. A Memory3 memory keeps 8 tokens per kv head of its reference (§3.3);
         a one-fact reference of about ten tokens keeps nearly all of them, where a paragraph of
         four facts keeps mostly the repeated name."""
+        return [s for s, _, _ in self.fact_spans(e, rng)]
+
+    def fact_spans(self, e: Entity, rng: random.Random) -> List[Tuple[str, int, int]]:
+        """fact_sentences with where each sentence states its value: (sentence, start, end) in
+        characters. Training uses the span to teach what a memory must keep (data.py)."""
         out = []
         for rel, v in e.facts.items():
-            s = rng.choice(STATEMENTS[(e.kind, rel)]).format(e=e.name, v=v)
-            out.append(s[0].upper() + s[1:])
+            t = rng.choice(STATEMENTS[(e.kind, rel)])
+            start = len(t[:t.index("{v}")].format(e=e.name))
+            s = t.format(e=e.name, v=v)
+            out.append((s[0].upper() + s[1:], start, start + len(v)))
         return out
 
     def questions(self, e: Entity) -> List[Tuple[str, str, str]]:
