@@ -51,5 +51,5 @@ else
   ask "$A" --memories "$tmp/memories" --retrieval bm25 -q "$Q"
 fi
 echo
-echo "The model holds what it was trained on; reading held-out facts from memories is not learned"
-echo "yet (2% of held-out questions with the server): see assets/default-model/README.md."
+echo "The model holds what it was trained on in its weights and reads what it never saw from explicit"
+echo "memories, imperfectly: 58.6% of held-out questions with the server, 4.2% without (assets/default-model/README.md)."
