@@ -5,7 +5,7 @@
 namespace mnemo::cli {
 
 ReferenceRecorder::ReferenceRecorder(std::shared_ptr<MemorySource> inner, std::shared_ptr<RemoteMemorySource> remote)
-    : inner_(std::move(inner)), remote_(std::move(remote)) {}
+    : ForwardingMemorySource(std::move(inner)), remote_(std::move(remote)) {}
 
 std::vector<std::shared_ptr<const ExplicitMemory>> ReferenceRecorder::retrieve(const ChunkQuery& query, int32_t k) {
     std::vector<std::shared_ptr<const ExplicitMemory>> got = inner_->retrieve(query, k);

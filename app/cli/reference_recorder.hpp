@@ -22,24 +22,18 @@ struct UsedReference {
     std::string source;  // likewise
 };
 
-class ReferenceRecorder : public MemorySource {
+class ReferenceRecorder : public ForwardingMemorySource {
 public:
     // `remote` is `inner` when it is the knowledge server's client (for titles), else nullptr.
     ReferenceRecorder(std::shared_ptr<MemorySource> inner, std::shared_ptr<RemoteMemorySource> remote);
 
-    bool wants_vector() const override { return inner_->wants_vector(); }
     std::vector<std::shared_ptr<const ExplicitMemory>> retrieve(const ChunkQuery& query, int32_t k) override;
-    std::string describe() const override { return inner_->describe(); }
-    const MemoryCodec* codec() const override { return inner_->codec(); }
-    bool prefetches() const override { return inner_->prefetches(); }
-    void prefetch(const ChunkQuery& query, int32_t k) override { inner_->prefetch(query, k); }
 
     // The memories sequence `seq` was given since the last take(seq), each once, in the order
     // first given; forgets them.
     std::vector<UsedReference> take(int32_t seq);
 
 private:
-    std::shared_ptr<MemorySource> inner_;
     std::shared_ptr<RemoteMemorySource> remote_;
     std::map<int32_t, std::vector<UsedReference>> used_;
 };

@@ -2,7 +2,8 @@
 
 namespace mnemo::gui {
 
-RecallRecorder::RecallRecorder(std::shared_ptr<FolderMemorySource> folder) : inner_(std::move(folder)) {}
+RecallRecorder::RecallRecorder(std::shared_ptr<FolderMemorySource> folder)
+    : ForwardingMemorySource(folder), folder_(std::move(folder)) {}
 
 std::vector<std::shared_ptr<const ExplicitMemory>> RecallRecorder::retrieve(const ChunkQuery& query, int32_t k) {
     std::vector<std::shared_ptr<const ExplicitMemory>> got = inner_->retrieve(query, k);
@@ -12,7 +13,7 @@ std::vector<std::shared_ptr<const ExplicitMemory>> RecallRecorder::retrieve(cons
         Recall r;
         r.chunk = chunks_;
         r.id = memory->id;
-        if (memory->id < inner_->size()) r.text = QString::fromStdString(inner_->reference(memory->id).text);
+        if (memory->id < folder_->size()) r.text = QString::fromStdString(folder_->reference(memory->id).text);
         r.source = QString::fromStdString(inner_->describe());
         recalls_.push_back(std::move(r));
     }

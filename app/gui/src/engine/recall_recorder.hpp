@@ -12,23 +12,17 @@
 
 namespace mnemo::gui {
 
-class RecallRecorder : public MemorySource {
+class RecallRecorder : public ForwardingMemorySource {
 public:
-    // `folder` is `inner` itself; it gives each recalled memory's text.
     explicit RecallRecorder(std::shared_ptr<FolderMemorySource> folder);
 
-    bool wants_vector() const override { return inner_->wants_vector(); }
     std::vector<std::shared_ptr<const ExplicitMemory>> retrieve(const ChunkQuery& query, int32_t k) override;
-    std::string describe() const override { return inner_->describe(); }
-    const MemoryCodec* codec() const override { return inner_->codec(); }
-    bool prefetches() const override { return inner_->prefetches(); }
-    void prefetch(const ChunkQuery& query, int32_t k) override { inner_->prefetch(query, k); }
 
     // What was recalled since the last take(), in order; chunks are numbered from 1 in that span.
     QList<Recall> take();
 
 private:
-    std::shared_ptr<FolderMemorySource> inner_;
+    std::shared_ptr<FolderMemorySource> folder_;  // inner_, typed: each recalled memory's text
     QList<Recall> recalls_;
     int chunks_ = 0;
 };

@@ -113,6 +113,24 @@ public:
     }
 };
 
+// A source that passes every call to another one: the base of wrappers that watch what a session
+// is given (the CLI's and the GUI's reference recorders) and override retrieve() only.
+class ForwardingMemorySource : public MemorySource {
+public:
+    explicit ForwardingMemorySource(std::shared_ptr<MemorySource> inner) : inner_(std::move(inner)) {}
+    bool wants_vector() const override { return inner_->wants_vector(); }
+    std::vector<std::shared_ptr<const ExplicitMemory>> retrieve(const ChunkQuery& query, int32_t k) override {
+        return inner_->retrieve(query, k);
+    }
+    std::string describe() const override { return inner_->describe(); }
+    const MemoryCodec* codec() const override { return inner_->codec(); }
+    bool prefetches() const override { return inner_->prefetches(); }
+    void prefetch(const ChunkQuery& query, int32_t k) override { inner_->prefetch(query, k); }
+
+protected:
+    std::shared_ptr<MemorySource> inner_;
+};
+
 // Counters a session keeps while it reads memories (for `mnemo bench` and the GUI).
 struct MemoryStats {
     uint64_t retrievals = 0;      // chunks that asked the source
