@@ -4,9 +4,10 @@
 # export to a Mnemo checkpoint, the check that the exported files mean what the trained model
 # means, the knowledge corpus and question sets in assets/world/, and the engine goldens.
 #
-#   tools/make_default_model.sh              # about 100 minutes on 2 CPU cores (see the model card)
+#   tools/make_default_model.sh              # about 2 h 5 min on 2 idle CPU cores (see the model card)
 #   WORK=/tmp/w DENSE=1 tools/make_default_model.sh   # also train the dense ablation (in parallel)
-#   STEPS="--steps1 6 --steps2 4" KB_FLAGS="--kmeans-iterations 2 --opq-iterations 2" \
+#   S="--steps1 2 --steps2 2" STEPS="--steps1 6 --steps2 4" READ_STEPS="$S" CONS_STEPS="$S" NAMES_STEPS="$S" \
+#     NAMES2_STEPS="$S" KB_FLAGS="--kmeans-iterations 2 --opq-iterations 2" \
 #     WORK=/tmp/w tools/make_default_model.sh   # a smoke run of the whole pipeline (minutes; in a scratch clone)
 #
 # Seeded end to end (world seed 14, torch seed 14); a rerun resumes from WORK's checkpoints.
@@ -37,12 +38,17 @@ fi
 $TRAIN_ENV $PY tools/train/train.py --work "$WORK" --threads 1 $STEPS
 # Stage 3, reading drill: every question about a fresh entity, at a higher learning rate (the base
 # run's decayed rate learned reading too slowly); stage 4, consolidation: stage-1 batches again
-# (the drill costs training-entity recall), then stage 2 at a low rate. READ_STEPS/CONS_STEPS
-# shrink them for a smoke run.
+# (the drill costs training-entity recall), then stage 2 at a low rate; stage 5, names: distractors
+# named like the entity asked (BM25's hard negatives), half of them, then all of them. READ_STEPS,
+# CONS_STEPS, NAMES_STEPS and NAMES2_STEPS shrink them for a smoke run.
 $TRAIN_ENV $PY tools/train/train.py --work "$WORK" --threads 1 --name read --init "$WORK/model.final.pt" \
     ${READ_STEPS:-"--steps1 0 --steps2 2500"} --lr 3e-3 --warmup 100 --fresh-share 1.0
-$TRAIN_ENV $PY tools/train/train.py --work "$WORK" --threads 1 --name final --init "$WORK/read.final.pt" \
+$TRAIN_ENV $PY tools/train/train.py --work "$WORK" --threads 1 --name cons --init "$WORK/read.final.pt" \
     ${CONS_STEPS:-"--steps1 1000 --steps2 1000"} --lr 1e-3 --warmup 50 --fresh-share 1.0
+$TRAIN_ENV $PY tools/train/train.py --work "$WORK" --threads 1 --name names --init "$WORK/cons.final.pt" \
+    ${NAMES_STEPS:-"--steps1 0 --steps2 2000"} --lr 1e-3 --warmup 50 --fresh-share 1.0 --lookalike-share 0.5
+$TRAIN_ENV $PY tools/train/train.py --work "$WORK" --threads 1 --name final --init "$WORK/names.final.pt" \
+    ${NAMES2_STEPS:-"--steps1 0 --steps2 2500"} --lr 1e-3 --warmup 50 --fresh-share 1.0 --lookalike-share 1.0
 if [ "${DENSE:-0}" = 1 ]; then
     wait "$DENSE_PID"
     $PY tools/train/export.py --checkpoint "$WORK/dense.final.pt" --tokenizer "$WORK/tokenizer" --out "$WORK/dense-model"

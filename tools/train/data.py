@@ -41,6 +41,7 @@ class Batches:
         self.readable_of = {k: [e for e in self.readable if e.kind == k] for k in {e.kind for e in self.readable}}
         self.fresh_share = 0.6                       # stage-2 questions about fresh entities
         self.stage2_data = "facts"                   # or "paragraphs" (the first recipe)
+        self.lookalike_share = 0.0                   # distractors named like the entity asked
 
     # --- items -------------------------------------------------------------------------------
 
@@ -104,8 +105,11 @@ class Batches:
             texts = own[:refs]
             while len(texts) < refs:
                 same = self.rng.random() < 0.5
-                d = self.world.fresh(self.rng, e.kind if same else None) if self.rng.random() < 0.5 \
-                    else self.rng.choice(self.readable_of[e.kind] if same else self.readable)
+                if self.lookalike_share > 0 and self.rng.random() < self.lookalike_share:
+                    same, d = True, self._lookalike(e)
+                else:
+                    d = self.world.fresh(self.rng, e.kind if same else None) if self.rng.random() < 0.5 \
+                        else self.rng.choice(self.readable_of[e.kind] if same else self.readable)
                 if d.id == e.id and not fresh:
                     continue
                 facts = self.world.fact_spans(d, self.rng)
@@ -113,6 +117,18 @@ class Batches:
             self.rng.shuffle(texts)
             ref_lists.append([self.tok.encode_marking(*t) for t in texts])
         return self._pad(items, starts, ref_lists, refs)
+
+    def _lookalike(self, e: Entity) -> Entity:
+        """A distractor of e's kind whose name shares the most SentencePiece pieces with e's
+        name: what mnemo-kb's BM25 over token ids ranks next to e's own facts ("Quear Mousaim"
+        brings "Mousairt Staitriox"'s birthplace). Random distractors are told apart by any
+        unfamiliar piece; these only by reading the whole name, which is what the held-out
+        questions need."""
+        mine = set(self.tok.encode(e.name))
+        pool = [self.world.fresh(self.rng, e.kind) for _ in range(8)] + \
+            self.rng.sample(self.readable_of[e.kind], 24)
+        pool = [d for d in pool if d.name != e.name]
+        return max(pool, key=lambda d: (len(mine & set(self.tok.encode(d.name))), self.rng.random()))
 
     def _stage2_paragraphs(self, rows: int, refs: int) -> Tuple[torch.Tensor, ...]:
         """The first stage-2 recipe, kept to reproduce the shipped model's training: questions

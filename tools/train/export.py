@@ -99,6 +99,10 @@ def main() -> int:
     st = torch.load(a.checkpoint)
     note = {"tool": "tools/train/train.py", "steps": st.get("steps", st.get("step")),
             "training_seconds": round(st.get("seconds", 0.0))}
+    if "stages" in st:   # the whole recipe, stage by stage (train.py records it)
+        steps = [x.get("steps", x.get("steps1", 0) + x.get("steps2", 0)) for x in st["stages"]]
+        note.update({"steps": sum(steps), "training_seconds": sum(x["seconds"] for x in st["stages"]),
+                     "stages": st["stages"]})
     cfg = config_of(model.cfg, {"bos": tok.bos, "eos": tok.eos}, note)
     os.makedirs(a.out, exist_ok=True)
     safetensors_io.write_model_folder(a.out, tensors_of(model), cfg)

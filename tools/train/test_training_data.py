@@ -122,6 +122,29 @@ class BatchTests(unittest.TestCase):
             if answer.strip().lower() not in values:      # a fresh entity's own value: must be read
                 self.assertIn(answer.strip().lower(), stated)
 
+    def test_lookalike_distractors_share_name_pieces(self):
+        """A look-alike distractor is another entity of the same kind whose name shares more
+        pieces with the asked entity's than a random one does on average: the hard negative that
+        BM25 over token ids returns (e.g. "Mousairt Staitriox" for "Quear Mousaim")."""
+        world = self.batches.world
+        rng = random.Random(3)
+        shared, random_shared = 0, 0
+        for _ in range(40):
+            e = world.fresh(rng)
+            d = self.batches._lookalike(e)
+            self.assertEqual(d.kind, e.kind)
+            self.assertNotEqual(d.name, e.name)
+            mine = set(self.tok.encode(e.name))
+            shared += len(mine & set(self.tok.encode(d.name)))
+            random_shared += len(mine & set(self.tok.encode(rng.choice(self.batches.readable_of[e.kind]).name)))
+        self.assertGreater(shared, 2 * random_shared)
+
+    def test_stage2_batches_are_seeded(self):
+        """A resumed run redraws the same batches: the data depends on the seed alone."""
+        from data import Batches
+        a = Batches(World(14), self.tok, seed=5).stage2(4, 5)
+        b = Batches(World(14), self.tok, seed=5).stage2(4, 5)
+        self.assertTrue(all(bool((x == y).all()) for x, y in zip(a, b)))
 
 if __name__ == "__main__":
     unittest.main()

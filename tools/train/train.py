@@ -71,6 +71,16 @@ def progress(step: int, total: int, loss: float, t0: float, start: int) -> None:
     sys.stderr.flush()
 
 
+def stages_before(init: str) -> list:
+    """The stages that made the checkpoint a run starts from, so that the exported config names
+    the whole recipe, not only its last stage. A checkpoint from before this record names itself."""
+    st = torch.load(init)
+    if "stages" in st:
+        return list(st["stages"])
+    return [{"name": os.path.basename(init), "steps": st.get("steps", st.get("step")),
+             "seconds": round(st.get("seconds", 0.0))}]
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--work", required=True)
@@ -90,6 +100,8 @@ def main() -> int:
     ap.add_argument("--fresh-share", type=float, default=0.6, help="stage-2 questions about fresh entities")
     ap.add_argument("--stage2-data", choices=("facts", "paragraphs"), default="facts",
                     help="stage-2 questions and references (data.py); paragraphs = the first recipe")
+    ap.add_argument("--lookalike-share", type=float, default=0.0,
+                    help="stage-2 distractors whose names share the most pieces with the entity asked's")
     ap.add_argument("--keep-weight", type=float, default=1.0,
                     help="weight of the loss that teaches memories to keep a fact's value (model.keep_loss)")
     a = ap.parse_args()
@@ -105,9 +117,11 @@ def main() -> int:
     batches = Batches(world, tok, seed=a.seed)
     batches.stage2_data = a.stage2_data
     batches.fresh_share = a.fresh_share
+    batches.lookalike_share = a.lookalike_share
     total = a.steps1 + a.steps2
     ckpt = os.path.join(a.work, f"{name}.ckpt.pt")
     start = 0
+    stages = stages_before(a.init) if a.init else []
     if a.init and not os.path.exists(ckpt):
         model.load_state_dict(torch.load(a.init)["model"])
         print(f"{name}: starting from {a.init}", file=sys.stderr)
@@ -158,8 +172,12 @@ def main() -> int:
                         "config": cfg.to_dict()}, tmp)
             os.replace(tmp, ckpt)
     model.refresh_rank1()
+    stages.append({"name": name, "steps1": a.steps1, "steps2": a.steps2, "lr": a.lr, "warmup": a.warmup,
+                   "fresh_share": a.fresh_share, "lookalike_share": a.lookalike_share,
+                   "keep_weight": a.keep_weight, "stage2_data": a.stage2_data, "dense": a.dense,
+                   "seconds": round(time.time() - t0)})
     torch.save({"model": model.state_dict(), "config": cfg.to_dict(), "steps": total,
-                "seconds": time.time() - t0}, os.path.join(a.work, f"{name}.final.pt"))
+                "seconds": time.time() - t0, "stages": stages}, os.path.join(a.work, f"{name}.final.pt"))
     sys.stderr.write("\n")
     return 0
 
