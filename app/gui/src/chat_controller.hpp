@@ -8,6 +8,7 @@
 #include <QObject>
 #include <memory>
 
+#include "compare/compare_controller.hpp"
 #include "conversation/conversation.hpp"
 #include "conversation/conversation_model.hpp"
 #include "conversation/conversation_store.hpp"
@@ -22,6 +23,7 @@ class ChatController : public QObject {
     Q_PROPERTY(mnemo::gui::ConversationModel* conversation READ conversation CONSTANT)
     Q_PROPERTY(mnemo::gui::ConversationStore* conversations READ conversations CONSTANT)
     Q_PROPERTY(mnemo::gui::DeviceModel* devices READ devices CONSTANT)
+    Q_PROPERTY(mnemo::gui::CompareController* compare READ compare CONSTANT)
     Q_PROPERTY(bool busy READ busy NOTIFY busyChanged)
     Q_PROPERTY(bool loading READ loading NOTIFY loadingChanged)
     Q_PROPERTY(bool modelLoaded READ modelLoaded NOTIFY modelInfoChanged)
@@ -54,6 +56,7 @@ public:
     ConversationModel* conversation() { return &conversation_; }
     ConversationStore* conversations() { return &store_; }
     DeviceModel* devices() { return &devices_; }
+    CompareController* compare() { return &compare_; }
     ModelWorker* worker() const { return thread_->worker(); }
 
     bool busy() const { return generation_ != 0; }
@@ -138,6 +141,7 @@ private:
     ConversationModel conversation_;
     ConversationStore store_;
     DeviceModel devices_;
+    CompareController compare_;  // the compare view, on a thread of its own
     Conversation current_;  // the open conversation's fields; its messages are conversation_'s
 
     ModelInfo info_;

@@ -5,6 +5,7 @@
 #include <filesystem>
 
 #include "app/generate.hpp"
+#include "engine/chat_tokens.hpp"
 #include "engine/recall_recorder.hpp"
 #include "mnemo/error.hpp"
 #include "mnemo/memory/memory_folder.hpp"
@@ -136,16 +137,7 @@ void ModelWorker::load(quint64 id, LoadRequest request) {
 }
 
 std::vector<int32_t> ModelWorker::renderTokens(const QList<ChatTurn>& turns) const {
-    std::vector<ChatMessage> messages;
-    messages.reserve(static_cast<size_t>(turns.size()));
-    for (const ChatTurn& t : turns) messages.push_back({utf8(t.role), utf8(t.text)});
-    const std::string text = template_.render(messages, /*add_generation_prompt=*/true);
-    std::vector<int32_t> ids;
-    // A template that writes the BOS text itself gets no second BOS token.
-    const bool textHasBos = !template_.bos_text.empty() && text.rfind(template_.bos_text, 0) == 0;
-    if (tokenizer_->add_bos && tokenizer_->bos_id && !textHasBos) ids.push_back(*tokenizer_->bos_id);
-    for (int32_t id : tokenizer_->encode(text, /*parse_special=*/true)) ids.push_back(id);
-    return ids;
+    return renderChatTokens(*tokenizer_, template_, turns);
 }
 
 const float* ModelWorker::syncCache(const std::vector<int32_t>& target) {
