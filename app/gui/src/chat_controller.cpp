@@ -33,6 +33,8 @@ QString count(qint64 n) {
 ChatController::ChatController(const QString& conversationsFolder, const QString& settingsFile, QObject* parent)
     : QObject(parent), store_(conversationsFolder), settings_(settingsFile), thread_(std::make_unique<WorkerThread>()) {
     connect(this, &ChatController::samplingChanged, this, &ChatController::writeModelSettings);
+    connect(this, &ChatController::samplingChanged, this, [this] { compare_.setThreads(threads_); });
+    kb_ = settings_.knowledgeServer();
     ModelWorker* w = thread_->worker();
     // The worker lives on its own thread: requests are queued to it, its reports are queued back.
     connect(this, &ChatController::requestLoad, w, &ModelWorker::load, Qt::QueuedConnection);
@@ -42,6 +44,7 @@ ChatController::ChatController(const QString& conversationsFolder, const QString
     connect(w, &ModelWorker::token, this, &ChatController::onToken, Qt::QueuedConnection);
     connect(w, &ModelWorker::generationFinished, this, &ChatController::onFinished, Qt::QueuedConnection);
     connect(w, &ModelWorker::generationFailed, this, &ChatController::onFailed, Qt::QueuedConnection);
+    connect(w, &ModelWorker::knowledgeWarning, this, &ChatController::onKnowledgeWarning, Qt::QueuedConnection);
     store_.reload();
     newConversation();
 }
@@ -103,7 +106,11 @@ void ChatController::setStatus(const QString& s, bool error) {
     Q_EMIT statusChanged();
 }
 
-void ChatController::requestLoadOf(const LoadRequest& r) {
+void ChatController::requestLoadOf(const LoadRequest& request) {
+    LoadRequest r = request;
+    r.threads = threads_;
+    r.contextLength = contextLength_;
+    r.kbTimeoutMs = kbTimeoutMs_;
     pendingLoad_ = ++nextId_;
     Q_EMIT loadingChanged();
     Q_EMIT modelInfoChanged();
@@ -114,7 +121,9 @@ void ChatController::loadModel(const QString& dirOrUrl) {
     LoadRequest r = lastLoad_;  // the same device
     r.modelDir = localPath(dirOrUrl);
     r.memoryFolder.clear();      // memories are made for one model
+    r.kbUrl.clear();             // and so is a knowledge server's bank
     if (r.backend.isEmpty()) r.backend = QStringLiteral("cpu");
+    readModelSettings(r.modelDir);  // its context length and threads apply to this load
     setStatus(QStringLiteral("Loading %1 on %2:%3…").arg(r.modelDir, r.backend).arg(r.device), false);
     requestLoadOf(r);
 }
@@ -149,11 +158,67 @@ void ChatController::useMemoryFolder(const QString& folderOrUrl) {
     stopCurrent();
     LoadRequest r = lastLoad_;
     r.memoryFolder = localPath(folderOrUrl);
+    r.kbUrl.clear();
     r.retrieval = retrieval_;
     setStatus(r.memoryFolder.isEmpty() ? QStringLiteral("Reloading the model without memories…")
                                        : QStringLiteral("Reloading the model with the memories of %1…").arg(r.memoryFolder),
               false);
     requestLoadOf(r);
+}
+
+void ChatController::connectKnowledgeServer(const QString& url, const QString& tokenFileOrUrl, const QString& caFileOrUrl) {
+    kb_ = {url.trimmed(), localPath(tokenFileOrUrl.trimmed()), localPath(caFileOrUrl.trimmed())};
+    settings_.setKnowledgeServer(kb_);
+    Q_EMIT knowledgeChanged();
+    if (kb_.url.isEmpty()) {
+        setStatus(QStringLiteral("Give the knowledge server's address (grpcs://HOST:PORT, or grpc://HOST:PORT on loopback)"), true);
+        return;
+    }
+    if (lastLoad_.modelDir.isEmpty()) {
+        setStatus(QStringLiteral("Open a model before connecting to its knowledge server"), true);
+        return;
+    }
+    stopCurrent();
+    LoadRequest r = lastLoad_;
+    r.memoryFolder.clear();
+    r.kbUrl = kb_.url;
+    r.kbTokenFile = kb_.tokenFile;
+    r.kbCaFile = kb_.caFile;
+    r.retrieval = retrieval_;
+    setStatus(QStringLiteral("Connecting to %1 and reloading the model…").arg(kb_.url), false);
+    requestLoadOf(r);
+}
+
+void ChatController::disconnectKnowledge() {
+    if (lastLoad_.modelDir.isEmpty()) return;
+    stopCurrent();
+    LoadRequest r = lastLoad_;
+    r.memoryFolder.clear();
+    r.kbUrl.clear();
+    setStatus(QStringLiteral("Reloading the model without memories…"), false);
+    requestLoadOf(r);
+}
+
+void ChatController::reloadModel() {
+    if (lastLoad_.modelDir.isEmpty()) {
+        setStatus(QStringLiteral("No model is loaded"), true);
+        return;
+    }
+    stopCurrent();
+    setStatus(QStringLiteral("Reloading the model (context %1, threads %2)…")
+                  .arg(contextLength_ > 0 ? QString::number(contextLength_) : QStringLiteral("default"),
+                       threads_ > 0 ? QString::number(threads_) : QStringLiteral("default")),
+              false);
+    requestLoadOf(lastLoad_);
+}
+
+void ChatController::setKnowledge(const KnowledgeStatus& k) {
+    knowledge_ = k;
+    Q_EMIT knowledgeChanged();
+}
+
+void ChatController::onKnowledgeWarning(const QString& message) {
+    setStatus(QStringLiteral("Knowledge server: %1").arg(message), true);
 }
 
 void ChatController::onLoaded(quint64 id, const ModelInfo& info) {
@@ -162,6 +227,7 @@ void ChatController::onLoaded(quint64 id, const ModelInfo& info) {
     if (id != pendingLoad_) {
         info_ = info;
         loaded_ = true;
+        setKnowledge(info.knowledge);
         Q_EMIT modelInfoChanged();
         return;
     }
@@ -174,12 +240,20 @@ void ChatController::onLoaded(quint64 id, const ModelInfo& info) {
     lastLoad_.device = info.device;
     lastLoad_.memoryFolder = info.memoryFolder;
     lastLoad_.retrieval = info.retrieval;
+    lastLoad_.kbUrl = info.kbUrl;
+    lastLoad_.kbTokenFile = info.kbTokenFile;
+    lastLoad_.kbCaFile = info.kbCaFile;
+    setKnowledge(info.knowledge);
     if (!switched) readModelSettings(info.modelDir);
     rememberRecent(info.modelDir);
     current_.model = info.modelDir;
     setStatus(switched ? QStringLiteral("Now running on %1; the conversation goes on there").arg(info.deviceText())
                        : QStringLiteral("Loaded %1 on %2").arg(info.modelDir, info.deviceText()),
               false);
+    // The chat goes on without the memories asked for, and says so (here, and under each answer).
+    if (info.knowledge.missing())
+        setStatus(QStringLiteral("Loaded %1 on %2, without memories. %3").arg(info.modelDir, info.deviceText(), knowledgeStatusText(info.knowledge)),
+                  true);
     Q_EMIT loadingChanged();
     Q_EMIT modelInfoChanged();
     Q_EMIT performanceChanged();
@@ -308,7 +382,11 @@ void ChatController::onFinished(quint64 id, const GenerationResult& r) {
     m.tokensPerSecond = r.tokensPerSecond;
     m.firstTokenSeconds = r.firstTokenSeconds;
     m.recalls = r.recalls;
+    m.notice = r.knowledgeNotice;
     conversation_.replace(answerRow_, m);
+    if (r.knowledge.state != knowledge_.state || r.knowledge.message != knowledge_.message ||
+        r.knowledge.failedChunks != knowledge_.failedChunks)
+        setKnowledge(r.knowledge);
     lastTokensPerSecond_ = r.tokensPerSecond;
     lastFirstTokenMs_ = r.firstTokenSeconds * 1000.0;
     contextUsed_ = r.contextUsed;
@@ -333,7 +411,9 @@ void ChatController::takeStoppedMeasurements(const GenerationResult& r) {
     m.tokensPerSecond = r.tokensPerSecond;
     m.firstTokenSeconds = r.firstTokenSeconds;
     m.recalls = r.recalls;
+    m.notice = r.knowledgeNotice;
     conversation_.replace(s.row, m);
+    setKnowledge(r.knowledge);
     lastTokensPerSecond_ = r.tokensPerSecond;
     lastFirstTokenMs_ = r.firstTokenSeconds * 1000.0;
     contextUsed_ = r.contextUsed;
@@ -437,13 +517,15 @@ void ChatController::readModelSettings(const QString& modelDir) {
     repeatPenalty_ = saved->repeatPenalty;
     maxTokens_ = saved->maxTokens;
     retrieval_ = saved->retrieval;
+    contextLength_ = saved->contextLength;
+    threads_ = saved->threads;
     Q_EMIT samplingChanged();
     readingSettings_ = false;
 }
 
 void ChatController::writeModelSettings() {
     if (readingSettings_ || !loaded_) return;
-    settings_.setModel(info_.modelDir, {temperature_, topK_, topP_, minP_, repeatPenalty_, maxTokens_, retrieval_});
+    settings_.setModel(info_.modelDir, {temperature_, topK_, topP_, minP_, repeatPenalty_, maxTokens_, retrieval_, contextLength_, threads_});
 }
 
 void ChatController::rememberRecent(const QString& modelDir) {

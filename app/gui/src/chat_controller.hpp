@@ -44,6 +44,17 @@ class ChatController : public QObject {
     Q_PROPERTY(int maxTokens MEMBER maxTokens_ NOTIFY samplingChanged)
     // How chunks find memories in a memory folder: "vector" or "bm25" (used at the next load).
     Q_PROPERTY(QString retrieval MEMBER retrieval_ NOTIFY samplingChanged)
+    // Kept per model like the sampling settings, but used when the model loads (reloadModel()).
+    Q_PROPERTY(int contextLength MEMBER contextLength_ NOTIFY samplingChanged)
+    Q_PROPERTY(int threads MEMBER threads_ NOTIFY samplingChanged)
+    // Where memories come from: knowledgeState is "off", "folder", "connected", "unreachable",
+    // "unauthorised" or "refused"; knowledgeText says it in a sentence, with the reason.
+    Q_PROPERTY(QString knowledgeState READ knowledgeState NOTIFY knowledgeChanged)
+    Q_PROPERTY(QString knowledgeText READ knowledgeText NOTIFY knowledgeChanged)
+    Q_PROPERTY(QString kbUrl READ kbUrl NOTIFY knowledgeChanged)
+    Q_PROPERTY(QString kbTokenFile READ kbTokenFile NOTIFY knowledgeChanged)
+    Q_PROPERTY(QString kbCaFile READ kbCaFile NOTIFY knowledgeChanged)
+    Q_PROPERTY(QString memoryFolder READ memoryFolder NOTIFY knowledgeChanged)
     Q_PROPERTY(QString performance READ performance NOTIFY performanceChanged)
     Q_PROPERTY(QStringList recentModels READ recentModels NOTIFY recentModelsChanged)
 
@@ -76,6 +87,15 @@ public:
     QString performance() const;
     SamplingSettings sampling() const;
     QStringList recentModels() const { return settings_.recentModels(); }
+    QString knowledgeState() const { return knowledgeStateName(knowledge_.state); }
+    QString knowledgeText() const { return knowledgeStatusText(knowledge_); }
+    const KnowledgeStatus& knowledge() const { return knowledge_; }
+    QString kbUrl() const { return kb_.url; }
+    QString kbTokenFile() const { return kb_.tokenFile; }
+    QString kbCaFile() const { return kb_.caFile; }
+    QString memoryFolder() const { return lastLoad_.memoryFolder; }
+    // The deadline of every knowledge-server call, connecting included (tests shorten it).
+    void setKnowledgeTimeoutMs(int ms) { kbTimeoutMs_ = ms; }
 
     // Loads a model folder (a path or a file: URL) on the current device, the CPU at first.
     Q_INVOKABLE void loadModel(const QString& dirOrUrl);
@@ -85,6 +105,14 @@ public:
     // Reloads the model with explicit memories from a memory folder (`mnemo memorize`), on the
     // same device; an empty folder reloads it without memories.
     Q_INVOKABLE void useMemoryFolder(const QString& folderOrUrl);
+    // Reloads the model with memories from a knowledge server (`mnemo-kb serve`) on the same
+    // device. A server that does not answer or refuses the token does not stop the chat: the
+    // model answers without memories, knowledgeState says why, and so does every answer.
+    Q_INVOKABLE void connectKnowledgeServer(const QString& url, const QString& tokenFileOrUrl, const QString& caFileOrUrl);
+    // Reloads the model without memories (no server, no folder).
+    Q_INVOKABLE void disconnectKnowledge();
+    // Reloads the model as it is (the context length and threads apply at a load).
+    Q_INVOKABLE void reloadModel();
     // Each returns false (and says why in status) when it cannot start.
     Q_INVOKABLE bool send(const QString& text);
     Q_INVOKABLE void stop();
@@ -117,6 +145,7 @@ Q_SIGNALS:
     void samplingChanged();
     void performanceChanged();
     void recentModelsChanged();
+    void knowledgeChanged();
     // An answer has ended (finished, stopped or failed); for tests and the view.
     void answerEnded(int row);
 
@@ -127,6 +156,8 @@ private:
     void onFinished(quint64 id, const GenerationResult& result);
     void onFailed(quint64 id, const QString& reason);
     void takeStoppedMeasurements(const GenerationResult& r);
+    void onKnowledgeWarning(const QString& message);
+    void setKnowledge(const KnowledgeStatus& k);
 
     bool startAnswer();  // answers the conversation as it stands
     void stopCurrent();
@@ -168,6 +199,12 @@ private:
     double repeatPenalty_ = ModelSettings{}.repeatPenalty;
     int maxTokens_ = ModelSettings{}.maxTokens;
     QString retrieval_ = ModelSettings{}.retrieval;
+    int contextLength_ = ModelSettings{}.contextLength;
+    int threads_ = ModelSettings{}.threads;
+
+    KnowledgeStatus knowledge_;
+    KnowledgeServerSettings kb_;  // the server last asked for (the panel's fields)
+    int kbTimeoutMs_ = 2000;
 
     AppSettings settings_;
     bool readingSettings_ = false;
