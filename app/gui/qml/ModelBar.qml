@@ -57,7 +57,8 @@ ToolBar {
                 enabled: !chat.loading
                 Accessible.name: "Device"
                 ToolTip.visible: hovered
-                ToolTip.text: currentIndex >= 0 ? "Runs the model on this device; choosing another reloads it there and keeps the conversation" : ""
+                ToolTip.text: chat.autoText.length > 0 ? chat.autoText
+                              : currentIndex >= 0 ? "Runs the model on this device; choosing another reloads it there and keeps the conversation" : ""
                 delegate: ItemDelegate {
                     required property int index
                     required property var model
@@ -126,6 +127,15 @@ ToolBar {
                 Accessible.name: "Settings: system prompt and sampling"
                 onClicked: bar.openSettings()
             }
+        }
+        Label {
+            objectName: "autoText"
+            Layout.fillWidth: true
+            visible: chat.autoText.length > 0
+            text: chat.autoText
+            elide: Text.ElideRight
+            font.pointSize: 9
+            Accessible.name: chat.autoText
         }
         Label {
             objectName: "modelInfo"

@@ -45,6 +45,9 @@ ChatController::ChatController(const QString& conversationsFolder, const QString
     connect(w, &ModelWorker::generationFinished, this, &ChatController::onFinished, Qt::QueuedConnection);
     connect(w, &ModelWorker::generationFailed, this, &ChatController::onFailed, Qt::QueuedConnection);
     connect(w, &ModelWorker::knowledgeWarning, this, &ChatController::onKnowledgeWarning, Qt::QueuedConnection);
+    connect(&autoBench_, &AutoDeviceBenchmark::measured, this, &ChatController::onAutoMeasured);
+    connect(&autoBench_, &AutoDeviceBenchmark::failed, this, &ChatController::onAutoFailed);
+    connect(&autoBench_, &AutoDeviceBenchmark::progress, this, [this](const QString& text) { setStatus(text, false); });
     store_.reload();
     newConversation();
 }
@@ -70,7 +73,81 @@ QString ChatController::modelDetails() const {
     return QStringLiteral("%1\n%2\n%3").arg(info_.modelDir, info_.architecture, modelLine());
 }
 
-int ChatController::deviceRow() const { return loaded_ ? devices_.rowOf(info_.backend, info_.device) : -1; }
+int ChatController::deviceRow() const {
+    if (autoDevice_) return DeviceModel::kAutoRow;  // the model line names the device Auto chose
+    return loaded_ ? devices_.rowOf(info_.backend, info_.device) : -1;
+}
+
+QString ChatController::autoText() const {
+    if (!autoDevice_ || !autoChoice_.valid()) return {};
+    return QStringLiteral("Auto chose %1:%2 (%3%4)")
+        .arg(autoChoice_.backend)
+        .arg(autoChoice_.device)
+        .arg(autoChoice_.figuresText(), autoChoice_.fromCache ? QStringLiteral("; measured earlier, cached") : QString());
+}
+
+QString ChatController::autoCacheKey() const {
+    QStringList parts{lastLoad_.modelDir};
+    for (const DeviceRow& d : devices_.choosable()) parts << QStringLiteral("%1:%2 %3").arg(d.backend).arg(d.device).arg(d.label);
+    return parts.join(QLatin1Char('\n'));
+}
+
+void ChatController::chooseAuto() {
+    if (lastLoad_.modelDir.isEmpty()) {
+        setStatus(QStringLiteral("Open a model first: Auto measures the loaded model on each device"), true);
+        Q_EMIT modelInfoChanged();
+        return;
+    }
+    const QList<DeviceMeasurement> cached = measurementsFromText(settings_.autoDeviceFigures(autoCacheKey()));
+    if (!cached.isEmpty()) {
+        AutoChoice c = pickFastest(cached);
+        c.fromCache = true;
+        applyAuto(c);
+        return;
+    }
+    QList<DeviceMeasurement> devices;
+    for (const DeviceRow& d : devices_.choosable()) devices << DeviceMeasurement{d.backend, d.device, d.label, 0.0, {}};
+    stopCurrent();
+    ++autoBenchmarkRuns_;
+    setStatus(QStringLiteral("Auto: measuring the model on %1 devices…").arg(devices.size()), false);
+    autoBench_.start(lastLoad_.modelDir, devices, threads_);
+    Q_EMIT loadingChanged();
+    Q_EMIT modelInfoChanged();
+}
+
+void ChatController::onAutoMeasured(const AutoChoice& choice) {
+    Q_EMIT loadingChanged();
+    if (!choice.valid()) {
+        setStatus(QStringLiteral("Auto: no device could run the model (%1); the model stays where it was").arg(choice.figuresText()), true);
+        Q_EMIT modelInfoChanged();
+        return;
+    }
+    settings_.setAutoDeviceFigures(autoCacheKey(), measurementsToText(choice.measured));
+    applyAuto(choice);
+}
+
+void ChatController::onAutoFailed(const QString& reason) {
+    Q_EMIT loadingChanged();
+    setStatus(QStringLiteral("Auto: the benchmark could not run: %1; the model stays where it was").arg(reason), true);
+    Q_EMIT modelInfoChanged();
+}
+
+void ChatController::applyAuto(const AutoChoice& choice) {
+    autoChoice_ = choice;
+    autoDevice_ = true;
+    devices_.setAutoDetail(autoText());
+    if (loaded_ && info_.backend == choice.backend && info_.device == choice.device) {
+        setStatus(QStringLiteral("%1; the model already runs there").arg(autoText()), false);
+        Q_EMIT modelInfoChanged();
+        return;
+    }
+    stopCurrent();
+    LoadRequest r = lastLoad_;
+    r.backend = choice.backend;
+    r.device = choice.device;
+    setStatus(QStringLiteral("%1; loading the model there…").arg(autoText()), false);
+    requestLoadOf(r);
+}
 
 QString ChatController::performance() const {
     if (lastTokensPerSecond_ <= 0 && contextUsed_ == 0) return QStringLiteral("No answer yet");
@@ -120,6 +197,10 @@ void ChatController::requestLoadOf(const LoadRequest& request) {
 void ChatController::loadModel(const QString& dirOrUrl) {
     LoadRequest r = lastLoad_;  // the same device
     r.modelDir = localPath(dirOrUrl);
+    if (r.modelDir != lastLoad_.modelDir && autoDevice_) {
+        autoDevice_ = false;  // Auto measured another model: the device stays, chosen by hand now
+        devices_.setAutoDetail({});
+    }
     r.memoryFolder.clear();      // memories are made for one model
     r.kbUrl.clear();             // and so is a knowledge server's bank
     if (r.backend.isEmpty()) r.backend = QStringLiteral("cpu");
@@ -131,6 +212,12 @@ void ChatController::loadModel(const QString& dirOrUrl) {
 void ChatController::chooseDevice(int row) {
     if (row < 0 || row >= devices_.rowCount()) return;
     const DeviceRow& d = devices_.at(row);
+    if (d.isAuto) {
+        chooseAuto();
+        return;
+    }
+    autoDevice_ = false;  // a device chosen by hand
+    devices_.setAutoDetail({});
     if (!d.enabled) {
         setStatus(QStringLiteral("%1 cannot be chosen: %2").arg(d.label, d.detail), true);
         Q_EMIT modelInfoChanged();  // the picker goes back to the device in use
@@ -247,7 +334,8 @@ void ChatController::onLoaded(quint64 id, const ModelInfo& info) {
     if (!switched) readModelSettings(info.modelDir);
     rememberRecent(info.modelDir);
     current_.model = info.modelDir;
-    setStatus(switched ? QStringLiteral("Now running on %1; the conversation goes on there").arg(info.deviceText())
+    setStatus(switched ? QStringLiteral("Now running on %1; the conversation goes on there%2")
+                             .arg(info.deviceText(), autoDevice_ ? QStringLiteral(". ") + autoText() : QString())
                        : QStringLiteral("Loaded %1 on %2").arg(info.modelDir, info.deviceText()),
               false);
     // The chat goes on without the memories asked for, and says so (here, and under each answer).
@@ -262,6 +350,7 @@ void ChatController::onLoaded(quint64 id, const ModelInfo& info) {
 void ChatController::onLoadFailed(quint64 id, const QString& reason, bool previousKept) {
     if (id != pendingLoad_) return;
     pendingLoad_ = 0;
+    autoDevice_ = false;  // whatever Auto chose is not what runs
     setStatus(previousKept ? QStringLiteral("Could not load the model: %1. Still running on %2.").arg(reason, info_.deviceText())
                            : QStringLiteral("Could not load the model: %1").arg(reason),
               true);

@@ -12,6 +12,7 @@
 #include "conversation/conversation.hpp"
 #include "conversation/conversation_model.hpp"
 #include "conversation/conversation_store.hpp"
+#include "devices/auto_device.hpp"
 #include "devices/device_model.hpp"
 #include "engine/model_worker.hpp"
 #include "settings/app_settings.hpp"
@@ -55,6 +56,8 @@ class ChatController : public QObject {
     Q_PROPERTY(QString kbTokenFile READ kbTokenFile NOTIFY knowledgeChanged)
     Q_PROPERTY(QString kbCaFile READ kbCaFile NOTIFY knowledgeChanged)
     Q_PROPERTY(QString memoryFolder READ memoryFolder NOTIFY knowledgeChanged)
+    // With Auto chosen: the device it chose and the figures it measured ("" otherwise).
+    Q_PROPERTY(QString autoText READ autoText NOTIFY modelInfoChanged)
     Q_PROPERTY(QString performance READ performance NOTIFY performanceChanged)
     Q_PROPERTY(QStringList recentModels READ recentModels NOTIFY recentModelsChanged)
 
@@ -71,7 +74,8 @@ public:
     ModelWorker* worker() const { return thread_->worker(); }
 
     bool busy() const { return generation_ != 0; }
-    bool loading() const { return pendingLoad_ != 0; }
+    // A load, or the Auto benchmark before one.
+    bool loading() const { return pendingLoad_ != 0 || autoBench_.running(); }
     bool modelLoaded() const { return loaded_; }
     QString modelLine() const;     // the model info line: type, sizes, template, context, device
     QString modelDetails() const;  // its tooltip: the folder and the architecture in full
@@ -94,6 +98,10 @@ public:
     QString kbTokenFile() const { return kb_.tokenFile; }
     QString kbCaFile() const { return kb_.caFile; }
     QString memoryFolder() const { return lastLoad_.memoryFolder; }
+    QString autoText() const;
+    bool autoChosen() const { return autoDevice_; }
+    const AutoChoice& autoChoice() const { return autoChoice_; }
+    int autoBenchmarkRuns() const { return autoBenchmarkRuns_; }  // measured, not taken from the cache
     // The deadline of every knowledge-server call, connecting included (tests shorten it).
     void setKnowledgeTimeoutMs(int ms) { kbTimeoutMs_ = ms; }
 
@@ -157,6 +165,11 @@ private:
     void onFailed(quint64 id, const QString& reason);
     void takeStoppedMeasurements(const GenerationResult& r);
     void onKnowledgeWarning(const QString& message);
+    void chooseAuto();
+    void onAutoMeasured(const AutoChoice& choice);
+    void onAutoFailed(const QString& reason);
+    void applyAuto(const AutoChoice& choice);
+    QString autoCacheKey() const;  // the model folder and the devices Auto chooses from
     void setKnowledge(const KnowledgeStatus& k);
 
     bool startAnswer();  // answers the conversation as it stands
@@ -205,6 +218,11 @@ private:
     KnowledgeStatus knowledge_;
     KnowledgeServerSettings kb_;  // the server last asked for (the panel's fields)
     int kbTimeoutMs_ = 2000;
+
+    AutoDeviceBenchmark autoBench_;
+    bool autoDevice_ = false;  // the device in use was chosen by Auto
+    AutoChoice autoChoice_;
+    int autoBenchmarkRuns_ = 0;
 
     AppSettings settings_;
     bool readingSettings_ = false;

@@ -16,6 +16,7 @@ struct CompareRequest {
     QStringList backends;  // "cpu", "vulkan", "vulkan:1" (mnemo::parse_backend_spec)
     int steps = 16;        // greedy tokens per backend, one compared logit row each
     int threads = 0;       // 0: each backend's choice
+    int minBackends = 2;   // a comparison needs two; the Auto device benchmark also runs on one
 };
 
 struct OpTime {

@@ -72,7 +72,8 @@ void CompareWorker::run(quint64 id, CompareRequest request) {
         const std::string dir = request.modelDir.toUtf8().toStdString();
         if (dir.empty()) throw Error("no model is loaded: open a model folder to compare backends on");
         if (request.prompt.trimmed().isEmpty()) throw Error("the prompt is empty");
-        if (request.backends.size() < 2) throw Error("choose at least two backends to compare");
+        if (request.backends.size() < request.minBackends)
+            throw Error(request.minBackends == 1 ? "no backend to run on" : "choose at least two backends to compare");
         const std::unique_ptr<Tokenizer> tok = load_tokenizer(dir);
         std::string note;
         const ChatTemplate tmpl = detect_chat_template(dir, &note);

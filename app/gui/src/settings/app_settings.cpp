@@ -65,6 +65,20 @@ void AppSettings::setKnowledgeServer(const KnowledgeServerSettings& k) {
     ini_->sync();
 }
 
+QString AppSettings::autoDeviceFigures(const QString& key) const {
+    const QString k = QStringLiteral("auto_device/") + QString::fromLatin1(QUrl::toPercentEncoding(key));
+    return ini_ ? ini_->value(k).toString() : autoFigures_.value(key);
+}
+
+void AppSettings::setAutoDeviceFigures(const QString& key, const QString& figures) {
+    if (!ini_) {
+        autoFigures_.insert(key, figures);
+        return;
+    }
+    ini_->setValue(QStringLiteral("auto_device/") + QString::fromLatin1(QUrl::toPercentEncoding(key)), figures);
+    ini_->sync();
+}
+
 bool AppSettings::addRecent(const QString& modelDir) {
     QStringList recent = recent_;
     recent.removeAll(modelDir);

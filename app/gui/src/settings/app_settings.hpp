@@ -4,6 +4,7 @@
 #pragma once
 
 #include <QSettings>
+#include <QHash>
 #include <QStringList>
 #include <memory>
 #include <optional>
@@ -41,6 +42,11 @@ public:
     KnowledgeServerSettings knowledgeServer() const;
     void setKnowledgeServer(const KnowledgeServerSettings& k);
 
+    // The Auto device benchmark's figures for `key` (a model folder and the device list), as
+    // text; empty when not measured. Kept in memory too when there is no settings file.
+    QString autoDeviceFigures(const QString& key) const;
+    void setAutoDeviceFigures(const QString& key, const QString& figures);
+
     QStringList recentModels() const { return recent_; }
     // Puts `modelDir` first (at most kRecent folders); returns whether the list changed.
     bool addRecent(const QString& modelDir);
@@ -49,6 +55,7 @@ public:
 private:
     std::unique_ptr<QSettings> ini_;
     QStringList recent_;
+    QHash<QString, QString> autoFigures_;  // without a file
 };
 
 }  // namespace mnemo::gui
