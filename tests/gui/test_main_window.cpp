@@ -375,6 +375,29 @@ private Q_SLOTS:
         QCOMPARE(chat_->conversation()->count(), 2);  // the conversation stays
     }
 
+    // Auto in the picker, as a person chooses it: it measures each device, loads the model on the
+    // fastest and shows the figures under the bar.
+    void choosesAutoInThePicker() {
+        QQuickItem* picker = findItem(window_, "devicePicker");
+        click(window_, picker);
+        QTRY_VERIFY(picker->property("popup").value<QObject*>()->property("opened").toBool());
+        QQuickItem* row = nullptr;
+        for (QQuickItem* i : allItems(window_))
+            if (i->isVisible() && i->inherits("QQuickItemDelegate") && i->property("text").toString().startsWith(QStringLiteral("Auto")))
+                row = i;
+        QVERIFY(row);
+        click(window_, row);
+        QVERIFY(chat_->loading());
+        QVERIFY(QTest::qWaitFor([&] { return !chat_->loading(); }, 120000));
+        QVERIFY2(chat_->autoChosen(), qPrintable(chat_->status()));
+        QCOMPARE(picker->property("currentIndex").toInt(), DeviceModel::kAutoRow);
+        QTRY_VERIFY(visibleItem(window_, "autoText"));
+        QVERIFY(visibleItem(window_, "autoText")->property("text").toString().contains(QStringLiteral("(chosen)")));
+        QCOMPARE(chat_->conversation()->count(), 2);  // the conversation stays
+        QTest::qWait(100);
+        screenshot(window_, QStringLiteral("auto-device.png"));
+    }
+
     void followsADarkPalette() {
         const QPalette light = QGuiApplication::palette();
         QPalette dark;
