@@ -100,7 +100,7 @@ Dialog {
             Accessible.name: "How chunks find memories"
             onActivated: chat.retrieval = currentText
         }
-        Label { text: "(memory folders)" }
+        Label { text: "(memories)" }
 
         Label { text: "Context length" }
         SpinBox {
