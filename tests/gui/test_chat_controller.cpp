@@ -2,6 +2,7 @@
 // conversation, stop, regenerate, edit, a device switch mid-conversation, failed loads, and
 // conversations restored at start.
 #include <QDir>
+#include <algorithm>
 #include <QFile>
 #include <QSignalSpy>
 #include <QTemporaryDir>
@@ -190,10 +191,15 @@ private Q_SLOTS:
         QVERIFY2(c.status().contains(QStringLiteral("Still running on cpu:0")), qPrintable(c.status()));
         QCOMPARE(c.modelLine(), line);
 
-        c.chooseDevice(0);  // Auto cannot be chosen yet
-        QVERIFY(c.statusIsError());
-        QVERIFY2(c.status().contains(QStringLiteral("not available yet")), qPrintable(c.status()));
-        QCOMPARE(c.deviceRow(), c.devices()->rowOf(QStringLiteral("cpu"), 0));
+        // A row that cannot be chosen (a backend without devices, or not in this build) says why.
+        for (int row = 0; row < c.devices()->rowCount(); ++row) {
+            if (c.devices()->isEnabled(row)) continue;
+            c.chooseDevice(row);
+            QVERIFY(c.statusIsError());
+            QVERIFY2(c.status().contains(QStringLiteral("cannot be chosen")), qPrintable(c.status()));
+            QCOMPARE(c.deviceRow(), c.devices()->rowOf(QStringLiteral("cpu"), 0));
+            break;
+        }
 
         makeGreedy(c);
         const Question q = trained(0);
@@ -223,6 +229,85 @@ private Q_SLOTS:
         QCOMPARE(c.property("topK").toInt(), 7);
         QCOMPARE(c.property("retrieval").toString(), QStringLiteral("bm25"));
         QCOMPARE(c.sampling().topK, 7);
+    }
+
+    void keepsContextLengthThreadsAndTheKnowledgeServerAndLoadsWithThem() {
+        QTemporaryDir folder;
+        const QString ini = folder.filePath(QStringLiteral("settings.ini"));
+        const QString token = folder.filePath(QStringLiteral("no-such-token.txt"));
+        {
+            ChatController c(folder.path(), ini);
+            c.loadModel(defaultModelDir());
+            QVERIFY(waitLoaded(c));
+            QVERIFY(c.modelInfo().contextLength != 512);
+            c.setProperty("contextLength", 512);
+            c.setProperty("threads", 1);
+            c.reloadModel();  // they apply when the model loads
+            QVERIFY(waitLoaded(c));
+            QCOMPARE(c.modelInfo().contextLength, 512);
+            QVERIFY2(c.modelLine().contains(QStringLiteral("context 512")), qPrintable(c.modelLine()));
+            c.setKnowledgeTimeoutMs(300);
+            c.connectKnowledgeServer(QStringLiteral("grpc://127.0.0.1:1"), token, QString());
+            QVERIFY(waitLoaded(c));
+            QCOMPARE(c.modelInfo().contextLength, 512);  // a reload for memories keeps them
+        }
+        ChatController c(folder.path(), ini);
+        QCOMPARE(c.kbUrl(), QStringLiteral("grpc://127.0.0.1:1"));  // the panel starts from the last server
+        QCOMPARE(c.kbTokenFile(), token);
+        c.loadModel(defaultModelDir());
+        // Read before the load starts, so that the load uses them.
+        QCOMPARE(c.property("contextLength").toInt(), 512);
+        QCOMPARE(c.property("threads").toInt(), 1);
+        QVERIFY(waitLoaded(c));
+        QCOMPARE(c.modelInfo().contextLength, 512);
+        QCOMPARE(c.knowledgeState(), QStringLiteral("off"));  // a new model load starts without memories
+    }
+
+    void autoPicksTheFastestMeasuredDeviceAndCachesIt() {
+        QTemporaryDir folder;
+        const QString ini = folder.filePath(QStringLiteral("settings.ini"));
+        {
+            ChatController c(folder.path(), ini);
+            c.loadModel(defaultModelDir());
+            QVERIFY(waitLoaded(c));
+            c.chooseDevice(DeviceModel::kAutoRow);
+            QVERIFY(c.loading());  // measuring, on the benchmark's thread
+            QVERIFY(waitLoaded(c));
+            QVERIFY2(!c.statusIsError(), qPrintable(c.status()));
+            QCOMPARE(c.autoBenchmarkRuns(), 1);
+            const AutoChoice a = c.autoChoice();
+            QVERIFY(a.valid() && !a.fromCache);
+            QCOMPARE(a.measured.size(), c.devices()->choosable().size());
+            double best = 0.0;
+            for (const DeviceMeasurement& m : a.measured) {
+                QVERIFY2(m.ok(), qPrintable(m.label + QStringLiteral(": ") + m.error));
+                QVERIFY(m.tokensPerSecond > 0);
+                best = std::max(best, m.tokensPerSecond);
+            }
+            for (const DeviceMeasurement& m : a.measured)
+                if (m.backend == a.backend && m.device == a.device) QCOMPARE(m.tokensPerSecond, best);
+            QCOMPARE(c.modelInfo().backend, a.backend);  // and the model runs there
+            QCOMPARE(c.modelInfo().device, a.device);
+            QCOMPARE(c.deviceRow(), DeviceModel::kAutoRow);
+            QVERIFY2(c.autoText().contains(QStringLiteral("tokens/s (chosen)")), qPrintable(c.autoText()));
+            QCOMPARE(c.devices()->at(DeviceModel::kAutoRow).detail, c.autoText());
+            qInfo("%s", qPrintable(c.autoText()));
+        }
+        ChatController c(folder.path(), ini);
+        c.loadModel(defaultModelDir());
+        QVERIFY(waitLoaded(c));
+        c.chooseDevice(DeviceModel::kAutoRow);
+        QVERIFY(waitLoaded(c));
+        QCOMPARE(c.autoBenchmarkRuns(), 0);  // the same model and devices: the figures come from the cache
+        QVERIFY(c.autoChoice().fromCache);
+        QVERIFY2(c.autoText().contains(QStringLiteral("cached")), qPrintable(c.autoText()));
+        QCOMPARE(c.modelInfo().backend, c.autoChoice().backend);
+        // A device chosen by hand ends Auto.
+        const int cpu = c.devices()->rowOf(QStringLiteral("cpu"), 0);
+        c.chooseDevice(cpu);
+        QVERIFY(waitLoaded(c));
+        QVERIFY(!c.autoChosen());
+        QCOMPARE(c.deviceRow(), cpu);
     }
 
     void findsCodeBlocksToCopy() {

@@ -2,6 +2,7 @@
 // backend that has none.
 #include <QTest>
 
+#include "devices/auto_device.hpp"
 #include "devices/device_model.hpp"
 #include "gui_test_util.hpp"
 
@@ -17,8 +18,9 @@ private Q_SLOTS:
         QVERIFY(reg.find("cpu") && reg.find("nodevice"));
         DeviceModel m(reg);
         QCOMPARE(m.at(0).label, QStringLiteral("Auto"));
-        QVERIFY(!m.at(0).enabled);  // the measured benchmark is not written yet
-        QVERIFY(m.at(0).detail.contains(QStringLiteral("not available yet")));
+        QVERIFY(m.at(0).enabled && m.at(0).isAuto);
+        QVERIFY(m.at(0).detail.contains(QStringLiteral("measured")));
+        for (const DeviceRow& r : m.choosable()) QVERIFY(r.enabled && !r.isAuto && !r.backend.isEmpty());
         const int cpu = m.rowOf(QStringLiteral("cpu"), 0);
         QVERIFY(cpu > 0);
         QVERIFY(m.at(cpu).label.startsWith(QStringLiteral("CPU 0: ")));
@@ -30,6 +32,25 @@ private Q_SLOTS:
         QVERIFY2(disabled.contains(QStringLiteral("Vulkan: not in this build: no libmnemo-backend-vulkan module was found")),
                  qPrintable(disabled.join('\n')));
         QCOMPARE(m.rowOf(QStringLiteral("nodevice"), 0), -1);
+    }
+
+    void autoPicksTheFastestThatRanAndItsFiguresSurviveTheCache() {
+        const QList<DeviceMeasurement> measured{{QStringLiteral("cpu"), 0, QStringLiteral("CPU 0: EPYC"), 120.5, {}},
+                                                {QStringLiteral("vulkan"), 0, QStringLiteral("Vulkan 0: big"), 0.0, QStringLiteral("out of memory")},
+                                                {QStringLiteral("vulkan"), 1, QStringLiteral("Vulkan 1: small"), 80.0, {}}};
+        const AutoChoice c = pickFastest(measured);
+        QVERIFY(c.valid());
+        QCOMPARE(c.backend, QStringLiteral("cpu"));  // the fastest that fits; the one that did not run never wins
+        QVERIFY2(c.figuresText().contains(QStringLiteral("CPU 0: EPYC 120.5 tokens/s (chosen)")) &&
+                     c.figuresText().contains(QStringLiteral("Vulkan 0: big does not fit: out of memory")),
+                 qPrintable(c.figuresText()));
+        const QList<DeviceMeasurement> back = measurementsFromText(measurementsToText(measured));
+        QCOMPARE(back.size(), 3);
+        QCOMPARE(back[2].tokensPerSecond, 80.0);
+        QCOMPARE(back[1].error, QStringLiteral("out of memory"));
+        QCOMPARE(pickFastest(back).backend, QStringLiteral("cpu"));
+        QVERIFY(measurementsFromText(QStringLiteral("not\tfigures")).isEmpty());
+        QVERIFY(!pickFastest({measured[1]}).valid());
     }
 
     void listsTheVulkanDevicesOfThisBuild() {

@@ -278,6 +278,73 @@ private Q_SLOTS:
         }
     }
 
+    // The compare view, opened from the bar: CPU and the first Vulkan device are ticked to start
+    // with; without Vulkan the run is CPU against CPU (started through the controller, as the
+    // view would with CPU ticked twice).
+    void comparesBackendsInTheCompareView() {
+        QQuickItem* button = findItem(window_, "compareButton");
+        QVERIFY(button && button->isEnabled());
+        click(window_, button);
+        QObject* view = engine_->rootObjects().first()->findChild<QObject*>(QStringLiteral("compareView"));
+        QVERIFY(view);
+        QTRY_VERIFY(view->property("opened").toBool());
+        QQuickItem* prompt = visibleItem(window_, "comparePrompt");
+        QVERIFY(prompt);
+        prompt->setProperty("text", trainedQuestion(0).question);
+        CompareController* compare = chat_->compare();
+        compare->setProperty("steps", 8);
+        if (noVulkanReason().isEmpty()) {
+            QQuickItem* run = visibleItem(window_, "compareRunButton");
+            QVERIFY(run && run->isEnabled());
+            click(window_, run);
+        } else {
+            QVERIFY(compare->start(chat_->modelDir(), trainedQuestion(0).question, {QStringLiteral("cpu:0"), QStringLiteral("cpu:0")}));
+        }
+        QVERIFY(compare->running());
+        QTRY_VERIFY(visibleItem(window_, "compareCancelButton"));
+        QVERIFY(QTest::qWaitFor([&] { return !compare->running(); }, 120000));
+        QVERIFY2(!compare->statusIsError(), qPrintable(compare->status()));
+        QCOMPARE(findItem(window_, "compareColumns")->property("count").toInt(), 2);
+        QTRY_VERIFY(visibleItem(window_, "compareSpeed"));
+        QVERIFY(visibleItem(window_, "compareSpeed")->property("text").toString().endsWith(QStringLiteral("tokens/s")));
+        QTest::qWait(100);
+        screenshot(window_, QStringLiteral("compare-view.png"));
+        QMetaObject::invokeMethod(view, "close");
+        QTRY_VERIFY(!view->property("visible").toBool());
+    }
+
+    // The knowledge panel, with the status of a server that does not answer: the chat goes on
+    // and the answer says it had no memories.
+    void showsTheKnowledgePanelAndAnUnreachableServer() {
+        QObject* panel = engine_->rootObjects().first()->findChild<QObject*>(QStringLiteral("knowledgePanel"));
+        QVERIFY(panel);
+        click(window_, findItem(window_, "knowledgeButton"));
+        QTRY_VERIFY(panel->property("opened").toBool());
+        QQuickItem* url = visibleItem(window_, "kbUrlField");
+        QVERIFY(url);
+        url->setProperty("text", QStringLiteral("grpc://127.0.0.1:1"));
+        chat_->setKnowledgeTimeoutMs(500);
+        click(window_, visibleItem(window_, "kbConnectButton"));
+        QVERIFY(chat_->loading());
+        QVERIFY(waitLoaded(*chat_));
+        QVERIFY(chat_->knowledge().missing());
+        QTRY_VERIFY(visibleItem(window_, "knowledgeStatus")->property("text").toString().contains(QStringLiteral("grpc://127.0.0.1:1")));
+        QTest::qWait(100);
+        screenshot(window_, QStringLiteral("knowledge-panel.png"));
+        QMetaObject::invokeMethod(panel, "close");
+        QTRY_VERIFY(!panel->property("visible").toBool());
+
+        QVERIFY(chat_->regenerate());
+        QVERIFY(waitAnswered(*chat_));
+        QQuickItem* notice = nullptr;
+        QTRY_VERIFY((notice = visibleItem(window_, "knowledgeNotice")));
+        QVERIFY(notice->property("text").toString().contains(QStringLiteral("without memories")));
+        QTest::qWait(100);
+        screenshot(window_, QStringLiteral("answer-without-memories.png"));
+        chat_->disconnectKnowledge();
+        QVERIFY(waitLoaded(*chat_));
+    }
+
     void devicePickerFollowsASwitch() {
         QQuickItem* picker = findItem(window_, "devicePicker");
         QVERIFY(picker);
@@ -306,6 +373,29 @@ private Q_SLOTS:
         QCOMPARE(picker->property("currentIndex").toInt(), vulkan);
         QVERIFY(findItem(window_, "modelInfo")->property("text").toString().contains(QStringLiteral("vulkan:0")));
         QCOMPARE(chat_->conversation()->count(), 2);  // the conversation stays
+    }
+
+    // Auto in the picker, as a person chooses it: it measures each device, loads the model on the
+    // fastest and shows the figures under the bar.
+    void choosesAutoInThePicker() {
+        QQuickItem* picker = findItem(window_, "devicePicker");
+        click(window_, picker);
+        QTRY_VERIFY(picker->property("popup").value<QObject*>()->property("opened").toBool());
+        QQuickItem* row = nullptr;
+        for (QQuickItem* i : allItems(window_))
+            if (i->isVisible() && i->inherits("QQuickItemDelegate") && i->property("text").toString().startsWith(QStringLiteral("Auto")))
+                row = i;
+        QVERIFY(row);
+        click(window_, row);
+        QVERIFY(chat_->loading());
+        QVERIFY(QTest::qWaitFor([&] { return !chat_->loading(); }, 120000));
+        QVERIFY2(chat_->autoChosen(), qPrintable(chat_->status()));
+        QCOMPARE(picker->property("currentIndex").toInt(), DeviceModel::kAutoRow);
+        QTRY_VERIFY(visibleItem(window_, "autoText"));
+        QVERIFY(visibleItem(window_, "autoText")->property("text").toString().contains(QStringLiteral("(chosen)")));
+        QCOMPARE(chat_->conversation()->count(), 2);  // the conversation stays
+        QTest::qWait(100);
+        screenshot(window_, QStringLiteral("auto-device.png"));
     }
 
     void followsADarkPalette() {

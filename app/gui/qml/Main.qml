@@ -43,6 +43,8 @@ ApplicationWindow {
         onAccepted: chat.exportConversation(selectedFile, format)
     }
     SettingsPopup { id: settings }
+    CompareView { id: compareView }
+    KnowledgePanel { id: knowledgePanel }
 
     SplitView {
         anchors.fill: parent
@@ -62,6 +64,8 @@ ApplicationWindow {
                 onOpenModel: modelDialog.open()
                 onOpenMemories: memoryDialog.open()
                 onOpenSettings: settings.open()
+                onOpenCompare: compareView.open()
+                onOpenKnowledge: knowledgePanel.open()
                 onExportAs: function(format) { exportDialog.format = format; exportDialog.open() }
             }
 

@@ -18,6 +18,7 @@ ColumnLayout {
     required property double firstTokenMs
     required property var references
     required property int referenceCount
+    required property string notice
     property bool isLast: false
     readonly property bool isAnswer: role === "assistant"
     property bool editing: false
@@ -115,6 +116,17 @@ ColumnLayout {
         wrapMode: Text.Wrap
         color: "#c62828"
         text: "The answer failed: " + message.error
+    }
+
+    // Memories the answer went without (the knowledge server did not answer): never silent.
+    Label {
+        objectName: "knowledgeNotice"
+        visible: message.isAnswer && message.notice.length > 0
+        Layout.fillWidth: true
+        wrapMode: Text.Wrap
+        color: "#b26a00"
+        text: "⚠ " + message.notice
+        Accessible.name: "Notice: " + message.notice
     }
 
     ReferencesPanel {

@@ -9,6 +9,8 @@ ToolBar {
     signal openModel()
     signal openMemories()
     signal openSettings()
+    signal openCompare()
+    signal openKnowledge()
     signal exportAs(string format)
 
     ColumnLayout {
@@ -55,7 +57,8 @@ ToolBar {
                 enabled: !chat.loading
                 Accessible.name: "Device"
                 ToolTip.visible: hovered
-                ToolTip.text: currentIndex >= 0 ? "Runs the model on this device; choosing another reloads it there and keeps the conversation" : ""
+                ToolTip.text: chat.autoText.length > 0 ? chat.autoText
+                              : currentIndex >= 0 ? "Runs the model on this device; choosing another reloads it there and keeps the conversation" : ""
                 delegate: ItemDelegate {
                     required property int index
                     required property var model
@@ -90,21 +93,23 @@ ToolBar {
                 onClicked: bar.openMemories()
             }
             ToolButton {
-                text: "Knowledge server"
-                enabled: false
-                Accessible.name: "Knowledge server (not available yet)"
-                ToolTip.visible: kbHover.hovered
-                ToolTip.text: "Not available yet: connecting to a mnemo-kb server from the app is not written (the mnemo CLI has --kb)"
-                // A disabled button gets no hover: the tooltip is shown from this area instead.
-                HoverHandler { id: kbHover }
+                objectName: "knowledgeButton"
+                // The state at a glance: a dot coloured as the panel colours it.
+                text: (chat.knowledgeState === "off" ? "" : (chat.knowledgeState === "connected" || chat.knowledgeState === "folder" ? "● " : "⚠ "))
+                      + "Knowledge…"
+                Accessible.name: "Knowledge server and memories: " + chat.knowledgeState
+                ToolTip.visible: hovered
+                ToolTip.text: chat.knowledgeText
+                onClicked: bar.openKnowledge()
             }
             ToolButton {
+                objectName: "compareButton"
                 text: "Compare"
-                enabled: false
-                Accessible.name: "Compare backends (not available yet)"
-                ToolTip.visible: compareHover.hovered
-                ToolTip.text: "Not available yet: the side-by-side compare view is not written (the mnemo CLI has `mnemo compare`)"
-                HoverHandler { id: compareHover }
+                enabled: chat.modelLoaded
+                Accessible.name: "Compare backends"
+                ToolTip.visible: hovered
+                ToolTip.text: "Run one prompt on several backends side by side: speed, time per op, memory, logit differences"
+                onClicked: bar.openCompare()
             }
             ToolButton {
                 text: "Export ▾"
@@ -122,6 +127,15 @@ ToolBar {
                 Accessible.name: "Settings: system prompt and sampling"
                 onClicked: bar.openSettings()
             }
+        }
+        Label {
+            objectName: "autoText"
+            Layout.fillWidth: true
+            visible: chat.autoText.length > 0
+            text: chat.autoText
+            elide: Text.ElideRight
+            font.pointSize: 9
+            Accessible.name: chat.autoText
         }
         Label {
             objectName: "modelInfo"

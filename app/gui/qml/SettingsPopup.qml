@@ -100,14 +100,45 @@ Dialog {
             Accessible.name: "How chunks find memories"
             onActivated: chat.retrieval = currentText
         }
-        Label { text: "(memory folders)" }
+        Label { text: "(memories)" }
+
+        Label { text: "Context length" }
+        SpinBox {
+            objectName: "contextLengthBox"
+            Layout.fillWidth: true
+            from: 0; to: 1048576; stepSize: 256
+            value: chat.contextLength
+            editable: true
+            Accessible.name: "Context length in tokens (0: the model's default)"
+            onValueModified: chat.contextLength = value
+        }
+        Label { text: chat.contextLength === 0 ? "model's default" : "tokens" }
+
+        Label { text: "Threads" }
+        SpinBox {
+            objectName: "threadsBox"
+            Layout.fillWidth: true
+            from: 0; to: 256
+            value: chat.threads
+            editable: true
+            Accessible.name: "Threads (0: the backend's choice)"
+            onValueModified: chat.threads = value
+        }
+        Button {
+            text: "Reload"
+            enabled: chat.modelLoaded && !chat.loading
+            Accessible.name: "Reload the model with this context length and threads"
+            ToolTip.visible: hovered
+            ToolTip.text: "Context length and threads apply when the model loads; the conversation stays"
+            onClicked: chat.reloadModel()
+        }
 
         Label {
             Layout.columnSpan: 3
             Layout.fillWidth: true
             wrapMode: Text.Wrap
             opacity: 0.7
-            text: "Sampling settings are kept for each model folder; the system prompt belongs to this conversation."
+            text: "Sampling settings, context length and threads are kept for each model folder (the last two apply when it loads); the system prompt belongs to this conversation."
         }
     }
 }

@@ -33,6 +33,8 @@ QString count(qint64 n) {
 ChatController::ChatController(const QString& conversationsFolder, const QString& settingsFile, QObject* parent)
     : QObject(parent), store_(conversationsFolder), settings_(settingsFile), thread_(std::make_unique<WorkerThread>()) {
     connect(this, &ChatController::samplingChanged, this, &ChatController::writeModelSettings);
+    connect(this, &ChatController::samplingChanged, this, [this] { compare_.setThreads(threads_); });
+    kb_ = settings_.knowledgeServer();
     ModelWorker* w = thread_->worker();
     // The worker lives on its own thread: requests are queued to it, its reports are queued back.
     connect(this, &ChatController::requestLoad, w, &ModelWorker::load, Qt::QueuedConnection);
@@ -42,6 +44,10 @@ ChatController::ChatController(const QString& conversationsFolder, const QString
     connect(w, &ModelWorker::token, this, &ChatController::onToken, Qt::QueuedConnection);
     connect(w, &ModelWorker::generationFinished, this, &ChatController::onFinished, Qt::QueuedConnection);
     connect(w, &ModelWorker::generationFailed, this, &ChatController::onFailed, Qt::QueuedConnection);
+    connect(w, &ModelWorker::knowledgeWarning, this, &ChatController::onKnowledgeWarning, Qt::QueuedConnection);
+    connect(&autoBench_, &AutoDeviceBenchmark::measured, this, &ChatController::onAutoMeasured);
+    connect(&autoBench_, &AutoDeviceBenchmark::failed, this, &ChatController::onAutoFailed);
+    connect(&autoBench_, &AutoDeviceBenchmark::progress, this, [this](const QString& text) { setStatus(text, false); });
     store_.reload();
     newConversation();
 }
@@ -67,7 +73,81 @@ QString ChatController::modelDetails() const {
     return QStringLiteral("%1\n%2\n%3").arg(info_.modelDir, info_.architecture, modelLine());
 }
 
-int ChatController::deviceRow() const { return loaded_ ? devices_.rowOf(info_.backend, info_.device) : -1; }
+int ChatController::deviceRow() const {
+    if (autoDevice_) return DeviceModel::kAutoRow;  // the model line names the device Auto chose
+    return loaded_ ? devices_.rowOf(info_.backend, info_.device) : -1;
+}
+
+QString ChatController::autoText() const {
+    if (!autoDevice_ || !autoChoice_.valid()) return {};
+    return QStringLiteral("Auto chose %1:%2 (%3%4)")
+        .arg(autoChoice_.backend)
+        .arg(autoChoice_.device)
+        .arg(autoChoice_.figuresText(), autoChoice_.fromCache ? QStringLiteral("; measured earlier, cached") : QString());
+}
+
+QString ChatController::autoCacheKey() const {
+    QStringList parts{lastLoad_.modelDir};
+    for (const DeviceRow& d : devices_.choosable()) parts << QStringLiteral("%1:%2 %3").arg(d.backend).arg(d.device).arg(d.label);
+    return parts.join(QLatin1Char('\n'));
+}
+
+void ChatController::chooseAuto() {
+    if (lastLoad_.modelDir.isEmpty()) {
+        setStatus(QStringLiteral("Open a model first: Auto measures the loaded model on each device"), true);
+        Q_EMIT modelInfoChanged();
+        return;
+    }
+    const QList<DeviceMeasurement> cached = measurementsFromText(settings_.autoDeviceFigures(autoCacheKey()));
+    if (!cached.isEmpty()) {
+        AutoChoice c = pickFastest(cached);
+        c.fromCache = true;
+        applyAuto(c);
+        return;
+    }
+    QList<DeviceMeasurement> devices;
+    for (const DeviceRow& d : devices_.choosable()) devices << DeviceMeasurement{d.backend, d.device, d.label, 0.0, {}};
+    stopCurrent();
+    ++autoBenchmarkRuns_;
+    setStatus(QStringLiteral("Auto: measuring the model on %1 devices…").arg(devices.size()), false);
+    autoBench_.start(lastLoad_.modelDir, devices, threads_);
+    Q_EMIT loadingChanged();
+    Q_EMIT modelInfoChanged();
+}
+
+void ChatController::onAutoMeasured(const AutoChoice& choice) {
+    Q_EMIT loadingChanged();
+    if (!choice.valid()) {
+        setStatus(QStringLiteral("Auto: no device could run the model (%1); the model stays where it was").arg(choice.figuresText()), true);
+        Q_EMIT modelInfoChanged();
+        return;
+    }
+    settings_.setAutoDeviceFigures(autoCacheKey(), measurementsToText(choice.measured));
+    applyAuto(choice);
+}
+
+void ChatController::onAutoFailed(const QString& reason) {
+    Q_EMIT loadingChanged();
+    setStatus(QStringLiteral("Auto: the benchmark could not run: %1; the model stays where it was").arg(reason), true);
+    Q_EMIT modelInfoChanged();
+}
+
+void ChatController::applyAuto(const AutoChoice& choice) {
+    autoChoice_ = choice;
+    autoDevice_ = true;
+    devices_.setAutoDetail(autoText());
+    if (loaded_ && info_.backend == choice.backend && info_.device == choice.device) {
+        setStatus(QStringLiteral("%1; the model already runs there").arg(autoText()), false);
+        Q_EMIT modelInfoChanged();
+        return;
+    }
+    stopCurrent();
+    LoadRequest r = lastLoad_;
+    r.backend = choice.backend;
+    r.device = choice.device;
+    setStatus(QStringLiteral("%1; loading the model there…").arg(autoText()), false);
+    requestLoadOf(r);
+}
 
 QString ChatController::performance() const {
     if (lastTokensPerSecond_ <= 0 && contextUsed_ == 0) return QStringLiteral("No answer yet");
@@ -103,7 +183,11 @@ void ChatController::setStatus(const QString& s, bool error) {
     Q_EMIT statusChanged();
 }
 
-void ChatController::requestLoadOf(const LoadRequest& r) {
+void ChatController::requestLoadOf(const LoadRequest& request) {
+    LoadRequest r = request;
+    r.threads = threads_;
+    r.contextLength = contextLength_;
+    r.kbTimeoutMs = kbTimeoutMs_;
     pendingLoad_ = ++nextId_;
     Q_EMIT loadingChanged();
     Q_EMIT modelInfoChanged();
@@ -113,8 +197,14 @@ void ChatController::requestLoadOf(const LoadRequest& r) {
 void ChatController::loadModel(const QString& dirOrUrl) {
     LoadRequest r = lastLoad_;  // the same device
     r.modelDir = localPath(dirOrUrl);
+    if (r.modelDir != lastLoad_.modelDir && autoDevice_) {
+        autoDevice_ = false;  // Auto measured another model: the device stays, chosen by hand now
+        devices_.setAutoDetail({});
+    }
     r.memoryFolder.clear();      // memories are made for one model
+    r.kbUrl.clear();             // and so is a knowledge server's bank
     if (r.backend.isEmpty()) r.backend = QStringLiteral("cpu");
+    readModelSettings(r.modelDir);  // its context length and threads apply to this load
     setStatus(QStringLiteral("Loading %1 on %2:%3…").arg(r.modelDir, r.backend).arg(r.device), false);
     requestLoadOf(r);
 }
@@ -122,6 +212,12 @@ void ChatController::loadModel(const QString& dirOrUrl) {
 void ChatController::chooseDevice(int row) {
     if (row < 0 || row >= devices_.rowCount()) return;
     const DeviceRow& d = devices_.at(row);
+    if (d.isAuto) {
+        chooseAuto();
+        return;
+    }
+    autoDevice_ = false;  // a device chosen by hand
+    devices_.setAutoDetail({});
     if (!d.enabled) {
         setStatus(QStringLiteral("%1 cannot be chosen: %2").arg(d.label, d.detail), true);
         Q_EMIT modelInfoChanged();  // the picker goes back to the device in use
@@ -149,11 +245,67 @@ void ChatController::useMemoryFolder(const QString& folderOrUrl) {
     stopCurrent();
     LoadRequest r = lastLoad_;
     r.memoryFolder = localPath(folderOrUrl);
+    r.kbUrl.clear();
     r.retrieval = retrieval_;
     setStatus(r.memoryFolder.isEmpty() ? QStringLiteral("Reloading the model without memories…")
                                        : QStringLiteral("Reloading the model with the memories of %1…").arg(r.memoryFolder),
               false);
     requestLoadOf(r);
+}
+
+void ChatController::connectKnowledgeServer(const QString& url, const QString& tokenFileOrUrl, const QString& caFileOrUrl) {
+    kb_ = {url.trimmed(), localPath(tokenFileOrUrl.trimmed()), localPath(caFileOrUrl.trimmed())};
+    settings_.setKnowledgeServer(kb_);
+    Q_EMIT knowledgeChanged();
+    if (kb_.url.isEmpty()) {
+        setStatus(QStringLiteral("Give the knowledge server's address (grpcs://HOST:PORT, or grpc://HOST:PORT on loopback)"), true);
+        return;
+    }
+    if (lastLoad_.modelDir.isEmpty()) {
+        setStatus(QStringLiteral("Open a model before connecting to its knowledge server"), true);
+        return;
+    }
+    stopCurrent();
+    LoadRequest r = lastLoad_;
+    r.memoryFolder.clear();
+    r.kbUrl = kb_.url;
+    r.kbTokenFile = kb_.tokenFile;
+    r.kbCaFile = kb_.caFile;
+    r.retrieval = retrieval_;
+    setStatus(QStringLiteral("Connecting to %1 and reloading the model…").arg(kb_.url), false);
+    requestLoadOf(r);
+}
+
+void ChatController::disconnectKnowledge() {
+    if (lastLoad_.modelDir.isEmpty()) return;
+    stopCurrent();
+    LoadRequest r = lastLoad_;
+    r.memoryFolder.clear();
+    r.kbUrl.clear();
+    setStatus(QStringLiteral("Reloading the model without memories…"), false);
+    requestLoadOf(r);
+}
+
+void ChatController::reloadModel() {
+    if (lastLoad_.modelDir.isEmpty()) {
+        setStatus(QStringLiteral("No model is loaded"), true);
+        return;
+    }
+    stopCurrent();
+    setStatus(QStringLiteral("Reloading the model (context %1, threads %2)…")
+                  .arg(contextLength_ > 0 ? QString::number(contextLength_) : QStringLiteral("default"),
+                       threads_ > 0 ? QString::number(threads_) : QStringLiteral("default")),
+              false);
+    requestLoadOf(lastLoad_);
+}
+
+void ChatController::setKnowledge(const KnowledgeStatus& k) {
+    knowledge_ = k;
+    Q_EMIT knowledgeChanged();
+}
+
+void ChatController::onKnowledgeWarning(const QString& message) {
+    setStatus(QStringLiteral("Knowledge server: %1").arg(message), true);
 }
 
 void ChatController::onLoaded(quint64 id, const ModelInfo& info) {
@@ -162,6 +314,7 @@ void ChatController::onLoaded(quint64 id, const ModelInfo& info) {
     if (id != pendingLoad_) {
         info_ = info;
         loaded_ = true;
+        setKnowledge(info.knowledge);
         Q_EMIT modelInfoChanged();
         return;
     }
@@ -174,12 +327,21 @@ void ChatController::onLoaded(quint64 id, const ModelInfo& info) {
     lastLoad_.device = info.device;
     lastLoad_.memoryFolder = info.memoryFolder;
     lastLoad_.retrieval = info.retrieval;
+    lastLoad_.kbUrl = info.kbUrl;
+    lastLoad_.kbTokenFile = info.kbTokenFile;
+    lastLoad_.kbCaFile = info.kbCaFile;
+    setKnowledge(info.knowledge);
     if (!switched) readModelSettings(info.modelDir);
     rememberRecent(info.modelDir);
     current_.model = info.modelDir;
-    setStatus(switched ? QStringLiteral("Now running on %1; the conversation goes on there").arg(info.deviceText())
+    setStatus(switched ? QStringLiteral("Now running on %1; the conversation goes on there%2")
+                             .arg(info.deviceText(), autoDevice_ ? QStringLiteral(". ") + autoText() : QString())
                        : QStringLiteral("Loaded %1 on %2").arg(info.modelDir, info.deviceText()),
               false);
+    // The chat goes on without the memories asked for, and says so (here, and under each answer).
+    if (info.knowledge.missing())
+        setStatus(QStringLiteral("Loaded %1 on %2, without memories. %3").arg(info.modelDir, info.deviceText(), knowledgeStatusText(info.knowledge)),
+                  true);
     Q_EMIT loadingChanged();
     Q_EMIT modelInfoChanged();
     Q_EMIT performanceChanged();
@@ -188,6 +350,7 @@ void ChatController::onLoaded(quint64 id, const ModelInfo& info) {
 void ChatController::onLoadFailed(quint64 id, const QString& reason, bool previousKept) {
     if (id != pendingLoad_) return;
     pendingLoad_ = 0;
+    autoDevice_ = false;  // whatever Auto chose is not what runs
     setStatus(previousKept ? QStringLiteral("Could not load the model: %1. Still running on %2.").arg(reason, info_.deviceText())
                            : QStringLiteral("Could not load the model: %1").arg(reason),
               true);
@@ -308,7 +471,11 @@ void ChatController::onFinished(quint64 id, const GenerationResult& r) {
     m.tokensPerSecond = r.tokensPerSecond;
     m.firstTokenSeconds = r.firstTokenSeconds;
     m.recalls = r.recalls;
+    m.notice = r.knowledgeNotice;
     conversation_.replace(answerRow_, m);
+    if (r.knowledge.state != knowledge_.state || r.knowledge.message != knowledge_.message ||
+        r.knowledge.failedChunks != knowledge_.failedChunks)
+        setKnowledge(r.knowledge);
     lastTokensPerSecond_ = r.tokensPerSecond;
     lastFirstTokenMs_ = r.firstTokenSeconds * 1000.0;
     contextUsed_ = r.contextUsed;
@@ -333,7 +500,9 @@ void ChatController::takeStoppedMeasurements(const GenerationResult& r) {
     m.tokensPerSecond = r.tokensPerSecond;
     m.firstTokenSeconds = r.firstTokenSeconds;
     m.recalls = r.recalls;
+    m.notice = r.knowledgeNotice;
     conversation_.replace(s.row, m);
+    setKnowledge(r.knowledge);
     lastTokensPerSecond_ = r.tokensPerSecond;
     lastFirstTokenMs_ = r.firstTokenSeconds * 1000.0;
     contextUsed_ = r.contextUsed;
@@ -437,13 +606,15 @@ void ChatController::readModelSettings(const QString& modelDir) {
     repeatPenalty_ = saved->repeatPenalty;
     maxTokens_ = saved->maxTokens;
     retrieval_ = saved->retrieval;
+    contextLength_ = saved->contextLength;
+    threads_ = saved->threads;
     Q_EMIT samplingChanged();
     readingSettings_ = false;
 }
 
 void ChatController::writeModelSettings() {
     if (readingSettings_ || !loaded_) return;
-    settings_.setModel(info_.modelDir, {temperature_, topK_, topP_, minP_, repeatPenalty_, maxTokens_, retrieval_});
+    settings_.setModel(info_.modelDir, {temperature_, topK_, topP_, minP_, repeatPenalty_, maxTokens_, retrieval_, contextLength_, threads_});
 }
 
 void ChatController::rememberRecent(const QString& modelDir) {

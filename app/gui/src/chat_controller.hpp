@@ -8,9 +8,11 @@
 #include <QObject>
 #include <memory>
 
+#include "compare/compare_controller.hpp"
 #include "conversation/conversation.hpp"
 #include "conversation/conversation_model.hpp"
 #include "conversation/conversation_store.hpp"
+#include "devices/auto_device.hpp"
 #include "devices/device_model.hpp"
 #include "engine/model_worker.hpp"
 #include "settings/app_settings.hpp"
@@ -22,6 +24,7 @@ class ChatController : public QObject {
     Q_PROPERTY(mnemo::gui::ConversationModel* conversation READ conversation CONSTANT)
     Q_PROPERTY(mnemo::gui::ConversationStore* conversations READ conversations CONSTANT)
     Q_PROPERTY(mnemo::gui::DeviceModel* devices READ devices CONSTANT)
+    Q_PROPERTY(mnemo::gui::CompareController* compare READ compare CONSTANT)
     Q_PROPERTY(bool busy READ busy NOTIFY busyChanged)
     Q_PROPERTY(bool loading READ loading NOTIFY loadingChanged)
     Q_PROPERTY(bool modelLoaded READ modelLoaded NOTIFY modelInfoChanged)
@@ -42,6 +45,19 @@ class ChatController : public QObject {
     Q_PROPERTY(int maxTokens MEMBER maxTokens_ NOTIFY samplingChanged)
     // How chunks find memories in a memory folder: "vector" or "bm25" (used at the next load).
     Q_PROPERTY(QString retrieval MEMBER retrieval_ NOTIFY samplingChanged)
+    // Kept per model like the sampling settings, but used when the model loads (reloadModel()).
+    Q_PROPERTY(int contextLength MEMBER contextLength_ NOTIFY samplingChanged)
+    Q_PROPERTY(int threads MEMBER threads_ NOTIFY samplingChanged)
+    // Where memories come from: knowledgeState is "off", "folder", "connected", "unreachable",
+    // "unauthorised" or "refused"; knowledgeText says it in a sentence, with the reason.
+    Q_PROPERTY(QString knowledgeState READ knowledgeState NOTIFY knowledgeChanged)
+    Q_PROPERTY(QString knowledgeText READ knowledgeText NOTIFY knowledgeChanged)
+    Q_PROPERTY(QString kbUrl READ kbUrl NOTIFY knowledgeChanged)
+    Q_PROPERTY(QString kbTokenFile READ kbTokenFile NOTIFY knowledgeChanged)
+    Q_PROPERTY(QString kbCaFile READ kbCaFile NOTIFY knowledgeChanged)
+    Q_PROPERTY(QString memoryFolder READ memoryFolder NOTIFY knowledgeChanged)
+    // With Auto chosen: the device it chose and the figures it measured ("" otherwise).
+    Q_PROPERTY(QString autoText READ autoText NOTIFY modelInfoChanged)
     Q_PROPERTY(QString performance READ performance NOTIFY performanceChanged)
     Q_PROPERTY(QStringList recentModels READ recentModels NOTIFY recentModelsChanged)
 
@@ -54,10 +70,12 @@ public:
     ConversationModel* conversation() { return &conversation_; }
     ConversationStore* conversations() { return &store_; }
     DeviceModel* devices() { return &devices_; }
+    CompareController* compare() { return &compare_; }
     ModelWorker* worker() const { return thread_->worker(); }
 
     bool busy() const { return generation_ != 0; }
-    bool loading() const { return pendingLoad_ != 0; }
+    // A load, or the Auto benchmark before one.
+    bool loading() const { return pendingLoad_ != 0 || autoBench_.running(); }
     bool modelLoaded() const { return loaded_; }
     QString modelLine() const;     // the model info line: type, sizes, template, context, device
     QString modelDetails() const;  // its tooltip: the folder and the architecture in full
@@ -73,6 +91,19 @@ public:
     QString performance() const;
     SamplingSettings sampling() const;
     QStringList recentModels() const { return settings_.recentModels(); }
+    QString knowledgeState() const { return knowledgeStateName(knowledge_.state); }
+    QString knowledgeText() const { return knowledgeStatusText(knowledge_); }
+    const KnowledgeStatus& knowledge() const { return knowledge_; }
+    QString kbUrl() const { return kb_.url; }
+    QString kbTokenFile() const { return kb_.tokenFile; }
+    QString kbCaFile() const { return kb_.caFile; }
+    QString memoryFolder() const { return lastLoad_.memoryFolder; }
+    QString autoText() const;
+    bool autoChosen() const { return autoDevice_; }
+    const AutoChoice& autoChoice() const { return autoChoice_; }
+    int autoBenchmarkRuns() const { return autoBenchmarkRuns_; }  // measured, not taken from the cache
+    // The deadline of every knowledge-server call, connecting included (tests shorten it).
+    void setKnowledgeTimeoutMs(int ms) { kbTimeoutMs_ = ms; }
 
     // Loads a model folder (a path or a file: URL) on the current device, the CPU at first.
     Q_INVOKABLE void loadModel(const QString& dirOrUrl);
@@ -82,6 +113,14 @@ public:
     // Reloads the model with explicit memories from a memory folder (`mnemo memorize`), on the
     // same device; an empty folder reloads it without memories.
     Q_INVOKABLE void useMemoryFolder(const QString& folderOrUrl);
+    // Reloads the model with memories from a knowledge server (`mnemo-kb serve`) on the same
+    // device. A server that does not answer or refuses the token does not stop the chat: the
+    // model answers without memories, knowledgeState says why, and so does every answer.
+    Q_INVOKABLE void connectKnowledgeServer(const QString& url, const QString& tokenFileOrUrl, const QString& caFileOrUrl);
+    // Reloads the model without memories (no server, no folder).
+    Q_INVOKABLE void disconnectKnowledge();
+    // Reloads the model as it is (the context length and threads apply at a load).
+    Q_INVOKABLE void reloadModel();
     // Each returns false (and says why in status) when it cannot start.
     Q_INVOKABLE bool send(const QString& text);
     Q_INVOKABLE void stop();
@@ -114,6 +153,7 @@ Q_SIGNALS:
     void samplingChanged();
     void performanceChanged();
     void recentModelsChanged();
+    void knowledgeChanged();
     // An answer has ended (finished, stopped or failed); for tests and the view.
     void answerEnded(int row);
 
@@ -124,6 +164,13 @@ private:
     void onFinished(quint64 id, const GenerationResult& result);
     void onFailed(quint64 id, const QString& reason);
     void takeStoppedMeasurements(const GenerationResult& r);
+    void onKnowledgeWarning(const QString& message);
+    void chooseAuto();
+    void onAutoMeasured(const AutoChoice& choice);
+    void onAutoFailed(const QString& reason);
+    void applyAuto(const AutoChoice& choice);
+    QString autoCacheKey() const;  // the model folder and the devices Auto chooses from
+    void setKnowledge(const KnowledgeStatus& k);
 
     bool startAnswer();  // answers the conversation as it stands
     void stopCurrent();
@@ -138,6 +185,7 @@ private:
     ConversationModel conversation_;
     ConversationStore store_;
     DeviceModel devices_;
+    CompareController compare_;  // the compare view, on a thread of its own
     Conversation current_;  // the open conversation's fields; its messages are conversation_'s
 
     ModelInfo info_;
@@ -164,6 +212,17 @@ private:
     double repeatPenalty_ = ModelSettings{}.repeatPenalty;
     int maxTokens_ = ModelSettings{}.maxTokens;
     QString retrieval_ = ModelSettings{}.retrieval;
+    int contextLength_ = ModelSettings{}.contextLength;
+    int threads_ = ModelSettings{}.threads;
+
+    KnowledgeStatus knowledge_;
+    KnowledgeServerSettings kb_;  // the server last asked for (the panel's fields)
+    int kbTimeoutMs_ = 2000;
+
+    AutoDeviceBenchmark autoBench_;
+    bool autoDevice_ = false;  // the device in use was chosen by Auto
+    AutoChoice autoChoice_;
+    int autoBenchmarkRuns_ = 0;
 
     AppSettings settings_;
     bool readingSettings_ = false;

@@ -18,6 +18,9 @@ struct Message {
     QString finish;                 // why the answer ended ("stopped", "token limit", ...); empty for prompts
     QString error;                  // why an answer failed; empty when it did not
     QString device;                 // where the answer was computed ("cpu:0 AMD EPYC")
+    // Why the answer was written without (some of) its memories: the knowledge server did not
+    // answer or refused the token. Shown under the answer; empty when nothing was missing.
+    QString notice;
     int tokens = 0;
     double tokensPerSecond = 0.0;
     double firstTokenSeconds = 0.0;

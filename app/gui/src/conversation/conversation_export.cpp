@@ -16,6 +16,7 @@ QString conversationToMarkdown(const Conversation& c) {
         md += m.text.trimmed() + QStringLiteral("\n\n");
         if (!answer) continue;
         if (!m.error.isEmpty()) md += QStringLiteral("> Failed: %1\n\n").arg(m.error);
+        if (!m.notice.isEmpty()) md += QStringLiteral("> Note: %1\n\n").arg(m.notice);
         if (!m.recalls.isEmpty()) {
             md += QStringLiteral("References read:\n\n");
             for (const Recall& r : m.recalls)

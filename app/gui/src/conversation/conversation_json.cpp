@@ -34,6 +34,7 @@ QJsonObject messageToJson(const Message& m) {
         o.insert("finish", m.finish);
         if (!m.error.isEmpty()) o.insert("error", m.error);
         if (!m.device.isEmpty()) o.insert("device", m.device);
+        if (!m.notice.isEmpty()) o.insert("notice", m.notice);
         o.insert("tokens", m.tokens);
         o.insert("tokens_per_second", m.tokensPerSecond);
         o.insert("first_token_seconds", m.firstTokenSeconds);
@@ -107,6 +108,7 @@ std::optional<Conversation> conversationFromBytes(const QByteArray& bytes, ReadP
         msg.finish = m.value("finish").toString();
         msg.error = m.value("error").toString();
         msg.device = m.value("device").toString();
+        msg.notice = m.value("notice").toString();  // optional: files written before it existed have none
         msg.tokens = m.value("tokens").toInt();
         msg.tokensPerSecond = m.value("tokens_per_second").toDouble();
         msg.firstTokenSeconds = m.value("first_token_seconds").toDouble();

@@ -19,6 +19,7 @@ QVariant ConversationModel::data(const QModelIndex& index, int role) const {
         case FinishRole: return m.finish;
         case ErrorRole: return m.error;
         case DeviceRole: return m.device;
+        case NoticeRole: return m.notice;
         case TokensRole: return m.tokens;
         case TokensPerSecondRole: return m.tokensPerSecond;
         case FirstTokenMsRole: return m.firstTokenSeconds * 1000.0;
@@ -37,7 +38,7 @@ QVariant ConversationModel::data(const QModelIndex& index, int role) const {
 QHash<int, QByteArray> ConversationModel::roleNames() const {
     return {{RoleRole, "role"},           {TextRole, "text"},
             {StreamingRole, "streaming"}, {FinishRole, "finish"},
-            {ErrorRole, "error"},         {DeviceRole, "device"},
+            {ErrorRole, "error"},         {DeviceRole, "device"}, {NoticeRole, "notice"},
             {TokensRole, "tokens"},       {TokensPerSecondRole, "tokensPerSecond"},
             {FirstTokenMsRole, "firstTokenMs"}, {ReferencesRole, "references"},
             {ReferenceCountRole, "referenceCount"}};

@@ -25,6 +25,7 @@ public:
         FirstTokenMsRole,
         ReferencesRole,       // a list of {chunk, id, text, title, source, score}
         ReferenceCountRole,
+        NoticeRole,           // why memories were missing (Message::notice)
     };
 
     explicit ConversationModel(QObject* parent = nullptr);

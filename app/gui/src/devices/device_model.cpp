@@ -8,6 +8,9 @@ namespace mnemo::gui {
 
 namespace {
 
+const QLatin1String kAutoDetail("the fastest device that fits, measured by a short benchmark of the loaded model on each device "
+                                "(cached per model and device list)");
+
 template <size_t N>
 QString cField(const char (&a)[N]) {
     size_t n = 0;
@@ -36,10 +39,7 @@ QString typeName(int32_t t) {
 DeviceModel::DeviceModel(QObject* parent) : DeviceModel(BackendRegistry::global(), parent) {}
 
 DeviceModel::DeviceModel(const BackendRegistry& registry, QObject* parent) : QAbstractListModel(parent) {
-    rows_.push_back({QStringLiteral("Auto"),
-                     QStringLiteral("not available yet: Auto is to pick the fastest device that fits by a short, measured "
-                                    "benchmark, which is not written yet; choose a device"),
-                     QString(), 0, false});
+    rows_.push_back({QStringLiteral("Auto"), kAutoDetail, QString(), 0, true, true});
     const std::vector<DeviceEntry> devices = registry.devices();
     std::vector<const DeviceEntry*> shown;
     for (const BackendModule& m : registry.modules()) {
@@ -81,6 +81,18 @@ DeviceModel::DeviceModel(const BackendRegistry& registry, QObject* parent) : QAb
             rows_.push_back({backendTitle(known),
                              QStringLiteral("not in this build: no libmnemo-backend-%1 module was found").arg(QLatin1String(known)),
                              QString(), 0, false});
+}
+
+void DeviceModel::setAutoDetail(const QString& detail) {
+    rows_[kAutoRow].detail = detail.isEmpty() ? QString(kAutoDetail) : detail;
+    Q_EMIT dataChanged(index(kAutoRow), index(kAutoRow), {DetailRole});
+}
+
+QList<DeviceRow> DeviceModel::choosable() const {
+    QList<DeviceRow> out;
+    for (const DeviceRow& r : rows_)
+        if (r.enabled && !r.isAuto) out << r;
+    return out;
 }
 
 int DeviceModel::rowCount(const QModelIndex& parent) const { return parent.isValid() ? 0 : static_cast<int>(rows_.size()); }

@@ -17,6 +17,7 @@ struct DeviceRow {
     QString backend;  // "" for Auto and for rows that cannot be chosen
     int device = 0;
     bool enabled = false;
+    bool isAuto = false;  // the first row: the fastest device that fits, measured
 };
 
 class DeviceModel : public QAbstractListModel {
@@ -36,6 +37,11 @@ public:
     // The row of an enabled device, or -1.
     Q_INVOKABLE int rowOf(const QString& backend, int device) const;
     Q_INVOKABLE bool isEnabled(int row) const { return row >= 0 && row < rows_.size() && rows_.at(row).enabled; }
+    static constexpr int kAutoRow = 0;
+    // The Auto row's detail: what it chose and the figures it measured.
+    void setAutoDetail(const QString& detail);
+    // Every device that can be chosen (not Auto), in the picker's order, for the Auto benchmark.
+    QList<DeviceRow> choosable() const;
 
 private:
     QList<DeviceRow> rows_;

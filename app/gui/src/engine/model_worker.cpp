@@ -5,9 +5,11 @@
 #include <filesystem>
 
 #include "app/generate.hpp"
+#include "engine/chat_tokens.hpp"
 #include "engine/recall_recorder.hpp"
 #include "mnemo/error.hpp"
 #include "mnemo/memory/memory_folder.hpp"
+#include "mnemo/memory/remote_memory.hpp"
 #include "mnemo/session/sampling.hpp"
 
 namespace mnemo::gui {
@@ -92,7 +94,13 @@ void ModelWorker::load(quint64 id, LoadRequest request) {
         }
 
         std::shared_ptr<RecallRecorder> recorder;
-        if (!request.memoryFolder.isEmpty()) {
+        KnowledgeStatus knowledge;
+        if (!request.memoryFolder.isEmpty() && !request.kbUrl.isEmpty())
+            throw Error("a memory folder and a knowledge server both give memories: choose one");
+        if (!request.kbUrl.isEmpty()) {
+            recorder = connectKnowledgeServer(*session, request, knowledge);
+            if (recorder) session->set_memory_source(recorder);
+        } else if (!request.memoryFolder.isEmpty()) {
             const std::string folder = utf8(request.memoryFolder);
             if (!session->reads_memories())
                 throw Error("memory folder '" + folder + "': model '" + dir + "' (" + session->summary().model_type +
@@ -101,6 +109,7 @@ void ModelWorker::load(quint64 id, LoadRequest request) {
                                                                retrieval_mode_from_name(utf8(request.retrieval)));
             recorder = std::make_shared<RecallRecorder>(std::move(source));
             session->set_memory_source(recorder);
+            knowledge = {KnowledgeState::Folder, request.memoryFolder, QString::fromStdString(recorder->describe()), 0, 0};
         }
         session->set_cancel_flag(&cancel_);
 
@@ -115,6 +124,10 @@ void ModelWorker::load(quint64 id, LoadRequest request) {
         info.chatTemplate = templateName(tmpl);
         info.memoryFolder = request.memoryFolder;
         info.retrieval = request.retrieval;
+        info.kbUrl = request.kbUrl;
+        info.kbTokenFile = request.kbTokenFile;
+        info.kbCaFile = request.kbCaFile;
+        info.knowledge = knowledge;
         info.memories = recorder ? QString::fromStdString(recorder->describe()) : QString();
         info.totalParams = s.n_params;
         info.activatedParams = s.activated_params;
@@ -135,17 +148,64 @@ void ModelWorker::load(quint64 id, LoadRequest request) {
     }
 }
 
+std::shared_ptr<RecallRecorder> ModelWorker::connectKnowledgeServer(Session& session, const LoadRequest& request,
+                                                                    KnowledgeStatus& status) {
+    status.where = request.kbUrl;
+    if (!session.reads_memories()) {
+        status.state = KnowledgeState::Refused;
+        status.message = QStringLiteral("model '%1' (%2) does not read explicit memories")
+                             .arg(request.modelDir, QString::fromStdString(session.summary().model_type));
+        return nullptr;
+    }
+    try {
+        RemoteMemoryOptions o;
+        o.url = utf8(request.kbUrl);
+        if (!request.kbTokenFile.isEmpty()) o.token = read_knowledge_server_token(utf8(request.kbTokenFile));
+        o.ca_file = utf8(request.kbCaFile);
+        o.retrieval = remote_retrieval_from_name(utf8(request.retrieval));
+        o.connect_timeout_ms = o.call_timeout_ms = request.kbTimeoutMs;
+        // An outage, a recovery or a new bank while generating: called on the session's thread or
+        // the prefetch worker, so it only queues a signal.
+        o.warn = [this](const std::string& w) { Q_EMIT knowledgeWarning(QString::fromStdString(w)); };
+        std::shared_ptr<RemoteMemorySource> remote = connect_knowledge_server(o, memory_folder_model(session));
+        status.state = KnowledgeState::Connected;
+        status.message = QString::fromStdString(remote->describe());
+        status.bankVersion = remote->status().bank_version;
+        return std::make_shared<RecallRecorder>(std::move(remote));
+    } catch (const std::exception& e) {
+        // Not a failed load: the model answers without memories, and the status says why.
+        status.message = QString::fromUtf8(e.what());
+        status.state = knowledgeStateOfError(status.message);
+        return nullptr;
+    }
+}
+
+KnowledgeStatus ModelWorker::knowledgeNow() const {
+    KnowledgeStatus k = info_.knowledge;
+    const RemoteMemorySource* remote = recorder_ ? recorder_->remote() : nullptr;
+    if (!remote) return k;
+    const RemoteMemoryStatus s = remote->status();
+    k.bankVersion = s.bank_version;
+    k.failedChunks = s.failures + s.skipped;
+    switch (s.state) {
+        case RemoteState::Connected:
+            k.state = KnowledgeState::Connected;
+            k.message = QString::fromStdString(remote->describe());
+            break;
+        case RemoteState::Unavailable:
+            k.message = QString::fromStdString(s.last_error);
+            k.state = knowledgeStateOfError(k.message);
+            break;
+        case RemoteState::Incompatible:
+            k.state = KnowledgeState::Refused;
+            k.message = QString::fromStdString(s.last_error);
+            break;
+    }
+    return k;
+}
+
 std::vector<int32_t> ModelWorker::renderTokens(const QList<ChatTurn>& turns) const {
-    std::vector<ChatMessage> messages;
-    messages.reserve(static_cast<size_t>(turns.size()));
-    for (const ChatTurn& t : turns) messages.push_back({utf8(t.role), utf8(t.text)});
-    const std::string text = template_.render(messages, /*add_generation_prompt=*/true);
-    std::vector<int32_t> ids;
-    // A template that writes the BOS text itself gets no second BOS token.
-    const bool textHasBos = !template_.bos_text.empty() && text.rfind(template_.bos_text, 0) == 0;
-    if (tokenizer_->add_bos && tokenizer_->bos_id && !textHasBos) ids.push_back(*tokenizer_->bos_id);
-    for (int32_t id : tokenizer_->encode(text, /*parse_special=*/true)) ids.push_back(id);
-    return ids;
+    return renderChatTokens(*tokenizer_, template_, turns);
 }
 
 const float* ModelWorker::syncCache(const std::vector<int32_t>& target) {
@@ -198,6 +258,8 @@ void ModelWorker::generate(quint64 id, QList<ChatTurn> turns, SamplingSettings s
             throw Error("the conversation has " + std::to_string(target.size()) + " tokens but the context holds " +
                         std::to_string(session_->n_ctx()) + ": start a new conversation or edit an earlier message");
         if (recorder_) recorder_->take();  // forget what an earlier, failed request recalled
+        const RemoteMemorySource* remote = recorder_ ? recorder_->remote() : nullptr;
+        const RemoteMemoryStatus before = remote ? remote->status() : RemoteMemoryStatus{};
 
         SamplingParams p;
         p.temperature = settings.temperature;
@@ -242,6 +304,19 @@ void ModelWorker::generate(quint64 id, QList<ChatTurn> turns, SamplingSettings s
         result.contextUsed = static_cast<int>(fed_.size());
         result.device = info_.deviceText();
         if (recorder_) result.recalls = recorder_->take();
+        result.knowledge = knowledgeNow();
+        if (info_.knowledge.missing()) {
+            // The server was asked for at load and could not be used: every answer says so.
+            result.knowledgeNotice = QStringLiteral("Answered without memories: %1").arg(knowledgeStatusText(info_.knowledge));
+        } else if (remote) {
+            const RemoteMemoryStatus d = remote->status().since(before);
+            const uint64_t missed = d.failures + d.skipped;
+            if (missed > 0)
+                result.knowledgeNotice = QStringLiteral("%1 of %2 chunks got no memories: the knowledge server %3 did not answer (%4)")
+                                             .arg(missed)
+                                             .arg(d.retrievals)
+                                             .arg(info_.kbUrl, QString::fromStdString(d.last_error));
+        }
         Q_EMIT generationFinished(id, result);
     } catch (const std::exception& e) {
         // The cache may hold half of a prompt: start the next request from scratch.

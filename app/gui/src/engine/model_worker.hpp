@@ -49,11 +49,17 @@ Q_SIGNALS:
     void token(quint64 id, QString piece);
     void generationFinished(quint64 id, mnemo::gui::GenerationResult result);
     void generationFailed(quint64 id, QString reason);
+    // The knowledge server stopped answering, answers again, or serves a new bank (any thread).
+    void knowledgeWarning(QString message);
 
 private:
     std::vector<int32_t> renderTokens(const QList<ChatTurn>& turns) const;
     const float* syncCache(const std::vector<int32_t>& target);
     void forgetCacheIfInconsistent();
+    // Connects to the request's knowledge server for `session`; nullptr (and `status` saying
+    // why) when it cannot: the model then answers without memories.
+    std::shared_ptr<RecallRecorder> connectKnowledgeServer(Session& session, const LoadRequest& request, KnowledgeStatus& status);
+    KnowledgeStatus knowledgeNow() const;  // the source's state as it is now
 
     std::unique_ptr<Session> session_;
     std::unique_ptr<Tokenizer> tokenizer_;

@@ -5,9 +5,28 @@ namespace mnemo::gui {
 RecallRecorder::RecallRecorder(std::shared_ptr<FolderMemorySource> folder)
     : ForwardingMemorySource(folder), folder_(std::move(folder)) {}
 
+RecallRecorder::RecallRecorder(std::shared_ptr<RemoteMemorySource> remote)
+    : ForwardingMemorySource(remote), remote_(std::move(remote)) {}
+
 std::vector<std::shared_ptr<const ExplicitMemory>> RecallRecorder::retrieve(const ChunkQuery& query, int32_t k) {
     std::vector<std::shared_ptr<const ExplicitMemory>> got = inner_->retrieve(query, k);
     ++chunks_;
+    if (remote_) {
+        // A chunk that got no memories (the server did not answer) has no references either.
+        if (got.empty()) return got;
+        for (const RecalledReference& ref : remote_->last_references(query.seq)) {
+            Recall r;
+            r.chunk = chunks_;
+            r.id = ref.id;
+            r.text = QString::fromStdString(ref.text);
+            r.title = QString::fromStdString(ref.title);
+            r.source = QString::fromStdString(ref.source);
+            r.score = ref.score;
+            r.hasScore = true;
+            recalls_.push_back(std::move(r));
+        }
+        return got;
+    }
     for (const auto& memory : got) {
         if (!memory) continue;
         Recall r;

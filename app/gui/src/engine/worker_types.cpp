@@ -24,6 +24,7 @@ void registerWorkerTypes() {
     qRegisterMetaType<QList<ChatTurn>>();
     qRegisterMetaType<Recall>();
     qRegisterMetaType<GenerationResult>();
+    qRegisterMetaType<KnowledgeStatus>();
 }
 
 }  // namespace mnemo::gui

@@ -6,6 +6,8 @@
 #include <QMetaType>
 #include <QString>
 
+#include "engine/knowledge_status.hpp"
+
 namespace mnemo::gui {
 
 // What to load and where: a model folder on one backend device, optionally with explicit
@@ -17,7 +19,14 @@ struct LoadRequest {
     int threads = 0;        // 0: the backend's choice
     int contextLength = 0;  // 0: the engine's default (min(trained, 4096))
     QString memoryFolder;   // empty: no explicit memories
-    QString retrieval = QStringLiteral("vector");  // "vector" or "bm25" (memory folders)
+    QString retrieval = QStringLiteral("vector");  // "vector" or "bm25"; a knowledge server also "hybrid"
+    // A knowledge server instead of a memory folder (`mnemo-kb serve`): grpcs://HOST:PORT, or
+    // grpc://HOST:PORT on loopback. A server that cannot be reached does not fail the load: the
+    // model loads without memories and the status says why.
+    QString kbUrl;
+    QString kbTokenFile;  // the bearer token's file; empty: none sent
+    QString kbCaFile;     // PEM roots of the server's certificate; empty: the system's
+    int kbTimeoutMs = 2000;
 };
 
 // What the model info line shows, read from the loaded session.
@@ -32,6 +41,10 @@ struct ModelInfo {
     QString memories;           // the memory source's description; empty without one
     QString memoryFolder;       // as requested (so a reload on another device keeps it)
     QString retrieval;
+    QString kbUrl;              // as requested (kept by a reload on another device)
+    QString kbTokenFile;
+    QString kbCaFile;
+    KnowledgeStatus knowledge;  // where memories come from, and whether that works
     qint64 totalParams = 0;
     qint64 activatedParams = 0;
     quint64 bytesPerToken = 0;  // weight bytes one decode step reads
@@ -80,6 +93,9 @@ struct GenerationResult {
     int contextUsed = 0;            // tokens in the KV cache afterwards
     QString device;                 // where it ran: "cpu:0 AMD EPYC"
     QList<Recall> recalls;
+    // Why this answer was written without (some of) its memories; empty when none were missing.
+    QString knowledgeNotice;
+    KnowledgeStatus knowledge;  // the source's state after the answer
 };
 
 QString finishReasonText(FinishReason r);

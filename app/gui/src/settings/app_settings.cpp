@@ -29,6 +29,8 @@ std::optional<ModelSettings> AppSettings::model(const QString& modelDir) const {
     s.repeatPenalty = ini_->value(QStringLiteral("repeat_penalty"), s.repeatPenalty).toDouble();
     s.maxTokens = ini_->value(QStringLiteral("max_tokens"), s.maxTokens).toInt();
     s.retrieval = ini_->value(QStringLiteral("retrieval"), s.retrieval).toString();
+    s.contextLength = ini_->value(QStringLiteral("context_length"), s.contextLength).toInt();
+    s.threads = ini_->value(QStringLiteral("threads"), s.threads).toInt();
     ini_->endGroup();
     return s;
 }
@@ -43,7 +45,37 @@ void AppSettings::setModel(const QString& modelDir, const ModelSettings& s) {
     ini_->setValue(QStringLiteral("repeat_penalty"), s.repeatPenalty);
     ini_->setValue(QStringLiteral("max_tokens"), s.maxTokens);
     ini_->setValue(QStringLiteral("retrieval"), s.retrieval);
+    ini_->setValue(QStringLiteral("context_length"), s.contextLength);
+    ini_->setValue(QStringLiteral("threads"), s.threads);
     ini_->endGroup();
+    ini_->sync();
+}
+
+KnowledgeServerSettings AppSettings::knowledgeServer() const {
+    if (!ini_) return {};
+    return {ini_->value(QStringLiteral("knowledge/url")).toString(), ini_->value(QStringLiteral("knowledge/token_file")).toString(),
+            ini_->value(QStringLiteral("knowledge/ca_file")).toString()};
+}
+
+void AppSettings::setKnowledgeServer(const KnowledgeServerSettings& k) {
+    if (!ini_) return;
+    ini_->setValue(QStringLiteral("knowledge/url"), k.url);
+    ini_->setValue(QStringLiteral("knowledge/token_file"), k.tokenFile);
+    ini_->setValue(QStringLiteral("knowledge/ca_file"), k.caFile);
+    ini_->sync();
+}
+
+QString AppSettings::autoDeviceFigures(const QString& key) const {
+    const QString k = QStringLiteral("auto_device/") + QString::fromLatin1(QUrl::toPercentEncoding(key));
+    return ini_ ? ini_->value(k).toString() : autoFigures_.value(key);
+}
+
+void AppSettings::setAutoDeviceFigures(const QString& key, const QString& figures) {
+    if (!ini_) {
+        autoFigures_.insert(key, figures);
+        return;
+    }
+    ini_->setValue(QStringLiteral("auto_device/") + QString::fromLatin1(QUrl::toPercentEncoding(key)), figures);
     ini_->sync();
 }
 

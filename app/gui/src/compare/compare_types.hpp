@@ -1,0 +1,66 @@
+// The values of the compare view that cross between the GUI thread and the CompareWorker's
+// thread (queued signals): what to compare, and what each backend did, already in the GUI's terms
+// (the engine's BackendRun with token ids decoded to text).
+#pragma once
+
+#include <QList>
+#include <QMetaType>
+#include <QString>
+#include <QStringList>
+
+namespace mnemo::gui {
+
+struct CompareRequest {
+    QString modelDir;
+    QString prompt;        // one user turn, rendered with the model's chat template as the chat sends it
+    QStringList backends;  // "cpu", "vulkan", "vulkan:1" (mnemo::parse_backend_spec)
+    int steps = 16;        // greedy tokens per backend, one compared logit row each
+    int threads = 0;       // 0: each backend's choice
+    int minBackends = 2;   // a comparison needs two; the Auto device benchmark also runs on one
+};
+
+struct OpTime {
+    QString category;  // one of mnemo::op_categories()
+    double ms = 0.0;
+};
+
+// One backend's column. When it could not run, `error` says why and the figures are zero.
+struct CompareColumn {
+    QString spec;        // "vulkan:0"
+    QString deviceName;
+    QString error;
+    bool reference = false;  // the first backend that ran: the others are measured against it
+    double promptTokensPerSecond = 0.0;
+    double tokensPerSecond = 0.0;  // over the decode steps after the first token; 0 when there are none
+    bool opTimesKnown = false;     // false: the backend gives no per-op timings
+    QList<OpTime> opTimes;         // every category, in op_categories() order
+    quint64 peakBytes = 0;         // the most bytes allocated through the device at once
+    quint64 residentBytes = 0;     // of which host memory used in place (mmapped weights)
+    double maxAbsDlogit = 0.0;     // over all steps, against the reference (0 for the reference)
+    int divergenceStep = -1;       // the first step whose greedy token differs from the reference's; -1: none
+    double divergenceMargin = 0.0; // the reference's logit of its token minus its logit of this one's
+    QString divergenceToken;       // this backend's token at that step, decoded
+    QString referenceToken;        // the reference's token at that step, decoded
+    QString text;                  // this backend's greedy tokens, decoded
+
+    bool ok() const { return error.isEmpty(); }
+    double opTotalMs() const;
+};
+
+struct CompareReport {
+    QString modelDir;
+    QString modelType;
+    int promptTokens = 0;
+    int steps = 0;
+    int reference = -1;  // index in columns; -1 when no backend ran
+    QList<CompareColumn> columns;
+
+    int ran() const;
+};
+
+void registerCompareTypes();
+
+}  // namespace mnemo::gui
+
+Q_DECLARE_METATYPE(mnemo::gui::CompareRequest)
+Q_DECLARE_METATYPE(mnemo::gui::CompareReport)
