@@ -195,8 +195,9 @@ fi
 # ---------------------------------------------------------------- 4. the relocatable TGZ
 mkdir -p "$work/somewhere/else"
 tar -xzf "$tgz" -C "$work/somewhere/else"
-tree=$(ls -d "$work"/somewhere/else/*/)
-mv "$tree" "$work/somewhere/moved"
+mapfile -t top < <(ls "$work/somewhere/else")
+[ "${#top[@]}" = 1 ] || fail "the TGZ has no single top-level folder: ${top[*]}"
+mv "$work/somewhere/else/${top[0]}" "$work/somewhere/moved"
 tree="$work/somewhere/moved"
 devices=$(run_clean "$tree/bin/mnemo" devices) || fail "mnemo devices failed (from the TGZ)"
 check_modules_inside "$tree/lib" "$devices"
