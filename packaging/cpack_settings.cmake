@@ -24,6 +24,23 @@ endforeach()
 set(MNEMO_TGZ_COMPONENTS ${MNEMO_PACKAGES} dev)
 
 set(CPACK_DEBIAN_PACKAGE_RELEASE ${MNEMO_DEB_RELEASE})
+# A cross build (the arm64 toolchain of the edge build) packages for its target, not for the
+# machine running cpack: the Debian architecture from the target processor, and dpkg-shlibdeps
+# told the same (DEB_HOST_ARCH, set in cpack_generator_settings.cmake.in) so that it reads the
+# arm64 libraries' dependency data (multiarch). Not tried here: no cross build in this tree.
+set(MNEMO_DEB_HOST_ARCH "")
+if(CMAKE_CROSSCOMPILING)
+  if(CMAKE_SYSTEM_PROCESSOR MATCHES "^(aarch64|arm64)$")
+    set(MNEMO_DEB_HOST_ARCH arm64)
+  elseif(CMAKE_SYSTEM_PROCESSOR MATCHES "^(x86_64|amd64)$")
+    set(MNEMO_DEB_HOST_ARCH amd64)
+  else()
+    message(WARNING "packaging: no Debian architecture known for ${CMAKE_SYSTEM_PROCESSOR}; the .deb would be labelled with the build machine's")
+  endif()
+  if(MNEMO_DEB_HOST_ARCH)
+    set(CPACK_DEBIAN_PACKAGE_ARCHITECTURE ${MNEMO_DEB_HOST_ARCH})
+  endif()
+endif()
 set(CPACK_DEBIAN_FILE_NAME DEB-DEFAULT)
 set(CPACK_DEBIAN_PACKAGE_SECTION science)
 set(CPACK_DEBIAN_PACKAGE_PRIORITY optional)
