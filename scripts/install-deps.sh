@@ -47,6 +47,7 @@ if [ "$want_tests" = 1 ]; then
     openssl         # the knowledge-server tests make their own TLS certificates
     qml6-module-qttest   # QtQuick.Test, for QML test cases of the GUI
     fonts-dejavu-core    # text renders in the GUI tests' offscreen screenshots
+    dpkg-dev systemd     # the packaging test: dpkg-shlibdeps (cpack), systemd-analyze verify (tests/packaging)
   )
 fi
 

@@ -21,11 +21,12 @@ std::vector<std::string> default_model_places() {
     std::vector<std::string> places;
     const std::string exe_dir = executable_dir();
     if (!exe_dir.empty()) {
-        places.push_back((fs::path(exe_dir) / ".." / MNEMO_INSTALL_DATA_SUBDIR / "default-model")
-                             .lexically_normal()
-                             .string());
+        places.push_back((fs::path(exe_dir) / MNEMO_BIN_TO_DATA / "default-model").lexically_normal().string());
     }
-    places.push_back(MNEMO_DEFAULT_MODEL_DIR);
+    // The source tree's model only for a program that runs where this build put it: an installed
+    // copy that looked there too would seem to work on the build machine and fail everywhere else.
+    std::error_code ec;
+    if (exe_dir.empty() || fs::equivalent(exe_dir, MNEMO_BUILD_BIN_DIR, ec)) places.push_back(MNEMO_DEFAULT_MODEL_DIR);
     return places;
 }
 

@@ -24,6 +24,16 @@ std::string executable_dir() {
     return ec ? std::string() : exe.parent_path().string();
 }
 
+// The folder of the file this code is in: libmnemo.so wherever it was installed (or the program,
+// for the tests that link the engine statically).
+std::string libmnemo_dir() {
+    Dl_info self{};
+    if (!dladdr(reinterpret_cast<void*>(&executable_dir), &self) || !self.dli_fname) return {};
+    std::error_code ec;
+    const fs::path lib = fs::canonical(self.dli_fname, ec);
+    return ec ? std::string() : lib.parent_path().string();
+}
+
 std::vector<std::string> split_path_list(const char* text) {
     std::vector<std::string> out;
     if (!text) return out;
@@ -94,14 +104,17 @@ std::string abi_mismatch(uint32_t got) {
 
 std::vector<std::string> default_search_paths(const char* env_var) {
     std::vector<std::string> paths = split_path_list(std::getenv(env_var));
+    auto add = [&](const fs::path& dir) {
+        const std::string d = dir.lexically_normal().string();
+        if (std::find(paths.begin(), paths.end(), d) == paths.end()) paths.push_back(d);
+    };
+    // The build tree puts modules next to the programs; an installed tree puts them where
+    // libmnemo is (or MNEMO_LIB_TO_MODULES from it). Both are found from where the code runs, so an
+    // installed tree works wherever it was unpacked; no absolute path is compiled in.
     const std::string exe = executable_dir();
-    if (!exe.empty()) {
-        paths.push_back(exe);
-        paths.push_back((fs::path(exe) / ".." / "lib" / "mnemo").lexically_normal().string());
-    }
-#ifdef MNEMO_INSTALL_MODULE_DIR
-    paths.push_back(MNEMO_INSTALL_MODULE_DIR);
-#endif
+    if (!exe.empty()) add(exe);
+    const std::string lib = libmnemo_dir();
+    if (!lib.empty()) add(fs::path(lib) / MNEMO_LIB_TO_MODULES);
     return paths;
 }
 

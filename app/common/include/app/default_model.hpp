@@ -1,6 +1,7 @@
 // Where a program finds the model that ships with Mnemo when the user names none: an installed
-// program looks in <exe>/../share/mnemo/default-model, a build-tree one in the source tree's
-// assets/default-model. The CLI, mnemo-kb and the GUI all start from the same bundled model.
+// program looks in <exe>/../share/mnemo/default-model (no environment variable, no absolute
+// path: an installed tree can be moved), a program in the build tree's bin folder in the source
+// tree's assets/default-model. The CLI, mnemo-kb and the GUI all start from the same bundled model.
 #pragma once
 
 #include <string>

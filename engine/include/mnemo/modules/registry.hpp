@@ -1,8 +1,9 @@
 // Registries of runtime-loaded modules. Backends: libmnemo-backend-<name>.so; plugins:
 // libmnemo-plugin-<name>.so. Search order (first found wins per module name):
 //   1. $MNEMO_BACKEND_PATH / $MNEMO_PLUGIN_PATH (':'-separated folders or module files)
-//   2. the folder of the running executable, and its ../lib/mnemo
-//   3. the install prefix's lib/mnemo (compiled in)
+//   2. the folder of the running executable (the build tree)
+//   3. the folder of libmnemo.so (an installed tree: <prefix>/lib/mnemo holds libmnemo and the
+//      modules), so an installed or unpacked tree works wherever it lies
 // A module that fails to load (missing symbol, ABI version mismatch, dlopen error) is not fatal:
 // it is listed in load_errors() with the reason, so `mnemo devices` / `mnemo plugins` can show it.
 #pragma once
