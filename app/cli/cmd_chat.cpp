@@ -58,14 +58,7 @@ public:
     std::vector<int32_t>& fed() { return fed_; }
 
     // Tokens of the whole conversation rendered with the assistant header at the end.
-    std::vector<int32_t> render_tokens() const {
-        const std::string text = tmpl_.render(messages_, /*add_generation_prompt=*/true);
-        std::vector<int32_t> ids;
-        const bool text_has_bos = !tmpl_.bos_text.empty() && text.rfind(tmpl_.bos_text, 0) == 0;
-        if (tok_.add_bos && tok_.bos_id && !text_has_bos) ids.push_back(*tok_.bos_id);
-        for (int32_t id : tok_.encode(text, /*parse_special=*/true)) ids.push_back(id);
-        return ids;
-    }
+    std::vector<int32_t> render_tokens() const { return tmpl_.render_tokens(tok_, messages_); }
 
     // Bring the cache up to `target`; returns the logits of its last token. Throws Cancelled.
     const float* sync(const std::vector<int32_t>& target) {

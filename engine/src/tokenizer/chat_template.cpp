@@ -128,6 +128,15 @@ std::string ChatTemplate::render(const std::vector<ChatMessage>& messages,
     return out;
 }
 
+std::vector<int32_t> ChatTemplate::render_tokens(const Tokenizer& tokenizer, const std::vector<ChatMessage>& messages) const {
+    const std::string text = render(messages, /*add_generation_prompt=*/true);
+    std::vector<int32_t> ids;
+    const bool text_has_bos = !bos_text.empty() && text.rfind(bos_text, 0) == 0;
+    if (tokenizer.add_bos && tokenizer.bos_id && !text_has_bos) ids.push_back(*tokenizer.bos_id);
+    for (int32_t id : tokenizer.encode(text, /*parse_special=*/true)) ids.push_back(id);
+    return ids;
+}
+
 ChatTemplate detect_chat_template(const std::string& model_dir, std::string* note) {
     auto say = [&](const std::string& s) { if (note) *note = s; };
     if (note) note->clear();

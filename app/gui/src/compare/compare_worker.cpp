@@ -105,17 +105,4 @@ void CompareWorker::run(quint64 id, CompareRequest request) {
     }
 }
 
-CompareThread::CompareThread() : worker_(new CompareWorker) {
-    thread_.setObjectName(QStringLiteral("mnemo-compare"));
-    worker_->moveToThread(&thread_);
-    QObject::connect(&thread_, &QThread::finished, worker_, &QObject::deleteLater);
-    thread_.start();
-}
-
-CompareThread::~CompareThread() {
-    worker_->cancel(~quint64{0});
-    thread_.quit();
-    thread_.wait();
-}
-
 }  // namespace mnemo::gui

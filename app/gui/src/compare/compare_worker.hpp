@@ -9,6 +9,7 @@
 #include <atomic>
 
 #include "compare/compare_types.hpp"
+#include "engine/owned_thread.hpp"
 
 namespace mnemo::gui {
 
@@ -40,18 +41,9 @@ private:
 
 // Owns a CompareWorker on its own thread; destroying it cancels a run and waits for the thread
 // (at most one decode step or a backend load in progress).
-class CompareThread {
+class CompareThread : public OwnedThread<CompareWorker> {
 public:
-    CompareThread();
-    ~CompareThread();
-    CompareThread(const CompareThread&) = delete;
-    CompareThread& operator=(const CompareThread&) = delete;
-
-    CompareWorker* worker() const { return worker_; }
-
-private:
-    QThread thread_;
-    CompareWorker* worker_;
+    CompareThread() : OwnedThread("mnemo-compare", &CompareWorker::cancel) {}
 };
 
 }  // namespace mnemo::gui

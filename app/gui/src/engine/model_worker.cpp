@@ -326,17 +326,4 @@ void ModelWorker::generate(quint64 id, QList<ChatTurn> turns, SamplingSettings s
     }
 }
 
-WorkerThread::WorkerThread() : worker_(new ModelWorker) {
-    thread_.setObjectName(QStringLiteral("mnemo-model"));
-    worker_->moveToThread(&thread_);
-    QObject::connect(&thread_, &QThread::finished, worker_, &QObject::deleteLater);
-    thread_.start();
-}
-
-WorkerThread::~WorkerThread() {
-    worker_->requestStop(~quint64{0});
-    thread_.quit();
-    thread_.wait();
-}
-
 }  // namespace mnemo::gui

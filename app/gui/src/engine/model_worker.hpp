@@ -16,6 +16,7 @@
 #include <memory>
 #include <vector>
 
+#include "engine/owned_thread.hpp"
 #include "engine/worker_types.hpp"
 #include "mnemo/session/session.hpp"
 #include "mnemo/tokenizer/tokenizer.hpp"
@@ -75,18 +76,9 @@ private:
 
 // Owns a ModelWorker on a thread of its own. Destroying it stops a generation in progress and
 // waits for the thread to finish what it is doing (at most one token, or a load in progress).
-class WorkerThread {
+class WorkerThread : public OwnedThread<ModelWorker> {
 public:
-    WorkerThread();
-    ~WorkerThread();
-    WorkerThread(const WorkerThread&) = delete;
-    WorkerThread& operator=(const WorkerThread&) = delete;
-
-    ModelWorker* worker() const { return worker_; }
-
-private:
-    QThread thread_;
-    ModelWorker* worker_;
+    WorkerThread() : OwnedThread("mnemo-model", &ModelWorker::requestStop) {}
 };
 
 }  // namespace mnemo::gui

@@ -80,6 +80,9 @@ struct MNEMO_API ChatTemplate {
     std::vector<std::string> stop_strings;  // end-of-turn markers
     // Render messages and, when add_generation_prompt, the assistant header.
     std::string render(const std::vector<ChatMessage>& messages, bool add_generation_prompt) const;
+    // The same as token ids, with the assistant header at the end: a BOS token first when the
+    // tokenizer adds one and the rendered text does not already start with the BOS text.
+    std::vector<int32_t> render_tokens(const Tokenizer& tokenizer, const std::vector<ChatMessage>& messages) const;
 };
 
 // Detect the template for a model folder. `note` receives a human-readable reason when falling
