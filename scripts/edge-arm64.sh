@@ -88,10 +88,10 @@ echo "edge-arm64: cross build took $(( built - start )) s"
 #  - the whole-model tests: every tiny model against its golden logits and the CPU backend
 #    (BackendModels, MemoryModelGoldens, GoldenLogits*), the default model (DefaultModel*),
 #    sessions and the model plugins.
-default_tests='^(Conformance/BackendOps\.Run/cpu|cpu_scalar\.|cpu_kernel_selftest|Models/BackendModels\.MatchCpu/.*cpu|BackendModels\.|Models/MemoryModelGoldens|MemoryModelGoldens|GoldenLogits|DefaultModel|Backends/DefaultModel\..*/cpu|Plugin|Session)'
+default_tests='^Conformance/BackendOps\.Run/cpu|^cpu_scalar\.|^cpu_kernel_selftest|BackendModels\.MatchCpu/.*__cpu|BackendModels\.Every|MemoryModelGoldens\.|GoldenLogits|DefaultModelTokenizer\.|DefaultModel\..*/cpu$|Plugin\.|UltraMem\.|^Session\.'
 tests="${MNEMO_ARM64_TESTS:-$default_tests}"
 if [ "${MNEMO_ARM64_VULKAN:-0}" = 1 ]; then
-  tests="$tests|^Conformance/BackendOps\.Run/vulkan"
+  tests="$tests|^Conformance/BackendOps\.Run/vulkan|BackendModels\.MatchCpu/.*__vulkan|DefaultModel\..*/vulkan$"
 fi
 ctest --preset edge-arm64 -j "$jobs" -R "$tests"
 echo "edge-arm64: emulated tests took $(( $(date +%s) - built )) s"
