@@ -9,6 +9,7 @@
 #include "fixtures/error_checks.hpp"
 #include "mnemo/error.hpp"
 #include "mnemo/modules/registry.hpp"
+#include "session/device.hpp"
 
 namespace fs = std::filesystem;
 using namespace mnemo;
@@ -109,6 +110,17 @@ TEST(Registry, BackendWithoutDriverReportsZeroDevices) {
     ASSERT_NE(reg.find("nodevice")->api->unavailable_reason, nullptr);
     EXPECT_STREQ(reg.find("nodevice")->api->unavailable_reason(), "simulated: no hardware");
     EXPECT_TRUE(reg.devices().empty());
+}
+
+// Opening a device of a backend that has none says why (the module's reason: no driver, or every
+// device lacks a feature Mnemo needs), not only that there are 0 devices.
+TEST(Registry, OpeningABackendWithoutDevicesSaysWhy) {
+    BackendRegistry reg({test_module_dir("mnemo-backend-nodevice")});
+    const BackendModule* m = reg.find("nodevice");
+    ASSERT_NE(m, nullptr) << all_errors(reg.load_errors());
+    const std::string e = required_error("opening device 0", [&] { session_detail::Device d(*m, 0, 1); });
+    EXPECT_MENTIONS(e, "backend 'nodevice' has no usable device: simulated: no hardware");
+    EXPECT_MENTIONS(e, "mnemo devices");
 }
 
 TEST(Registry, NamedModuleFileIsLoadedWhateverItsFolder) {

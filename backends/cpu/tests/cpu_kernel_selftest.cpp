@@ -1,7 +1,8 @@
 // Self-test of the CPU backend module through its C ABI: every op on awkward sizes (vector tails,
 // partial tiles, sizes big enough to be split across threads) against plain double-precision
 // loops written here, with 1, 2 and 3 threads. Run it with MNEMO_CPU_ISA=scalar as well to cover
-// the portable kernels on a machine that has AVX2. Exit status 0 only when every case matches.
+// the portable kernels on a machine that has AVX2 (or NEON). Exit status 0 only when every case
+// matches. Arguments name groups of ops to run alone (see main).
 #include <dlfcn.h>
 
 #include <algorithm>
@@ -10,6 +11,7 @@
 #include <cstring>
 #include <random>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "mnemo/abi/backend_abi.h"
@@ -461,6 +463,118 @@ void test_memory_ops(Backend& be) {
     }
 }
 
+// PK_SCORE (product-key sub-key scores, with and without the key norm), PEER_GATE and HIVE: the
+// memory-layer ops with vector kernels of their own (AVX2 / NEON), on shapes that reach every
+// path: decode with the key norm, vector ranks (1, 2, 4, 8) and a rank that is not (3), K*Rk tails,
+// shared queries, the packed many-token path (N >= 16), and f32 / f16 / bf16 weights.
+void test_product_key_ops(Backend& be) {
+    struct Score { int64_t n, heads, share, nk, k, rank; bool norm; };
+    const Score cases[] = {{1, 2, 1, 37, 16, 2, true}, {1, 1, 1, 19, 13, 4, false}, {3, 2, 2, 40, 8, 1, true},
+                           {5, 1, 1, 33, 24, 8, false}, {2, 1, 1, 9, 7, 3, true},   {1, 1, 1, 70, 32, 8, true},
+                           {20, 2, 1, 45, 16, 2, true}, {17, 1, 1, 70, 9, 1, false}};
+    for (int32_t dt : {MNEMO_DTYPE_F32, MNEMO_DTYPE_F16, MNEMO_DTYPE_BF16}) {
+        for (const Score& c : cases) {
+            const int64_t nq = (c.heads + c.share - 1) / c.share, banks = 2 * c.heads;
+            const HostTensor q = make(MNEMO_DTYPE_F32, {c.n, nq, 2, c.k}, random_floats(static_cast<size_t>(c.n * nq * 2 * c.k)));
+            const HostTensor keys = make(dt, {banks, c.nk, c.k, c.rank}, random_floats(static_cast<size_t>(banks * c.nk * c.k * c.rank)));
+            const HostTensor gain = make(dt, {c.k}, random_floats(static_cast<size_t>(c.k), 0.5f, 1.5f));
+            const double eps = 1e-6;
+            std::vector<double> want(static_cast<size_t>(c.n * banks * c.nk * c.rank));
+            for (int64_t n = 0; n < c.n; ++n)
+                for (int64_t b = 0; b < banks; ++b)
+                    for (int64_t j = 0; j < c.nk; ++j)
+                        for (int64_t r = 0; r < c.rank; ++r) {
+                            auto key = [&](int64_t d) { return static_cast<double>(keys.at(static_cast<size_t>(((b * c.nk + j) * c.k + d) * c.rank + r))); };
+                            double scale = 1.0, acc = 0.0;
+                            if (c.norm) {
+                                double ss = 0.0;
+                                for (int64_t d = 0; d < c.k; ++d) ss += key(d) * key(d);
+                                scale = 1.0 / std::sqrt(ss / static_cast<double>(c.k) + eps);
+                            }
+                            const int64_t q0 = ((n * nq + (b / 2) / c.share) * 2 + b % 2) * c.k;
+                            for (int64_t d = 0; d < c.k; ++d)
+                                acc += static_cast<double>(q.at(static_cast<size_t>(q0 + d))) * key(d) *
+                                       (c.norm ? scale * gain.at(static_cast<size_t>(d)) : 1.0);
+                            want[static_cast<size_t>(((n * banks + b) * c.nk + j) * c.rank + r)] = acc;
+                        }
+            mnemo_node node = c.norm ? make_node(MNEMO_OP_PK_SCORE, {be.upload(q), be.upload(keys), be.upload(gain)},
+                                                 be.output({c.n, banks, c.nk, c.rank}))
+                                     : make_node(MNEMO_OP_PK_SCORE, {be.upload(q), be.upload(keys)}, be.output({c.n, banks, c.nk, c.rank}));
+            node.iparams[0] = c.heads;
+            node.iparams[1] = c.share;
+            node.fparams[0] = static_cast<float>(eps);
+            run_and_compare(be, std::string("pk_score ") + dtype_name(dt) + " N=" + std::to_string(c.n) + " H=" + std::to_string(c.heads) +
+                                    " Nk=" + std::to_string(c.nk) + " K=" + std::to_string(c.k) + " Rk=" + std::to_string(c.rank) +
+                                    (c.norm ? " norm" : ""),
+                            node, want, 1e-4, 1e-4);
+        }
+    }
+
+    // PEER_GATE: out[n, j, e] = act(table[idx % R] . x[n]) * s[n, j, e].
+    struct Gate { int64_t rows, width, n, m, per_entry, act; };
+    for (int32_t dt : {MNEMO_DTYPE_F32, MNEMO_DTYPE_F16, MNEMO_DTYPE_BF16}) {
+        for (const Gate& g : {Gate{50, 37, 3, 5, 1, 0}, Gate{300, 256, 1, 16, 4, 2}, Gate{20, 3, 2, 7, 1, 1}, Gate{64, 100, 4, 9, 2, 0}}) {
+            const HostTensor table = make(dt, {g.rows, g.width}, random_floats(static_cast<size_t>(g.rows * g.width)));
+            std::vector<int32_t> idx;
+            for (int64_t i = 0; i < g.n * g.m; ++i) idx.push_back(static_cast<int32_t>(g_rng() % static_cast<uint32_t>(3 * g.rows)));
+            const HostTensor ix = make_i32({g.n, g.m}, idx);
+            const HostTensor x = make(MNEMO_DTYPE_F32, {g.n, g.width}, random_floats(static_cast<size_t>(g.n * g.width)));
+            const std::vector<int64_t> sshape = g.per_entry == 1 ? std::vector<int64_t>{g.n, g.m} : std::vector<int64_t>{g.n, g.m, g.per_entry};
+            const HostTensor sc = make(MNEMO_DTYPE_F32, sshape, random_floats(static_cast<size_t>(g.n * g.m * g.per_entry)));
+            std::vector<double> want(static_cast<size_t>(g.n * g.m * g.per_entry));
+            for (int64_t e = 0; e < g.n * g.m; ++e) {
+                const int64_t row = idx[static_cast<size_t>(e)] % g.rows, n = e / g.m;
+                double dot = 0.0;
+                for (int64_t d = 0; d < g.width; ++d)
+                    dot += static_cast<double>(table.at(static_cast<size_t>(row * g.width + d))) * x.at(static_cast<size_t>(n * g.width + d));
+                const double a = g.act == 1   ? 0.5 * dot * (1.0 + std::erf(dot / std::sqrt(2.0)))
+                                 : g.act == 2 ? 0.5 * dot * (1.0 + std::tanh(0.7978845608028654 * (dot + 0.044715 * dot * dot * dot)))
+                                              : dot;
+                for (int64_t k = 0; k < g.per_entry; ++k)
+                    want[static_cast<size_t>(e * g.per_entry + k)] = a * sc.at(static_cast<size_t>(e * g.per_entry + k));
+            }
+            mnemo_node node = make_node(MNEMO_OP_PEER_GATE, {be.upload(table), be.upload(ix), be.upload(x), be.upload(sc)}, be.output(sshape));
+            node.iparams[0] = g.act;
+            run_and_compare(be, std::string("peer_gate ") + dtype_name(dt) + " P=" + std::to_string(g.width) + " N=" + std::to_string(g.n) +
+                                    " m=" + std::to_string(g.m) + " act=" + std::to_string(g.act),
+                            node, want, 1e-4, 1e-4);
+        }
+    }
+
+    // HIVE: out[n, h] = (sum_j w[n, h, j] bank[idx[n, h, j]]) proj[h].
+    struct Hive { int64_t rows, rank, n, heads, m, dh; };
+    for (int32_t dt : {MNEMO_DTYPE_F32, MNEMO_DTYPE_F16, MNEMO_DTYPE_BF16}) {
+        for (const Hive& h : {Hive{40, 37, 2, 3, 5, 19}, Hive{200, 64, 1, 4, 16, 64}, Hive{9, 5, 3, 1, 2, 3}}) {
+            const HostTensor bank = make(dt, {h.rows, h.rank}, random_floats(static_cast<size_t>(h.rows * h.rank)));
+            std::vector<int32_t> idx;
+            for (int64_t i = 0; i < h.n * h.heads * h.m; ++i) idx.push_back(static_cast<int32_t>(g_rng() % static_cast<uint32_t>(h.rows)));
+            const HostTensor ix = make_i32({h.n, h.heads, h.m}, idx);
+            const HostTensor w = make(MNEMO_DTYPE_F32, {h.n, h.heads, h.m}, random_floats(static_cast<size_t>(h.n * h.heads * h.m)));
+            const HostTensor proj = make(dt, {h.heads, h.rank, h.dh}, random_floats(static_cast<size_t>(h.heads * h.rank * h.dh)));
+            std::vector<double> want(static_cast<size_t>(h.n * h.heads * h.dh), 0.0);
+            for (int64_t n = 0; n < h.n; ++n)
+                for (int64_t hd = 0; hd < h.heads; ++hd) {
+                    std::vector<double> latent(static_cast<size_t>(h.rank), 0.0);
+                    for (int64_t j = 0; j < h.m; ++j) {
+                        const int64_t e = (n * h.heads + hd) * h.m + j;
+                        for (int64_t k = 0; k < h.rank; ++k)
+                            latent[static_cast<size_t>(k)] += static_cast<double>(w.at(static_cast<size_t>(e))) *
+                                                              bank.at(static_cast<size_t>(idx[static_cast<size_t>(e)] * h.rank + k));
+                    }
+                    for (int64_t d = 0; d < h.dh; ++d)
+                        for (int64_t k = 0; k < h.rank; ++k)
+                            want[static_cast<size_t>((n * h.heads + hd) * h.dh + d)] +=
+                                latent[static_cast<size_t>(k)] * proj.at(static_cast<size_t>((hd * h.rank + k) * h.dh + d));
+                }
+            const mnemo_node node = make_node(MNEMO_OP_HIVE, {be.upload(bank), be.upload(ix), be.upload(w), be.upload(proj)},
+                                              be.output({h.n, h.heads, h.dh}));
+            run_and_compare(be, std::string("hive ") + dtype_name(dt) + " r=" + std::to_string(h.rank) + " H=" + std::to_string(h.heads) +
+                                    " m=" + std::to_string(h.m) + " Dh=" + std::to_string(h.dh),
+                            node, want, 1e-4, 1e-4);
+        }
+    }
+}
+
 void test_kv_attention(Backend& be) {
     struct Case { int64_t s, hkv, c, d, dv, hq, n; };
     const Case cases[] = {{2, 2, 9, 20, 12, 4, 3}, {1, 1, 40, 64, 64, 1, 1}, {3, 2, 17, 8, 7, 6, 5}, {1, 4, 300, 128, 128, 32, 2}};
@@ -576,7 +690,7 @@ void test_buffers(Backend& be) {
 
 }  // namespace
 
-int main() {
+int main(int argc, char** argv) {
     void* lib = dlopen(MNEMO_CPU_MODULE_PATH, RTLD_NOW | RTLD_LOCAL);
     if (!lib) {
         std::fprintf(stderr, "cannot load %s: %s\n", MNEMO_CPU_MODULE_PATH, dlerror());
@@ -594,19 +708,30 @@ int main() {
         return 1;
     }
     std::printf("device: %s (%s)\n", info.name, info.description);
+    // Groups named on the command line run alone (all by default): under an emulator (qemu-user,
+    // scripts/edge-arm64.sh) the whole self-test takes minutes, and a kernel change needs only its group.
+    const std::pair<const char*, void (*)(Backend&)> groups[] = {
+        {"matmul", test_matmul},   {"binary", test_binary},           {"unary", test_unary},
+        {"norms", test_norms},     {"softmax", test_softmax},         {"rope", test_rope},
+        {"get_rows", test_get_rows}, {"memory", test_memory_ops},     {"product_keys", test_product_key_ops},
+        {"kv_attention", test_kv_attention}, {"buffers", test_buffers}};
+    std::vector<std::string> wanted(argv + 1, argv + argc);
+    for (const std::string& w : wanted) {
+        bool known = false;
+        for (const auto& g : groups) known = known || w == g.first;
+        if (!known) {
+            std::fprintf(stderr, "unknown group '%s'; groups:", w.c_str());
+            for (const auto& g : groups) std::fprintf(stderr, " %s", g.first);
+            std::fprintf(stderr, "\n");
+            return 2;
+        }
+    }
     for (int threads : {1, 2, 3}) {
         Backend be(api, threads);
-        test_matmul(be);
-        test_binary(be);
-        test_unary(be);
-        test_norms(be);
-        test_softmax(be);
-        test_rope(be);
-        test_get_rows(be);
-        test_memory_ops(be);
-        test_kv_attention(be);
-        test_buffers(be);
+        for (const auto& g : groups)
+            if (wanted.empty() || std::find(wanted.begin(), wanted.end(), g.first) != wanted.end()) g.second(be);
         std::printf("threads=%d: %d checks, %d failures so far\n", threads, g_checks, g_failures);
+        std::fflush(stdout);
     }
     std::printf("%s: %d checks, %d failures\n", g_failures ? "FAILED" : "OK", g_checks, g_failures);
     return g_failures ? 1 : 0;

@@ -16,6 +16,13 @@ class Device {
 public:
     Device(const BackendModule& module, int32_t device, int32_t threads) : api_(module.api), name_(module.name) {
         const int32_t count = api_->device_count();
+        if (count <= 0) {
+            // Say why (no driver, or every device lacks a feature Mnemo needs: the module knows),
+            // so that a user on an edge device learns what to change rather than only "0 devices".
+            const char* why = api_->unavailable_reason ? api_->unavailable_reason() : nullptr;
+            throw Error("backend '" + name_ + "' has no usable device" + (why && *why ? std::string(": ") + why : std::string()) +
+                        " (`mnemo devices` lists every backend's devices; --backend cpu always works)");
+        }
         if (device < 0 || device >= count)
             throw Error("backend '" + name_ + "' has " + std::to_string(count) + " device(s); device " +
                         std::to_string(device) + " does not exist");

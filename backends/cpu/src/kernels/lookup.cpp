@@ -15,7 +15,7 @@
 #include "dot.hpp"
 #include "kernel_api.hpp"
 #include "scalar_math.hpp"
-#include "simd_avx2.hpp"
+#include "vector_isa.hpp"
 
 namespace mnemo_cpu {
 namespace {
@@ -119,7 +119,24 @@ MNEMO_AVX2 float row_dot_avx2(const void* row, const float* x, int64_t width) {
 }
 #endif
 
-template <int DT, bool AVX2>
+#if defined(MNEMO_HAVE_NEON_KERNELS)
+template <int DT>
+float row_dot_neon(const void* row, const float* x, int64_t width) {
+    float32x4_t a[4] = {vdupq_n_f32(0.0f), vdupq_n_f32(0.0f), vdupq_n_f32(0.0f), vdupq_n_f32(0.0f)};
+    int64_t d = 0;
+    for (; d + 16 <= width; d += 16)
+#pragma GCC unroll 4
+        for (int i = 0; i < 4; ++i)
+            a[i] = vfmaq_f32(a[i], neon::load4<DT>(row, static_cast<size_t>(d + 4 * i)), vld1q_f32(x + d + 4 * i));
+    for (; d + 4 <= width; d += 4) a[0] = vfmaq_f32(a[0], neon::load4<DT>(row, static_cast<size_t>(d)), vld1q_f32(x + d));
+    float sum = vaddvq_f32(vaddq_f32(vaddq_f32(a[0], a[1]), vaddq_f32(a[2], a[3])));
+    for (; d < width; ++d) sum += neon::load1<DT>(row, static_cast<size_t>(d)) * x[d];
+    return sum;
+}
+#endif
+
+// VECTOR: this build's vector kernels (AVX2 or NEON, vector_isa.hpp).
+template <int DT, bool VECTOR>
 void peer_gate_kernel(const KernelCall& call, int ith, int nth) {
     const PreparedNode& p = *call.node;
     const mnemo_tensor& table = p.node.inputs[0];
@@ -140,9 +157,14 @@ void peer_gate_kernel(const KernelCall& call, int ith, int nth) {
         const float* xn = x + (e / m) * width;
         float dot;
 #if defined(MNEMO_HAVE_AVX2_KERNELS)
-        if constexpr (AVX2) {
+        if constexpr (VECTOR) {
             if (e + 1 < e1) _mm_prefetch(base + static_cast<size_t>(idx[e + 1] % rows) * row_bytes, _MM_HINT_T0);
             dot = row_dot_avx2<DT>(row, xn, width);
+        } else
+#elif defined(MNEMO_HAVE_NEON_KERNELS)
+        if constexpr (VECTOR) {
+            if (e + 1 < e1) __builtin_prefetch(base + static_cast<size_t>(idx[e + 1] % rows) * row_bytes);
+            dot = row_dot_neon<DT>(row, xn, width);
         } else
 #endif
         {
@@ -193,7 +215,7 @@ HiveScratch hive_scratch(const KernelCall& call, int ith, int64_t m, int64_t ran
 
 size_t hive_scratch_floats(int64_t m, int64_t rank) { return static_cast<size_t>(3 * m + 3 * rank); }
 
-template <bool AVX2>
+template <bool VECTOR>
 void hive_kernel(const KernelCall& call, int ith, int nth) {
     const PreparedNode& p = *call.node;
     const mnemo_tensor& bank = p.node.inputs[0];
@@ -220,9 +242,9 @@ void hive_kernel(const KernelCall& call, int ith, int nth) {
             s.bank_rows[j] = bank_base + static_cast<size_t>(idx[bag * m + j]) * bank_row_bytes;
             s.w[j] = w[bag * m + j];
         }
-        bag_columns_for(AVX2, bank.dtype, BagRows{s.bank_rows, s.w, m}, 0, rank, s.latent);
+        bag_columns_for(VECTOR, bank.dtype, BagRows{s.bank_rows, s.w, m}, 0, rank, s.latent);
         // latent [r] x proj[h] [r, Dh]: the same weighted row sum, over the projection's rows.
-        bag_columns_for(AVX2, proj.dtype, BagRows{s.proj_rows, s.latent, rank}, 0, dh, out + bag * dh);
+        bag_columns_for(VECTOR, proj.dtype, BagRows{s.proj_rows, s.latent, rank}, 0, dh, out + bag * dh);
     }
 }
 
@@ -240,27 +262,24 @@ bool check_hive(const PreparedNode& p, char* message, size_t cap) {
     return true;
 }
 
-template <template <int, bool> class Kernel, bool AVX2>
+template <template <int, bool> class Kernel, bool VECTOR>
 KernelFn by_dtype(int32_t dtype) {
     switch (dtype) {
-        case MNEMO_DTYPE_F16: return Kernel<MNEMO_DTYPE_F16, AVX2>::fn;
-        case MNEMO_DTYPE_BF16: return Kernel<MNEMO_DTYPE_BF16, AVX2>::fn;
-        default: return Kernel<MNEMO_DTYPE_F32, AVX2>::fn;
+        case MNEMO_DTYPE_F16: return Kernel<MNEMO_DTYPE_F16, VECTOR>::fn;
+        case MNEMO_DTYPE_BF16: return Kernel<MNEMO_DTYPE_BF16, VECTOR>::fn;
+        default: return Kernel<MNEMO_DTYPE_F32, VECTOR>::fn;
     }
 }
 
-template <int DT, bool AVX2>
+template <int DT, bool VECTOR>
 struct PeerGate {
-    static constexpr KernelFn fn = peer_gate_kernel<DT, AVX2>;
+    static constexpr KernelFn fn = peer_gate_kernel<DT, VECTOR>;
 };
 
 KernelFn select_mem_index(PreparedNode&, Isa) { return mem_index_kernel; }
 
 KernelFn select_peer_gate(PreparedNode& p, Isa isa) {
-#if defined(MNEMO_HAVE_AVX2_KERNELS)
-    if (isa == Isa::Avx2) return by_dtype<PeerGate, true>(p.node.inputs[0].dtype);
-#endif
-    (void)isa;
+    if (has_vector_kernels(isa)) return by_dtype<PeerGate, true>(p.node.inputs[0].dtype);
     return by_dtype<PeerGate, false>(p.node.inputs[0].dtype);
 }
 
@@ -269,11 +288,7 @@ double peer_gate_work(const mnemo_node& n) { return static_cast<double>(numel(n.
 
 KernelFn select_hive(PreparedNode& p, Isa isa) {
     p.scratch_floats = hive_scratch_floats(p.node.inputs[1].shape[2], p.node.inputs[0].shape[1]);
-#if defined(MNEMO_HAVE_AVX2_KERNELS)
-    if (isa == Isa::Avx2) return hive_kernel<true>;
-#endif
-    (void)isa;
-    return hive_kernel<false>;
+    return has_vector_kernels(isa) ? hive_kernel<true> : hive_kernel<false>;
 }
 
 // The latent bag (m x r per head), then an r x Dh projection per head.

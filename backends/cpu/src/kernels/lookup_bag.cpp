@@ -10,7 +10,7 @@
 
 #include "kernel_api.hpp"
 #include "lookup_bag.hpp"
-#include "simd_avx2.hpp"
+#include "vector_isa.hpp"
 
 namespace mnemo_cpu {
 namespace {
@@ -51,7 +51,8 @@ BagScratch bag_scratch(const KernelCall& call, int ith, int64_t m) {
 
 size_t bag_scratch_floats(int64_t m) { return static_cast<size_t>(4 * m); }
 
-template <bool AVX2>
+// VECTOR: this build's vector kernels (AVX2 or NEON, vector_isa.hpp).
+template <bool VECTOR>
 void embedding_bag_kernel(const KernelCall& call, int ith, int nth) {
     const PreparedNode& p = *call.node;
     const mnemo_tensor& table = p.node.inputs[0];
@@ -96,7 +97,7 @@ void embedding_bag_kernel(const KernelCall& call, int ith, int nth) {
                 have_core = core;
             }
             const int64_t a = std::max(c0, core * core_cols), b = std::min(c1, (core + 1) * core_cols);
-            bag_columns_for(AVX2, dtype, BagRows{s.rows, s.w, count}, a, b, y);
+            bag_columns_for(VECTOR, dtype, BagRows{s.rows, s.w, count}, a, b, y);
         }
     }
 }
@@ -105,11 +106,7 @@ void embedding_bag_kernel(const KernelCall& call, int ith, int nth) {
 
 KernelFn select_embedding_bag(PreparedNode& p, Isa isa) {
     p.scratch_floats = bag_scratch_floats(p.node.inputs[1].shape[1]);
-#if defined(MNEMO_HAVE_AVX2_KERNELS)
-    if (isa == Isa::Avx2) return embedding_bag_kernel<true>;
-#endif
-    (void)isa;
-    return embedding_bag_kernel<false>;
+    return has_vector_kernels(isa) ? embedding_bag_kernel<true> : embedding_bag_kernel<false>;
 }
 
 // A multiply-add per bag entry and column.

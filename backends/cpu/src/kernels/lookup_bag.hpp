@@ -15,7 +15,7 @@
 
 #include "dot.hpp"
 #include "kernel_api.hpp"
-#include "simd_avx2.hpp"
+#include "vector_isa.hpp"
 
 namespace mnemo_cpu {
 
@@ -109,12 +109,71 @@ MNEMO_AVX2 inline void bag_columns_any(int32_t dtype, const BagRows& b, int64_t 
 }  // namespace avx2
 #endif  // MNEMO_HAVE_AVX2_KERNELS
 
-// The vector or the portable loop, as chosen for the node (Isa) when it was prepared.
-inline void bag_columns_for(bool use_avx2, int32_t dtype, const BagRows& b, int64_t c0, int64_t c1, float* y) {
+#if defined(MNEMO_HAVE_NEON_KERNELS)
+namespace neon {
+
+// As avx2::bag_columns (same prefetch scheme, same per-column order of fused multiply-adds):
+// 32 columns at a time in eight 4-lane accumulators (NEON has 32 registers), then 4 at a time,
+// then the last < 4 columns in scalar fma.
+constexpr int64_t kBagPrefetchAhead = 6;
+
+template <size_t ESIZE>
+inline void prefetch_line(const char* p) {
+    __builtin_prefetch(p);
+    if constexpr (ESIZE == 4) __builtin_prefetch(p + 64);
+}
+
+template <int DT>
+void bag_columns(const BagRows& b, int64_t c0, int64_t c1, float* y) {
+    constexpr size_t esize = DT == MNEMO_DTYPE_F32 ? 4 : 2;
+    int64_t c = c0;
+    for (; c + 32 <= c1; c += 32) {
+        float32x4_t a[8];
+        for (int i = 0; i < 8; ++i) a[i] = vdupq_n_f32(0.0f);
+        const size_t at = static_cast<size_t>(c);
+        const bool first_pass = c == c0, next_pass = c + 32 < c1;
+        for (int64_t e = 0; e < b.count; ++e) {
+            if (first_pass && e + kBagPrefetchAhead < b.count) prefetch_line<esize>(b.rows[e + kBagPrefetchAhead] + at * esize);
+            if (next_pass) prefetch_line<esize>(b.rows[e] + (at + 32) * esize);
+            const char* row = b.rows[e];
+            const float32x4_t we = vdupq_n_f32(b.w[e]);
+#pragma GCC unroll 8
+            for (int i = 0; i < 8; ++i) a[i] = vfmaq_f32(a[i], we, load4<DT>(row, at + 4 * i));
+        }
+        for (int i = 0; i < 8; ++i) vst1q_f32(y + c + 4 * i, a[i]);
+    }
+    for (; c + 4 <= c1; c += 4) {
+        float32x4_t a = vdupq_n_f32(0.0f);
+        for (int64_t e = 0; e < b.count; ++e) a = vfmaq_f32(a, vdupq_n_f32(b.w[e]), load4<DT>(b.rows[e], static_cast<size_t>(c)));
+        vst1q_f32(y + c, a);
+    }
+    for (; c < c1; ++c) {
+        float a = 0.0f;
+        for (int64_t e = 0; e < b.count; ++e) a = std::fma(b.w[e], load1<DT>(b.rows[e], static_cast<size_t>(c)), a);
+        y[c] = a;
+    }
+}
+
+inline void bag_columns_any(int32_t dtype, const BagRows& b, int64_t c0, int64_t c1, float* y) {
+    switch (dtype) {
+        case MNEMO_DTYPE_F16: return bag_columns<MNEMO_DTYPE_F16>(b, c0, c1, y);
+        case MNEMO_DTYPE_BF16: return bag_columns<MNEMO_DTYPE_BF16>(b, c0, c1, y);
+        default: return bag_columns<MNEMO_DTYPE_F32>(b, c0, c1, y);
+    }
+}
+
+}  // namespace neon
+#endif  // MNEMO_HAVE_NEON_KERNELS
+
+// The vector or the portable loop, as chosen for the node (has_vector_kernels(isa)) when it was
+// prepared.
+inline void bag_columns_for(bool use_vector, int32_t dtype, const BagRows& b, int64_t c0, int64_t c1, float* y) {
 #if defined(MNEMO_HAVE_AVX2_KERNELS)
-    if (use_avx2) return avx2::bag_columns_any(dtype, b, c0, c1, y);
+    if (use_vector) return avx2::bag_columns_any(dtype, b, c0, c1, y);
+#elif defined(MNEMO_HAVE_NEON_KERNELS)
+    if (use_vector) return neon::bag_columns_any(dtype, b, c0, c1, y);
 #endif
-    (void)use_avx2;
+    (void)use_vector;
     bag_columns_scalar_any(dtype, b, c0, c1, y);
 }
 

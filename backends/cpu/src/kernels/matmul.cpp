@@ -13,10 +13,7 @@
 #include "kernel_api.hpp"
 #include "scalar_math.hpp"
 #include "simd_avx2.hpp"
-
-#if defined(__aarch64__)
-#include <arm_neon.h>
-#endif
+#include "simd_neon.hpp"
 
 namespace mnemo_cpu {
 namespace {
@@ -142,18 +139,7 @@ MNEMO_AVX2 void matmul_avx2(const KernelCall& call, int ith, int nth) {
 #endif  // MNEMO_HAVE_AVX2_KERNELS
 
 // ---------------------------------------------------------------------------------------------
-#if defined(__aarch64__)
-
-template <int DT>
-inline float32x4_t neon_load4(const void* w, size_t i) {
-    if constexpr (DT == MNEMO_DTYPE_F32) {
-        return vld1q_f32(static_cast<const float*>(w) + i);
-    } else if constexpr (DT == MNEMO_DTYPE_F16) {
-        return vcvt_f32_f16(vreinterpret_f16_u16(vld1_u16(static_cast<const uint16_t*>(w) + i)));
-    } else {
-        return vreinterpretq_f32_u32(vshll_n_u16(vld1_u16(static_cast<const uint16_t*>(w) + i), 16));
-    }
-}
+#if defined(MNEMO_HAVE_NEON_KERNELS)
 
 // Four rows of W per step against one row of x at a time (x stays in L1 across the 4 rows).
 template <int DT>
@@ -170,8 +156,8 @@ void matmul_neon(const KernelCall& call, int ith, int nth) {
                 float32x4_t a0 = vdupq_n_f32(0.0f), a1 = vdupq_n_f32(0.0f);
                 int64_t k = 0;
                 for (; k + 8 <= s.k; k += 8) {
-                    a0 = vfmaq_f32(a0, vld1q_f32(xr + k), neon_load4<DT>(s.w, base + k));
-                    a1 = vfmaq_f32(a1, vld1q_f32(xr + k + 4), neon_load4<DT>(s.w, base + k + 4));
+                    a0 = vfmaq_f32(a0, vld1q_f32(xr + k), neon::load4<DT>(s.w, base + k));
+                    a1 = vfmaq_f32(a1, vld1q_f32(xr + k + 4), neon::load4<DT>(s.w, base + k + 4));
                 }
                 float sum = vaddvq_f32(vaddq_f32(a0, a1));
                 for (; k < s.k; ++k) sum += xr[k] * weight_at<DT>(s.w, base + k);
@@ -181,7 +167,7 @@ void matmul_neon(const KernelCall& call, int ith, int nth) {
     }
 }
 
-#endif  // __aarch64__
+#endif  // MNEMO_HAVE_NEON_KERNELS
 
 template <template <int> class Pick>
 KernelFn by_dtype(int32_t dtype) {
@@ -203,7 +189,7 @@ struct PickAvx2 {
     static constexpr KernelFn fn = matmul_avx2<DT>;
 };
 #endif
-#if defined(__aarch64__)
+#if defined(MNEMO_HAVE_NEON_KERNELS)
 template <int DT>
 struct PickNeon {
     static constexpr KernelFn fn = matmul_neon<DT>;
@@ -234,7 +220,7 @@ KernelFn select_matmul(PreparedNode& p, Isa isa) {
 #if defined(MNEMO_HAVE_AVX2_KERNELS)
         case Isa::Avx2: return by_dtype<PickAvx2>(dtype);
 #endif
-#if defined(__aarch64__)
+#if defined(MNEMO_HAVE_NEON_KERNELS)
         case Isa::Neon: return by_dtype<PickNeon>(dtype);
 #endif
         default: return by_dtype<PickScalar>(dtype);

@@ -21,7 +21,7 @@
 #include "kernel_api.hpp"
 #include "product_keys.hpp"
 #include "scalar_math.hpp"
-#include "simd_avx2.hpp"
+#include "vector_isa.hpp"
 #include "topk_order.hpp"
 
 namespace mnemo_cpu {
@@ -315,6 +315,177 @@ MNEMO_AVX2 void score_block_avx2(const ScoreArgs& a, int64_t b, int64_t j0, int6
 
 #endif  // MNEMO_HAVE_AVX2_KERNELS
 
+// --- NEON path: Rk in {1, 2, 4, 8}, the AVX2 path's layout in pairs of 4-lane registers (lo:
+// positions p..p+3 of an 8-position step, hi: p+4..p+7), so rank r's partial sums sit in the same
+// positions and neon::rank_sums8 adds them up.
+#if defined(MNEMO_HAVE_NEON_KERNELS)
+
+template <int DT, int KEYS, int TOKS>
+void score_tile_neon(const ScoreArgs& a, size_t k0, const float* qx, const float* inv, float* out, int64_t out_tok_stride) {
+    const int64_t len = a.len;
+    float32x4_t lo[KEYS][TOKS], hi[KEYS][TOKS];
+#pragma GCC unroll 8
+    for (int i = 0; i < KEYS; ++i)
+#pragma GCC unroll 4
+        for (int t = 0; t < TOKS; ++t) lo[i][t] = hi[i][t] = vdupq_n_f32(0.0f);
+    int64_t p = 0;
+    for (; p + 8 <= len; p += 8) {
+        float32x4_t klo[KEYS], khi[KEYS];
+#pragma GCC unroll 8
+        for (int i = 0; i < KEYS; ++i) {
+            klo[i] = neon::load4<DT>(a.keys, k0 + static_cast<size_t>(i * len + p));
+            khi[i] = neon::load4<DT>(a.keys, k0 + static_cast<size_t>(i * len + p + 4));
+        }
+#pragma GCC unroll 4
+        for (int t = 0; t < TOKS; ++t) {
+            const float32x4_t qlo = vld1q_f32(qx + t * len + p), qhi = vld1q_f32(qx + t * len + p + 4);
+#pragma GCC unroll 8
+            for (int i = 0; i < KEYS; ++i) {
+                lo[i][t] = vfmaq_f32(lo[i][t], qlo, klo[i]);
+                hi[i][t] = vfmaq_f32(hi[i][t], qhi, khi[i]);
+            }
+        }
+    }
+    float sums[8];
+    for (int i = 0; i < KEYS; ++i)
+        for (int t = 0; t < TOKS; ++t) {
+            neon::rank_sums8(lo[i][t], hi[i][t], a.rank, sums);
+            // Tail (K*Rk not a multiple of 8): p is a multiple of 8, so position q has rank q % Rk.
+            for (int64_t q = p; q < len; ++q)
+                sums[q % a.rank] += qx[t * len + q] * neon::load1<DT>(a.keys, k0 + static_cast<size_t>(i * len + q));
+            float* o = out + t * out_tok_stride + i * a.rank;
+            for (int64_t r = 0; r < a.rank; ++r) o[r] = inv ? sums[r] * inv[i * a.rank + r] : sums[r];
+        }
+}
+
+template <int DT>
+void inv_rms_neon(const ScoreArgs& a, size_t k0, float* inv) {
+    float32x4_t lo = vdupq_n_f32(0.0f), hi = vdupq_n_f32(0.0f);
+    int64_t p = 0;
+    for (; p + 8 <= a.len; p += 8) {
+        const float32x4_t vlo = neon::load4<DT>(a.keys, k0 + static_cast<size_t>(p));
+        const float32x4_t vhi = neon::load4<DT>(a.keys, k0 + static_cast<size_t>(p + 4));
+        lo = vfmaq_f32(lo, vlo, vlo);
+        hi = vfmaq_f32(hi, vhi, vhi);
+    }
+    float sums[8];
+    neon::rank_sums8(lo, hi, a.rank, sums);
+    for (int64_t q = p; q < a.len; ++q) {
+        const float v = neon::load1<DT>(a.keys, k0 + static_cast<size_t>(q));
+        sums[q % a.rank] += v * v;
+    }
+    for (int64_t r = 0; r < a.rank; ++r) inv[r] = inv_rms(sums[r], a.kdim, a.eps);
+}
+
+// Decode with the key norm (as score_tile_norm_avx2): the squares from the dot product's loads.
+template <int DT, int KEYS>
+void score_tile_norm_neon(const ScoreArgs& a, size_t k0, const float* qx, float* inv, float* out) {
+    const int64_t len = a.len;
+    float32x4_t dlo[KEYS], dhi[KEYS], slo[KEYS], shi[KEYS];
+#pragma GCC unroll 4
+    for (int i = 0; i < KEYS; ++i) dlo[i] = dhi[i] = slo[i] = shi[i] = vdupq_n_f32(0.0f);
+    int64_t p = 0;
+    for (; p + 8 <= len; p += 8) {
+        const float32x4_t qlo = vld1q_f32(qx + p), qhi = vld1q_f32(qx + p + 4);
+#pragma GCC unroll 4
+        for (int i = 0; i < KEYS; ++i) {
+            const float32x4_t klo = neon::load4<DT>(a.keys, k0 + static_cast<size_t>(i * len + p));
+            const float32x4_t khi = neon::load4<DT>(a.keys, k0 + static_cast<size_t>(i * len + p + 4));
+            dlo[i] = vfmaq_f32(dlo[i], qlo, klo);
+            dhi[i] = vfmaq_f32(dhi[i], qhi, khi);
+            slo[i] = vfmaq_f32(slo[i], klo, klo);
+            shi[i] = vfmaq_f32(shi[i], khi, khi);
+        }
+    }
+    float dots[8], squares[8];
+    for (int i = 0; i < KEYS; ++i) {
+        neon::rank_sums8(dlo[i], dhi[i], a.rank, dots);
+        neon::rank_sums8(slo[i], shi[i], a.rank, squares);
+        for (int64_t q = p; q < len; ++q) {
+            const float kq = neon::load1<DT>(a.keys, k0 + static_cast<size_t>(i * len + q));
+            dots[q % a.rank] += qx[q] * kq;
+            squares[q % a.rank] += kq * kq;
+        }
+        for (int64_t r = 0; r < a.rank; ++r) {
+            inv[i * a.rank + r] = inv_rms(squares[r], a.kdim, a.eps);
+            out[i * a.rank + r] = dots[r] * inv[i * a.rank + r];
+        }
+    }
+}
+
+template <int DT>
+void score_keys_norm_neon(const ScoreArgs& a, int64_t b, int64_t j0, int64_t j1, int64_t n, const float* qx, float* inv) {
+    float* out = a.out + ((n * 2 * a.heads + b) * a.nk) * a.rank;
+    int64_t j = j0;
+    for (; j + 4 <= j1; j += 4)
+        score_tile_norm_neon<DT, 4>(a, static_cast<size_t>((b * a.nk + j) * a.len), qx, inv + (j - j0) * a.rank, out + j * a.rank);
+    for (; j < j1; ++j)
+        score_tile_norm_neon<DT, 1>(a, static_cast<size_t>((b * a.nk + j) * a.len), qx, inv + (j - j0) * a.rank, out + j * a.rank);
+}
+
+// KEYS x TOKS tiles with 2 registers each: at most 16 accumulators, leaving half of NEON's 32
+// registers for the key and query vectors.
+template <int DT, int TOKS>
+void score_keys_neon(const ScoreArgs& a, int64_t b, int64_t j0, int64_t j1, int64_t n, const float* qx, const float* inv) {
+    constexpr int KEYS = TOKS == 1 ? 8 : TOKS == 2 ? 4 : 2;
+    const int64_t tok_stride = 2 * a.heads * a.nk * a.rank;
+    float* out = a.out + ((n * 2 * a.heads + b) * a.nk) * a.rank;
+    int64_t j = j0;
+    for (; j + KEYS <= j1; j += KEYS)
+        score_tile_neon<DT, KEYS, TOKS>(a, static_cast<size_t>((b * a.nk + j) * a.len), qx, inv ? inv + (j - j0) * a.rank : nullptr,
+                                        out + j * a.rank, tok_stride);
+    for (; j < j1; ++j)
+        score_tile_neon<DT, 1, TOKS>(a, static_cast<size_t>((b * a.nk + j) * a.len), qx, inv ? inv + (j - j0) * a.rank : nullptr,
+                                     out + j * a.rank, tok_stride);
+}
+
+template <int DT>
+void score_block_neon(const ScoreArgs& a, int64_t b, int64_t j0, int64_t j1, int64_t n0, int64_t n1, const float* qx,
+                      const float* inv) {
+    for (int64_t n = n0; n < n1; n += 4) {
+        const float* qt = qx + (n - n0) * a.len;
+        switch (n1 - n < 4 ? n1 - n : 4) {
+            case 1: score_keys_neon<DT, 1>(a, b, j0, j1, n, qt, inv); break;
+            case 2: score_keys_neon<DT, 2>(a, b, j0, j1, n, qt, inv); break;
+            case 3: score_keys_neon<DT, 3>(a, b, j0, j1, n, qt, inv); break;
+            default: score_keys_neon<DT, 4>(a, b, j0, j1, n, qt, inv); break;
+        }
+    }
+}
+
+#endif  // MNEMO_HAVE_NEON_KERNELS
+
+// This build's vector path of PK_SCORE (AVX2 or NEON), for the kernel below.
+#if defined(MNEMO_HAVE_VECTOR_KERNELS)
+template <int DT>
+void score_keys_norm_vector(const ScoreArgs& a, int64_t b, int64_t j0, int64_t j1, int64_t n, const float* qx, float* inv) {
+#if defined(MNEMO_HAVE_AVX2_KERNELS)
+    score_keys_norm_avx2<DT>(a, b, j0, j1, n, qx, inv);
+#else
+    score_keys_norm_neon<DT>(a, b, j0, j1, n, qx, inv);
+#endif
+}
+
+template <int DT>
+void inv_rms_vector(const ScoreArgs& a, size_t k0, float* inv) {
+#if defined(MNEMO_HAVE_AVX2_KERNELS)
+    inv_rms_avx2<DT>(a, k0, inv);
+#else
+    inv_rms_neon<DT>(a, k0, inv);
+#endif
+}
+
+template <int DT>
+void score_block_vector(const ScoreArgs& a, int64_t b, int64_t j0, int64_t j1, int64_t n0, int64_t n1, const float* qx,
+                        const float* inv) {
+#if defined(MNEMO_HAVE_AVX2_KERNELS)
+    score_block_avx2<DT>(a, b, j0, j1, n0, n1, qx, inv);
+#else
+    score_block_neon<DT>(a, b, j0, j1, n0, n1, qx, inv);
+#endif
+}
+#endif  // MNEMO_HAVE_VECTOR_KERNELS
+
 // --- Many tokens: a packed GEMM. With N tokens every key is used N times, so the cost is the
 // N*Nk*K*Rk multiply-adds, not the key stream. The (j, r) key vectors are strided by Rk in memory
 // (keys[b, j, d, r]); a block of them is packed once into contiguous f32 rows [j*Rk + r][d],
@@ -414,7 +585,49 @@ MNEMO_AVX2 void packed_product_avx2(const float* qg, int64_t tokens, const float
 }
 #endif
 
-template <int DT, bool AVX2>
+#if defined(MNEMO_HAVE_NEON_KERNELS)
+// One token by 4 packed rows at a time: the token's row stays in registers' reach (L1) while the
+// packed block (a few tens of KiB, in L1/L2) streams past; 2 accumulators per row.
+void packed_product_neon(const float* qg, int64_t tokens, const float* packed, int64_t rows, int64_t kd, float* out,
+                         int64_t ldo) {
+    for (int64_t t = 0; t < tokens; ++t) {
+        const float* x = qg + t * kd;
+        int64_t i = 0;
+        for (; i + 4 <= rows; i += 4) {
+            float32x4_t a[4][2];
+            for (int r = 0; r < 4; ++r) a[r][0] = a[r][1] = vdupq_n_f32(0.0f);
+            int64_t d = 0;
+            for (; d + 8 <= kd; d += 8) {
+                const float32x4_t x0 = vld1q_f32(x + d), x1 = vld1q_f32(x + d + 4);
+#pragma GCC unroll 4
+                for (int r = 0; r < 4; ++r) {
+                    const float* w = packed + (i + r) * kd + d;
+                    a[r][0] = vfmaq_f32(a[r][0], x0, vld1q_f32(w));
+                    a[r][1] = vfmaq_f32(a[r][1], x1, vld1q_f32(w + 4));
+                }
+            }
+            for (int r = 0; r < 4; ++r) {
+                float s = vaddvq_f32(vaddq_f32(a[r][0], a[r][1]));
+                const float* w = packed + (i + r) * kd;
+                for (int64_t e = d; e < kd; ++e) s += x[e] * w[e];
+                out[t * ldo + i + r] = s;
+            }
+        }
+        for (; i < rows; ++i) {
+            const float* w = packed + i * kd;
+            float32x4_t a0 = vdupq_n_f32(0.0f);
+            int64_t d = 0;
+            for (; d + 4 <= kd; d += 4) a0 = vfmaq_f32(a0, vld1q_f32(x + d), vld1q_f32(w + d));
+            float s = vaddvq_f32(a0);
+            for (; d < kd; ++d) s += x[d] * w[d];
+            out[t * ldo + i] = s;
+        }
+    }
+}
+#endif
+
+// VECTOR: this build's vector kernels (AVX2 or NEON, vector_isa.hpp).
+template <int DT, bool VECTOR>
 void pk_score_packed(const KernelCall& call, const ScoreArgs& a, int ith, int nth) {
     const int64_t banks = 2 * a.heads;
     const PackPlan pl = pack_plan(a.n, banks, a.nk, nth);
@@ -438,8 +651,13 @@ void pk_score_packed(const KernelCall& call, const ScoreArgs& a, int ith, int nt
         float* out = a.out + ((n0 * banks + b) * a.nk + j0) * a.rank;
         const int64_t rows = (j1 - j0) * a.rank;
 #if defined(MNEMO_HAVE_AVX2_KERNELS)
-        if (AVX2) {
+        if (VECTOR) {
             packed_product_avx2(qg, n1 - n0, packed, rows, a.kdim, out, ldo);
+            continue;
+        }
+#elif defined(MNEMO_HAVE_NEON_KERNELS)
+        if (VECTOR) {
+            packed_product_neon(qg, n1 - n0, packed, rows, a.kdim, out, ldo);
             continue;
         }
 #endif
@@ -452,12 +670,12 @@ void pk_score_packed(const KernelCall& call, const ScoreArgs& a, int ith, int nt
 // (few keys, many tokens: then each group's task computes its block's inverse RMS again, a
 // small cost next to the dot products of its tokens). At decode sizes (Nk in the hundreds or
 // thousands) each key is read by exactly one task.
-template <int DT, bool AVX2>
+template <int DT, bool VECTOR>
 void pk_score_kernel(const KernelCall& call, int ith, int nth) {
     const PreparedNode& p = *call.node;
     const ScoreArgs a = score_args(p);
     if (a.n == 0 || a.nk == 0 || a.rank == 0) return;
-    if (a.n >= kLargeN) return pk_score_packed<DT, AVX2>(call, a, ith, nth);
+    if (a.n >= kLargeN) return pk_score_packed<DT, VECTOR>(call, a, ith, nth);
     const int64_t banks = 2 * a.heads, want = 4 * static_cast<int64_t>(nth);
     int64_t block = kKeyBlockMax;
     while (block > kKeyBlockMin && banks * ((a.nk + block - 1) / block) < want) block /= 2;
@@ -470,8 +688,8 @@ void pk_score_kernel(const KernelCall& call, int ith, int nth) {
 
     float* qx = call.scratch + static_cast<size_t>(ith) * call.scratch_stride;
     float* inv = qx + chunk * a.len;
-#if defined(MNEMO_HAVE_AVX2_KERNELS)
-    const bool vector_rank = AVX2 && a.rank <= 8 && 8 % a.rank == 0;
+#if defined(MNEMO_HAVE_VECTOR_KERNELS)
+    const bool vector_rank = VECTOR && a.rank <= 8 && 8 % a.rank == 0;
 #endif
     float sums_scalar[8];
     int64_t have_src = -1, have_n0 = -1, have_n1 = -1;  // the queries now in qx
@@ -483,7 +701,7 @@ void pk_score_kernel(const KernelCall& call, int ith, int nth) {
         const int64_t b = key_task / blocks, j0 = (key_task % blocks) * block, j1 = std::min(a.nk, j0 + block);
         const int64_t src = (b / 2) / a.share * 2 + b % 2;
         const int64_t g0 = group * group_size, g1 = std::min(a.n, g0 + group_size);
-#if defined(MNEMO_HAVE_AVX2_KERNELS)
+#if defined(MNEMO_HAVE_VECTOR_KERNELS)
         if (vector_rank && a.gain && have_keys != key_task && g1 - g0 == 1) {
             if (src != have_src || g0 != have_n0 || g1 != have_n1) {
                 expand_queries(a, src, g0, g1, qx);
@@ -491,7 +709,7 @@ void pk_score_kernel(const KernelCall& call, int ith, int nth) {
                 have_n0 = g0;
                 have_n1 = g1;
             }
-            score_keys_norm_avx2<DT>(a, b, j0, j1, g0, qx, inv);
+            score_keys_norm_vector<DT>(a, b, j0, j1, g0, qx, inv);
             have_keys = key_task;
             continue;
         }
@@ -499,9 +717,9 @@ void pk_score_kernel(const KernelCall& call, int ith, int nth) {
         if (a.gain && have_keys != key_task) {
             for (int64_t j = j0; j < j1; ++j) {
                 const size_t k0 = static_cast<size_t>((b * a.nk + j) * a.len);
-#if defined(MNEMO_HAVE_AVX2_KERNELS)
+#if defined(MNEMO_HAVE_VECTOR_KERNELS)
                 if (vector_rank) {
-                    inv_rms_avx2<DT>(a, k0, inv + (j - j0) * a.rank);
+                    inv_rms_vector<DT>(a, k0, inv + (j - j0) * a.rank);
                     continue;
                 }
 #endif
@@ -518,9 +736,9 @@ void pk_score_kernel(const KernelCall& call, int ith, int nth) {
                 have_n1 = n1;
             }
             const float* block_inv = a.gain ? inv : nullptr;
-#if defined(MNEMO_HAVE_AVX2_KERNELS)
+#if defined(MNEMO_HAVE_VECTOR_KERNELS)
             if (vector_rank) {
-                score_block_avx2<DT>(a, b, j0, j1, n0, n1, qx, block_inv);
+                score_block_vector<DT>(a, b, j0, j1, n0, n1, qx, block_inv);
                 continue;
             }
 #endif
@@ -535,12 +753,12 @@ void pk_score_kernel(const KernelCall& call, int ith, int nth) {
     }
 }
 
-template <bool AVX2>
+template <bool VECTOR>
 KernelFn score_kernel_for(int32_t dtype) {
     switch (dtype) {
-        case MNEMO_DTYPE_F16: return pk_score_kernel<MNEMO_DTYPE_F16, AVX2>;
-        case MNEMO_DTYPE_BF16: return pk_score_kernel<MNEMO_DTYPE_BF16, AVX2>;
-        default: return pk_score_kernel<MNEMO_DTYPE_F32, AVX2>;
+        case MNEMO_DTYPE_F16: return pk_score_kernel<MNEMO_DTYPE_F16, VECTOR>;
+        case MNEMO_DTYPE_BF16: return pk_score_kernel<MNEMO_DTYPE_BF16, VECTOR>;
+        default: return pk_score_kernel<MNEMO_DTYPE_F32, VECTOR>;
     }
 }
 
@@ -560,10 +778,7 @@ KernelFn select_pk_score(PreparedNode& p, Isa isa) {
         // expanded queries, one inverse RMS per (key of a block, rank), one key's rank sums
         p.scratch_floats = static_cast<size_t>(chunk * len + kKeyBlockMax * rank + rank);
     }
-#if defined(MNEMO_HAVE_AVX2_KERNELS)
-    if (isa == Isa::Avx2) return score_kernel_for<true>(nd.inputs[1].dtype);
-#endif
-    (void)isa;
+    if (has_vector_kernels(isa)) return score_kernel_for<true>(nd.inputs[1].dtype);
     return score_kernel_for<false>(nd.inputs[1].dtype);
 }
 

@@ -1,0 +1,97 @@
+#!/usr/bin/env bash
+# The edge build for arm64: installs the Debian cross toolchain, qemu-user-static and the arm64
+# libraries, cross-compiles the `edge-arm64` preset (CMakePresets.json) and runs, under
+# qemu-aarch64-static, the CPU conformance suite on the NEON kernels and again on the portable
+# ones (MNEMO_CPU_ISA=scalar), the CPU backend's self-test on both, and the whole-model tests.
+# Not part of CI (.ci/run already takes ~34 minutes on 2 cores; this adds a second full build and
+# emulated tests): docs/edge.md says why and what it measured.
+#
+#   scripts/edge-arm64.sh              install (when missing), build, test
+#   scripts/edge-arm64.sh --no-install build and test only
+#   MNEMO_ARM64_TESTS=<ctest regex>    run these tests instead of the default selection
+#   MNEMO_ARM64_VULKAN=1               also the Vulkan conformance suite on arm64 lavapipe (slow)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+install=1
+for arg in "$@"; do
+  case "$arg" in
+    --no-install) install=0 ;;
+    -h|--help) sed -n '2,13p' "$0"; exit 0 ;;
+    *) echo "edge-arm64.sh: unknown option '$arg' (expected --no-install)" >&2; exit 2 ;;
+  esac
+done
+
+# Where libsentencepiece-dev:arm64 is unpacked: it is not Multi-Arch: same, so installing it would
+# remove the amd64 one the native build needs (cmake/toolchain-debian-arm64.cmake reads it here).
+extra_prefix=/opt/mnemo-arm64
+
+sudo_cmd=()
+if [ "$(id -u)" -ne 0 ]; then
+  command -v sudo >/dev/null || { echo "edge-arm64.sh: run as root or install sudo" >&2; exit 1; }
+  sudo_cmd=(sudo)
+fi
+
+install_deps() {
+  bash scripts/install-deps.sh   # the host's tools: cmake, ninja, glslc, protoc, grpc_cpp_plugin
+  local packages=(
+    crossbuild-essential-arm64 qemu-user-static
+    libvulkan-dev:arm64 mesa-vulkan-drivers:arm64   # loader + lavapipe, for the Vulkan backend and its tests
+    libgtest-dev:arm64
+    libgrpc++-dev:arm64 libprotobuf-dev:arm64        # the knowledge client (mnemo --kb)
+  )
+  local missing=()
+  if ! dpkg --print-foreign-architectures | grep -qx arm64; then
+    "${sudo_cmd[@]}" dpkg --add-architecture arm64
+    missing=("${packages[@]}")
+  else
+    for p in "${packages[@]}"; do
+      dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+    done
+  fi
+  if [ "${#missing[@]}" -gt 0 ] || [ ! -f "$extra_prefix/usr/lib/aarch64-linux-gnu/pkgconfig/sentencepiece.pc" ]; then
+    export DEBIAN_FRONTEND=noninteractive
+    "${sudo_cmd[@]}" apt-get update -qq
+  fi
+  if [ "${#missing[@]}" -gt 0 ]; then
+    echo "edge-arm64: installing ${missing[*]}"
+    "${sudo_cmd[@]}" apt-get install -y -qq --no-install-recommends "${missing[@]}"
+  fi
+  if [ ! -f "$extra_prefix/usr/lib/aarch64-linux-gnu/pkgconfig/sentencepiece.pc" ]; then
+    local tmp
+    tmp=$(mktemp -d)
+    (cd "$tmp" && chmod 777 . && apt-get download libsentencepiece0:arm64 libsentencepiece-dev:arm64)
+    "${sudo_cmd[@]}" mkdir -p "$extra_prefix"
+    for deb in "$tmp"/*.deb; do "${sudo_cmd[@]}" dpkg-deb -x "$deb" "$extra_prefix"; done
+    # The .pc file says prefix=/usr; the headers are the amd64 package's (same version, arch-independent).
+    "${sudo_cmd[@]}" sed -i "s|^prefix=/usr\$|prefix=$extra_prefix/usr|" \
+      "$extra_prefix/usr/lib/aarch64-linux-gnu/pkgconfig/sentencepiece.pc"
+    rm -rf "$tmp"
+  fi
+}
+
+[ "$install" = 1 ] && install_deps
+
+source scripts/build_env.sh
+start=$(date +%s)
+cmake --preset edge-arm64 "${launcher[@]}"
+cmake --build --preset edge-arm64 -j "$jobs"
+built=$(date +%s)
+echo "edge-arm64: cross build took $(( built - start )) s"
+
+# What runs under emulation (binfmt_misc is usually not registered in containers, so tests that
+# start bin/mnemo as a child process cannot run; CMAKE_CROSSCOMPILING_EMULATOR covers the
+# programs ctest starts itself):
+#  - Conformance/BackendOps.Run/cpu*: every op's conformance cases on the NEON kernels, and
+#    cpu_scalar.* the same cases on the portable kernels;
+#  - cpu_kernel_selftest(_scalar): the CPU module's own checks of tails and thread splits;
+#  - the whole-model tests: every tiny model against its golden logits and the CPU backend
+#    (BackendModels, MemoryModelGoldens, GoldenLogits*), the default model (DefaultModel*),
+#    sessions and the model plugins.
+default_tests='^Conformance/BackendOps\.Run/cpu|^cpu_scalar\.|^cpu_kernel_selftest|BackendModels\.MatchCpu/.*__cpu|BackendModels\.Every|MemoryModelGoldens\.|GoldenLogits|DefaultModelTokenizer\.|DefaultModel\..*/cpu$|Plugin\.|UltraMem\.|^Session\.'
+tests="${MNEMO_ARM64_TESTS:-$default_tests}"
+if [ "${MNEMO_ARM64_VULKAN:-0}" = 1 ]; then
+  tests="$tests|^Conformance/BackendOps\.Run/vulkan|BackendModels\.MatchCpu/.*__vulkan|DefaultModel\..*/vulkan$"
+fi
+ctest --preset edge-arm64 -j "$jobs" -R "$tests"
+echo "edge-arm64: emulated tests took $(( $(date +%s) - built )) s"
