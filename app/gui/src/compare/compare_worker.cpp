@@ -49,22 +49,11 @@ CompareColumn columnOf(const BackendRun& r, const CompareResult& res, size_t ind
 
 CompareWorker::CompareWorker() { registerCompareTypes(); }
 
-void CompareWorker::cancel(quint64 id) {
-    quint64 prev = cancelThrough_.load();
-    while (prev < id && !cancelThrough_.compare_exchange_weak(prev, id)) {
-    }
-    const quint64 running = running_.load();
-    if (running != 0 && running <= id) cancel_.store(true);
-}
+void CompareWorker::cancel(quint64 id) { cancellation_.stopThrough(id); }
 
 void CompareWorker::run(quint64 id, CompareRequest request) {
-    running_.store(id);
-    cancel_.store(false);
-    struct NotRunning {
-        std::atomic<quint64>& r;
-        ~NotRunning() { r.store(0); }
-    } notRunning{running_};
-    if (cancelThrough_.load() >= id) {  // cancelled before it started
+    const RunCancellation::Run run(cancellation_, id);
+    if (run.stoppedBeforeStart()) {
         Q_EMIT cancelled(id);
         return;
     }
@@ -84,7 +73,7 @@ void CompareWorker::run(quint64 id, CompareRequest request) {
         o.n_generate = request.steps;
         for (const QString& b : request.backends) o.backends.push_back(parse_backend_spec(b.toStdString()));
         o.n_threads = request.threads;
-        o.cancel = &cancel_;
+        o.cancel = cancellation_.flag();
         int index = 0;
         const int count = static_cast<int>(o.backends.size());
         o.on_backend_start = [&](const BackendSpec& s) { Q_EMIT backendStarted(id, QString::fromStdString(s.str()), index++, count); };

@@ -10,6 +10,7 @@
 
 #include "compare/compare_types.hpp"
 #include "engine/owned_thread.hpp"
+#include "engine/run_cancellation.hpp"
 
 namespace mnemo::gui {
 
@@ -34,9 +35,7 @@ Q_SIGNALS:
     void failed(quint64 id, QString reason);
 
 private:
-    std::atomic<bool> cancel_{false};
-    std::atomic<quint64> cancelThrough_{0};
-    std::atomic<quint64> running_{0};
+    RunCancellation cancellation_;
 };
 
 // Owns a CompareWorker on its own thread; destroying it cancels a run and waits for the thread

@@ -58,13 +58,7 @@ FinishReason finishReason(app::StopReason r) {
 ModelWorker::ModelWorker() { registerWorkerTypes(); }
 ModelWorker::~ModelWorker() = default;
 
-void ModelWorker::requestStop(quint64 id) {
-    quint64 prev = stopThrough_.load();
-    while (prev < id && !stopThrough_.compare_exchange_weak(prev, id)) {
-    }
-    const quint64 running = running_.load();
-    if (running != 0 && running <= id) cancel_.store(true);
-}
+void ModelWorker::requestStop(quint64 id) { cancellation_.stopThrough(id); }
 
 void ModelWorker::load(quint64 id, LoadRequest request) {
     const std::string dir = utf8(request.modelDir);
@@ -111,7 +105,7 @@ void ModelWorker::load(quint64 id, LoadRequest request) {
             session->set_memory_source(recorder);
             knowledge = {KnowledgeState::Folder, request.memoryFolder, QString::fromStdString(recorder->describe()), 0, 0};
         }
-        session->set_cancel_flag(&cancel_);
+        session->set_cancel_flag(cancellation_.flag());
 
         const ModelSummary& s = session->summary();
         ModelInfo info;
@@ -233,17 +227,11 @@ void ModelWorker::forgetCacheIfInconsistent() {
 }
 
 void ModelWorker::generate(quint64 id, QList<ChatTurn> turns, SamplingSettings settings) {
-    running_.store(id);
-    cancel_.store(false);
-    struct NotRunning {
-        std::atomic<quint64>& r;
-        ~NotRunning() { r.store(0); }
-    } notRunning{running_};
-
+    const RunCancellation::Run run(cancellation_, id);
     QElapsedTimer clock;
     clock.start();
     GenerationResult result;
-    if (stopThrough_.load() >= id) {  // stopped before it started
+    if (run.stoppedBeforeStart()) {
         result.reason = FinishReason::Stopped;
         Q_EMIT generationFinished(id, result);
         return;
@@ -282,7 +270,7 @@ void ModelWorker::generate(quint64 id, QList<ChatTurn> turns, SamplingSettings s
             req.first_logits = logits;
             req.stop_strings = template_.stop_strings;
             req.max_tokens = settings.maxTokens;
-            req.cancel = &cancel_;
+            req.cancel = cancellation_.flag();
             req.emit = [&](const std::string& piece) {
                 if (first) {
                     result.firstTokenSeconds = static_cast<double>(clock.nsecsElapsed()) * 1e-9;

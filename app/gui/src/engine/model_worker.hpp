@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "engine/owned_thread.hpp"
+#include "engine/run_cancellation.hpp"
 #include "engine/worker_types.hpp"
 #include "mnemo/session/session.hpp"
 #include "mnemo/tokenizer/tokenizer.hpp"
@@ -69,9 +70,7 @@ private:
     ModelInfo info_;
     std::vector<int32_t> fed_;  // tokens in the KV cache of sequence 0
 
-    std::atomic<bool> cancel_{false};     // the session's and the token loop's cancel flag
-    std::atomic<quint64> stopThrough_{0}; // generations with an id <= this are stopped
-    std::atomic<quint64> running_{0};     // the generation in progress (0: none)
+    RunCancellation cancellation_;  // the session's and the token loop's cancel flag
 };
 
 // Owns a ModelWorker on a thread of its own. Destroying it stops a generation in progress and
