@@ -218,7 +218,8 @@ private Q_SLOTS:
             QVERIFY(waitLoaded(c));
             c.setProperty("temperature", 0.3);
             c.setProperty("topK", 7);
-            c.setProperty("retrieval", QStringLiteral("bm25"));
+            QCOMPARE(c.property("retrieval").toString(), QStringLiteral("bm25"));  // the default
+            c.setProperty("retrieval", QStringLiteral("vector"));
         }
         ChatController c(folder.path(), ini);
         QCOMPARE(c.recentModels(), QStringList{defaultModelDir()});
@@ -227,7 +228,7 @@ private Q_SLOTS:
         QVERIFY(waitLoaded(c));
         QCOMPARE(c.property("temperature").toDouble(), 0.3);
         QCOMPARE(c.property("topK").toInt(), 7);
-        QCOMPARE(c.property("retrieval").toString(), QStringLiteral("bm25"));
+        QCOMPARE(c.property("retrieval").toString(), QStringLiteral("vector"));
         QCOMPARE(c.sampling().topK, 7);
     }
 

@@ -95,8 +95,8 @@ Dialog {
         Label { text: "Memory retrieval" }
         ComboBox {
             Layout.fillWidth: true
-            model: ["vector", "bm25"]
-            currentIndex: chat.retrieval === "bm25" ? 1 : 0
+            model: ["bm25", "vector"]
+            currentIndex: chat.retrieval === "vector" ? 1 : 0
             Accessible.name: "How chunks find memories"
             onActivated: chat.retrieval = currentText
         }

@@ -18,7 +18,9 @@ struct ModelSettings {
     double minP = 0.05;
     double repeatPenalty = 1.0;
     int maxTokens = 512;
-    QString retrieval = QStringLiteral("vector");  // "vector" or "bm25"; a knowledge server also "hybrid"
+    // "bm25" or "vector"; a knowledge server also "hybrid". BM25 by default: lexical retrieval works
+    // with any model, vector retrieval only with trained retrieval vectors (the default model's are not).
+    QString retrieval = QStringLiteral("bm25");
     int contextLength = 0;  // 0: the engine's default (min(trained, 4096)); used when the model loads
     int threads = 0;        // 0: the backend's choice; used when the model loads
 };
