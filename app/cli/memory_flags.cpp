@@ -20,7 +20,8 @@ void add_memory_flags(app::ArgParser& p, MemoryFlags& f) {
                                          "(default: 2000)",
                  &f.kb_timeout_ms, 1, 600000)
         .string_opt("--retrieval", "MODE", "how chunks find memories: vector (the model's hidden state, cosine) or bm25 "
-                                           "(lexical, over tokens); with --kb also hybrid (both, fused by rank) (default: vector)",
+                                           "(lexical, over tokens); with --kb also hybrid (both, fused by rank) (default: bm25; vector needs a model with "
+                                           "trained retrieval vectors)",
                     &f.retrieval);
 }
 

@@ -14,7 +14,9 @@ namespace mnemo::cli {
 
 struct MemoryFlags {
     std::string folder;              // empty: no memories (a memory model still reads its reference BOS)
-    std::string retrieval = "vector";
+    // BM25 by default: lexical retrieval works with any model; vector retrieval needs trained
+    // retrieval vectors, which the default model does not have (mnemo-chat has the same default).
+    std::string retrieval = "bm25";
     std::string kb_url;              // --kb: grpcs://HOST:PORT or grpc://HOST:PORT (loopback)
     std::string kb_token_file;
     std::string kb_ca;
