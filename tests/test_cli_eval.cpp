@@ -235,6 +235,22 @@ TEST_F(EvalCli, MemoryFolderItemsMatchRunAndNameTheMemoriesRead) {
         }
         EXPECT_EQ(lines[0].find("references")->dump(), lines[1].find("references")->dump())
             << "the same prompt reads the same memories";
+        // This model's folder gives no retrieval advice: no cut unless asked.
+        EXPECT_EQ(rep.find("min_relative_score")->as_double(), 0.0);
+        if (std::string(mode) != "bm25") continue;
+        // --min-relative-score 1: only references as good as the best are read, so fewer than
+        // without the cut (the three paragraphs share few words), and the report says so.
+        const size_t uncut = lines[0].find("references")->as_array().size();
+        r = run_mnemo("eval -m " + shell_quote(model_) + " --questions " + shell_quote(questions) + " " + flags +
+                      " --min-relative-score 1 --max-tokens 8 --report " + shell_quote(report) + " --items " + shell_quote(items));
+        ASSERT_TRUE(exited_with(r, 0, {"min relative score 1"}));
+        EXPECT_EQ(mnemo::json::parse_file(report).find("min_relative_score")->as_double(), 1.0);
+        const size_t cut = read_jsonl(items)[0].find("references")->as_array().size();
+        EXPECT_GE(cut, 1u);
+        EXPECT_LT(cut, uncut);
+        r = run_mnemo("eval -m " + shell_quote(model_) + " --questions " + shell_quote(questions) + " " + flags +
+                      " --min-relative-score 1.5");
+        EXPECT_TRUE(exited_with(r, 2, {"--min-relative-score"}));
     }
 }
 

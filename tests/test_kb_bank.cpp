@@ -227,6 +227,53 @@ TEST_F(KbBank, RetrievalRanksLikeAMemoryFolder) {
     }
 }
 
+TEST_F(KbBank, RelativeScoreCutKeepsWhatAMemoryFolderKeeps) {
+    // The cut (mnemo/memory/retrieval_settings.hpp) on the bank's ranking and on a memory folder's
+    // over the same references leaves the same references, each within the ratio of the best, and
+    // the first one left out below it.
+    const kb::Bank& b = **bank_;
+    size_t cut_somewhere = 0;
+    for (double ratio : {0.3, 0.6, 0.9}) {
+        FolderMemorySource folder(folder_dir().string(), *model_, RetrievalMode::BM25, ratio);
+        for (uint32_t q = 0; q < 12; ++q) {
+            const uint32_t id = q * 5 % static_cast<uint32_t>(b.count());
+            const std::vector<int32_t>& toks = b.reference(id).tokens;
+            const std::vector<int32_t> terms(toks.begin(), toks.begin() + std::min<size_t>(toks.size(), 6));
+            kb::BankQuery all, cut;
+            all.tokens = cut.tokens = &terms;
+            all.k = cut.k = 8;
+            cut.min_relative_score = ratio;
+            const auto full = b.retrieve(all);
+            const auto kept = b.retrieve(cut);
+            ChunkQuery tq;
+            tq.tokens = &terms;
+            const auto want = folder.rank(tq, 8);
+            ASSERT_FALSE(full.empty());
+            ASSERT_EQ(kept.size(), want.size()) << "ratio " << ratio << " query " << q;
+            ASSERT_GE(kept.size(), 1u);
+            for (size_t i = 0; i < kept.size(); ++i) {
+                EXPECT_EQ(kept[i].id, want[i].first);
+                EXPECT_EQ(kept[i].id, full[i].id);
+                EXPECT_GE(kept[i].score, ratio * full[0].score);
+            }
+            if (kept.size() < full.size()) {
+                EXPECT_LT(full[kept.size()].score, ratio * full[0].score);
+                ++cut_somewhere;
+            }
+        }
+    }
+    EXPECT_GT(cut_somewhere, 0u) << "no query was cut: the test checks nothing";
+    // A ratio outside [0, 1] is an error, not a silent no-op.
+    const std::vector<int32_t> terms(b.reference(0).tokens.begin(), b.reference(0).tokens.begin() + 3);
+    kb::BankQuery bad;
+    bad.tokens = &terms;
+    bad.k = 3;
+    bad.min_relative_score = 1.5;
+    expect_error([&] { b.retrieve(bad); }, {"minimum relative score must be in [0, 1]"});
+    expect_error([&] { FolderMemorySource(folder_dir().string(), *model_, RetrievalMode::BM25, -0.5); },
+                 {"memory folder", "minimum relative score"});
+}
+
 TEST_F(KbBank, HybridIsReciprocalRankFusion) {
     const kb::Bank& b = **bank_;
     const std::vector<float>& v = (*encoded_)[5].vector;

@@ -78,6 +78,7 @@ public:
     std::atomic<int> delay_ms{0};
     std::atomic<int> calls{0};
     std::atomic<int> records_sent{0};
+    std::atomic<double> last_min_relative_score{-1};  // what the last Retrieve asked for
     void set_token(const std::string& t) {
         std::lock_guard<std::mutex> l(mu_);
         token_ = t;
@@ -169,6 +170,7 @@ private:
     grpc::Status rank(grpc::ServerContext* ctx, const kbv1::RetrieveRequest& req, kbv1::RetrieveReply* reply) {
         if (auto st = authorize(ctx); !st.ok()) return st;
         ++calls;
+        last_min_relative_score = req.min_relative_score();
         // A slow server: wait, but give up when the client has (its deadline), bounded anyway.
         const auto t0 = Clock::now();
         while (seconds_since(t0) * 1000 < delay_ms && !ctx->IsCancelled() && seconds_since(t0) < 5)
@@ -443,6 +445,27 @@ TEST_F(KbGrpcClient, PrefetchedAnswerIsTakenWithoutASecondCall) {
     EXPECT_EQ(service.calls, calls + 1);
     EXPECT_EQ(remote->last_references(2).size(), 5u);
     EXPECT_TRUE(remote->last_references(0).empty()) << "references are kept per sequence";
+}
+
+// The relative score cut is the server's to apply (it ranks): the client sends the option with
+// every retrieval and names it in describe().
+TEST_F(KbGrpcClient, SendsTheRelativeScoreCut) {
+    FakeKnowledgeBase service(dir(), *model_);
+    LoopbackServer server(service);
+    RemoteMemoryOptions o = options(server.url());
+    o.min_relative_score = 0.7;
+    o.prefetch = false;
+    const auto remote = connect_knowledge_server(o, *model_);
+    EXPECT_NE(remote->describe().find("min relative score 0.7"), std::string::npos) << remote->describe();
+    remote->retrieve(query_near(9, 0), 5);
+    EXPECT_DOUBLE_EQ(service.last_min_relative_score.load(), 0.7);
+    o.min_relative_score = 1.5;
+    try {
+        connect_knowledge_server(o, *model_);
+        ADD_FAILURE() << "a cut outside [0, 1] was accepted";
+    } catch (const Error& e) {
+        EXPECT_NE(std::string(e.what()).find("minimum relative score must be in [0, 1]"), std::string::npos) << e.what();
+    }
 }
 
 // ---------------------------------------------------------------- the cache

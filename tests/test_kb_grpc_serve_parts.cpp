@@ -164,6 +164,15 @@ TEST(KbGrpcServeParts, RequestChecksAreExactAndNameTheField) {
     EXPECT_EQ(s.error_code(), StatusCode::INVALID_ARGUMENT);
     EXPECT_NE(s.error_message().find("vector[1] is infinite"), std::string::npos) << s.error_message();
     r.set_vector(1, 0.0f);
+    r.set_min_relative_score(0.7);
+    EXPECT_TRUE(check_retrieve(r, shape(), limits).ok());
+    for (double bad : {1.5, -0.1, static_cast<double>(NAN)}) {
+        r.set_min_relative_score(bad);
+        s = check_retrieve(r, shape(), limits);
+        EXPECT_EQ(s.error_code(), StatusCode::INVALID_ARGUMENT) << bad;
+        EXPECT_NE(s.error_message().find("min_relative_score is"), std::string::npos) << s.error_message();
+    }
+    r.set_min_relative_score(0);
     r.set_text("hello");
     EXPECT_EQ(check_retrieve(r, shape(), limits).error_code(), StatusCode::FAILED_PRECONDITION);
     r.clear_text();

@@ -55,6 +55,9 @@ if [ "${DENSE:-0}" = 1 ]; then
 fi
 
 rm -f "$OUT"/*.json "$OUT"/*.safetensors "$OUT"/tokenizer.model   # README.md (the model card) stays
+# generation_config.json gets the retrieval the engine should use: BM25 with export.py's relative
+# score cut (0.7, chosen on the training questions by bench/default_model/sweep_cut.sh; rerun it
+# after retraining and pass --min-relative-score when the best cut moved).
 $PY tools/train/export.py --checkpoint "$WORK/final.final.pt" --tokenizer "$WORK/tokenizer" --out "$OUT"
 $PY tools/train/check_export.py --checkpoint "$WORK/final.final.pt" --model "$OUT"
 

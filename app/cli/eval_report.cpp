@@ -93,6 +93,7 @@ std::string eval_report_json(const EvalRun& run, const std::vector<EvalOutcome>&
     w.key("retrieval");
     if (run.retrieval.empty()) w.null();
     else w.value(run.retrieval);
+    if (!run.retrieval.empty()) w.key("min_relative_score").value(run.min_relative_score);
     w.key("max_tokens").value(run.max_tokens);
     write_counts(w, tally_all(outcomes));
     w.key("per_set").begin_object();

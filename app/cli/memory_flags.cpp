@@ -3,6 +3,7 @@
 #include <cstdio>
 
 #include "mnemo/error.hpp"
+#include "mnemo/memory/retrieval_settings.hpp"
 
 namespace mnemo::cli {
 
@@ -20,9 +21,13 @@ void add_memory_flags(app::ArgParser& p, MemoryFlags& f) {
                                          "(default: 2000)",
                  &f.kb_timeout_ms, 1, 600000)
         .string_opt("--retrieval", "MODE", "how chunks find memories: vector (the model's hidden state, cosine) or bm25 "
-                                           "(lexical, over tokens); with --kb also hybrid (both, fused by rank) (default: bm25; vector needs a model with "
-                                           "trained retrieval vectors)",
-                    &f.retrieval);
+                                           "(lexical, over tokens); with --kb also hybrid (both, fused by rank) (default: what the "
+                                           "model's generation_config.json recommends, else bm25; vector needs a model with trained retrieval vectors)",
+                    &f.retrieval)
+        .float_opt("--min-relative-score", "R", "leave out references scoring below R times the chunk's best one (0..1; 0 keeps "
+                                                "all k): drops near misses such as a look-alike name (default: the model's "
+                                                "recommendation, else 0)",
+                   &f.min_relative_score, 0.0f, 1.0f);
 }
 
 AttachedMemories attach_memories(Session& session, const MemoryFlags& f) {
@@ -31,11 +36,15 @@ AttachedMemories attach_memories(Session& session, const MemoryFlags& f) {
     if (!kb && (!f.kb_token_file.empty() || !f.kb_ca.empty()))
         throw app::UsageError("--kb-token-file and --kb-ca need --kb URL");
     // The mode is checked even without a source, so a typo is reported whatever the other flags.
-    const RemoteRetrieval remote_mode = remote_retrieval_from_name(f.retrieval);
+    const RetrievalAdvice advice = recommended_retrieval(session.summary().model_dir);
+    const std::string mode = !f.retrieval.empty() ? f.retrieval : !advice.mode.empty() ? advice.mode : "bm25";
+    const RemoteRetrieval remote_mode = remote_retrieval_from_name(mode);
     if (!kb && remote_mode == RemoteRetrieval::Hybrid)
         throw app::UsageError("--retrieval hybrid needs --kb (a memory folder ranks by vector or bm25)");
     AttachedMemories out;
     if (f.folder.empty() && !kb) return out;
+    out.retrieval = mode;
+    out.min_relative_score = f.min_relative_score >= 0 ? f.min_relative_score : advice.min_relative_score;
     const char* flag = kb ? "--kb" : "--memories";
     if (!session.reads_memories())
         throw Error(std::string(flag) + ": model '" + session.summary().model_dir + "' (" + session.summary().model_type +
@@ -46,11 +55,13 @@ AttachedMemories attach_memories(Session& session, const MemoryFlags& f) {
         if (!f.kb_token_file.empty()) o.token = read_knowledge_server_token(f.kb_token_file);
         o.ca_file = f.kb_ca;
         o.retrieval = remote_mode;
+        o.min_relative_score = out.min_relative_score;
         o.connect_timeout_ms = o.call_timeout_ms = f.kb_timeout_ms;
         out.remote = connect_knowledge_server(o, memory_folder_model(session));
         out.source = out.remote;
     } else {
-        out.source = std::make_shared<FolderMemorySource>(f.folder, memory_folder_model(session), retrieval_mode_from_name(f.retrieval));
+        out.source = std::make_shared<FolderMemorySource>(f.folder, memory_folder_model(session), retrieval_mode_from_name(mode),
+                                                          out.min_relative_score);
     }
     session.set_memory_source(out.source);
     return out;

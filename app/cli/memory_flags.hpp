@@ -14,9 +14,12 @@ namespace mnemo::cli {
 
 struct MemoryFlags {
     std::string folder;              // empty: no memories (a memory model still reads its reference BOS)
-    // BM25 by default: lexical retrieval works with any model; vector retrieval needs trained
-    // retrieval vectors, which the default model does not have (mnemo-chat has the same default).
-    std::string retrieval = "bm25";
+    // Empty: what the model's generation_config.json recommends ("mnemo_retrieval"), else BM25: lexical
+    // retrieval works with any model; vector retrieval needs trained retrieval vectors, which the
+    // default model does not have (mnemo-chat has the same default).
+    std::string retrieval;
+    // --min-relative-score; negative: the model's recommendation, else 0 (no cut).
+    float min_relative_score = -1;
     std::string kb_url;              // --kb: grpcs://HOST:PORT or grpc://HOST:PORT (loopback)
     std::string kb_token_file;
     std::string kb_ca;
@@ -29,6 +32,8 @@ void add_memory_flags(app::ArgParser& p, MemoryFlags& f);
 struct AttachedMemories {
     std::shared_ptr<MemorySource> source;        // nullptr without --memories or --kb
     std::shared_ptr<RemoteMemorySource> remote;  // --kb: its status for the summary lines
+    std::string retrieval;                       // the mode used, after the model's advice
+    double min_relative_score = 0;               // the cut used, after the model's advice
     explicit operator bool() const { return source != nullptr; }
 };
 

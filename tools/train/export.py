@@ -91,7 +91,13 @@ def main() -> int:
     ap.add_argument("--checkpoint", required=True)
     ap.add_argument("--tokenizer", required=True, help="the tokenizer folder tokenizer.py wrote")
     ap.add_argument("--out", required=True)
+    ap.add_argument("--min-relative-score", type=float, default=0.7,
+                    help="the BM25 relative score cut recommended to the engine (generation_config.json "
+                         "mnemo_retrieval; 0.7 was the best of a sweep on the training questions, "
+                         "bench/default_model/sweep_cut.sh)")
     a = ap.parse_args()
+    if not 0 <= a.min_relative_score <= 1:
+        ap.error("--min-relative-score must be in [0, 1]")
     model = load(a.checkpoint)
     sys.path.insert(0, HERE)
     from tokenizer import Tokenizer
@@ -109,7 +115,10 @@ def main() -> int:
     for name in ("tokenizer.json", "tokenizer.model", "tokenizer_config.json"):
         shutil.copyfile(os.path.join(a.tokenizer, name), os.path.join(a.out, name))
     gen = {"bos_token_id": tok.bos, "eos_token_id": [tok.eos, tok.im_end], "do_sample": False,
-           "max_new_tokens": 32}
+           "max_new_tokens": 32,
+           # How the engine should retrieve for this model unless told otherwise: BM25 (its
+           # retrieval vectors are not trained) with the relative cut (retrieval_settings.hpp).
+           "mnemo_retrieval": {"mode": "bm25", "min_relative_score": a.min_relative_score}}
     with open(os.path.join(a.out, "generation_config.json"), "w") as f:
         json.dump(gen, f, indent=2)
     print(f"wrote {a.out}: {sum(v.data.size for v in tensors_of(model).values())} values", file=sys.stderr)

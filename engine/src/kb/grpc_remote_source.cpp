@@ -15,6 +15,7 @@
 #include "kb/outage.hpp"
 #include "kb/record_cache.hpp"
 #include "mnemo/error.hpp"
+#include "mnemo/memory/retrieval_settings.hpp"
 #include "mnemo/io/json.hpp"
 #include "mnemo/memory/remote_memory.hpp"
 
@@ -222,7 +223,8 @@ std::string GrpcRemoteSource::describe() const {
     const char* mode = options_.retrieval == RemoteRetrieval::Vector ? "vector" : options_.retrieval == RemoteRetrieval::BM25 ? "BM25" : "hybrid";
     std::lock_guard<std::mutex> lock(mu_);
     return client_->name() + " (bank version " + std::to_string(bank_.version) + (codec_ ? ", compressed" : "") + " memories, " +
-           mode + " retrieval)";
+           mode + " retrieval" +
+           relative_cut_suffix(options_.min_relative_score) + ")";
 }
 
 void GrpcRemoteSource::warn(const std::string& message) {
@@ -259,6 +261,7 @@ kbv1::RetrieveRequest GrpcRemoteSource::retrieve_request(const Key& key, const B
     req.set_key_codebook_sha256(bank.key_sha);
     req.set_value_codebook_sha256(bank.value_sha);
     req.set_omit_texts(!options_.texts);
+    req.set_min_relative_score(options_.min_relative_score);
     return req;
 }
 
@@ -538,6 +541,7 @@ std::vector<RecalledReference> GrpcRemoteSource::last_references(int32_t seq) co
 }  // namespace
 
 std::shared_ptr<RemoteMemorySource> connect_knowledge_server(const RemoteMemoryOptions& options, const MemoryFolderModel& model) {
+    check_min_relative_score(options.min_relative_score, "knowledge server " + options.url);
     return std::make_shared<GrpcRemoteSource>(options, model);
 }
 

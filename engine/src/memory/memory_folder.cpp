@@ -14,6 +14,7 @@
 #include "mnemo/error.hpp"
 #include "io/json_fields.hpp"
 #include "mnemo/io/json.hpp"
+#include "mnemo/memory/retrieval_settings.hpp"
 #include "io/sha256.hpp"
 
 namespace fs = std::filesystem;
@@ -306,6 +307,7 @@ MemoryFolderContents read_memory_folder(const std::string& dir) {
 struct FolderMemorySource::Impl {
     Folder folder;
     RetrievalMode mode = RetrievalMode::Vector;
+    double min_relative_score = 0;
     std::ifstream records;
     Bm25 bm25;
     std::unordered_map<uint32_t, std::shared_ptr<const ExplicitMemory>> cache;
@@ -313,11 +315,14 @@ struct FolderMemorySource::Impl {
     std::string where(const std::string& file) const { return folder.where(file); }
 };
 
-FolderMemorySource::FolderMemorySource(const std::string& dir, const MemoryFolderModel& model, RetrievalMode mode)
+FolderMemorySource::FolderMemorySource(const std::string& dir, const MemoryFolderModel& model, RetrievalMode mode,
+                                       double min_relative_score)
     : impl_(std::make_unique<Impl>()) {
     Impl& m = *impl_;
+    check_min_relative_score(min_relative_score, "memory folder '" + dir + "'");
     m.folder = open_folder(dir);
     m.mode = mode;
+    m.min_relative_score = min_relative_score;
     check_memory_model(m.folder.model, model, m.folder.codec.get(), m.where("manifest.json"));
     m.records.open(fs::path(dir) / "records.bin", std::ios::binary);
     if (!m.records) throw Error(m.where("records.bin") + ": cannot open");
@@ -339,7 +344,8 @@ const MemoryReference& FolderMemorySource::reference(uint32_t id) const {
 
 std::string FolderMemorySource::describe() const {
     return "memory folder '" + impl_->folder.dir + "' (" + std::to_string(impl_->folder.count) + (impl_->folder.codec ? " compressed" : "") +
-           " memories, " + (impl_->mode == RetrievalMode::Vector ? "vector" : "BM25") + " retrieval)";
+           " memories, " + (impl_->mode == RetrievalMode::Vector ? "vector" : "BM25") + " retrieval" +
+           relative_cut_suffix(impl_->min_relative_score) + ")";
 }
 
 std::vector<std::pair<uint32_t, double>> FolderMemorySource::rank(const ChunkQuery& query, int32_t k) const {
@@ -367,6 +373,7 @@ std::vector<std::pair<uint32_t, double>> FolderMemorySource::rank(const ChunkQue
     // Best first; equal scores go to the lower id so every run picks the same memories.
     std::stable_sort(scored.begin(), scored.end(), [](const auto& a, const auto& b) { return a.second > b.second; });
     if (static_cast<int64_t>(scored.size()) > k) scored.resize(static_cast<size_t>(std::max(k, 0)));
+    scored.resize(count_near_best(scored, im.min_relative_score, [](const auto& s) { return s.second; }));
     return scored;
 }
 

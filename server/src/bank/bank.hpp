@@ -41,11 +41,12 @@ struct BankQuery {
     int32_t k = 0;                                  // >= 1
     std::vector<std::string> sources;               // filter: source equals one of these (empty: any)
     std::string source_prefix;                      // filter: source starts with this (empty: any)
+    double min_relative_score = 0;                  // drop hits below this fraction of the best (0: none)
 };
 
 struct BankHit {
     uint32_t id = 0;
-    float score = 0;
+    double score = 0;  // double: the relative cut compares what the memory folder compares
 };
 
 class Bank {

@@ -17,6 +17,7 @@
 #include "bm25_index.hpp"
 #include "mnemo/error.hpp"
 #include "mnemo/io/json.hpp"
+#include "mnemo/memory/retrieval_settings.hpp"
 #include "mnemo/tokenizer/tokenizer.hpp"
 #include "sha256_hex.hpp"
 
@@ -221,6 +222,7 @@ private:
         return q.source_prefix.empty() || src.compare(0, q.source_prefix.size(), q.source_prefix) == 0;
     }
 
+    std::vector<BankHit> ranking(const BankQuery& q, size_t k) const;  // by the query's kind, before the cut
     std::vector<BankHit> vector_ranking(const BankQuery& q, size_t depth) const;
     std::vector<BankHit> bm25_ranking(const BankQuery& q, size_t depth) const;
 
@@ -268,12 +270,12 @@ std::vector<BankHit> OpenBank::vector_ranking(const BankQuery& q, size_t depth) 
 }
 
 std::vector<BankHit> OpenBank::bm25_ranking(const BankQuery& q, size_t depth) const {
-    // Ordered on the double scores (as the memory folder ranks), reported as float.
+    // Ordered and cut on the double scores, as the memory folder ranks (the reply carries floats).
     std::vector<std::pair<uint32_t, double>> exact = bm25_.score(*q.tokens, [&](uint32_t id) { return passes(id, q); });
     std::sort(exact.begin(), exact.end(), [](const auto& a, const auto& b) { return a.second != b.second ? a.second > b.second : a.first < b.first; });
     if (exact.size() > depth) exact.resize(depth);
     std::vector<BankHit> hits;
-    for (const auto& [id, s] : exact) hits.push_back({id, static_cast<float>(s)});
+    for (const auto& [id, s] : exact) hits.push_back({id, s});
     return hits;
 }
 
@@ -291,19 +293,27 @@ std::vector<BankHit> OpenBank::retrieve(const BankQuery& q) const {
             if (!std::isfinite(x)) throw Error(where + ": the query vector has a non-finite value");
     }
     if (!by_vector && !by_tokens) throw Error(where + ": the query has neither a vector nor tokens");
-    const auto k = static_cast<size_t>(q.k);
+    check_min_relative_score(q.min_relative_score, where);
+    std::vector<BankHit> hits = ranking(q, static_cast<size_t>(q.k));
+    hits.resize(count_near_best(hits, q.min_relative_score, [](const BankHit& h) { return h.score; }));
+    return hits;
+}
+
+std::vector<BankHit> OpenBank::ranking(const BankQuery& q, size_t k) const {
+    const bool by_vector = q.vector != nullptr;
+    const bool by_tokens = q.tokens != nullptr && !q.tokens->empty();
     if (by_vector && !by_tokens) return vector_ranking(q, k);
     if (by_tokens && !by_vector) return bm25_ranking(q, k);
     // Hybrid: each ranking to at least kFusionDepth, fused by 1 / (60 + rank).
     const size_t depth = std::max(k, kFusionDepth);
     std::unordered_map<uint32_t, double> fused;
-    for (const std::vector<BankHit>& ranking : {vector_ranking(q, depth), bm25_ranking(q, depth)})
-        for (size_t r = 0; r < ranking.size(); ++r) fused[ranking[r].id] += 1.0 / (kRrfK + static_cast<double>(r + 1));
+    for (const std::vector<BankHit>& ranked : {vector_ranking(q, depth), bm25_ranking(q, depth)})
+        for (size_t r = 0; r < ranked.size(); ++r) fused[ranked[r].id] += 1.0 / (kRrfK + static_cast<double>(r + 1));
     std::vector<std::pair<uint32_t, double>> all(fused.begin(), fused.end());
     std::sort(all.begin(), all.end(), [](const auto& a, const auto& b) { return a.second != b.second ? a.second > b.second : a.first < b.first; });
     if (all.size() > k) all.resize(k);
     std::vector<BankHit> hits;
-    for (const auto& [id, s] : all) hits.push_back({id, static_cast<float>(s)});
+    for (const auto& [id, s] : all) hits.push_back({id, s});
     return hits;
 }
 

@@ -193,6 +193,7 @@ Status KbService::retrieve_into(grpc::ServerContext*, const Bank& bank, const v1
     q.k = static_cast<int32_t>(req.k());
     q.sources.assign(req.filter().sources().begin(), req.filter().sources().end());
     q.source_prefix = req.filter().source_prefix();
+    q.min_relative_score = req.min_relative_score();
     std::vector<BankHit> hits;
     try {
         hits = bank.retrieve(q);

@@ -60,6 +60,9 @@ BankShape shape_of(const Bank& bank) {
 Status check_retrieve(const v1::RetrieveRequest& req, const BankShape& bank, const ServeLimits& limits) {
     if (req.k() == 0 || req.k() > limits.max_k)
         return Status(StatusCode::INVALID_ARGUMENT, "k is " + std::to_string(req.k()) + "; this server answers 1.." + std::to_string(limits.max_k));
+    if (!std::isfinite(req.min_relative_score()) || req.min_relative_score() < 0 || req.min_relative_score() > 1)
+        return Status(StatusCode::INVALID_ARGUMENT, "min_relative_score is " + std::to_string(req.min_relative_score()) +
+                                                        "; it must be in [0, 1] (a fraction of the best hit's score; 0: no cut)");
     if (req.tokens_size() > 0 && !req.text().empty())
         return Status(StatusCode::INVALID_ARGUMENT, "both tokens and text were given; send at most one of them");
     if (req.vector_size() == 0 && req.tokens_size() == 0 && req.text().empty())

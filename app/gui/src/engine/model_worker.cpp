@@ -10,6 +10,7 @@
 #include "mnemo/error.hpp"
 #include "mnemo/memory/memory_folder.hpp"
 #include "mnemo/memory/remote_memory.hpp"
+#include "mnemo/memory/retrieval_settings.hpp"
 #include "mnemo/session/sampling.hpp"
 
 namespace mnemo::gui {
@@ -100,7 +101,8 @@ void ModelWorker::load(quint64 id, LoadRequest request) {
                 throw Error("memory folder '" + folder + "': model '" + dir + "' (" + session->summary().model_type +
                             ") does not read explicit memories");
             auto source = std::make_shared<FolderMemorySource>(folder, memory_folder_model(*session),
-                                                               retrieval_mode_from_name(utf8(request.retrieval)));
+                                                               retrieval_mode_from_name(utf8(request.retrieval)),
+                                                               recommended_retrieval(dir).min_relative_score);
             recorder = std::make_shared<RecallRecorder>(std::move(source));
             session->set_memory_source(recorder);
             knowledge = {KnowledgeState::Folder, request.memoryFolder, QString::fromStdString(recorder->describe()), 0, 0};
@@ -157,6 +159,8 @@ std::shared_ptr<RecallRecorder> ModelWorker::connectKnowledgeServer(Session& ses
         if (!request.kbTokenFile.isEmpty()) o.token = read_knowledge_server_token(utf8(request.kbTokenFile));
         o.ca_file = utf8(request.kbCaFile);
         o.retrieval = remote_retrieval_from_name(utf8(request.retrieval));
+        // The model's own cut (generation_config.json "mnemo_retrieval"): the GUI has no control for it yet.
+        o.min_relative_score = recommended_retrieval(session.summary().model_dir).min_relative_score;
         o.connect_timeout_ms = o.call_timeout_ms = request.kbTimeoutMs;
         // An outage, a recovery or a new bank while generating: called on the session's thread or
         // the prefetch worker, so it only queues a signal.

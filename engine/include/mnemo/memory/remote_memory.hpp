@@ -42,6 +42,9 @@ struct RemoteMemoryOptions {
     // PEM file of the roots that sign the server's certificate (grpcs://); empty: the system's.
     std::string ca_file;
     RemoteRetrieval retrieval = RemoteRetrieval::Vector;
+    // References scoring below this fraction of the chunk's best are left out (the server cuts;
+    // mnemo/memory/retrieval_settings.hpp). 0: none.
+    double min_relative_score = 0;
     int32_t connect_timeout_ms = 2000;  // Info and the codebooks when connecting
     int32_t call_timeout_ms = 2000;     // every call while generating
     size_t cache_records = 4096;        // decoded records kept on the host (LRU)

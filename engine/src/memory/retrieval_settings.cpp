@@ -1,0 +1,52 @@
+#include "mnemo/memory/retrieval_settings.hpp"
+
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+
+#include "mnemo/error.hpp"
+#include "mnemo/io/json.hpp"
+
+namespace mnemo {
+
+void check_min_relative_score(double ratio, const std::string& what) {
+    if (!std::isfinite(ratio) || ratio < 0 || ratio > 1)
+        throw Error(what + ": the minimum relative score must be in [0, 1] (a fraction of the best reference's score), got " +
+                    std::to_string(ratio));
+}
+
+std::string relative_cut_suffix(double ratio) {
+    if (ratio <= 0) return "";
+    char buf[64];
+    std::snprintf(buf, sizeof buf, ", min relative score %g", ratio);
+    return buf;
+}
+
+RetrievalAdvice recommended_retrieval(const std::string& model_dir) {
+    // In generation_config.json, not config.json: it is a default for running the model, like the
+    // sampling defaults there, and config.json is part of the model's fingerprint (retuning the cut
+    // must not orphan every memory bank made for the model).
+    const std::filesystem::path file = std::filesystem::path(model_dir) / "generation_config.json";
+    RetrievalAdvice a;
+    if (!std::filesystem::exists(file)) return a;
+    const std::string path = file.string();
+    const json::Value config = json::parse_file(path);
+    const json::Value* r = config.find("mnemo_retrieval");
+    if (!r) return a;
+    const std::string where = path + ": mnemo_retrieval";
+    if (!r->is_object()) throw Error(where + " must be an object like {\"mode\": \"bm25\", \"min_relative_score\": 0.7}");
+    if (const json::Value* mode = r->find("mode")) {
+        if (!mode->is_string() || (mode->as_string() != "vector" && mode->as_string() != "bm25" && mode->as_string() != "hybrid"))
+            throw Error(where + ".mode must be \"vector\", \"bm25\" or \"hybrid\"");
+        a.mode = mode->as_string();
+    }
+    if (const json::Value* cut = r->find("min_relative_score")) {
+        if (!cut->is_number()) throw Error(where + ".min_relative_score must be a number in [0, 1]");
+        a.min_relative_score = cut->as_double();
+        check_min_relative_score(a.min_relative_score, where + ".min_relative_score");
+        a.has_min_relative_score = true;
+    }
+    return a;
+}
+
+}  // namespace mnemo
