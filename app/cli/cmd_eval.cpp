@@ -146,7 +146,7 @@ int cmd_eval(int argc, char** argv) {
     run.questions = questions;
     run.model_dir = dir;
     run.model_type = session->summary().model_type;
-    run.backend = model.backend;
+    run.backend = session->summary().backend.empty() ? model.backend : session->summary().backend;
     run.prompt_format = format.name();
     run.memory_kind = attached.remote ? "kb" : attached ? "folder" : "none";
     run.memory_location = attached.remote ? memories.kb_url : memories.folder;

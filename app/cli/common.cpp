@@ -3,9 +3,11 @@
 #include <signal.h>
 #include <unistd.h>
 
+#include <cstdio>
 #include <filesystem>
 
 #include "app/default_model.hpp"
+#include "auto_backend.hpp"
 #include "mnemo/error.hpp"
 
 namespace mnemo::cli {
@@ -14,7 +16,9 @@ namespace fs = std::filesystem;
 
 void add_model_flags(app::ArgParser& p, ModelFlags& f) {
     p.string_opt("-m,--model", "DIR", "model folder (default: the bundled default model)", &f.model)
-        .string_opt("--backend", "NAME", "backend module to run on (default: cpu)", &f.backend)
+        .string_opt("--backend", "NAME", "backend module to run on, or auto: the fastest kind of device that opens the "
+                                         "model (GPUs first, then the CPU backend; --device is then ignored) (default: cpu)",
+                    &f.backend)
         .int_opt("--device", "I", "device index within the backend (default: 0)", &f.device, 0, 1 << 16)
         .int_opt("-t,--threads", "N", "worker threads (default: backend's choice)", &f.threads, 0, 4096)
         .int_opt("-c,--ctx-size", "N", "context length in tokens (default: min(trained, 4096))", &f.ctx, 0,
@@ -47,6 +51,11 @@ SessionOptions session_options(const ModelFlags& f, const std::string& model_dir
 
 std::unique_ptr<Session> open_session(const SessionOptions& o) {
     try {
+        if (o.backend == "auto") {
+            AutoChoice c = open_auto_session(o, BackendRegistry::global());
+            std::fprintf(stderr, "backend auto: %s\n", c.report.c_str());
+            return std::move(c.session);
+        }
         return Session::open(o);
     } catch (const Cancelled&) {
         throw;
