@@ -36,13 +36,16 @@ AttachedMemories attach_memories(Session& session, const MemoryFlags& f) {
     if (!kb && (!f.kb_token_file.empty() || !f.kb_ca.empty()))
         throw app::UsageError("--kb-token-file and --kb-ca need --kb URL");
     // The mode is checked even without a source, so a typo is reported whatever the other flags.
+    if (!f.retrieval.empty() && !kb && remote_retrieval_from_name(f.retrieval) == RemoteRetrieval::Hybrid)
+        throw app::UsageError("--retrieval hybrid needs --kb (a memory folder ranks by vector or bm25)");
+    AttachedMemories out;
+    if (f.folder.empty() && !kb) return out;
+    // The model's advice is read only when memories are: a run without them never depends on it.
     const RetrievalAdvice advice = recommended_retrieval(session.summary().model_dir);
     const std::string mode = !f.retrieval.empty() ? f.retrieval : !advice.mode.empty() ? advice.mode : "bm25";
     const RemoteRetrieval remote_mode = remote_retrieval_from_name(mode);
     if (!kb && remote_mode == RemoteRetrieval::Hybrid)
-        throw app::UsageError("--retrieval hybrid needs --kb (a memory folder ranks by vector or bm25)");
-    AttachedMemories out;
-    if (f.folder.empty() && !kb) return out;
+        throw app::UsageError("the model recommends hybrid retrieval, which needs --kb: give --retrieval vector or bm25");
     out.retrieval = mode;
     out.min_relative_score = f.min_relative_score >= 0 ? f.min_relative_score : advice.min_relative_score;
     const char* flag = kb ? "--kb" : "--memories";
