@@ -43,6 +43,13 @@ mapfile -t debs < <(ls "$work/out"/*.deb 2>/dev/null)
 [ "${#debs[@]}" -ge 1 ] || fail "cpack made no .deb:\n$(cat "$work/cpack.log")"
 
 # ---------------------------------------------------------------- 2. control fields
+# Packages that cannot be installed beside their amd64 build (libsentencepiece0) are unpacked into
+# the toolchain's extra prefix, with the runtime package's control files in DEBIAN/.
+extra_prefix=$(sed -n 's/^MNEMO_ARM64_EXTRA_PREFIX:PATH=//p' "$build/CMakeCache.txt")
+extra_package=""
+if [ -n "$extra_prefix" ] && [ -f "$extra_prefix/DEBIAN/control" ]; then
+  extra_package=$(sed -n 's/^Package: //p' "$extra_prefix/DEBIAN/control")
+fi
 deb=""
 for f in "${debs[@]}"; do
   arch=$(dpkg-deb -f "$f" Architecture)
@@ -63,8 +70,9 @@ for clause in "${clauses[@]}"; do
     name=$(awk '{print $1}' <<<"$alt")
     # The arm64 build of the library the cross build linked against (multiarch, installed here).
     dpkg-query -W -f='${Status}\n' "$name:arm64" 2>/dev/null | grep -q "install ok installed" && { ok=1; break; }
+    [ "$name" = "$extra_package" ] && { ok=1; break; }
   done
-  [ "$ok" = 1 ] || fail "Depends '$clause': no arm64 package of that name is installed here"
+  [ "$ok" = 1 ] || fail "Depends '$clause': no arm64 package of that name is installed (or unpacked in $extra_prefix) here"
 done
 
 # ---------------------------------------------------------------- 3. unpack, ELF machine
@@ -81,6 +89,27 @@ while IFS= read -r -d '' f; do
 done < <(find "$root/usr/bin" "$root/usr/lib/mnemo" -type f -print0)
 echo "edge-arm64-deb: $n_elf ELF files, all AArch64"
 
+# Every library the package's programs and modules need, outside the package itself, belongs to
+# a package named in Depends: the arm64 multiarch package that owns it here, or a package unpacked
+# into the toolchain's extra prefix (its DEBIAN/control, scripts/edge-arm64.sh).
+mapfile -t needed < <(find "$root/usr/bin" "$root/usr/lib/mnemo" -type f -exec aarch64-linux-gnu-objdump -p {} \; 2>/dev/null |
+  awk '$1 == "NEEDED" {print $2}' | sort -u)
+dep_names=" $(sed -E 's/\([^)]*\)//g; s/[,|]/ /g' <<<"$depends" | xargs) "
+for soname in "${needed[@]}"; do
+  [ -e "$root/usr/lib/mnemo/$soname" ] && continue   # libmnemo, libmnemo-kb-proto: in the package
+  owner=""
+  for dir in /usr/lib/aarch64-linux-gnu /lib/aarch64-linux-gnu; do
+    [ -e "$dir/$soname" ] || continue
+    owner=$(dpkg-query -S "$dir/$soname" 2>/dev/null | head -1 | cut -d: -f1) && [ -n "$owner" ] && break
+  done
+  if [ -z "$owner" ] && [ -n "$extra_package" ] && [ -e "$extra_prefix/usr/lib/aarch64-linux-gnu/$soname" ]; then
+    owner=$extra_package
+  fi
+  [ -n "$owner" ] || fail "no arm64 package here provides $soname (needed by the package)"
+  [[ "$dep_names" == *" $owner "* ]] || fail "$soname comes from $owner, which Depends does not name: $depends"
+done
+echo "edge-arm64-deb: the ${#needed[@]} libraries the package needs are its own or in Depends"
+
 # ---------------------------------------------------------------- 4. run from the unpacked root
 { time devices=$(run_arm64 "$root/usr/bin/mnemo" devices 2>&1) || fail "mnemo devices (from the .deb) failed:\n$devices"; } 2> "$work/time"
 echo "edge-arm64-deb: mnemo devices (from the .deb, emulated, $(cat "$work/time")):"
@@ -94,7 +123,7 @@ done <<<"$paths"
 
 prompt=(run -p "Where was Tour Hujert born?" -n 6 --greedy --backend cpu)
 expected=$(run_arm64 "$build/bin/mnemo" "${prompt[@]}" 2>"$work/run-build.err") ||
-  { cat "$work/run-build.err" >&2; fail "the build tree's mnemo run failed"; }
+  { cat "$work/run-build.err" >&3; fail "the build tree's mnemo run failed"; }
 { time got=$(run_arm64 "$root/usr/bin/mnemo" "${prompt[@]}" 2>"$work/run.err") ||
   { cat "$work/run.err" >&3; fail "mnemo run (from the .deb) failed"; }; } 2> "$work/time"
 [ -n "$got" ] || fail "mnemo run (from the .deb) wrote nothing"
@@ -105,8 +134,10 @@ echo "edge-arm64-deb: mnemo ${prompt[*]} (from the .deb, emulated, $(cat "$work/
 printf 'edge-arm64-deb: %s: %s bytes, Installed-Size %s KiB\n' "$(basename "$deb")" \
   "$(stat -c %s "$deb")" "$(dpkg-deb -f "$deb" Installed-Size)"
 echo "edge-arm64-deb: packaged files (KiB, stripped by cpack):"
-(cd "$root/usr" && find bin lib -type f -printf '%k\t%p\n' | sort -k2 | sed 's/^/    /')
-echo "    $(du -sk "$root/usr/share/mnemo" | cut -f1)	share/mnemo (default model, world)"
+(cd "$root/usr" && find bin lib -type f -printf '%s\t%p\n' | sort -k2 | awk -F'\t' '{printf "    %6.0f  %s\n", $1 / 1024, $2}')
+for d in default-model world; do
+  du -sb "$root/usr/share/mnemo/$d" | awk -v name="share/mnemo/$d" '{printf "    %6.0f  %s\n", $1 / 1024, name}'
+done
 if [ -n "${MNEMO_ARM64_DEB_KEEP:-}" ]; then
   mkdir -p "$MNEMO_ARM64_DEB_KEEP" && cp "$deb" "$MNEMO_ARM64_DEB_KEEP"/
   echo "edge-arm64-deb: kept $MNEMO_ARM64_DEB_KEEP/$(basename "$deb")"

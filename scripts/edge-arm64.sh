@@ -49,7 +49,8 @@ install_deps() {
       dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
     done
   fi
-  if [ "${#missing[@]}" -gt 0 ] || [ ! -f "$extra_prefix/usr/lib/aarch64-linux-gnu/pkgconfig/sentencepiece.pc" ]; then
+  if [ "${#missing[@]}" -gt 0 ] || [ ! -f "$extra_prefix/usr/lib/aarch64-linux-gnu/pkgconfig/sentencepiece.pc" ] ||
+     [ ! -f "$extra_prefix/DEBIAN/shlibs" ]; then
     export DEBIAN_FRONTEND=noninteractive
     "${sudo_cmd[@]}" apt-get update -qq
   fi
@@ -57,12 +58,17 @@ install_deps() {
     echo "edge-arm64: installing ${missing[*]}"
     "${sudo_cmd[@]}" apt-get install -y -qq --no-install-recommends "${missing[@]}"
   fi
-  if [ ! -f "$extra_prefix/usr/lib/aarch64-linux-gnu/pkgconfig/sentencepiece.pc" ]; then
+  if [ ! -f "$extra_prefix/usr/lib/aarch64-linux-gnu/pkgconfig/sentencepiece.pc" ] ||
+     [ ! -f "$extra_prefix/DEBIAN/shlibs" ]; then
     local tmp
     tmp=$(mktemp -d)
     (cd "$tmp" && chmod 777 . && apt-get download libsentencepiece0:arm64 libsentencepiece-dev:arm64)
     "${sudo_cmd[@]}" mkdir -p "$extra_prefix"
     for deb in "$tmp"/*.deb; do "${sudo_cmd[@]}" dpkg-deb -x "$deb" "$extra_prefix"; done
+    # The runtime package's control files (shlibs): cpack's dpkg-shlibdeps reads them to name
+    # libsentencepiece0 as a dependency of the arm64 .deb (packaging/cpack_settings.cmake).
+    "${sudo_cmd[@]}" rm -rf "$extra_prefix/DEBIAN"
+    "${sudo_cmd[@]}" dpkg-deb -e "$tmp"/libsentencepiece0_*.deb "$extra_prefix/DEBIAN"
     # The .pc file says prefix=/usr; the headers are the amd64 package's (same version, arch-independent).
     "${sudo_cmd[@]}" sed -i "s|^prefix=/usr\$|prefix=$extra_prefix/usr|" \
       "$extra_prefix/usr/lib/aarch64-linux-gnu/pkgconfig/sentencepiece.pc"
