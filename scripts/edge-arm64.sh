@@ -89,7 +89,8 @@ echo "edge-arm64: cross build took $(( built - start )) s"
 # start bin/mnemo as a child process cannot run; CMAKE_CROSSCOMPILING_EMULATOR covers the
 # programs ctest starts itself). Parameterised tests are named "Prefix/Suite.Test/param  #
 # GetParam() = ...", hence "( |$)" after a parameter.
-#  - Conformance/BackendOps.Run/cpu*: every op's conformance cases on the NEON kernels, and
+#  - cpu_vector.conformance: every op's conformance cases (Conformance/BackendOps.Run/cpu*) on
+#    the NEON kernels, in one process (an emulated start costs ~2.5 s; tests/CMakeLists.txt), and
 #    cpu_scalar.conformance the same cases on the portable kernels (MNEMO_CPU_ISA=scalar);
 #  - cpu_kernel_selftest(_scalar): the CPU module's own checks of tails and thread splits;
 #  - Golden/OpsGolden: the reference ops (what conformance compares against) against NumPy;
@@ -97,7 +98,7 @@ echo "edge-arm64: cross build took $(( built - start )) s"
 #    PyTorch goldens (Models/BackendModels, Models/MemoryModelGoldens, Models/GoldenLogits,
 #    TinyModels/CompareCpuCpu), the default model and the Memory3 / Memory3+UltraMem sessions on
 #    the CPU (Backends/...), the default model's tokenizer, the model plugins and sessions.
-default_tests='^Conformance/BackendOps\.Run/cpu|^cpu_scalar\.|^cpu_kernel_selftest|^Golden/OpsGolden\.'
+default_tests='^cpu_vector\.conformance$|^cpu_scalar\.conformance$|^cpu_kernel_selftest|^Golden/OpsGolden\.'
 default_tests+='|^Models/BackendModels\.MatchCpu/.*__cpu|^BackendModels\.Every|^Models/MemoryModelGoldens\.|^Models/GoldenLogits'
 default_tests+='|^TinyModels/CompareCpuCpu\.|^DefaultModelTokenizer\.'
 default_tests+='|^Backends/(DefaultModel|Memory3Session|Memory3UltraMemSession)\.[^ ]*/cpu( |$)'
