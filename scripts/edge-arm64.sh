@@ -1,15 +1,23 @@
 #!/usr/bin/env bash
 # The edge build for arm64: installs the Debian cross toolchain, qemu-user-static and the arm64
 # libraries, cross-compiles the `edge-arm64` preset (CMakePresets.json) and runs, under
-# qemu-aarch64-static, the CPU conformance suite on the NEON kernels and again on the portable
-# ones (MNEMO_CPU_ISA=scalar), the CPU backend's self-test on both, and the whole-model tests.
-# Not part of CI (.ci/run already takes ~34 minutes on 2 cores; this adds a second full build and
-# emulated tests): docs/edge.md says why and what it measured.
+# qemu-aarch64-static -L / (the host's arm64 multiarch root: its ld.so and libc must be one glibc
+# build, or every emulated pthread_create hangs; emulator.thread_probe checks that first):
+#   - the CPU conformance suite on the NEON kernels and again on the portable ones
+#     (MNEMO_CPU_ISA=scalar), the CPU backend's self-test on both (1-3 threads), the reference ops;
+#   - the whole-model tests on the CPU backend (tiny models, default model, Memory3 sessions);
+#   - the arm64 .deb: cpack, control fields, unpacked into a temporary root, `mnemo devices` and
+#     `mnemo run` from there (scripts/edge-arm64-deb.sh).
+# Measured 2026-11-25 (docs/edge.md): 283 of 283 tests in 316 s and the .deb step in 24 s at -j2
+# on 2 shared cores, after a cross build of about 15 minutes. Not part of CI (.ci/run already takes
+# ~34 minutes on 2 cores; this adds a second full build): docs/edge.md says why.
 #
-#   scripts/edge-arm64.sh              install (when missing), build, test
-#   scripts/edge-arm64.sh --no-install build and test only
+#   scripts/edge-arm64.sh              install (when missing), build, test, package
+#   scripts/edge-arm64.sh --no-install build, test and package only
 #   MNEMO_ARM64_TESTS=<ctest regex>    run these tests instead of the default selection
-#   MNEMO_ARM64_VULKAN=1               also the Vulkan conformance suite on arm64 lavapipe (slow)
+#   MNEMO_ARM64_VULKAN=1               also the Vulkan conformance cases and model tests on arm64
+#                                      lavapipe: they fail today (Mesa 22.3 / LLVM 15 aborts
+#                                      compiling the norm shaders for AArch64; docs/edge.md)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -17,7 +25,7 @@ install=1
 for arg in "$@"; do
   case "$arg" in
     --no-install) install=0 ;;
-    -h|--help) sed -n '2,13p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,20p' "$0"; exit 0 ;;
     *) echo "edge-arm64.sh: unknown option '$arg' (expected --no-install)" >&2; exit 2 ;;
   esac
 done
