@@ -98,7 +98,7 @@ echo "edge-arm64: cross build took $(( built - start )) s"
 # programs ctest starts itself). Parameterised tests are named "Prefix/Suite.Test/param  #
 # GetParam() = ...", hence "( |$)" after a parameter.
 #  - cpu_vector.conformance: every op's conformance cases (Conformance/BackendOps.Run/cpu*) on
-#    the NEON kernels, in one process (an emulated start costs ~2.5 s; tests/CMakeLists.txt), and
+#    the NEON kernels, in one process (an emulated start costs 1-3 s; tests/CMakeLists.txt), and
 #    cpu_scalar.conformance the same cases on the portable kernels (MNEMO_CPU_ISA=scalar);
 #  - cpu_kernel_selftest(_scalar): the CPU module's own checks of tails and thread splits;
 #  - Golden/OpsGolden: the reference ops (what conformance compares against) against NumPy;
