@@ -17,7 +17,7 @@
 #   MNEMO_ARM64_TESTS=<ctest regex>    run these tests instead of the default selection
 #   MNEMO_ARM64_VULKAN=1               also the Vulkan conformance cases and model tests on arm64
 #                                      lavapipe: they fail today (Mesa 22.3 / LLVM 15 aborts
-#                                      compiling 27 of 82 sampled shaders for AArch64; edge.md)
+#                                      compiling 27 of 82 sampled cases for AArch64; edge.md)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
