@@ -32,9 +32,16 @@ set(CMAKE_FIND_ROOT_PATH_MODE_LIBRARY ONLY)
 set(CMAKE_FIND_ROOT_PATH_MODE_INCLUDE BOTH)
 set(CMAKE_FIND_ROOT_PATH_MODE_PACKAGE ONLY)
 
-# Runs arm64 test programs (ctest, gtest_discover_tests) on the host. -L gives qemu the arm64
-# loader and libc of libc6-arm64-cross; multiarch libraries are found in /usr/lib/aarch64-linux-gnu.
+# Runs arm64 test programs (ctest, gtest_discover_tests) on the host. `-L /`: the dynamic loader,
+# libc and every other library come from the host's arm64 multiarch packages (libc6:arm64 and the
+# :arm64 libraries above), so ld.so and libc.so.6 are always the same glibc build.
+# Not `-L /usr/aarch64-linux-gnu` (libc6-arm64-cross): qemu takes a path from the -L prefix only
+# when it exists there, so ld.so came from the cross package (2.36-8) while libc.so.6, found
+# through /etc/ld.so.cache in /lib/aarch64-linux-gnu, came from libc6:arm64 (2.36-9+deb12u14).
+# The two disagree on the layout of ld.so's private data, and the first pthread_create looped
+# forever walking the thread-stack cache list: every run with a second thread hung
+# (docs/edge.md, "Threads under emulation").
 find_program(MNEMO_QEMU_AARCH64 qemu-aarch64-static)
 if(MNEMO_QEMU_AARCH64)
-  set(CMAKE_CROSSCOMPILING_EMULATOR ${MNEMO_QEMU_AARCH64} -L /usr/${MNEMO_ARM64_TRIPLET})
+  set(CMAKE_CROSSCOMPILING_EMULATOR ${MNEMO_QEMU_AARCH64} -L /)
 endif()

@@ -27,7 +27,7 @@ set(CPACK_DEBIAN_PACKAGE_RELEASE ${MNEMO_DEB_RELEASE})
 # A cross build (the arm64 toolchain of the edge build) packages for its target, not for the
 # machine running cpack: the Debian architecture from the target processor, and dpkg-shlibdeps
 # told the same (DEB_HOST_ARCH, set in cpack_generator_settings.cmake.in) so that it reads the
-# arm64 libraries' dependency data (multiarch). Not tried here: no cross build in this tree.
+# arm64 libraries' dependency data (multiarch). scripts/edge-arm64-deb.sh makes and runs it.
 set(MNEMO_DEB_HOST_ARCH "")
 if(CMAKE_CROSSCOMPILING)
   if(CMAKE_SYSTEM_PROCESSOR MATCHES "^(aarch64|arm64)$")
@@ -50,6 +50,15 @@ set(CPACK_DEBIAN_COMPRESSION_TYPE xz)
 # build's bin folder and depend on mnemo by name instead.
 set(CPACK_DEBIAN_PACKAGE_SHLIBDEPS ON)
 set(CPACK_DEBIAN_PACKAGE_SHLIBDEPS_PRIVATE_DIRS ${CMAKE_BINARY_DIR}/bin)
+# The arm64 cross build reads libsentencepiece from packages unpacked outside dpkg's database
+# (cmake/toolchain-debian-arm64.cmake: libsentencepiece0 is not Multi-Arch: same). dpkg-shlibdeps
+# finds the library there, and the package's DEBIAN/shlibs that scripts/edge-arm64.sh unpacks
+# next to it (dpkg-shlibdeps looks for DEBIAN/ above a library outside dpkg's database) names the
+# dependency: libsentencepiece0 (>= 0.1.97), as a native build gets from dpkg's database.
+if(CMAKE_CROSSCOMPILING AND MNEMO_ARM64_EXTRA_PREFIX)
+  list(APPEND CPACK_DEBIAN_PACKAGE_SHLIBDEPS_PRIVATE_DIRS
+       ${MNEMO_ARM64_EXTRA_PREFIX}/usr/lib/${CMAKE_LIBRARY_ARCHITECTURE})
+endif()
 set(_same_mnemo "mnemo (= ${MNEMO_DEB_VERSION})")
 
 set(CPACK_DEBIAN_MNEMO_PACKAGE_NAME mnemo)
