@@ -150,7 +150,7 @@ int cmd_eval(int argc, char** argv) {
     run.prompt_format = format.name();
     run.memory_kind = attached.remote ? "kb" : attached ? "folder" : "none";
     run.memory_location = attached.remote ? memories.kb_url : memories.folder;
-    run.retrieval = attached ? attached.retrieval : "";
+    run.retrieval = attached.retrieval;  // empty without memories
     run.min_relative_score = attached.min_relative_score;
     run.max_tokens = max_tokens;
     run.seconds = app::now_seconds() - t0;

@@ -24,10 +24,10 @@ void add_memory_flags(app::ArgParser& p, MemoryFlags& f) {
                                            "(lexical, over tokens); with --kb also hybrid (both, fused by rank) (default: what the "
                                            "model's generation_config.json recommends, else bm25; vector needs a model with trained retrieval vectors)",
                     &f.retrieval)
-        .float_opt("--min-relative-score", "R", "leave out references scoring below R times the chunk's best one (0..1; 0 keeps "
+        .double_opt("--min-relative-score", "R", "leave out references scoring below R times the chunk's best one (0..1; 0 keeps "
                                                 "all k): drops near misses such as a look-alike name (default: the model's "
                                                 "recommendation, else 0)",
-                   &f.min_relative_score, 0.0f, 1.0f);
+                    &f.min_relative_score, 0.0, 1.0);
 }
 
 AttachedMemories attach_memories(Session& session, const MemoryFlags& f) {

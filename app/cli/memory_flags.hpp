@@ -19,7 +19,7 @@ struct MemoryFlags {
     // default model does not have (mnemo-chat has the same default).
     std::string retrieval;
     // --min-relative-score; negative: the model's recommendation, else 0 (no cut).
-    float min_relative_score = -1;
+    double min_relative_score = -1;
     std::string kb_url;              // --kb: grpcs://HOST:PORT or grpc://HOST:PORT (loopback)
     std::string kb_token_file;
     std::string kb_ca;

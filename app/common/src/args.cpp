@@ -103,18 +103,32 @@ ArgParser& ArgParser::u64_opt(const std::string& names, const std::string& metav
     });
 }
 
+namespace {
+
+// A number in [min, max], or a UsageError naming the flag and the range.
+double parse_in_range(const std::string& flag, const std::string& v, double min, double max) {
+    const double x = parse_double(v, flag);
+    if (x < min || x > max) {
+        char buf[128];
+        std::snprintf(buf, sizeof buf, " expects a number in [%g, %g], got ", min, max);
+        throw UsageError(flag + buf + v);
+    }
+    return x;
+}
+
+}  // namespace
+
 ArgParser& ArgParser::float_opt(const std::string& names, const std::string& metavar,
                                 const std::string& help, float* out, float min, float max) {
     return add(names, metavar, help, [=](const std::string& flag, const std::string& v) {
-        const double x = parse_double(v, flag);
-        if (x < min || x > max) {
-            char buf[128];
-            std::snprintf(buf, sizeof buf, " expects a number in [%g, %g], got ", static_cast<double>(min),
-                          static_cast<double>(max));
-            throw UsageError(flag + buf + v);
-        }
-        *out = static_cast<float>(x);
+        *out = static_cast<float>(parse_in_range(flag, v, min, max));
     });
+}
+
+ArgParser& ArgParser::double_opt(const std::string& names, const std::string& metavar,
+                                 const std::string& help, double* out, double min, double max) {
+    return add(names, metavar, help,
+               [=](const std::string& flag, const std::string& v) { *out = parse_in_range(flag, v, min, max); });
 }
 
 ArgParser& ArgParser::list_opt(const std::string& names, const std::string& metavar,

@@ -6,6 +6,7 @@
 
 #include "mnemo/error.hpp"
 #include "mnemo/io/json.hpp"
+#include "mnemo/memory/remote_memory.hpp"
 
 namespace mnemo {
 
@@ -36,8 +37,13 @@ RetrievalAdvice recommended_retrieval(const std::string& model_dir) {
     const std::string where = path + ": mnemo_retrieval";
     if (!r->is_object()) throw Error(where + " must be an object like {\"mode\": \"bm25\", \"min_relative_score\": 0.7}");
     if (const json::Value* mode = r->find("mode")) {
-        if (!mode->is_string() || (mode->as_string() != "vector" && mode->as_string() != "bm25" && mode->as_string() != "hybrid"))
-            throw Error(where + ".mode must be \"vector\", \"bm25\" or \"hybrid\"");
+        const char* expected = ".mode must be \"vector\", \"bm25\" or \"hybrid\"";
+        if (!mode->is_string()) throw Error(where + expected);
+        try {
+            remote_retrieval_from_name(mode->as_string());  // the one list of mode names
+        } catch (const Error&) {
+            throw Error(where + expected + ", got \"" + mode->as_string() + "\"");
+        }
         a.mode = mode->as_string();
     }
     if (const json::Value* cut = r->find("min_relative_score")) {

@@ -39,6 +39,9 @@ public:
                        uint64_t* out);
     ArgParser& float_opt(const std::string& names, const std::string& metavar, const std::string& help,
                          float* out, float min, float max);
+    // Where a value is compared with doubles (a float would turn 0.7 into 0.69999998).
+    ArgParser& double_opt(const std::string& names, const std::string& metavar, const std::string& help,
+                          double* out, double min, double max);
     // Repeatable: each occurrence appends.
     ArgParser& list_opt(const std::string& names, const std::string& metavar, const std::string& help,
                         std::vector<std::string>* out);
