@@ -20,7 +20,7 @@
 #include "mnemo/abi/backend_abi.h"
 #include "mnemo/ops/dtype.hpp"
 #include "mnemo/error.hpp"
-#include "mnemo/session/membw.hpp"
+#include "mnemo/session/bandwidth.hpp"
 
 namespace {
 
@@ -197,11 +197,11 @@ int main(int argc, char** argv) {
     api->device_info(0, &info);
     const int threads = opt.threads > 0 ? opt.threads : std::max(1, static_cast<int>(sysconf(_SC_NPROCESSORS_ONLN)));
 
-    mnemo::MemBandwidth bw1, bwn;
+    mnemo::Bandwidth bw1, bwn;
     try {
         const uint64_t bytes = opt.quick ? (256ull << 20) : (1ull << 30);
-        bw1 = mnemo::measure_read_bandwidth(1, bytes, opt.quick ? 2 : 5);
-        bwn = threads == 1 ? bw1 : mnemo::measure_read_bandwidth(threads, bytes, opt.quick ? 2 : 5);
+        bw1 = mnemo::measure_bandwidth(1, bytes, opt.quick ? 2 : 5);
+        bwn = threads == 1 ? bw1 : mnemo::measure_bandwidth(threads, bytes, opt.quick ? 2 : 5);
     } catch (const mnemo::Error& e) {
         die(e.what());
     }
@@ -244,7 +244,7 @@ int main(int argc, char** argv) {
 
     if (opt.json) {
         std::printf("{\n  \"device\": \"%s\",\n  \"threads\": %d,\n", info.name, threads);
-        std::printf("  \"membw\": {\"read_gbps_1t\": %.2f, \"copy_gbps_1t\": %.2f, \"read_gbps\": %.2f, \"copy_gbps\": %.2f, \"bytes\": %llu},\n",
+        std::printf("  \"bandwidth\": {\"read_gbps_1t\": %.2f, \"copy_gbps_1t\": %.2f, \"read_gbps\": %.2f, \"copy_gbps\": %.2f, \"bytes\": %llu},\n",
                     bw1.read_gbps, bw1.copy_gbps, bwn.read_gbps, bwn.copy_gbps, static_cast<unsigned long long>(bwn.bytes));
         std::printf("  \"matmul\": [\n");
         for (size_t i = 0; i < results.size(); ++i) {

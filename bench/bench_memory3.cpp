@@ -10,7 +10,7 @@
 // compressed folders), per memory read. Without --memories it first writes a folder of random
 // references with the model itself (timed too: references/s of `mnemo memorize`).
 // With --kb URL it times a third case, the same memories served by a knowledge server
-// (`mnemo-kb serve`, loopback) through libmnemo's remote source with its cache and prefetch, and
+// (`mnemo-kb serve`, loopback) through libmnemo's KbSource with its cache and prefetch, and
 // reports the bytes fetched per chunk and the cache hit rate (issue 13).
 #include <algorithm>
 #include <chrono>
@@ -24,7 +24,7 @@
 
 #include "mnemo/error.hpp"
 #include "mnemo/memory/memory_folder.hpp"
-#include "mnemo/memory/remote_memory.hpp"
+#include "mnemo/kb/kb_source.hpp"
 #include "mnemo/session/session.hpp"
 
 namespace fs = std::filesystem;
@@ -177,17 +177,17 @@ int main(int argc, char** argv) try {
     // machine's speed (clock, other processes) falls on both sides alike.
     auto source = std::make_shared<FolderMemorySource>(
         folder, memory_folder_model(*s), RetrievalMode::Vector);
-    std::shared_ptr<RemoteMemorySource> remote;
+    std::shared_ptr<KbSource> kb_source;
     if (!o.kb.empty()) {
-        RemoteMemoryOptions ro;
+        KbSourceOptions ro;
         ro.url = o.kb;
         ro.ca_file = o.kb_ca;
-        if (!o.kb_token_file.empty()) ro.token = read_knowledge_server_token(o.kb_token_file);
+        if (!o.kb_token_file.empty()) ro.token = read_kb_token(o.kb_token_file);
         ro.texts = false;  // a device that only decodes memories
-        remote = connect_knowledge_server(ro, memory_folder_model(*s));
+        kb_source = connect_kb(ro, memory_folder_model(*s));
     }
     std::vector<Run> runs_without, runs_with, runs_kb;
-    RemoteMemoryStatus kb_before;
+    KbSourceStatus kb_before;
     for (int32_t i = -1; i < o.reps; ++i) {  // i = -1: warm-up (plans the graphs), not counted
         const std::vector<int32_t> prompt = new_prompt();
         s->set_memory_source(nullptr);
@@ -198,9 +198,9 @@ int main(int argc, char** argv) try {
             runs_without.push_back(a);
             runs_with.push_back(b);
         }
-        if (remote) {
-            if (i == 0) kb_before = remote->status();  // the counters cover the measured runs
-            s->set_memory_source(remote);
+        if (kb_source) {
+            if (i == 0) kb_before = kb_source->status();  // the counters cover the measured runs
+            s->set_memory_source(kb_source);
             const Run c = time_once(*s, prompt, o.gen);
             if (i >= 0) runs_kb.push_back(c);
         }
@@ -249,9 +249,9 @@ int main(int argc, char** argv) try {
                     static_cast<unsigned long long>(with.stats.query_passes), compressed ? " (VQ decode included)" : "",
                     with.stats.upload_ns / 1e6, 100.0 * work_share, per_memory_us);
     }
-    if (remote) {
+    if (kb_source) {
         const Run kb = median(runs_kb);
-        const RemoteMemoryStatus st = remote->status().since(kb_before);
+        const KbSourceStatus st = kb_source->status().since(kb_before);
         const uint64_t chunks = st.retrievals;
         const uint64_t bytes = st.reply_bytes;
         const double hit_rate = st.cache_hits + st.cache_misses

@@ -97,23 +97,24 @@ echo "edge-arm64: cross build took $(( built - start )) s"
 # start bin/mnemo as a child process cannot run; CMAKE_CROSSCOMPILING_EMULATOR covers the
 # programs ctest starts itself). Parameterised tests are named "Prefix/Suite.Test/param  #
 # GetParam() = ...", hence "( |$)" after a parameter.
-#  - cpu_vector.conformance: every op's conformance cases (Conformance/BackendOps.Run/cpu*) on
-#    the NEON kernels, in one process (an emulated start costs 1-3 s; tests/CMakeLists.txt), and
-#    cpu_scalar.conformance the same cases on the portable kernels (MNEMO_CPU_ISA=scalar);
-#  - cpu_kernel_selftest(_scalar): the CPU module's own checks of tails and thread splits;
+#  - cpu.conformance: every op's conformance cases (Conformance/BackendOps.Run/cpu*) on the NEON
+#    kernels, in one process (an emulated start costs 1-3 s; tests/CMakeLists.txt), each with 1, 2
+#    and 3 threads, and cpu_scalar.conformance the same cases on the portable kernels
+#    (MNEMO_CPU_ISA=scalar);
+#  - CpuBackend.*: the CPU module's buffer contract and index errors, with 1, 2 and 3 threads;
 #  - Golden/OpsGolden: the reference ops (what conformance compares against) against NumPy;
 #  - the whole-model tests: every tiny model on the CPU backend against the reference and the
 #    PyTorch goldens (Models/BackendModels, Models/MemoryModelGoldens, Models/GoldenLogits,
 #    TinyModels/CompareCpuCpu), the default model and the Memory3 / Memory3+UltraMem sessions on
 #    the CPU (Backends/...), the default model's tokenizer, the model plugins and sessions.
-default_tests='^cpu_vector\.conformance$|^cpu_scalar\.conformance$|^cpu_kernel_selftest|^Golden/OpsGolden\.'
+default_tests='^cpu\.conformance$|^cpu_scalar\.conformance$|^CpuBackend\.|^Golden/OpsGolden\.'
 default_tests+='|^Models/BackendModels\.MatchCpu/.*__cpu|^BackendModels\.Every|^Models/MemoryModelGoldens\.|^Models/GoldenLogits'
 default_tests+='|^TinyModels/CompareCpuCpu\.|^DefaultModelTokenizer\.'
 default_tests+='|^Backends/(DefaultModel|Memory3Session|Memory3UltraMemSession)\.[^ ]*/cpu( |$)'
 default_tests+='|Plugin[./]|^Memory3UltraMem\.|^Memory3(Layout|Errors|Blocks)\.|^Session\.'
 tests="${MNEMO_ARM64_TESTS:-$default_tests}"
 if [ "${MNEMO_ARM64_VULKAN:-0}" = 1 ]; then
-  tests="$tests|^Conformance/BackendOps\.Run/vulkan|^Models/BackendModels\.MatchCpu/.*__vulkan|^Backends/DefaultModel\.[^ ]*/vulkan( |$)"
+  tests="$tests|^vulkan\.conformance$|^Models/BackendModels\.MatchCpu/.*__vulkan|^Backends/DefaultModel\.[^ ]*/vulkan( |$)"
 fi
 # First: can an emulated program start a thread? (Seconds, instead of every multi-threaded test
 # hanging until its timeout when the emulator's ld.so and libc do not match; docs/edge.md.)

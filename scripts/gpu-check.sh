@@ -35,7 +35,7 @@ build-gpu/bin/mnemo-test-ops perf -b vulkan --json >"$out/ops-perf-vulkan.json" 
 # Decode roofline of a Llama-3.2-1B-shaped f16 checkpoint (random weights), when python3 has numpy.
 model=${MODEL:-bench-models/llama-3.2-1b-random}
 if [ ! -d "$model" ] && python3 -c 'import numpy' 2>/dev/null; then
-  python3 tools/make_checkpoint.py --preset llama-3.2-1b --out "$model" >/dev/null
+  python3 tools/test_models/make_checkpoint.py --preset llama-3.2-1b --out "$model" >/dev/null
 fi
 if [ -d "$model" ]; then
   for b in cuda vulkan; do

@@ -5,7 +5,7 @@
 #   scripts/install-deps.sh --tests   also the test tools (GoogleTest, Python references, Clang
 #                                     for the sanitizer and fuzz builds)
 #   scripts/install-deps.sh --train   also what retraining the default model needs
-#                                     (tools/make_default_model.sh: PyTorch, an optimised BLAS)
+#                                     (tools/train/make_default_model.sh: PyTorch, an optimised BLAS)
 set -euo pipefail
 
 want_tests=0
@@ -82,7 +82,7 @@ export DEBIAN_FRONTEND=noninteractive
 if [ "$want_train" = 1 ]; then
   # Installing OpenBLAS makes it the system's libblas.so.3. mnemo-kb decodes memories bit for bit
   # as FAISS does on the reference BLAS (and checks it), so the reference BLAS stays the default;
-  # tools/make_default_model.sh points only its own Python at OpenBLAS.
+  # tools/train/make_default_model.sh points only its own Python at OpenBLAS.
   arch=$(uname -m)-linux-gnu
   "${sudo_cmd[@]}" update-alternatives --set "libblas.so.3-$arch" "/usr/lib/$arch/blas/libblas.so.3" >/dev/null
   "${sudo_cmd[@]}" update-alternatives --set "liblapack.so.3-$arch" "/usr/lib/$arch/lapack/liblapack.so.3" >/dev/null

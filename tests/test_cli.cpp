@@ -142,6 +142,23 @@ TEST_F(Cli, BadValuesNameFlagAndExpectation) {
     for (const auto& [args, parts] : cases) EXPECT_TRUE(exited_with(run_mnemo(args), 2, parts)) << args;
 }
 
+// `mnemo bench --bandwidth` measures the host memory bandwidth and reports it under "bandwidth";
+// the old name --membw still works, unlisted, and says once on stderr that it is deprecated.
+TEST_F(Cli, BenchBandwidthAndItsDeprecatedAlias) {
+    REQUIRE_TINY_MODEL();
+    const Result help = run_mnemo("bench --help");
+    EXPECT_TRUE(exited_with(help, 0, {"--bandwidth"}));
+    EXPECT_EQ(help.output.find("--membw"), std::string::npos) << help.output;
+    const std::string base = "bench -m " + quote(tiny_model()) + " -p 0 -n 1 -r 1 --no-warmup --json ";
+    for (const char* flag : {"--bandwidth", "--membw"}) {
+        const Result r = run_mnemo(base + flag);
+        EXPECT_TRUE(exited_with(r, 0, {"\"bandwidth\":{\"read_gbps\":"})) << flag;
+        const size_t warned = r.output.find("mnemo bench: --membw is deprecated; use --bandwidth");
+        EXPECT_EQ(warned != std::string::npos, std::string(flag) == "--membw") << flag << ":\n" << r.output;
+        EXPECT_EQ(r.output.find("\"membw\""), std::string::npos) << r.output;
+    }
+}
+
 TEST_F(Cli, MissingModelIsRuntimeErrorWithPath) {
     EXPECT_TRUE(exited_with(run_mnemo("run -m /nonexistent/mnemo-model -p hello"), 1,
                             {"mnemo: error:", "/nonexistent/mnemo-model"}));

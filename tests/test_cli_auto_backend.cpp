@@ -1,4 +1,4 @@
-// `--backend auto` (app/cli/auto_backend.cpp): the fastest kind of device that opens the model,
+// `--backend auto` (app/cli/backend/auto_backend.cpp): the fastest kind of device that opens the model,
 // the others skipped with their reasons; a named backend never falls back.
 #include <gtest/gtest.h>
 

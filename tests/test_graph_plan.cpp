@@ -1,4 +1,4 @@
-// The memory planner: tensors alive at the same time never share bytes, dead ones are reused,
+// The arena planner: tensors alive at the same time never share bytes, dead ones are reused,
 // views and in-place state writes share their source's storage.
 #include <gtest/gtest.h>
 
@@ -32,7 +32,7 @@ GraphNode op(std::vector<int32_t> in, int64_t elems) {
 }
 
 // Checks that any two arena tensors whose lifetimes overlap occupy disjoint bytes.
-void expect_no_live_overlap(const std::vector<GraphNode>& nodes, int32_t output, const MemoryPlan& plan) {
+void expect_no_live_overlap(const std::vector<GraphNode>& nodes, int32_t output, const ArenaPlan& plan) {
     const size_t n = nodes.size();
     std::vector<int64_t> first(n), last(n);
     for (size_t i = 0; i < n; ++i) {
@@ -57,10 +57,10 @@ void expect_no_live_overlap(const std::vector<GraphNode>& nodes, int32_t output,
 
 }  // namespace
 
-TEST(MemoryPlan, ChainReusesDeadBuffers) {
+TEST(ArenaPlan, ChainReusesDeadBuffers) {
     // in -> a -> b -> c -> d: at most two intermediates are alive at once.
     std::vector<GraphNode> nodes = {input(4), op({0}, 1000), op({1}, 1000), op({2}, 1000), op({3}, 1000)};
-    const MemoryPlan plan = plan_memory(nodes, {4}, 256);
+    const ArenaPlan plan = plan_arena(nodes, {4}, 256);
     expect_no_live_overlap(nodes, 4, plan);
     // Without reuse the arena would hold the input and four 4000-byte blocks; with it, at most
     // the input and two blocks (freed bytes of a come back for c, of b for d).
@@ -68,14 +68,14 @@ TEST(MemoryPlan, ChainReusesDeadBuffers) {
     EXPECT_NE(plan.where[1].offset, plan.where[2].offset);
 }
 
-TEST(MemoryPlan, OutputSurvivesToTheEnd) {
+TEST(ArenaPlan, OutputSurvivesToTheEnd) {
     std::vector<GraphNode> nodes = {input(4), op({0}, 64), op({1}, 64), op({2}, 64)};
-    const MemoryPlan plan = plan_memory(nodes, {1}, 64);  // node 1 is the output, read early
+    const ArenaPlan plan = plan_arena(nodes, {1}, 64);  // node 1 is the output, read early
     expect_no_live_overlap(nodes, 1, plan);
     EXPECT_NE(plan.where[1].offset, plan.where[3].offset);
 }
 
-TEST(MemoryPlan, ViewsAndInPlaceWritesShareStorage) {
+TEST(ArenaPlan, ViewsAndInPlaceWritesShareStorage) {
     GraphNode state;
     state.kind = NodeKind::Param;
     state.param_id = 7;
@@ -93,13 +93,13 @@ TEST(MemoryPlan, ViewsAndInPlaceWritesShareStorage) {
     std::vector<GraphNode> nodes = {input(2), op({0}, 8), state, store};
     nodes.insert(nodes.begin() + 2, view);  // index 2 is the view of node 1
     nodes[4].inputs = {3, 2, 0, 0};         // kv_store(state, view, ...)
-    const MemoryPlan plan = plan_memory(nodes, {1}, 64);
+    const ArenaPlan plan = plan_arena(nodes, {1}, 64);
     EXPECT_EQ(plan.where[2].offset, plan.where[1].offset);  // view shares the op's bytes
     EXPECT_FALSE(plan.where[4].in_arena);                   // kv_store writes the state
     EXPECT_EQ(plan.where[4].param_id, 7);
 }
 
-TEST(MemoryPlan, RandomGraphsNeverOverlapLiveTensors) {
+TEST(ArenaPlan, RandomGraphsNeverOverlapLiveTensors) {
     std::mt19937 rng(1234);
     for (int trial = 0; trial < 200; ++trial) {
         std::vector<GraphNode> nodes = {input(1 + rng() % 64), input(1 + rng() % 64)};
@@ -111,7 +111,7 @@ TEST(MemoryPlan, RandomGraphsNeverOverlapLiveTensors) {
             nodes.push_back(op(in, 1 + static_cast<int64_t>(rng() % 5000)));
         }
         const int32_t out = static_cast<int32_t>(nodes.size() - 1 - rng() % 3);
-        const MemoryPlan plan = plan_memory(nodes, {out}, 256);
+        const ArenaPlan plan = plan_arena(nodes, {out}, 256);
         expect_no_live_overlap(nodes, out, plan);
         for (const Location& l : plan.where) EXPECT_EQ(l.offset % 256, 0u);
     }

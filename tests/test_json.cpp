@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "fixtures/error_checks.hpp"
+#include "fixtures/fifo.hpp"
 #include "mnemo/error.hpp"
 #include "mnemo/io/json.hpp"
 
@@ -266,8 +267,23 @@ TEST(JsonParseFile, ReadsFileAndNamesPathInErrors) {
     const std::string missing = (dir / "missing.json").string();
     EXPECT_MENTIONS(required_error("a missing file", [&] { json::parse_file(missing); }),
                     missing + ": cannot open file");
-    // A folder opens but cannot be read.
+    // Only regular files are read: a folder, a FIFO (which would block the open), a device.
     EXPECT_MENTIONS(required_error("reading a folder", [&] { json::parse_file(dir.string()); }),
-                    dir.string() + ": cannot read file");
+                    dir.string() + ": is a directory, expected a regular file");
+    const std::string fifo = (dir / "config.json").string();
+    mnemo::test::make_fifo(fifo);
+    EXPECT_MENTIONS(mnemo::test::error_without_blocking(fifo, [&] { json::parse_file(fifo); }),
+                    fifo + ": is a FIFO, expected a regular file");
+    EXPECT_MENTIONS(required_error("reading /dev/zero", [&] { json::parse_file("/dev/zero"); }), "is a character device");
     fs::remove_all(dir);
+}
+
+// What dump() writes is valid JSON text, which is UTF-8: a byte that is not (a model's partial
+// token, a damaged title) becomes U+FFFD, so the document reads back.
+TEST(JsonValue, DumpReplacesInvalidUtf8) {
+    const auto v = json::Value::make_string("caf\xE9 \xC3\xA9 \xE2\x82 \xF0\x9F\x99\x82");
+    const std::string out = v.dump();
+    EXPECT_EQ(out, "\"caf\\ufffd \xC3\xA9 \\ufffd\\ufffd \xF0\x9F\x99\x82\"");
+    EXPECT_EQ(json::parse(out, "t").as_string(), "caf\xEF\xBF\xBD \xC3\xA9 \xEF\xBF\xBD\xEF\xBF\xBD \xF0\x9F\x99\x82");
+    EXPECT_EQ(json::quote("\x80"), "\"\\ufffd\"");
 }

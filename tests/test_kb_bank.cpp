@@ -325,6 +325,48 @@ TEST_F(KbBank, FiltersBySourceAndPrefix) {
     for (const kb::BankHit& h : b.retrieve(t)) EXPECT_EQ(b.reference(h.id).source.rfind("wiki/", 0), 0u);
 }
 
+// Sources and a prefix together: a reference passes with either (docs/kb-protocol.md, "Retrieve"),
+// as the memory folder's client filters would; and the sources are looked up, not searched.
+TEST_F(KbBank, FiltersBySourcesOrPrefix) {
+    const kb::Bank& b = **bank_;
+    const std::vector<float>& v = (*encoded_)[3].vector;
+    kb::BankQuery q;
+    q.vector = &v;
+    q.k = static_cast<int32_t>(b.count());
+    q.source_prefix = "news/";
+    q.sources = {"wiki/doc4.txt"};
+    for (int i = 0; i < 20000; ++i) q.sources.push_back("nowhere/" + std::to_string(i) + ".txt");
+    size_t news = 0, doc4 = 0;
+    for (const kb::BankHit& h : b.retrieve(q)) {
+        const std::string& s = b.reference(h.id).source;
+        if (s.rfind("news/", 0) == 0) ++news;
+        else if (s == "wiki/doc4.txt") ++doc4;
+        else ADD_FAILURE() << "source " << s << " passed the filter";
+    }
+    EXPECT_GT(news, 0u);
+    EXPECT_GT(doc4, 0u);
+}
+
+// A retrieval asks BankQuery::should_stop while it passes over the bank (the server's call-time
+// cap and cancellation) and stops with QueryStopped.
+TEST_F(KbBank, RetrievalStopsWhenAsked) {
+    const kb::Bank& b = **bank_;
+    const std::vector<float>& v = (*encoded_)[3].vector;
+    const std::vector<int32_t> terms(b.reference(0).tokens.begin(), b.reference(0).tokens.begin() + 3);
+    for (int kind = 0; kind < 3; ++kind) {
+        kb::BankQuery q;
+        q.vector = kind != 1 ? &v : nullptr;
+        q.tokens = kind != 0 ? &terms : nullptr;
+        q.k = 5;
+        int asked = 0;
+        q.should_stop = [&] { return ++asked > 0; };
+        EXPECT_THROW(b.retrieve(q), kb::QueryStopped) << "kind " << kind;
+        EXPECT_GT(asked, 0);
+        q.should_stop = [] { return false; };
+        EXPECT_FALSE(b.retrieve(q).empty()) << "kind " << kind;
+    }
+}
+
 TEST_F(KbBank, BadQueriesAreErrors) {
     const kb::Bank& b = **bank_;
     std::vector<float> short_v(3, 0.f), nan_v(static_cast<size_t>(model_->spec.retrieval_dim), 0.f);

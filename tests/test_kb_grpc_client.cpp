@@ -1,4 +1,4 @@
-// The knowledge server's client (engine/src/kb, mnemo/memory/remote_memory.hpp) against an
+// The knowledge server's client (engine/src/kb, mnemo/kb/kb_source.hpp) against an
 // in-test server: a KnowledgeBase service over a compressed memory folder written by the memory3
 // test model, ranking with FolderMemorySource::rank, on 127.0.0.1 with a port the OS picks.
 // Generation through the client must give the logits of the in-process folder source (with and
@@ -25,7 +25,9 @@
 #include "kb/record_cache.hpp"
 #include "mnemo/error.hpp"
 #include "mnemo/memory/memory_folder.hpp"
-#include "mnemo/memory/remote_memory.hpp"
+#include "fixtures/fake_bank_info.hpp"
+#include "fixtures/random_codebook.hpp"
+#include "mnemo/kb/kb_source.hpp"
 #include "mnemo_kb.grpc.pb.h"
 #include "model_test_util.hpp"
 
@@ -44,21 +46,9 @@ std::unique_ptr<Session> open_memory3() { return test::open_model(test::model_di
 
 double seconds_since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
 
-// A random codebook of the shapes VQ_DECODE takes: 1 x 8-bit coarse + 2 x 8-bit PQ = 3 bytes
-// per vector. The memories need not be good, only the same on both paths.
+// The served codebooks, parsed back as the client parses them.
 VqCodebook random_codebook(uint32_t dim, std::mt19937& rng) {
-    std::normal_distribution<float> g(0.0f, 0.5f);
-    VqCodebook cb;
-    cb.d_in = cb.d_out = dim;
-    cb.coarse_m = 1;
-    cb.coarse_nbits = 8;
-    cb.pq_m = 2;
-    cb.pq_nbits = 8;
-    cb.coarse.resize(256 * dim);
-    cb.pq.resize(2 * 256 * (dim / 2));
-    for (float& x : cb.coarse) x = g(rng);
-    for (float& x : cb.pq) x = g(rng) * 0.1f;
-    const std::vector<uint8_t> bytes = cb.to_bytes();
+    const std::vector<uint8_t> bytes = test::random_codebook(dim, rng, 0.1f).to_bytes();
     return parse_vq_codebook(bytes.data(), bytes.size(), "test codebook", "");
 }
 
@@ -95,18 +85,7 @@ public:
             std::lock_guard<std::mutex> l(mu_);
             if (!fingerprint_.empty()) m.fingerprint = fingerprint_;
         }
-        kbv1::BankInfo* b = reply->mutable_bank();
-        b->set_bank_version(version);
-        b->set_model_type(m.model_type);
-        b->set_model_fingerprint(m.fingerprint);
-        b->set_model_json(memory_model_to_json(m).dump());
-        b->set_key_codebook_sha256(codec_->keys.sha256);
-        b->set_value_codebook_sha256(codec_->values.sha256);
-        b->set_record_bytes(records_.front().size());
-        b->set_count(records_.size());
-        b->set_segments(1);
-        reply->set_max_k(32);
-        reply->set_max_ids_per_request(1024);
+        mnemo::test::describe_bank(reply, m, codec_.get(), records_.front().size(), records_.size(), version);
         return grpc::Status::OK;
     }
 
@@ -302,8 +281,8 @@ protected:
     }
     static std::string dir() { return (*root_ / "vq").string(); }
 
-    RemoteMemoryOptions options(const std::string& url) {
-        RemoteMemoryOptions o;
+    KbSourceOptions options(const std::string& url) {
+        KbSourceOptions o;
         o.url = url;
         o.token = kToken;
         o.warn = warnings_.sink();
@@ -361,7 +340,7 @@ double max_abs_diff(const std::vector<float>& a, const std::vector<float>& b) {
 
 struct Variant {
     const char* name;
-    RemoteRetrieval retrieval;
+    KbRetrieval retrieval;
     bool prefetch;
     bool single_round_trip;
 };
@@ -372,41 +351,41 @@ TEST_P(KbGrpcClientLogits, EqualTheFolderSource) {
     const Variant v = GetParam();
     FakeKnowledgeBase service(dir(), *model_);
     LoopbackServer server(service);
-    RemoteMemoryOptions o = options(server.url());
+    KbSourceOptions o = options(server.url());
     o.retrieval = v.retrieval;
     o.prefetch = v.prefetch;
     o.single_round_trip = v.single_round_trip;
-    const auto remote = connect_knowledge_server(o, *model_);
-    EXPECT_EQ(remote->prefetches(), v.prefetch);
-    const RetrievalMode mode = v.retrieval == RemoteRetrieval::BM25 ? RetrievalMode::BM25 : RetrievalMode::Vector;
-    const std::vector<float> want = v.retrieval == RemoteRetrieval::Vector
+    const auto kb = connect_kb(o, *model_);
+    EXPECT_EQ(kb->prefetches(), v.prefetch);
+    const RetrievalMode mode = v.retrieval == KbRetrieval::BM25 ? RetrievalMode::BM25 : RetrievalMode::Vector;
+    const std::vector<float> want = v.retrieval == KbRetrieval::Vector
                                         ? folder_logits()
                                         : generate(std::make_shared<FolderMemorySource>(dir(), *model_, mode));
-    const std::vector<float> got = generate(remote);
+    const std::vector<float> got = generate(kb);
     EXPECT_LE(max_abs_diff(got, want), 1e-6);
-    if (v.retrieval == RemoteRetrieval::Vector) {
+    if (v.retrieval == KbRetrieval::Vector) {
         EXPECT_GT(max_abs_diff(got, no_memory_logits()), 1e-3) << "the memories must change the logits, or this test proves nothing";
     }
-    const RemoteMemoryStatus st = remote->status();
+    const KbSourceStatus st = kb->status();
     EXPECT_EQ(st.retrievals, 4u) << "prompt chunks 0-2 and decoded chunk 1";
     EXPECT_EQ(st.failures, 0u);
-    EXPECT_EQ(st.state, RemoteState::Connected);
+    EXPECT_EQ(st.state, KbSourceState::Connected);
     EXPECT_EQ(st.bank_version, 1u);
     EXPECT_EQ(st.prefetches, v.prefetch ? 4u : 0u) << "every chunk announced once";
     // An announced query the worker has not started yet is asked inline (two calls in flight
     // instead of one queue), so how many the worker answered depends on timing (PrefetchedAnswer
     // checks one deterministically).
     EXPECT_LE(st.prefetch_hits, v.prefetch ? 4u : 0u);
-    if (v.retrieval == RemoteRetrieval::Vector) {
+    if (v.retrieval == KbRetrieval::Vector) {
         EXPECT_EQ(st.cache_hits + st.cache_misses, 20u) << "5 memories for each of 4 chunks";
     }
     EXPECT_EQ(st.cache_misses, st.records_fetched);
     EXPECT_EQ(st.records_fetched, static_cast<uint64_t>(service.records_sent));
     EXPECT_GT(st.record_bytes, 0u);
     EXPECT_TRUE(warnings_.get().empty());
-    if (v.retrieval == RemoteRetrieval::Vector) {
-        EXPECT_EQ(remote->last_references(0).size(), 5u);
-        for (const RecalledReference& r : remote->last_references(0)) {
+    if (v.retrieval == KbRetrieval::Vector) {
+        EXPECT_EQ(kb->last_references(0).size(), 5u);
+        for (const RetrievedReference& r : kb->last_references(0)) {
             EXPECT_EQ(r.text, "reference number " + std::to_string(r.id));
             EXPECT_EQ(r.source, "ref" + std::to_string(r.id) + ".txt");
         }
@@ -414,10 +393,10 @@ TEST_P(KbGrpcClientLogits, EqualTheFolderSource) {
 }
 
 INSTANTIATE_TEST_SUITE_P(KbGrpcClient, KbGrpcClientLogits,
-                         ::testing::Values(Variant{"VectorPrefetchOneTrip", RemoteRetrieval::Vector, true, true},
-                                           Variant{"VectorNoPrefetchOneTrip", RemoteRetrieval::Vector, false, true},
-                                           Variant{"VectorPrefetchTwoCalls", RemoteRetrieval::Vector, true, false},
-                                           Variant{"Bm25NoPrefetchTwoCalls", RemoteRetrieval::BM25, false, false}),
+                         ::testing::Values(Variant{"VectorPrefetchOneTrip", KbRetrieval::Vector, true, true},
+                                           Variant{"VectorNoPrefetchOneTrip", KbRetrieval::Vector, false, true},
+                                           Variant{"VectorPrefetchTwoCalls", KbRetrieval::Vector, true, false},
+                                           Variant{"Bm25NoPrefetchTwoCalls", KbRetrieval::BM25, false, false}),
                          [](const auto& info) { return std::string(info.param.name); });
 
 // ---------------------------------------------------------------- prefetch
@@ -427,24 +406,24 @@ INSTANTIATE_TEST_SUITE_P(KbGrpcClient, KbGrpcClientLogits,
 TEST_F(KbGrpcClient, PrefetchedAnswerIsTakenWithoutASecondCall) {
     FakeKnowledgeBase service(dir(), *model_);
     LoopbackServer server(service);
-    const auto remote = connect_knowledge_server(options(server.url()), *model_);
-    ASSERT_TRUE(remote->prefetches());
-    remote->prefetch(query_near(9, 2), 5);
-    for (int i = 0; i < 400 && remote->status().calls == 0; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(5));
-    ASSERT_EQ(remote->status().calls, 1u) << "the worker did not fetch the announced query within 2 s";
+    const auto kb = connect_kb(options(server.url()), *model_);
+    ASSERT_TRUE(kb->prefetches());
+    kb->prefetch(query_near(9, 2), 5);
+    for (int i = 0; i < 400 && kb->status().calls == 0; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    ASSERT_EQ(kb->status().calls, 1u) << "the worker did not fetch the announced query within 2 s";
     const int calls = service.calls;
-    const auto got = remote->retrieve(query_near(9, 2), 5);
+    const auto got = kb->retrieve(query_near(9, 2), 5);
     EXPECT_EQ(service.calls, calls) << "answered from the prefetch";
-    EXPECT_EQ(remote->status().prefetch_hits, 1u);
+    EXPECT_EQ(kb->status().prefetch_hits, 1u);
     ASSERT_EQ(got.size(), 5u);
     EXPECT_EQ(got.front()->id, 9u);
     // The same query again, not announced: the same memories (from the cache), by a call.
-    const auto plain = remote->retrieve(query_near(9, 2), 5);
+    const auto plain = kb->retrieve(query_near(9, 2), 5);
     ASSERT_EQ(plain.size(), 5u);
     for (size_t i = 0; i < 5; ++i) EXPECT_EQ(plain[i].get(), got[i].get());
     EXPECT_EQ(service.calls, calls + 1);
-    EXPECT_EQ(remote->last_references(2).size(), 5u);
-    EXPECT_TRUE(remote->last_references(0).empty()) << "references are kept per sequence";
+    EXPECT_EQ(kb->last_references(2).size(), 5u);
+    EXPECT_TRUE(kb->last_references(0).empty()) << "references are kept per sequence";
 }
 
 // The relative score cut is the server's to apply (it ranks): the client sends the option with
@@ -452,16 +431,16 @@ TEST_F(KbGrpcClient, PrefetchedAnswerIsTakenWithoutASecondCall) {
 TEST_F(KbGrpcClient, SendsTheRelativeScoreCut) {
     FakeKnowledgeBase service(dir(), *model_);
     LoopbackServer server(service);
-    RemoteMemoryOptions o = options(server.url());
+    KbSourceOptions o = options(server.url());
     o.min_relative_score = 0.7;
     o.prefetch = false;
-    const auto remote = connect_knowledge_server(o, *model_);
-    EXPECT_NE(remote->describe().find("min relative score 0.7"), std::string::npos) << remote->describe();
-    remote->retrieve(query_near(9, 0), 5);
+    const auto kb = connect_kb(o, *model_);
+    EXPECT_NE(kb->describe().find("min relative score 0.7"), std::string::npos) << kb->describe();
+    kb->retrieve(query_near(9, 0), 5);
     EXPECT_DOUBLE_EQ(service.last_min_relative_score.load(), 0.7);
     o.min_relative_score = 1.5;
     try {
-        connect_knowledge_server(o, *model_);
+        connect_kb(o, *model_);
         ADD_FAILURE() << "a cut outside [0, 1] was accepted";
     } catch (const Error& e) {
         EXPECT_NE(std::string(e.what()).find("minimum relative score must be in [0, 1]"), std::string::npos) << e.what();
@@ -474,20 +453,20 @@ TEST_F(KbGrpcClient, CacheAvoidsRefetching) {
     FakeKnowledgeBase service(dir(), *model_);
     LoopbackServer server(service);
     for (bool one_trip : {true, false}) {
-        RemoteMemoryOptions o = options(server.url());
+        KbSourceOptions o = options(server.url());
         o.prefetch = false;
         o.single_round_trip = one_trip;
-        const auto remote = connect_knowledge_server(o, *model_);
+        const auto kb = connect_kb(o, *model_);
         const int before = service.records_sent;
-        const auto first = remote->retrieve(query_near(7), 5);
+        const auto first = kb->retrieve(query_near(7), 5);
         ASSERT_EQ(first.size(), 5u);
         EXPECT_EQ(first.front()->id, 7u) << "a reference's own vector ranks it first";
         EXPECT_EQ(service.records_sent - before, 5);
-        const auto again = remote->retrieve(query_near(7), 5);
+        const auto again = kb->retrieve(query_near(7), 5);
         EXPECT_EQ(service.records_sent - before, 5) << "nothing fetched twice";
         ASSERT_EQ(again.size(), 5u);
         for (size_t i = 0; i < 5; ++i) EXPECT_EQ(again[i].get(), first[i].get()) << "the cached records themselves";
-        const RemoteMemoryStatus st = remote->status();
+        const KbSourceStatus st = kb->status();
         EXPECT_EQ(st.records_fetched, 5u);
         EXPECT_EQ(st.cache_misses, 5u);
         EXPECT_EQ(st.cache_hits, 5u);
@@ -519,10 +498,10 @@ TEST_F(KbGrpcClient, RecordCacheEvictsTheLeastRecentlyUsed) {
 TEST_F(KbGrpcClient, WrongTokenIsRefusedWhenConnecting) {
     FakeKnowledgeBase service(dir(), *model_);
     LoopbackServer server(service);
-    RemoteMemoryOptions o = options(server.url());
+    KbSourceOptions o = options(server.url());
     o.token = "not-the-token";
     try {
-        connect_knowledge_server(o, *model_);
+        connect_kb(o, *model_);
         ADD_FAILURE() << "connected with a wrong token";
     } catch (const Error& e) {
         EXPECT_TRUE(contains(e.what(), "knowledge server " + server.url() + ": Info failed: UNAUTHENTICATED")) << e.what();
@@ -532,30 +511,30 @@ TEST_F(KbGrpcClient, WrongTokenIsRefusedWhenConnecting) {
 TEST_F(KbGrpcClient, RevokedTokenWarnsOnceAndGenerationGoesOnWithoutMemories) {
     FakeKnowledgeBase service(dir(), *model_);
     LoopbackServer server(service);
-    RemoteMemoryOptions o = options(server.url());
-    const auto remote = connect_knowledge_server(o, *model_);
+    KbSourceOptions o = options(server.url());
+    const auto kb = connect_kb(o, *model_);
     service.set_token("another");
-    const std::vector<float> got = generate(remote);
+    const std::vector<float> got = generate(kb);
     EXPECT_LE(max_abs_diff(got, no_memory_logits()), 1e-6) << "every chunk without memories";
     const auto w = warnings_.get();
     ASSERT_EQ(w.size(), 1u);
     EXPECT_TRUE(contains(w[0], "RetrieveMemories failed: UNAUTHENTICATED")) << w[0];
     EXPECT_TRUE(contains(w[0], server.url())) << w[0];
     EXPECT_TRUE(contains(w[0], "generating without memories until it is back")) << w[0];
-    const RemoteMemoryStatus st = remote->status();
-    EXPECT_EQ(st.state, RemoteState::Unavailable);
+    const KbSourceStatus st = kb->status();
+    EXPECT_EQ(st.state, KbSourceState::Unavailable);
     EXPECT_EQ(st.retrievals, 4u);
     EXPECT_GE(st.failures, 1u);
     EXPECT_EQ(st.outages, 1u);
-    EXPECT_TRUE(remote->last_references(0).empty());
+    EXPECT_TRUE(kb->last_references(0).empty());
 }
 
 TEST_F(KbGrpcClient, ServerStoppedMidGenerationThenRestarted) {
     FakeKnowledgeBase service(dir(), *model_);
     LoopbackServer server(service);
-    const auto remote = connect_knowledge_server(options(server.url()), *model_);
+    const auto kb = connect_kb(options(server.url()), *model_);
     const auto t0 = Clock::now();
-    const std::vector<float> got = generate(remote, [&](int32_t t) {
+    const std::vector<float> got = generate(kb, [&](int32_t t) {
         if (t == 50) server.stop();  // before decoded chunk 1's query is announced (step 55)
     });
     EXPECT_LT(seconds_since(t0), 10.0) << "no hang";
@@ -564,8 +543,8 @@ TEST_F(KbGrpcClient, ServerStoppedMidGenerationThenRestarted) {
     // Up to the stop the memories are the folder's; decoded chunk 1 (positions 56..) has none.
     std::vector<float> head(got.begin(), got.begin() + static_cast<long>(56 * vocab)), want(with.begin(), with.begin() + static_cast<long>(56 * vocab));
     EXPECT_LE(max_abs_diff(head, want), 1e-6);
-    const RemoteMemoryStatus down = remote->status();
-    EXPECT_EQ(down.state, RemoteState::Unavailable);
+    const KbSourceStatus down = kb->status();
+    EXPECT_EQ(down.state, KbSourceState::Unavailable);
     EXPECT_EQ(down.retrievals, 4u);
     EXPECT_EQ(down.failures, 1u);
     auto w = warnings_.get();
@@ -575,7 +554,7 @@ TEST_F(KbGrpcClient, ServerStoppedMidGenerationThenRestarted) {
     // More chunks while it is down: no more warnings, answered at once.
     for (int i = 0; i < 3; ++i) {
         const auto t1 = Clock::now();
-        EXPECT_TRUE(remote->retrieve(query_near(3), 5).empty());
+        EXPECT_TRUE(kb->retrieve(query_near(3), 5).empty());
         EXPECT_LT(seconds_since(t1), 1.0);
     }
     EXPECT_EQ(warnings_.get().size(), 1u);
@@ -583,28 +562,28 @@ TEST_F(KbGrpcClient, ServerStoppedMidGenerationThenRestarted) {
     server.start();  // same port
     bool back = false;
     for (int i = 0; i < 200 && !back; ++i) {  // bounded: 10 s
-        back = remote->retrieve(query_near(3), 5).size() == 5;
+        back = kb->retrieve(query_near(3), 5).size() == 5;
         if (!back) std::this_thread::sleep_for(std::chrono::milliseconds(50));
     }
     EXPECT_TRUE(back) << "no memories 10 s after the server came back";
     w = warnings_.get();
     ASSERT_EQ(w.size(), 2u);
     EXPECT_TRUE(contains(w[1], "answers again")) << w[1];
-    EXPECT_EQ(remote->status().state, RemoteState::Connected);
-    EXPECT_EQ(remote->status().outages, 1u);
+    EXPECT_EQ(kb->status().state, KbSourceState::Connected);
+    EXPECT_EQ(kb->status().outages, 1u);
 }
 
 TEST_F(KbGrpcClient, SlowServerCostsOneDeadline) {
     FakeKnowledgeBase service(dir(), *model_);
     LoopbackServer server(service);
-    RemoteMemoryOptions o = options(server.url());
+    KbSourceOptions o = options(server.url());
     o.call_timeout_ms = 200;
     o.backoff_initial_ms = 2000;  // the second chunk surely comes while backing off
     o.prefetch = false;
-    const auto remote = connect_knowledge_server(o, *model_);
+    const auto kb = connect_kb(o, *model_);
     service.delay_ms = 3000;
     const auto t0 = Clock::now();
-    EXPECT_TRUE(remote->retrieve(query_near(1), 5).empty());
+    EXPECT_TRUE(kb->retrieve(query_near(1), 5).empty());
     const double took = seconds_since(t0);
     EXPECT_GE(took, 0.15);
     EXPECT_LT(took, 1.0) << "bounded by the call deadline";
@@ -614,23 +593,23 @@ TEST_F(KbGrpcClient, SlowServerCostsOneDeadline) {
     // Backing off: the next chunk is answered without a call.
     const int calls = service.calls;
     const auto t1 = Clock::now();
-    EXPECT_TRUE(remote->retrieve(query_near(1), 5).empty());
+    EXPECT_TRUE(kb->retrieve(query_near(1), 5).empty());
     EXPECT_LT(seconds_since(t1), 0.05);
     EXPECT_EQ(service.calls, calls);
-    EXPECT_EQ(remote->status().skipped, 1u);
+    EXPECT_EQ(kb->status().skipped, 1u);
     service.delay_ms = 0;
 }
 
 TEST_F(KbGrpcClient, PrefetchedRetrievalOfASlowServerIsBounded) {
     FakeKnowledgeBase service(dir(), *model_);
     LoopbackServer server(service);
-    RemoteMemoryOptions o = options(server.url());
+    KbSourceOptions o = options(server.url());
     o.call_timeout_ms = 200;
-    const auto remote = connect_knowledge_server(o, *model_);
+    const auto kb = connect_kb(o, *model_);
     service.delay_ms = 3000;
-    remote->prefetch(query_near(2), 5);
+    kb->prefetch(query_near(2), 5);
     const auto t0 = Clock::now();
-    EXPECT_TRUE(remote->retrieve(query_near(2), 5).empty());
+    EXPECT_TRUE(kb->retrieve(query_near(2), 5).empty());
     EXPECT_LT(seconds_since(t0), 1.0);
     EXPECT_EQ(warnings_.get().size(), 1u);
     service.delay_ms = 0;
@@ -643,7 +622,7 @@ TEST_F(KbGrpcClient, BankForAnotherModelIsRefused) {
     service.set_fingerprint(std::string(64, '0'));
     LoopbackServer server(service);
     try {
-        connect_knowledge_server(options(server.url()), *model_);
+        connect_kb(options(server.url()), *model_);
         ADD_FAILURE() << "connected to a bank for another checkpoint";
     } catch (const Error& e) {
         EXPECT_TRUE(contains(e.what(), "knowledge server " + server.url() + ": bank version 1")) << e.what();
@@ -654,13 +633,13 @@ TEST_F(KbGrpcClient, BankForAnotherModelIsRefused) {
 TEST_F(KbGrpcClient, NewBankVersionDropsTheCacheAndGoesOn) {
     FakeKnowledgeBase service(dir(), *model_);
     LoopbackServer server(service);
-    RemoteMemoryOptions o = options(server.url());
+    KbSourceOptions o = options(server.url());
     o.prefetch = false;
-    const auto remote = connect_knowledge_server(o, *model_);
-    ASSERT_EQ(remote->retrieve(query_near(4), 5).size(), 5u);
+    const auto kb = connect_kb(o, *model_);
+    ASSERT_EQ(kb->retrieve(query_near(4), 5).size(), 5u);
     service.version = 2;  // same model and codec, records possibly renumbered
-    ASSERT_EQ(remote->retrieve(query_near(4), 5).size(), 5u);
-    RemoteMemoryStatus st = remote->status();
+    ASSERT_EQ(kb->retrieve(query_near(4), 5).size(), 5u);
+    KbSourceStatus st = kb->status();
     EXPECT_EQ(st.bank_version, 2u);
     EXPECT_EQ(st.bank_changes, 1u);
     EXPECT_EQ(st.records_fetched, 10u) << "the records of version 1 are not reused";
@@ -668,9 +647,9 @@ TEST_F(KbGrpcClient, NewBankVersionDropsTheCacheAndGoesOn) {
     // Version 3 for another checkpoint: refused, no memories, one warning.
     service.set_fingerprint(std::string(64, 'f'));
     service.version = 3;
-    EXPECT_TRUE(remote->retrieve(query_near(4), 5).empty());
-    st = remote->status();
-    EXPECT_EQ(st.state, RemoteState::Incompatible);
+    EXPECT_TRUE(kb->retrieve(query_near(4), 5).empty());
+    st = kb->status();
+    EXPECT_EQ(st.state, KbSourceState::Incompatible);
     const auto w = warnings_.get();
     ASSERT_EQ(w.size(), 2u);  // "now serving bank version 2", then the refusal
     EXPECT_TRUE(contains(w[1], "another checkpoint")) << w[1];
@@ -707,12 +686,12 @@ TEST_F(KbGrpcClient, Urls) {
 TEST_F(KbGrpcClient, TokenFileIsTrimmed) {
     const fs::path p = *root_ / "token";
     std::ofstream(p) << "  abc.def-123 \n\n";
-    EXPECT_EQ(read_knowledge_server_token(p.string()), "abc.def-123");
+    EXPECT_EQ(read_kb_token(p.string()), "abc.def-123");
     std::ofstream(p) << " \n";
-    EXPECT_THROW(read_knowledge_server_token(p.string()), Error);
+    EXPECT_THROW(read_kb_token(p.string()), Error);
     std::ofstream(p) << "two\nlines\n";
-    EXPECT_THROW(read_knowledge_server_token(p.string()), Error);
-    EXPECT_THROW(read_knowledge_server_token((*root_ / "absent").string()), Error);
+    EXPECT_THROW(read_kb_token(p.string()), Error);
+    EXPECT_THROW(read_kb_token((*root_ / "absent").string()), Error);
 }
 
 TEST_F(KbGrpcClient, BackoffDoublesUpToItsMaximum) {
@@ -741,11 +720,11 @@ TEST_F(KbGrpcClient, UnreachableServerFailsToConnectWithinTheTimeout) {
         LoopbackServer server(service);
         port = std::stoi(server.url().substr(server.url().rfind(':') + 1));
     }
-    RemoteMemoryOptions o = options("grpc://127.0.0.1:" + std::to_string(port));
+    KbSourceOptions o = options("grpc://127.0.0.1:" + std::to_string(port));
     o.connect_timeout_ms = 300;
     const auto t0 = Clock::now();
     try {
-        connect_knowledge_server(o, *model_);
+        connect_kb(o, *model_);
         ADD_FAILURE() << "connected to nothing";
     } catch (const Error& e) {
         EXPECT_TRUE(contains(e.what(), "Info failed")) << e.what();

@@ -1,8 +1,8 @@
 // The knowledge server end to end, as a user runs it, all on loopback: `mnemo-kb build` makes a
 // bank from a small corpus with the tiny memory3 model, `mnemo-kb token new` an access token,
 // `openssl` a CA and a server certificate, and `mnemo-kb serve` serves the bank with TLS as a
-// separate process. A session then generates through libmnemo's remote source (grpcs://) and
-// must produce exactly the logits of the in-process path over the same memories (`mnemo-kb
+// separate process. A session then generates through libmnemo's KbSource (grpcs://) and must
+// produce exactly the logits of the in-process path over the same memories (`mnemo-kb
 // export` of the bank, read by FolderMemorySource). Then the server is killed with SIGKILL in
 // the middle of a generation and started again: generation goes on without memories, with one
 // warning, and gets them back once the server answers. Last, the `mnemo` program itself runs
@@ -24,7 +24,7 @@
 #include "fixtures/tls_certificates.hpp"
 #include "mnemo/io/json.hpp"
 #include "mnemo/memory/memory_folder.hpp"
-#include "mnemo/memory/remote_memory.hpp"
+#include "mnemo/kb/kb_source.hpp"
 #include "model_test_util.hpp"
 #include "process_util.hpp"
 
@@ -152,8 +152,8 @@ protected:
                 "--tls-key", (root_ / "server.key").string(), "--tokens", (root_ / "tokens").string(),
                 "--port-file", (root_ / "port").string()};
     }
-    RemoteMemoryOptions client(int port, std::vector<std::string>* warnings) const {
-        RemoteMemoryOptions o;
+    KbSourceOptions client(int port, std::vector<std::string>* warnings) const {
+        KbSourceOptions o;
         o.url = "grpcs://127.0.0.1:" + std::to_string(port);
         o.token = token_;
         o.ca_file = (root_ / "ca.pem").string();
@@ -201,20 +201,20 @@ TEST_F(KbGrpcEndToEnd, TlsServerGivesTheLogitsOfTheLocalFolderAndSurvivesARestar
     ASSERT_GT(max_abs_diff(local, none), 1e-3) << "the memories must change the logits, or this test proves nothing";
 
     std::vector<std::string> warnings;
-    auto remote = connect_knowledge_server(client(port, &warnings), model);
-    s->set_memory_source(remote);
+    auto kb = connect_kb(client(port, &warnings), model);
+    s->set_memory_source(kb);
     const std::vector<float> through_server = generate(*s, ctx, 40);
     EXPECT_LE(max_abs_diff(through_server, local), 1e-6) << "the same memories through the server";
-    RemoteMemoryStatus st = remote->status();
-    EXPECT_EQ(st.state, RemoteState::Connected);
+    KbSourceStatus st = kb->status();
+    EXPECT_EQ(st.state, KbSourceState::Connected);
     EXPECT_GE(st.retrievals, 4u);
     EXPECT_GT(st.records_fetched, 0u);
     EXPECT_TRUE(warnings.empty()) << warnings.front();
-    EXPECT_FALSE(remote->last_references(0).empty());
-    EXPECT_FALSE(remote->last_references(0).front().text.empty()) << "the GUI shows what was recalled";
+    EXPECT_FALSE(kb->last_references(0).empty());
+    EXPECT_FALSE(kb->last_references(0).front().text.empty()) << "the GUI shows what was recalled";
 
     // SIGKILL in the middle of a generation, started again two steps later on the same port.
-    const uint64_t fetched_before = remote->status().records_fetched;
+    const uint64_t fetched_before = kb->status().records_fetched;
     std::unique_ptr<ServerProcess> again;
     int restarted_port = 0;
     const std::vector<float> across_restart = generate(*s, ctx, 40, [&](int32_t t) {
@@ -223,13 +223,13 @@ TEST_F(KbGrpcEndToEnd, TlsServerGivesTheLogitsOfTheLocalFolderAndSurvivesARestar
             again = std::make_unique<ServerProcess>(serve_args(port), root_ / "port");
             restarted_port = again->wait_port();
         }
-        if (t > 60 && remote->status().state != RemoteState::Connected)
+        if (t > 60 && kb->status().state != KbSourceState::Connected)
             std::this_thread::sleep_for(std::chrono::milliseconds(60));  // let the backoff (<= 200 ms) pass
     });
     ASSERT_EQ(restarted_port, port) << (again ? again->log() : "");
     EXPECT_EQ(across_restart.size(), through_server.size()) << "generation went on through the outage";
     for (float x : across_restart) ASSERT_TRUE(std::isfinite(x));
-    st = remote->status();
+    st = kb->status();
     EXPECT_GE(st.outages, 1u);
     EXPECT_GE(st.failures + st.skipped, 1u) << "chunks during the outage got no memories";
     ASSERT_FALSE(warnings.empty()) << "one visible warning";
@@ -237,9 +237,9 @@ TEST_F(KbGrpcEndToEnd, TlsServerGivesTheLogitsOfTheLocalFolderAndSurvivesARestar
 
     // Back: the next generation reads memories again and matches the local path.
     const std::vector<float> after = generate(*s, ctx, 40);
-    EXPECT_EQ(remote->status().state, RemoteState::Connected) << remote->status().last_error;
+    EXPECT_EQ(kb->status().state, KbSourceState::Connected) << kb->status().last_error;
     EXPECT_LE(max_abs_diff(after, local), 1e-6) << "memories are back after the restart";
-    EXPECT_GE(remote->status().records_fetched, fetched_before);
+    EXPECT_GE(kb->status().records_fetched, fetched_before);
 }
 
 TEST_F(KbGrpcEndToEnd, MnemoRunWithKbAndItsErrors) {

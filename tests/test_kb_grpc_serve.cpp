@@ -1,8 +1,9 @@
 // `mnemo-kb serve` over a real gRPC connection on 127.0.0.1 (port 0), against a small bank made in
-// memory (FakeBank below, so these tests do not depend on the bank's file format): every call,
-// authentication, each validation rule with its exact status code, TLS with certificates made by
-// `openssl`, reloads under a stream in flight, the per-client limit and the call-time cap. Every
-// client call carries a short deadline, so a server bug fails a test instead of hanging it.
+// memory (FakeBank, fixtures/kb_serve_harness.hpp, so these tests do not depend on the bank's file
+// format): every call, authentication, each validation rule with its exact status code, TLS with
+// certificates made by `openssl`, reloads under a stream in flight, the per-client limit and the
+// call-time cap. Every client call carries a short deadline, so a server bug fails a test instead
+// of hanging it. Hostile clients and inputs: test_kb_grpc_serve_hostile.cpp.
 #include <grpcpp/grpcpp.h>
 #include <gtest/gtest.h>
 #include <stdlib.h>
@@ -16,319 +17,16 @@
 #include <sstream>
 #include <thread>
 
+#include "fixtures/kb_serve_harness.hpp"
 #include "fixtures/tls_certificates.hpp"
-#include "io/sha256.hpp"
-#include "mnemo/error.hpp"
-#include "mnemo/memory/memory_record.hpp"
-#include "mnemo/tokenizer/tokenizer.hpp"
-#include "mnemo_kb.grpc.pb.h"
-#include "serve/kb_server.hpp"
 #include "serve/listen_policy.hpp"
 
 namespace {
 
 using namespace mnemo::kb;
+using namespace mnemo::kb::serve_test;
 using grpc::StatusCode;
 namespace fs = std::filesystem;
-namespace v1 = mnemo::kb::v1;
-
-constexpr int kDim = 4;  // retrieval_dim of the fake bank
-
-// Words "tN" are token N; anything else is token 999 (matches no reference).
-class WordTokenizer final : public mnemo::Tokenizer {
-public:
-    std::vector<int32_t> encode(std::string_view text, bool) const override {
-        std::vector<int32_t> ids;
-        std::istringstream in{std::string(text)};
-        std::string w;
-        while (in >> w) ids.push_back(w.size() > 1 && w[0] == 't' ? std::stoi(w.substr(1)) : 999);
-        return ids;
-    }
-    std::string token_bytes(int32_t id) const override { return "t" + std::to_string(id); }
-    std::string decode(const std::vector<int32_t>&, bool) const override { return ""; }
-    int32_t vocab_size() const override { return 1000; }
-    std::optional<int32_t> token_id(std::string_view) const override { return std::nullopt; }
-    bool is_special(int32_t) const override { return false; }
-};
-
-mnemo::VqCodebook tiny_codebook(float shift) {
-    mnemo::VqCodebook cb;
-    cb.d_in = cb.d_out = 4;
-    cb.coarse_m = 2;
-    cb.coarse_nbits = 1;
-    cb.pq_m = 1;
-    cb.pq_nbits = 2;
-    for (int i = 0; i < 8; ++i) cb.coarse.push_back(0.5f * static_cast<float>(i) + shift);
-    for (int i = 0; i < 16; ++i) cb.pq.push_back(0.25f * static_cast<float>(i) - shift);
-    const std::vector<uint8_t> bytes = cb.to_bytes();
-    cb.sha256 = mnemo::sha256_hex(bytes.data(), bytes.size());
-    return cb;
-}
-
-mnemo::MemoryFolderModel tiny_model() {
-    mnemo::MemoryFolderModel m;
-    m.model_type = "memory3";
-    m.fingerprint = std::string(64, 'f');
-    m.spec.memory_layers = {0};
-    m.spec.kv_heads = 1;
-    m.spec.head_dim = 4;
-    m.spec.value_dim = 4;
-    m.spec.tokens_per_head = 2;
-    m.spec.reference_length = 8;
-    m.spec.chunk_length = 8;
-    m.spec.references_per_chunk = 2;
-    m.spec.retrieval_dim = kDim;
-    return m;
-}
-
-// A bank version in memory: `count` records whose codes depend on the version (so records of two
-// versions differ), reference i with tokens {i, 100 + i % 2} and source "src/a" (even) or
-// "src/b" (odd), and retrieval vector e_(i % 4) + 0.01 i e_((i + 1) % 4), normalised. record() can be slowed
-// down, and tells when it starts, so tests can hold a stream open.
-class FakeBank final : public Bank {
-public:
-    FakeBank(uint64_t version, uint32_t count, bool with_tokenizer) : version_(version), model_(tiny_model()) {
-        codec_.keys = tiny_codebook(0.0f);
-        codec_.values = tiny_codebook(1.0f);
-        key_bytes_ = codec_.keys.to_bytes();
-        value_bytes_ = codec_.values.to_bytes();
-        if (with_tokenizer) tokenizer_ = std::make_unique<WordTokenizer>();
-        for (uint32_t i = 0; i < count; ++i) {
-            mnemo::ExplicitMemory m;
-            m.n_valid = 2;
-            m.indices = {0, 1};
-            for (int32_t j = 0; j < 2; ++j) {
-                m.key_codes.push_back(static_cast<int32_t>((version + i + j) % 4 | ((i % 4) << 8)));
-                m.value_codes.push_back(static_cast<int32_t>((version * 3 + j) % 4 | (((i + 1) % 4) << 8)));
-            }
-            records_.push_back(mnemo::encode_memory_record(m, i, model_.spec, &codec_));
-            BankReference r;
-            r.text = "reference " + std::to_string(i) + " of version " + std::to_string(version);
-            r.title = "title " + std::to_string(i);
-            r.source = i % 2 == 0 ? "src/a" : "src/b";
-            r.doc_id = "doc" + std::to_string(i / 2);
-            r.tokens = {static_cast<int32_t>(i), static_cast<int32_t>(100 + i % 2)};
-            refs_.push_back(r);
-            std::vector<float> v(kDim, 0.0f);
-            v[i % kDim] = 1.0f;
-            v[(i + 1) % kDim] = 0.01f * static_cast<float>(i);
-            const float norm = std::sqrt(1.0f + v[(i + 1) % kDim] * v[(i + 1) % kDim]);
-            for (float& x : v) x /= norm;  // unit length, as the model's retrieval vectors
-            vectors_.push_back(v);
-        }
-    }
-    ~FakeBank() override {
-        if (destroyed) destroyed->store(true);
-    }
-
-    uint64_t version() const override { return version_; }
-    const mnemo::MemoryFolderModel& model() const override { return model_; }
-    const mnemo::MemoryCodec& codec() const override { return codec_; }
-    const std::vector<uint8_t>* codebook_bytes(const std::string& sha) const override {
-        if (sha == codec_.keys.sha256) return &key_bytes_;
-        if (sha == codec_.values.sha256) return &value_bytes_;
-        return nullptr;
-    }
-    uint64_t count() const override { return records_.size(); }
-    uint64_t record_bytes() const override { return records_.empty() ? 0 : records_[0].size(); }
-    uint32_t segments() const override { return 1; }
-    const mnemo::Tokenizer* tokenizer() const override { return tokenizer_.get(); }
-
-    std::vector<BankHit> retrieve(const BankQuery& q) const override {
-        std::vector<std::pair<float, uint32_t>> by_vector, by_tokens;
-        for (uint32_t i = 0; i < records_.size(); ++i) {
-            const BankReference& r = refs_[i];
-            bool pass = q.sources.empty() && q.source_prefix.empty();
-            for (const std::string& s : q.sources) pass |= r.source == s;
-            if (!q.source_prefix.empty()) pass |= r.source.rfind(q.source_prefix, 0) == 0;
-            if (!pass) continue;
-            if (q.vector) {
-                if (q.vector->size() != kDim) throw mnemo::Error("fake bank: vector length");
-                float dot = 0;
-                for (int d = 0; d < kDim; ++d) dot += (*q.vector)[d] * vectors_[i][d];
-                by_vector.push_back({dot, i});
-            }
-            if (q.tokens) {
-                float shared = 0;
-                for (int32_t t : *q.tokens)
-                    for (int32_t u : r.tokens) shared += t == u ? 1.0f : 0.0f;
-                if (shared > 0) by_tokens.push_back({shared, i});
-            }
-        }
-        auto best_first = [](auto& v) {
-            std::sort(v.begin(), v.end(), [](const auto& a, const auto& b) { return a.first != b.first ? a.first > b.first : a.second < b.second; });
-        };
-        best_first(by_vector);
-        best_first(by_tokens);
-        std::vector<std::pair<float, uint32_t>> fused;
-        if (q.vector && q.tokens) {
-            std::map<uint32_t, float> score;
-            for (size_t r = 0; r < by_vector.size(); ++r) score[by_vector[r].second] += 1.0f / (60.0f + static_cast<float>(r + 1));
-            for (size_t r = 0; r < by_tokens.size(); ++r) score[by_tokens[r].second] += 1.0f / (60.0f + static_cast<float>(r + 1));
-            for (const auto& [id, s] : score) fused.push_back({s, id});
-            best_first(fused);
-        } else {
-            fused = q.vector ? by_vector : by_tokens;
-        }
-        std::vector<BankHit> hits;
-        for (size_t i = 0; i < fused.size() && hits.size() < static_cast<size_t>(q.k); ++i) hits.push_back({fused[i].second, fused[i].first});
-        return hits;
-    }
-    std::string record(uint32_t id) const override {
-        started.fetch_add(1);
-        if (record_delay.count() > 0) std::this_thread::sleep_for(record_delay);
-        if (id >= records_.size()) throw mnemo::Error("fake bank: no record " + std::to_string(id));
-        return records_[id];
-    }
-    const BankReference& reference(uint32_t id) const override { return refs_.at(id); }
-    const float* vector(uint32_t id) const override { return vectors_.at(id).data(); }
-
-    const std::string& stored_record(uint32_t id) const { return records_.at(id); }
-    const std::vector<float>& vector_of(uint32_t id) const { return vectors_.at(id); }
-
-    std::chrono::milliseconds record_delay{0};
-    mutable std::atomic<int> started{0};
-    std::shared_ptr<std::atomic<bool>> destroyed;
-
-private:
-    uint64_t version_;
-    mnemo::MemoryFolderModel model_;
-    mnemo::MemoryCodec codec_;
-    std::vector<uint8_t> key_bytes_, value_bytes_;
-    std::unique_ptr<mnemo::Tokenizer> tokenizer_;
-    std::vector<std::string> records_;
-    std::vector<BankReference> refs_;
-    std::vector<std::vector<float>> vectors_;
-};
-
-// What the provider hands out: the "published" bank, replaceable by the test; opening can be made
-// to fail like a damaged publish.
-struct Publisher {
-    std::mutex mutex;
-    std::shared_ptr<const Bank> published;
-    bool fail_open = false;
-
-    void publish(std::shared_ptr<const Bank> b) {
-        std::lock_guard<std::mutex> lock(mutex);
-        published = std::move(b);
-    }
-    BankProvider provider() {
-        BankProvider p;
-        p.describe = "test bank";
-        p.open = [this] {
-            std::lock_guard<std::mutex> lock(mutex);
-            if (fail_open) throw mnemo::Error("test bank: manifest-000009.json: sha256 mismatch");
-            return published;
-        };
-        p.current_version = [this] {
-            std::lock_guard<std::mutex> lock(mutex);
-            return published->version();
-        };
-        return p;
-    }
-};
-
-const std::string kReadToken = "mkb_reader-token-for-tests-only";
-const std::string kAdminToken = "mkb_admin-token-for-tests-only";
-
-std::shared_ptr<const TokenTable> test_tokens() {
-    const std::string text = "# test tokens\n"
-                             "reader read sha256:" + mnemo::sha256_hex(kReadToken.data(), kReadToken.size()) + "\n"
-                             "admin  admin sha256:" + mnemo::sha256_hex(kAdminToken.data(), kAdminToken.size()) + "\n";
-    return TokenTable::parse(text, "test tokens");
-}
-
-// Log lines the server wrote, for checks on what they contain.
-struct LogSink {
-    std::mutex mutex;
-    std::vector<std::string> lines;
-    std::function<void(const std::string&)> fn() {
-        return [this](const std::string& l) {
-            std::lock_guard<std::mutex> lock(mutex);
-            lines.push_back(l);
-        };
-    }
-    std::string all() {
-        std::lock_guard<std::mutex> lock(mutex);
-        std::string s;
-        for (const auto& l : lines) s += l + "\n";
-        return s;
-    }
-};
-
-struct Harness {
-    Publisher publisher;
-    LogSink log;
-    std::unique_ptr<KbServer> server;
-    std::shared_ptr<grpc::Channel> channel;
-    std::unique_ptr<v1::KnowledgeBase::Stub> stub;
-
-    explicit Harness(std::shared_ptr<const Bank> bank, ServeLimits limits = {}, uint32_t watch_seconds = 0) {
-        publisher.publish(std::move(bank));
-        ServeOptions o;
-        o.listen = "127.0.0.1:0";
-        o.insecure = true;
-        o.tokens = test_tokens();
-        o.limits = limits;
-        o.watch_seconds = watch_seconds;
-        o.server_version = "test";
-        o.log = log.fn();
-        server = KbServer::start(publisher.provider(), o);
-        channel = grpc::CreateChannel("127.0.0.1:" + std::to_string(server->port()), grpc::InsecureChannelCredentials());
-        stub = v1::KnowledgeBase::NewStub(channel);
-    }
-    ~Harness() { server->shutdown(std::chrono::milliseconds(500)); }
-};
-
-std::unique_ptr<grpc::ClientContext> ctx(const std::string& token, int ms = 3000) {
-    auto c = std::make_unique<grpc::ClientContext>();
-    c->set_deadline(std::chrono::system_clock::now() + std::chrono::milliseconds(ms));
-    if (!token.empty()) c->AddMetadata("authorization", "Bearer " + token);
-    return c;
-}
-
-std::shared_ptr<FakeBank> make_bank(uint64_t version = 1, uint32_t count = 12, bool tokenizer = true) {
-    return std::make_shared<FakeBank>(version, count, tokenizer);
-}
-
-v1::RetrieveRequest vector_query(const std::vector<float>& v, uint32_t k) {
-    v1::RetrieveRequest r;
-    for (float x : v) r.add_vector(x);
-    r.set_k(k);
-    return r;
-}
-
-// The stream's records and its status.
-struct FetchResult {
-    std::vector<v1::MemoryRecord> records;
-    grpc::Status status;
-};
-
-FetchResult fetch(v1::KnowledgeBase::Stub& stub, const v1::FetchRequest& req, const std::string& token, int ms = 3000) {
-    FetchResult out;
-    auto c = ctx(token, ms);
-    auto reader = stub.FetchMemories(c.get(), req);
-    v1::MemoryRecord rec;
-    while (reader->Read(&rec)) out.records.push_back(rec);
-    out.status = reader->Finish();
-    return out;
-}
-
-v1::FetchRequest fetch_ids(std::initializer_list<uint32_t> ids) {
-    v1::FetchRequest r;
-    for (uint32_t id : ids) r.add_ids(id);
-    return r;
-}
-
-// Bounded wait for a condition another thread makes true.
-template <class Pred>
-bool eventually(Pred pred, int ms = 3000) {
-    for (int i = 0; i < ms / 5; ++i) {
-        if (pred()) return true;
-        std::this_thread::sleep_for(std::chrono::milliseconds(5));
-    }
-    return pred();
-}
 
 TEST(KbGrpcServe, InfoAndHealthDescribeTheBankAndTheLimits) {
     auto bank = make_bank(7);
@@ -639,6 +337,11 @@ TEST(KbGrpcServe, TooLargeRequestsAreRefusedByTheMessageLimit) {
     r.set_k(1);
     v1::RetrieveReply reply;
     EXPECT_EQ(h.stub->Retrieve(ctx(kReadToken).get(), r, &reply).error_code(), StatusCode::RESOURCE_EXHAUSTED);
+    // When the call reached the service (gRPC may refuse it before), its log line says what may
+    // have happened: gRPC tells the service no reason.
+    if (eventually([&] { return !h.log.all().empty(); }, 1000)) {
+        EXPECT_NE(h.log.all().find("larger than max_receive_message_bytes"), std::string::npos) << h.log.all();
+    }
 }
 
 // A reload while a stream is in flight: the stream ends on the version it started with, new calls

@@ -5,8 +5,10 @@
 #include <stdlib.h>
 #include <sys/stat.h>
 
+#include <atomic>
 #include <chrono>
 #include <filesystem>
+#include <thread>
 #include <fstream>
 #include <set>
 #include <sstream>
@@ -15,9 +17,11 @@
 #include "mnemo/error.hpp"
 #include "process_util.hpp"
 #include "serve/access_tokens.hpp"
+#include "serve/call_watchdog.hpp"
 #include "serve/kb_service.hpp"
 #include "serve/listen_policy.hpp"
 #include "serve/request_checks.hpp"
+#include "serve/request_decode.hpp"
 
 namespace {
 
@@ -213,6 +217,112 @@ TEST(KbGrpcServeParts, LogLineHasTimePeerClientMethodStatusAndCounts) {
                                                 grpc::Status(StatusCode::NOT_FOUND, "ids[0] = 9 is not in bank version 2"), 1.5, note);
     EXPECT_EQ(line, "2023-11-14T22:13:20.123Z peer=ipv4:127.0.0.1:5000 client=alice method=FetchMemories status=NOT_FOUND "
                     "ms=1.500 ids=3 records=3 bytes=1200 error=\"ids[0] = 9 is not in bank version 2\"");
+}
+
+TEST(KbGrpcServeParts, ListenPortsOutOfRangeAreUsageErrors) {
+    for (const char* ok : {"127.0.0.1:0", "127.0.0.1:65535", "[::1]:1", "0.0.0.0:7443", "example.com:80"})
+        EXPECT_EQ(listen_address_problem(ok), "") << ok;
+    const std::string e = listen_address_problem("127.0.0.1:99999");
+    EXPECT_NE(e.find("--listen '127.0.0.1:99999'"), std::string::npos) << e;
+    EXPECT_NE(e.find("0..65535"), std::string::npos) << e;
+    EXPECT_NE(listen_address_problem("[::1]:65536").find("out of range"), std::string::npos);
+    EXPECT_NE(listen_address_problem("127.0.0.1:http").find("is not HOST:PORT"), std::string::npos);
+    EXPECT_NE(listen_address_problem(":80").find("is not HOST:PORT"), std::string::npos);
+    EXPECT_NE(transport_problem({"0.0.0.0:70000", true, false, true, false}).find("out of range"), std::string::npos)
+        << "checked before any other rule";
+    const auto r = mnemo::testing::run_program("mnemo-kb", "serve /nonexistent-bank --listen 127.0.0.1:99999 --insecure --no-auth", 30);
+    EXPECT_TRUE(mnemo::testing::exited_with(r, 2, {"--listen '127.0.0.1:99999'", "0..65535"}));
+}
+
+// Wire bytes of a field: tag and length, then the bytes.
+std::string wire_bytes(int number, const std::string& bytes) {
+    return std::string(1, static_cast<char>((number << 3) | 2)) + static_cast<char>(bytes.size()) + bytes;
+}
+
+TEST(KbGrpcServeParts, RequestsDecodeWithErrorsThatNameTheField) {
+    mnemo::kb::v1::RetrieveRequest r;
+    grpc::Status s = decode_request(wire_bytes(3, "ok \xce\xbb") + std::string("\x20\x05", 2), r);
+    ASSERT_TRUE(s.ok()) << s.error_message();
+    EXPECT_EQ(r.text(), "ok \xce\xbb");
+    EXPECT_EQ(r.k(), 5u);
+
+    s = decode_request(wire_bytes(3, "bad \xed\xa0\x80"), r);  // a surrogate
+    EXPECT_EQ(s.error_code(), StatusCode::INVALID_ARGUMENT);
+    EXPECT_NE(s.error_message().find("text is not valid UTF-8"), std::string::npos) << s.error_message();
+    s = decode_request(wire_bytes(5, wire_bytes(1, "a") + wire_bytes(1, "b") + wire_bytes(1, "\xff")), r);
+    EXPECT_NE(s.error_message().find("filter.sources[2] is not valid UTF-8"), std::string::npos) << s.error_message();
+    s = decode_request(wire_bytes(5, wire_bytes(2, "\xc0\xaf")), r);  // an overlong '/'
+    EXPECT_NE(s.error_message().find("filter.source_prefix is not valid UTF-8"), std::string::npos) << s.error_message();
+    mnemo::kb::v1::FetchRequest f;
+    s = decode_request(wire_bytes(3, "\x80"), f);
+    EXPECT_NE(s.error_message().find("key_codebook_sha256 is not valid UTF-8"), std::string::npos) << s.error_message();
+    // Bytes of a string field sent with another wire type are protobuf's unknown fields: no check.
+    EXPECT_TRUE(decode_request(std::string("\x1d\xff\xff\xff\xff", 5), r).ok());
+
+    for (const std::string& junk : {std::string("\x0a\x05" "ab"), std::string("\xff"), std::string("\x2a\x02\x0a\x05"), std::string("\x0d\x01\x02")}) {
+        s = decode_request(junk, r);
+        EXPECT_EQ(s.error_code(), StatusCode::INVALID_ARGUMENT);
+        EXPECT_NE(s.error_message().find("not a valid mnemo.kb.v1.RetrieveRequest message"), std::string::npos) << s.error_message();
+    }
+}
+
+TEST(KbGrpcServeParts, TheWatchdogMarksACallAtItsDeadlineAndCancelsItAGraceLater) {
+    CallWatchdog dog(std::chrono::milliseconds(200));
+    std::atomic<int> cancels{0};
+    const auto t0 = CallWatchdog::Clock::now();
+    auto late = dog.watch(t0 + std::chrono::milliseconds(100), [&] { ++cancels; });
+    auto done = dog.watch(t0 + std::chrono::milliseconds(100), [&] { cancels += 100; });
+    done.reset();  // a call that ended in time is never cancelled
+    EXPECT_FALSE(late->expired());
+    for (int i = 0; i < 600 && !late->expired(); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    EXPECT_TRUE(late->expired());
+    for (int i = 0; i < 600 && !late->cancelled(); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    EXPECT_TRUE(late->cancelled());
+    EXPECT_GE(CallWatchdog::Clock::now() - t0, std::chrono::milliseconds(300));
+    EXPECT_EQ(cancels.load(), 1);
+    EXPECT_EQ(dog.watched(), 1u);
+    late.reset();
+    EXPECT_EQ(dog.watched(), 0u);
+}
+
+TEST(KbGrpcServeParts, LogLinesStayOneLineWhateverTheErrorHolds) {
+    KbService::CallNote note;
+    note.server_error = "folder '/srv/b': 'seg\x1b[31m'";
+    const auto when = std::chrono::system_clock::time_point(std::chrono::milliseconds(1700000000123LL));
+    const std::string line = format_request_log(when, "ipv4:127.0.0.1:5000", "alice", KbMethod::Retrieve,
+                                                grpc::Status(StatusCode::FAILED_PRECONDITION, "x\" client=admin\nforged \\"), 1.5, note);
+    EXPECT_EQ(line.find_first_of("\n\x1b"), std::string::npos) << line;
+    EXPECT_NE(line.find("error=\"x\\\" client=admin\\nforged \\\\\""), std::string::npos) << line;
+    EXPECT_NE(line.find("server_error=\"folder '/srv/b': 'seg\\e[31m'\""), std::string::npos) << line;
+}
+
+// `token new` prints the token before it stores it: when stdout cannot take it (a full disk, here
+// /dev/full) the command fails and the token file stays as it was.
+TEST(KbGrpcServeParts, TokenNewWithAFullStdoutAddsNoToken) {
+    std::string dir_template = (fs::temp_directory_path() / "mnemo_kb_tokens_XXXXXX").string();
+    const fs::path dir = mkdtemp(dir_template.data());
+    const std::string file = (dir / "tokens").string();
+    add_token(file, "first", TokenScope::Read);
+    std::ifstream before_in(file);
+    std::stringstream before;
+    before << before_in.rdbuf();
+    // stderr to the pipe first, then stdout to /dev/full.
+    const std::string cmd = mnemo::testing::shell_quote(std::string(MNEMO_BUILD_BIN) + "/mnemo-kb") + " token new --name lost --scope read --tokens " +
+                            mnemo::testing::shell_quote(file) + " 2>&1 >/dev/full </dev/null";
+    FILE* p = popen(cmd.c_str(), "r");
+    ASSERT_NE(p, nullptr);
+    std::string output;
+    char buf[4096];
+    size_t n;
+    while ((n = fread(buf, 1, sizeof buf, p)) > 0) output.append(buf, n);
+    const int status = pclose(p);
+    EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 1) << "status " << status << ": " << output;
+    EXPECT_NE(output.find("cannot write the token to stdout"), std::string::npos) << output;
+    std::ifstream after_in(file);
+    std::stringstream after;
+    after << after_in.rdbuf();
+    EXPECT_EQ(after.str(), before.str()) << "a token nobody saw was added";
+    fs::remove_all(dir);
 }
 
 }  // namespace

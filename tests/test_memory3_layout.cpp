@@ -1,6 +1,6 @@
 // The explicit-memory layout the engine derives from what a plugin declared
-// (engine/src/memory/memory_layout.cpp): memory layers, blocks, heads and dims from the states
-// memory.k.<l> / memory.v.<l> / memory.len, retrieval_dim from the "hidden" output, and the
+// (engine/src/memory/memory_layout.cpp): explicit-memory layers, blocks, heads and dims from the
+// states memory.k.<l> / memory.v.<l> / memory.len, retrieval_dim from the "hidden" output, and the
 // errors for declarations that break the contract in plugin_abi.h. A fake host stands in for the
 // session: only the declarations matter here.
 #include <gtest/gtest.h>
@@ -142,16 +142,16 @@ TEST(Memory3Layout, StatesThatBreakTheContractAreRefused) {
         FakeHost host;  // layer 1 with 4 heads where layer 0 has 2
         host.states["memory.k.1"] = shape(DType::F32, {1, 4, 2, 16});
         const std::string e = error_of(schedule(), host);
-        EXPECT_HAS(e, "state 'memory.k.1' is f32[1, 4, 2, 16]; the contract needs f32[6, 2, 22, 16] for a memory layer or "
+        EXPECT_HAS(e, "state 'memory.k.1' is f32[1, 4, 2, 16]; the contract needs f32[6, 2, 22, 16] for an explicit-memory layer or "
                       "f32[1, 2, 2, 16] for another");
     }
     {
-        FakeHost host;  // a memory layer with room for 4 references where the schedule reads 5
+        FakeHost host;  // an explicit-memory layer with room for 4 references where the schedule reads 5
         host.states["memory.k.2"] = shape(DType::F32, {6, 2, 2 + 4 * 4, 16});
         EXPECT_HAS(error_of(schedule(), host), "state 'memory.k.2' is f32[6, 2, 18, 16]");
     }
     {
-        FakeHost host;  // values of a memory layer in fewer blocks than its keys
+        FakeHost host;  // values of an explicit-memory layer in fewer blocks than its keys
         host.states["memory.v.0"] = shape(DType::F32, {5, 2, 22, 16});
         EXPECT_HAS(error_of(schedule(), host), "state 'memory.v.0' is f32[5, 2, 22, 16]");
     }

@@ -30,7 +30,7 @@ namespace {
 const std::string kModel = "memory3-tiny-f32";
 
 // memory3-tiny-f32's memory3 settings on a smaller backbone with UltraMemV2 memory layers
-// (tools/make_memory3_test_models.sh); the same golden layout.
+// (tools/test_models/make_memory3_test_models.sh); the same golden layout.
 const std::string kUltraMemModel = "memory3-ultramem-tiny-f32";
 
 std::string golden(const std::string& file, const std::string& model = kModel) {
@@ -196,7 +196,7 @@ void check_written_memories(const std::string& backend, const std::string& model
         got_v.insert(got_v.end(), w.memory.values.begin(), w.memory.values.end());
         got_vec.insert(got_vec.end(), w.vector.begin(), w.vector.end());
     }
-    EXPECT_EQ(got_idx, idx) << "kept token indices per (memory layer, kv head)";
+    EXPECT_EQ(got_idx, idx) << "kept token indices per (explicit-memory layer, kv head)";
     EXPECT_LT(max_abs_diff(got_k, k), 2e-5);
     EXPECT_LT(max_abs_diff(got_v, v), 2e-5);
     EXPECT_LT(max_abs_diff(got_vec, vec), 2e-5);

@@ -461,7 +461,8 @@ TEST(Memory3Plugin, WithoutPrefixTheLogitsAreTheLlamas) {
 }
 
 // The reference BOS alone (no memory source): every layer reads its b keys at positions -b..-1
-// before the context at R + t. The float64 reference's logits (tools/make_memory3_checkpoint.py).
+// before the context at R + t. The float64 reference's logits
+// (tools/test_models/make_memory3_checkpoint.py).
 TEST(Memory3Plugin, ReferenceBosAloneGivesTheReferenceLogits) {
     const std::string dir = model_dir(kModel);
     const std::vector<float> want = test::load_npy(dir + "/golden_logits.npy").as_f32();
@@ -608,7 +609,7 @@ TEST(Memory3UltraMem, EveryGraphRunsTheMemoryLayersItsBlocksReach) {
 }
 
 // The reference BOS alone, memory layers included: the float64 reference's logits
-// (tools/make_memory3_checkpoint.py --memory-layers).
+// (tools/test_models/make_memory3_checkpoint.py --memory-layers).
 TEST(Memory3UltraMem, ReferenceBosAloneGivesTheReferenceLogits) {
     const std::string dir = model_dir(kUltraMemModel);
     const std::vector<float> want = test::load_npy(dir + "/golden_logits.npy").as_f32();

@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "fixtures/error_checks.hpp"
+#include "fixtures/fifo.hpp"
 #include "mnemo/error.hpp"
 #include "mnemo/io/safetensors.hpp"
 #include "mnemo/ops/dtype.hpp"
@@ -356,9 +357,28 @@ TEST_F(SafetensorsFiles, MappedFileNamesPathOnError) {
         mnemo::MappedFile m(path("absent.safetensors"));
         ADD_FAILURE() << "mapping a missing file must fail";
     } catch (const mnemo::Error& e) {
-        EXPECT_MENTIONS(e.what(), path("absent.safetensors") + ": cannot open: No such file or directory");
+        EXPECT_MENTIONS(e.what(), path("absent.safetensors") + ": cannot open file: No such file or directory");
     }
-    EXPECT_THROW(mnemo::MappedFile m(dir.string()), mnemo::Error);  // a folder is not a regular file
+    EXPECT_MENTIONS(required_error("mapping a folder", [&] { mnemo::MappedFile m(dir.string()); }),
+                    dir.string() + ": is a directory, expected a regular file");
+}
+
+// A FIFO named like a checkpoint must be refused at once: opened for reading, it would block the
+// load until some process writes to it.
+TEST_F(SafetensorsFiles, FifoCheckpointIsRefusedWithoutBlocking) {
+    mnemo::test::make_fifo(path("model.safetensors"));
+    const std::string e = mnemo::test::error_without_blocking(path("model.safetensors"), [&] { Checkpoint::open(dir.string()); });
+    EXPECT_MENTIONS(e, path("model.safetensors") + ": is a FIFO, expected a regular file");
+}
+
+TEST_F(SafetensorsFiles, FifoShardIsRefusedWithoutBlocking) {
+    std::vector<float> values = {1, 2};
+    mnemo::write_safetensors(path("s1.safetensors"), {{"a", DType::F32, {2}, values.data()}});
+    mnemo::test::make_fifo(path("s2.safetensors"));
+    write_text("model.safetensors.index.json", R"({"weight_map": {"a": "s1.safetensors", "b": "s2.safetensors"}})");
+    const std::string e = mnemo::test::error_without_blocking(path("s2.safetensors"), [&] { Checkpoint::open(dir.string()); });
+    EXPECT_MENTIONS(e, path("model.safetensors.index.json") + ": shard 's2.safetensors'");
+    EXPECT_MENTIONS(e, path("s2.safetensors") + ": is a FIFO, expected a regular file");
 }
 
 class ShardedIndex : public SafetensorsFiles {
@@ -375,7 +395,7 @@ TEST_F(ShardedIndex, IndexNamesMissingShard) {
     write_text("model.safetensors.index.json", R"({"weight_map": {"a": "s1.safetensors", "b": "s3.safetensors"}})");
     const std::string msg = open_error();
     EXPECT_MENTIONS(msg, path("model.safetensors.index.json") + ": shard 's3.safetensors'");
-    EXPECT_MENTIONS(msg, path("s3.safetensors") + ": cannot open: No such file or directory");
+    EXPECT_MENTIONS(msg, path("s3.safetensors") + ": cannot open file: No such file or directory");
 }
 
 TEST_F(ShardedIndex, IndexNamesTensorTheShardLacks) {

@@ -172,14 +172,38 @@ TEST(Sampling, RepetitionPenaltyFlipsChoice) {
     EXPECT_EQ(s.sample(pos.data(), 2, {-3, 99}), 0);
 }
 
-TEST(Sampling, RejectsEmptyVocabularyAndSurvivesNaN) {
+TEST(Sampling, RejectsEmptyVocabulary) {
     Sampler s(plain(1.0f));
     EXPECT_THROW(s.sample(nullptr, 0, {}), mnemo::Error);
-    const std::vector<float> logits = {std::nanf(""), 1.0f, std::nanf("")};
-    for (int i = 0; i < 50; ++i) EXPECT_EQ(s.sample(logits.data(), 3, {}), 1);
+}
+
+// A NaN or infinite logit means the forward pass broke (all-NaN embeddings): no token may come
+// out of such a row as if it were an answer, greedy or sampled, whichever logit it is.
+TEST(Sampling, NonFiniteLogitsAreAnErrorNamingTheToken) {
     const float inf = std::numeric_limits<float>::infinity();
-    const std::vector<float> dead = {-inf, -inf};
-    EXPECT_EQ(s.sample(dead.data(), 2, {}), 0);
+    for (float temperature : {0.0f, 1.0f}) {
+        Sampler s(plain(temperature));
+        for (const auto& [logits, token] : std::vector<std::pair<std::vector<float>, int32_t>>{
+                 {{std::nanf(""), 1.0f, std::nanf("")}, 0},
+                 {{1.0f, 2.0f, std::nanf("")}, 2},
+                 {{1.0f, inf, 0.0f}, 1},
+                 {{-inf, -inf}, 0}}) {
+            try {
+                s.sample(logits.data(), static_cast<int32_t>(logits.size()), {});
+                ADD_FAILURE() << "sampled from non-finite logits at temperature " << temperature;
+            } catch (const mnemo::NonFiniteLogits& e) {
+                EXPECT_EQ(e.token, token);
+                EXPECT_NE(std::string(e.what()).find("weights or activations are not finite"), std::string::npos) << e.what();
+            }
+        }
+        // Finite logits after a refusal are sampled as usual.
+        const std::vector<float> fine = {0.0f, 5.0f};
+        const int32_t id = s.sample(fine.data(), 2, {});
+        EXPECT_TRUE(id == 0 || id == 1) << id;
+        if (temperature == 0.0f) {
+            EXPECT_EQ(id, 1);
+        }
+    }
 }
 
 TEST(StopMatcher, StopStringSpanningPushes) {

@@ -1,4 +1,4 @@
-// SHA-256 (engine/src/sha256.cpp): the FIPS 180-2 appendix B examples, messages around the
+// SHA-256 (engine/src/io/sha256.cpp): the FIPS 180-2 appendix B examples, messages around the
 // padding boundaries (55/56 and 119/120 bytes decide whether the length fits the last block;
 // digests from Python's hashlib), any split into updates, streams, and the hex helpers.
 #include <gtest/gtest.h>

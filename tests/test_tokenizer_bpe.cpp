@@ -3,12 +3,20 @@
 //     /usr/bin/python3 tools/reference/bpe_reference.py tests/data/tokenizers
 #include <gtest/gtest.h>
 
+#include <unistd.h>
+
 #include <chrono>
+#include <filesystem>
+#include <fstream>
 #include <string>
 
+#include "fixtures/error_checks.hpp"
+#include "fixtures/fifo.hpp"
 #include "mnemo/error.hpp"
 #include "mnemo/io/json.hpp"
 #include "mnemo/tokenizer/tokenizer.hpp"
+
+namespace fs = std::filesystem;
 
 namespace {
 
@@ -165,6 +173,41 @@ TEST(TokenizerBpe, ErrorsNameFileAndField) {
 
 TEST(TokenizerBpe, LoadTokenizerNeedsATokenizerFile) {
     EXPECT_THROW(mnemo::load_tokenizer(kDir + "does-not-exist"), mnemo::Error);
+}
+
+// A scratch model folder holding only the files a test writes.
+class TokenizerFolder : public ::testing::Test {
+protected:
+    void SetUp() override {
+        dir_ = fs::temp_directory_path() / ("mnemo-tokfolder-" + std::to_string(::getpid()) + "-" +
+                                            ::testing::UnitTest::GetInstance()->current_test_info()->name());
+        fs::remove_all(dir_);
+        fs::create_directories(dir_);
+    }
+    void TearDown() override { fs::remove_all(dir_); }
+    std::string file(const std::string& name) const { return (dir_ / name).string(); }
+    fs::path dir_;
+};
+
+// A FIFO named tokenizer.json would block the load in open() until some process wrote to it.
+TEST_F(TokenizerFolder, FifoTokenizerFileIsRefusedWithoutBlocking) {
+    mnemo::test::make_fifo(file("tokenizer.json"));
+    const std::string e = mnemo::test::error_without_blocking(file("tokenizer.json"), [&] { mnemo::load_tokenizer(dir_.string()); });
+    EXPECT_MENTIONS(e, file("tokenizer.json") + ": is a FIFO, expected a regular file");
+}
+
+// Without a token for text, every prompt would encode to nothing but its BOS.
+TEST_F(TokenizerFolder, VocabularyWithoutTextTokensIsRefusedNamingTheFile) {
+    // Special tokens alone: the parser counts them as a vocabulary; the loader must not.
+    std::ofstream(file("tokenizer.json"))
+        << std::string("{") + kByteLevel +
+               R"("added_tokens": [{"id": 0, "content": "<s>", "special": true}, {"id": 1, "content": "</s>", "special": true}],
+                  "model": {"type": "BPE", "vocab": {}, "merges": []}})";
+    const std::string e = mnemo::test::required_error("an empty vocabulary", [&] { mnemo::load_tokenizer(dir_.string()); });
+    EXPECT_MENTIONS(e, file("tokenizer.json") + ": the vocabulary has 2 tokens, none of them for text");
+    // One token for text is enough to load (what it cannot encode is the encoder's business).
+    std::ofstream(file("tokenizer.json")) << std::string("{") + kByteLevel + R"("model": {"type": "BPE", "vocab": {"a": 0}, "merges": []}})";
+    EXPECT_EQ(mnemo::load_tokenizer(dir_.string())->vocab_size(), 1);
 }
 
 }  // namespace

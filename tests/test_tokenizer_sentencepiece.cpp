@@ -2,7 +2,12 @@
 // Regenerate the model and goldens (repository root, Debian python3 + python3-sentencepiece):
 //     /usr/bin/python3 tools/reference/sp_reference.py tests/data/tokenizers
 #include <gtest/gtest.h>
+#include <unistd.h>
 
+#include <filesystem>
+
+#include "fixtures/error_checks.hpp"
+#include "fixtures/fifo.hpp"
 #include "mnemo/error.hpp"
 #include "mnemo/io/json.hpp"
 #include "mnemo/tokenizer/tokenizer.hpp"
@@ -87,6 +92,21 @@ TEST(TokenizerSentencePiece, MissingModelIsAnError) {
     } catch (const mnemo::Error& e) {
         EXPECT_NE(std::string(e.what()).find("missing.model"), std::string::npos);
     }
+}
+
+// libsentencepiece opens the file itself, with a blocking open: the engine opens it first, so a
+// FIFO named tokenizer.model is refused at once.
+TEST(TokenizerSentencePiece, FifoModelFileIsRefusedWithoutBlocking) {
+    SKIP_WITHOUT_SENTENCEPIECE();
+    namespace fs = std::filesystem;
+    const fs::path dir = fs::temp_directory_path() / ("mnemo-spfifo-" + std::to_string(::getpid()));
+    fs::remove_all(dir);
+    fs::create_directories(dir);
+    const std::string model = (dir / "tokenizer.model").string();
+    mnemo::test::make_fifo(model);
+    const std::string e = mnemo::test::error_without_blocking(model, [&] { mnemo::load_tokenizer(dir.string()); });
+    EXPECT_MENTIONS(e, model + ": is a FIFO, expected a regular file");
+    fs::remove_all(dir);
 }
 
 }  // namespace

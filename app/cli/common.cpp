@@ -1,4 +1,5 @@
 #include "common.hpp"
+#include "mnemo/io/printable.hpp"
 
 #include <signal.h>
 #include <unistd.h>
@@ -7,7 +8,7 @@
 #include <filesystem>
 
 #include "app/default_model.hpp"
-#include "auto_backend.hpp"
+#include "backend/auto_backend.hpp"
 #include "mnemo/error.hpp"
 
 namespace mnemo::cli {
@@ -53,7 +54,7 @@ std::unique_ptr<Session> open_session(const SessionOptions& o) {
     try {
         if (o.backend == "auto") {
             AutoChoice c = open_auto_session(o, BackendRegistry::global());
-            std::fprintf(stderr, "backend auto: %s\n", c.report.c_str());
+            std::fprintf(stderr, "backend auto: %s\n", printable(c.report).c_str());  // quotes backends' errors
             return std::move(c.session);
         }
         return Session::open(o);

@@ -8,18 +8,34 @@
 
 #include "app/default_model.hpp"
 #include "chat_controller.hpp"
+#include "command_line.hpp"
 #include "main_window.hpp"
 
 int main(int argc, char** argv) {
+    using mnemo::gui::CommandLine;
+    // --help and --version first, before QGuiApplication: they must work without a display.
+    QStringList raw;
+    for (int i = 1; i < argc; ++i) raw << QString::fromLocal8Bit(argv[i]);
+    const CommandLine early = mnemo::gui::parseCommandLine(raw);
+    if (early.action == CommandLine::Action::Help) {
+        std::fputs(qPrintable(mnemo::gui::usageText()), stdout);
+        return 0;
+    }
+    if (early.action == CommandLine::Action::Version) {
+        std::printf("%s\n", qPrintable(mnemo::gui::versionText()));
+        return 0;
+    }
+
     mnemo::gui::setUpQuickStyle();
     QGuiApplication app(argc, argv);
     QGuiApplication::setOrganizationName(QStringLiteral("Mnemo"));
     QGuiApplication::setApplicationName(QStringLiteral("mnemo-chat"));
     QGuiApplication::setApplicationDisplayName(QStringLiteral("Mnemo"));
 
-    const QStringList args = QGuiApplication::arguments();
-    if (args.size() > 2 || (args.size() == 2 && args.at(1).startsWith(QLatin1Char('-')))) {
-        std::fprintf(stderr, "usage: mnemo-chat [MODEL_DIR]\n");
+    // Again without the options Qt took (-platform, -style...): what is left must be ours.
+    const CommandLine cl = mnemo::gui::parseCommandLine(QGuiApplication::arguments().mid(1));
+    if (cl.action == CommandLine::Action::Error) {
+        std::fprintf(stderr, "mnemo-chat: %s\n%s", qPrintable(cl.error), qPrintable(mnemo::gui::usageText()));
         return 2;
     }
     const QString folder = QStandardPaths::writableLocation(QStandardPaths::AppDataLocation) + QStringLiteral("/conversations");
@@ -34,14 +50,14 @@ int main(int argc, char** argv) {
         return 1;
     }
 
-    QString model = args.size() == 2 ? args.at(1) : QString::fromStdString(mnemo::app::find_default_model());
+    QString model = !cl.modelDir.isEmpty() ? cl.modelDir : QString::fromStdString(mnemo::app::find_default_model());
     if (model.isEmpty()) {
         QStringList places;
         for (const std::string& p : mnemo::app::default_model_places()) places << QString::fromStdString(p);
         chat.showError(QStringLiteral("No default model was found (looked in %1): open a model folder")
                            .arg(places.join(QStringLiteral(", "))));
     } else {
-        chat.loadModel(model);
+        chat.model()->loadModel(model);
     }
     return QGuiApplication::exec();
 }

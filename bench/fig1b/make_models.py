@@ -31,14 +31,14 @@ PY = "/usr/bin/python3"
 BACKBONE = ["--hidden", "512", "--layers", "8", "--heads", "8", "--kv-heads", "8", "--vocab", "8192"]
 
 MODELS = {
-    "dense": [PY, "tools/make_checkpoint.py", "--arch", "llama", *BACKBONE, "--ffn", "2048", "--dtype", "f32",
+    "dense": [PY, "tools/test_models/make_checkpoint.py", "--arch", "llama", *BACKBONE, "--ffn", "2048", "--dtype", "f32",
               "--seed", "101"],
-    "moe": [PY, "tools/make_moe_checkpoint.py", "--arch", "moe", *BACKBONE, "--ffn", "1024", "--experts", "16",
+    "moe": [PY, "tools/test_models/make_moe_checkpoint.py", "--arch", "moe", *BACKBONE, "--ffn", "1024", "--experts", "16",
             "--top-k", "2", "--router", "softmax_topk", "--dtype", "f32", "--seed", "102"],
-    "ultramem": [PY, "tools/make_ultramem_checkpoint.py", "--type", "ultramem", *BACKBONE, "--ffn", "1344",
+    "ultramem": [PY, "tools/test_models/make_ultramem_checkpoint.py", "--type", "ultramem", *BACKBONE, "--ffn", "1344",
                  "--insert", "0:1/2:3/4:5/6:7", "--knum", "415", "--kdim", "128", "--vdim", "256", "--knn", "32",
                  "--mem-heads", "2", "--rank", "2", "--cores", "2", "--value-expand", "4", "--seed", "103"],
-    "ultramem_v2": [PY, "tools/make_ultramem_checkpoint.py", "--type", "ultramem_v2", *BACKBONE, "--ffn", "1408",
+    "ultramem_v2": [PY, "tools/test_models/make_ultramem_checkpoint.py", "--type", "ultramem_v2", *BACKBONE, "--ffn", "1408",
                     "--insert", "full", "--knum", "262", "--kdim", "128", "--vdim", "256", "--knn", "32",
                     "--mem-heads", "1", "--pre-vdim", "64", "--share-ratio", "0.125", "--key-expand", "2",
                     "--value-expand", "1", "--seed", "104"],

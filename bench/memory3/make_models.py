@@ -7,7 +7,7 @@ settings (first half memory layers, 8 tokens per kv head, 128-token references, 
     bench/memory3/make_models.py [OUT_DIR]      (default: bench-models/)
 writes OUT_DIR/memory3-default (assets/default-model, the trained Memory3 model, 1.5 M parameters) and
 OUT_DIR/memory3-small (from bench-models/small-random, 156 M, when that exists: make it with
-bench/fig1b/make_models.py's sibling tools/make_checkpoint.py as docs/benchmarks.md says).
+tools/test_models/make_checkpoint.py --preset small, as docs/benchmarks.md says).
 """
 import json
 import os

@@ -122,6 +122,8 @@ int run_bank_command(int argc, char** argv, bool add) {
         .int_opt("--device", "I", "device index within the backend (default: 0)", &so.device, 0, 1 << 16)
         .int_opt("--threads", "N", "threads for the backend and FAISS (default: their own choice)", &threads, 1, 4096)
         .int_opt("--batch", "N", "references per memorize batch and checkpoint (default: 64)", &batch, 1, 1 << 20)
+        .flag("--follow-external-links", "read linked files that lie outside the CORPUS folder (refused by default)",
+              &o.corpus_options.follow_external_links)
         .flag("--json", "print the summary as one JSON object on stdout", &json)
         .flag("--verbose", "FAISS's own warnings on stderr", &verbose);
     if (!add) {

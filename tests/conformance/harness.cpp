@@ -1,5 +1,6 @@
 #include "conformance/harness.hpp"
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstdlib>
@@ -93,11 +94,11 @@ std::vector<float> as_floats(const std::vector<uint8_t>& bytes) {
     return v;
 }
 
-std::vector<std::string> split_paths(const char* env) {
+std::vector<std::string> split_paths(const char* env, char sep = ':') {
     std::vector<std::string> paths;
     if (!env) return paths;
     std::stringstream s(env);
-    for (std::string item; std::getline(s, item, ':');)
+    for (std::string item; std::getline(s, item, sep);)
         if (!item.empty()) paths.push_back(item);
     return paths;
 }
@@ -213,10 +214,93 @@ std::string compare_exact_i32(const std::vector<uint8_t>& got, const std::vector
     return "";
 }
 
+std::vector<int32_t> conformance_thread_counts(const mnemo_backend_api* api) {
+    std::vector<int32_t> counts;
+    if (!api || std::strcmp(api->name, "cpu") != 0 || !api->set_threads) return counts;
+    for (const std::string& item : split_paths(std::getenv("MNEMO_CONFORMANCE_CPU_THREADS"), ',')) {
+        char* end = nullptr;
+        const long n = std::strtol(item.c_str(), &end, 10);
+        if (end == item.c_str() || *end != '\0' || n < 0 || n > 1024)
+            throw mnemo::Error("MNEMO_CONFORMANCE_CPU_THREADS: '" + item + "' is not a thread count (0..1024)");
+        counts.push_back(static_cast<int32_t>(n));
+    }
+    return counts;
+}
+
+namespace {
+
+// The backend half of a case: every tensor in its own guarded buffer, one run, the checks.
+// Appends to result.failures (prefixed with `label`); false when the case is unsupported.
+bool run_on_backend(const mnemo_backend_api* api, void* ctx, const OpCase& c, const std::vector<std::vector<uint8_t>>& inputs,
+                    const mnemo_node& ref, const std::vector<uint8_t>& want_bytes, int repeats, const std::string& label,
+                    CaseResult& result) {
+    const TensorShape out_shape = case_output_shape(c);
+    const bool in_place = mnemo::op_info(c.op).output_aliases_input0;
+    auto fail = [&](const std::string& what) { result.failures.push_back(label + what); };
+    std::vector<std::unique_ptr<GuardedBuffer>> bufs;
+    mnemo_node node = ref;
+    for (size_t i = 0; i < inputs.size(); ++i) {
+        bufs.push_back(std::make_unique<GuardedBuffer>(api, ctx, inputs[i].size()));
+        node.inputs[i] = tensor_of(bufs.back()->handle(), kGuardBytes, spec_shape(c.inputs[i]));
+    }
+    GuardedBuffer* out_buf = in_place ? bufs[0].get() : nullptr;
+    if (!in_place) {
+        bufs.push_back(std::make_unique<GuardedBuffer>(api, ctx, out_shape.nbytes()));
+        out_buf = bufs.back().get();
+    }
+    node.output = tensor_of(out_buf->handle(), kGuardBytes, out_shape);
+
+    if (!api->supports_node(ctx, &node)) return false;
+    for (size_t i = 0; i < inputs.size(); ++i) bufs[i]->upload(inputs[i]);
+    if (!in_place) out_buf->upload({});
+
+    mnemo_error err{};
+    void* graph = nullptr;
+    if (api->graph_prepare(ctx, &node, 1, &graph, &err) != MNEMO_OK) {
+        fail(std::string("graph_prepare: ") + err.message);
+        return true;
+    }
+    const mnemo_status run = api->graph_run(ctx, graph, nullptr, &err);
+    if (run == MNEMO_OK && repeats > 1 && !in_place) {
+        const auto t0 = std::chrono::steady_clock::now();
+        for (int r = 1; r < repeats; ++r) api->graph_run(ctx, graph, nullptr, &err);
+        result.run_ns = std::chrono::duration<double, std::nano>(std::chrono::steady_clock::now() - t0).count() / (repeats - 1);
+    }
+    api->graph_release(ctx, graph);
+    if (run != MNEMO_OK) {
+        fail(std::string("graph_run: ") + err.message);
+        return true;
+    }
+
+    // Inputs (other than an in-place output) must come back byte for byte, guards included.
+    for (size_t i = 0; i < inputs.size(); ++i) {
+        if (in_place && i == 0) continue;
+        const std::vector<uint8_t> all = bufs[i]->read_all();
+        const std::string damage = bufs[i]->guard_damage(all);
+        if (!damage.empty()) fail("input " + std::to_string(i) + ": " + damage);
+        if (bufs[i]->data_of(all) != inputs[i]) fail("input " + std::to_string(i) + " was modified by the op");
+    }
+    const std::vector<uint8_t> all = out_buf->read_all();
+    const std::string damage = out_buf->guard_damage(all);
+    if (!damage.empty()) fail("output: " + damage + " (out-of-bounds write)");
+
+    if (out_shape.dtype == DType::I32) {
+        const std::string failure = compare_exact_i32(out_buf->data_of(all), want_bytes);
+        if (!failure.empty()) fail(failure);
+    } else {
+        const Comparison cmp = compare_floats(as_floats(out_buf->data_of(all)), as_floats(want_bytes), c.max_nmse, c.nan_expected);
+        result.nmse = std::max(result.nmse, cmp.nmse);
+        if (!cmp.failure.empty()) fail(cmp.failure);
+    }
+    return true;
+}
+
+}  // namespace
+
 CaseResult run_case(const mnemo_backend_api* api, void* ctx, const OpCase& c, int repeats) {
     CaseResult result;
     try {
-        // Host side: inputs, and the reference output computed on host copies.
+        // Host side: inputs, and the reference output computed on host copies, once.
         const std::vector<std::vector<uint8_t>> inputs = make_inputs(c);
         const TensorShape out_shape = case_output_shape(c);
         const bool in_place = mnemo::op_info(c.op).output_aliases_input0;
@@ -234,64 +318,32 @@ CaseResult run_case(const mnemo_backend_api* api, void* ctx, const OpCase& c, in
         mnemo::reference_compute(ref);
         const std::vector<uint8_t>& want_bytes = in_place ? host[0] : host_out;
 
-        // Backend side: every tensor in its own guarded buffer.
-        std::vector<std::unique_ptr<GuardedBuffer>> bufs;
-        mnemo_node node = ref;
-        for (size_t i = 0; i < inputs.size(); ++i) {
-            bufs.push_back(std::make_unique<GuardedBuffer>(api, ctx, inputs[i].size()));
-            node.inputs[i] = tensor_of(bufs.back()->handle(), kGuardBytes, spec_shape(c.inputs[i]));
-        }
-        GuardedBuffer* out_buf = in_place ? bufs[0].get() : nullptr;
-        if (!in_place) {
-            bufs.push_back(std::make_unique<GuardedBuffer>(api, ctx, out_shape.nbytes()));
-            out_buf = bufs.back().get();
-        }
-        node.output = tensor_of(out_buf->handle(), kGuardBytes, out_shape);
-
-        if (!api->supports_node(ctx, &node)) {
-            result.outcome = Outcome::Unsupported;
-            return result;
-        }
-        for (size_t i = 0; i < inputs.size(); ++i) bufs[i]->upload(inputs[i]);
-        if (!in_place) out_buf->upload({});
-
-        mnemo_error err{};
-        void* graph = nullptr;
-        if (api->graph_prepare(ctx, &node, 1, &graph, &err) != MNEMO_OK) {
-            result.failures.push_back(std::string("graph_prepare: ") + err.message);
-            return result;
-        }
-        const mnemo_status run = api->graph_run(ctx, graph, nullptr, &err);
-        if (run == MNEMO_OK && repeats > 1 && !in_place) {
-            const auto t0 = std::chrono::steady_clock::now();
-            for (int r = 1; r < repeats; ++r) api->graph_run(ctx, graph, nullptr, &err);
-            result.run_ns = std::chrono::duration<double, std::nano>(std::chrono::steady_clock::now() - t0).count() / (repeats - 1);
-        }
-        api->graph_release(ctx, graph);
-        if (run != MNEMO_OK) {
-            result.failures.push_back(std::string("graph_run: ") + err.message);
-            return result;
-        }
-
-        // Inputs (other than an in-place output) must come back byte for byte, guards included.
-        for (size_t i = 0; i < inputs.size(); ++i) {
-            if (in_place && i == 0) continue;
-            const std::vector<uint8_t> all = bufs[i]->read_all();
-            const std::string damage = bufs[i]->guard_damage(all);
-            if (!damage.empty()) result.failures.push_back("input " + std::to_string(i) + ": " + damage);
-            if (bufs[i]->data_of(all) != inputs[i]) result.failures.push_back("input " + std::to_string(i) + " was modified by the op");
-        }
-        const std::vector<uint8_t> all = out_buf->read_all();
-        const std::string damage = out_buf->guard_damage(all);
-        if (!damage.empty()) result.failures.push_back("output: " + damage + " (out-of-bounds write)");
-
-        if (out_shape.dtype == DType::I32) {
-            const std::string failure = compare_exact_i32(out_buf->data_of(all), want_bytes);
-            if (!failure.empty()) result.failures.push_back(failure);
+        // Backend side: once, or once per CPU thread count (perf mode times the default only).
+        const std::vector<int32_t> threads = repeats > 1 ? std::vector<int32_t>{} : conformance_thread_counts(api);
+        if (threads.empty()) {
+            if (!run_on_backend(api, ctx, c, inputs, ref, want_bytes, repeats, "", result)) {
+                result.outcome = Outcome::Unsupported;
+                return result;
+            }
         } else {
-            const Comparison cmp = compare_floats(as_floats(out_buf->data_of(all)), as_floats(want_bytes), c.max_nmse, c.nan_expected);
-            result.nmse = cmp.nmse;
-            if (!cmp.failure.empty()) result.failures.push_back(cmp.failure);
+            // Restores the context's default even when a run throws.
+            struct Restore {
+                const mnemo_backend_api* api;
+                void* ctx;
+                ~Restore() { api->set_threads(ctx, 0); }
+            } restore{api, ctx};
+            for (int32_t n : threads) {
+                if (api->set_threads(ctx, n) != MNEMO_OK) {
+                    result.failures.push_back("set_threads(" + std::to_string(n) + ") failed");
+                    continue;
+                }
+                const std::string label = n == 1 ? std::string("with 1 thread: ")
+                                          : "with " + (n > 0 ? std::to_string(n) : std::string("the default number of")) + " threads: ";
+                if (!run_on_backend(api, ctx, c, inputs, ref, want_bytes, 1, label, result)) {
+                    result.outcome = Outcome::Unsupported;
+                    return result;
+                }
+            }
         }
     } catch (const std::exception& e) {
         result.failures.push_back(e.what());

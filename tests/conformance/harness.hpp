@@ -1,6 +1,6 @@
 // The conformance harness shared by the GoogleTest suite (tests/test_backend_ops.cpp) and the
 // command-line tool (mnemo-test-ops, tests/conformance/test_ops_main.cpp): runs one case of
-// op_cases*.hpp on one backend device and compares it with the naive reference.
+// op_cases*.hpp on one backend device and compares it with the naive reference implementation.
 //
 // Each tensor lives in its own backend buffer between two guard regions filled with a sentinel;
 // after the run every guard byte and every input byte must be unchanged (an out-of-bounds write
@@ -48,8 +48,18 @@ struct CaseResult {
     double run_ns = 0.0;                // mean graph_run time over `repeats` runs
 };
 
+// The CPU thread counts every case runs at: $MNEMO_CONFORMANCE_CPU_THREADS, a comma-separated
+// list such as "1,2,3" (0: the module's default, one per hardware thread). Empty when unset, or
+// for any module but "cpu": the case runs once, at the context's thread count. The counts matter
+// because the CPU kernels split rows, columns and tokens over the pool's threads: 1 runs every
+// kernel whole, 2 an even split, 3 an uneven one (with tails on the last thread).
+std::vector<int32_t> conformance_thread_counts(const mnemo_backend_api* api);
+
 // Runs case `c` on an opened context. `repeats` > 1 times extra runs (perf mode) after the
-// checked first run. Never throws: setup failures become failures.
+// checked first run. Without `repeats`, a CPU case runs once per conformance_thread_counts(api)
+// (set_threads before each, the context's default restored after), on the same inputs against
+// the one reference; a failure then names the thread count. Never throws: setup failures become
+// failures.
 CaseResult run_case(const mnemo_backend_api* api, void* ctx, const OpCase& c, int repeats = 1);
 
 }  // namespace mnemo::conformance

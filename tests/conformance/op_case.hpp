@@ -1,6 +1,6 @@
 // What a conformance case is: an op with the shapes, dtypes and parameters of its inputs, which a
-// backend must compute like the reference (engine/src/ops/reference_<family>.cpp), and the
-// builders the per-family case lists (op_cases_<family>.hpp) share. Inputs are generated from a
+// backend must compute like the reference implementation (engine/src/ops/reference_<family>.cpp),
+// and the builders the per-family case lists (op_cases_<family>.hpp) share. Inputs are generated from a
 // seed derived from the case name, so a case is reproducible on its own (--gtest_filter) and
 // across machines.
 //

@@ -5,6 +5,7 @@
 #pragma once
 
 #include "conformance/op_case.hpp"
+#include "conformance/op_cases_rows.hpp"
 
 namespace mnemo::conformance::detail {
 
@@ -109,9 +110,28 @@ inline void attention_prefix(std::vector<OpCase>& out) {
     }
 }
 
+// Queries at scattered positions (kv_store_scattered's tokens: token i of sequence i % S at
+// (5i + 2) % C, not in position order), with odd head sizes (D = 20 / Dv = 12, D = 8 / Dv = 7), GQA
+// 2 and 3, one head, and 32 query heads over 4 kv heads on a 300-slot cache (from the CPU module's
+// former self-test).
+inline void attention_scattered(std::vector<OpCase>& out) {
+    for (const Scattered& k : scattered_shapes()) {
+        OpCase c;
+        c.op = MNEMO_OP_ATTENTION;
+        std::vector<int32_t> seq, pos;
+        scattered_seq_pos(k, seq, pos);
+        c.name = "attention_scattered_S" + std::to_string(k.s) + "_Hq" + std::to_string(k.hq) + "_Hkv" + std::to_string(k.hkv) +
+                 "_C" + std::to_string(k.ctx) + "_D" + std::to_string(k.d) + "_Dv" + std::to_string(k.dv) + "_N" + std::to_string(k.n);
+        c.inputs = {f32({k.n, k.hq, k.d}), f32({k.s, k.hkv, k.ctx, k.d}), f32({k.s, k.hkv, k.ctx, k.dv}), i32(seq), i32(pos)};
+        c.fparams[0] = static_cast<float>(1.0 / std::sqrt(static_cast<double>(k.d)));
+        out.push_back(c);
+    }
+}
+
 inline void attention_cases(std::vector<OpCase>& out) {
     attention(out);
     attention_prefix(out);
+    attention_scattered(out);
 }
 
 }  // namespace mnemo::conformance::detail

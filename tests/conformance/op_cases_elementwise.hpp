@@ -90,10 +90,39 @@ inline void clamp(std::vector<OpCase>& out) {
     out.push_back(c);
 }
 
+// Sizes around the vector width and past a thread split (from the CPU module's former self-test):
+// broadcasts of 9, 17 and 257 columns (one vector plus a tail), 300 broadcast rows, a 70000-element
+// add; unary lengths 13 (a tail), 64 (whole vectors only) and 40001 (split over threads, with a tail).
+inline void elementwise_tails(std::vector<OpCase>& out) {
+    struct Shapes { std::vector<int64_t> a, b; };
+    for (int32_t op : {MNEMO_OP_ADD, MNEMO_OP_MUL}) {
+        for (const Shapes& s : {Shapes{{4, 9}, {9}}, Shapes{{2, 3, 17}, {3, 17}}, Shapes{{5, 1}, {1}}, Shapes{{70000}, {70000}},
+                                Shapes{{300, 257}, {257}}, Shapes{{3, 5}, {3, 5}}}) {
+            OpCase c;
+            c.name = std::string(op_info(op).name) + "_a" + dims_name(s.a) + "_b" + dims_name(s.b);
+            c.op = op;
+            c.inputs = {f32(s.a), f32(s.b)};
+            out.push_back(c);
+        }
+    }
+    for (int32_t op : {MNEMO_OP_SILU, MNEMO_OP_GELU, MNEMO_OP_SCALE, MNEMO_OP_SWIGLU}) {
+        for (int64_t n : {13, 64, 40001}) {
+            OpCase c;
+            c.name = std::string(op_info(op).name) + "_" + std::to_string(n);
+            c.op = op;
+            c.inputs = {f32({n}, 4.0f)};
+            if (op == MNEMO_OP_SWIGLU) c.inputs.push_back(f32({n}));
+            if (op == MNEMO_OP_SCALE) c.fparams[0] = -0.375f;
+            out.push_back(c);
+        }
+    }
+}
+
 inline void elementwise_cases(std::vector<OpCase>& out) {
     binary(out);
     unary(out);
     clamp(out);
+    elementwise_tails(out);
 }
 
 }  // namespace mnemo::conformance::detail

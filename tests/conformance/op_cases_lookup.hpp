@@ -140,6 +140,12 @@ inline void peer_gate(std::vector<OpCase>& out) {
         {3, 1, 100, 7, 1, 0, DType::F16},
         {5, 8, 40, 64, 2, 2, DType::F32},
         {4, 5, 131, 50, 2, 1, DType::BF16},     // odd width: 16-bit rows that start on a half word
+        // From the CPU module's former self-test, each in every dtype: width 37 (a tail), 4 scores
+        // per entry, width 3 (below one vector), width 100 with 2 scores per entry.
+        {3, 5, 37, 50, 1, 0, DType::F32}, {3, 5, 37, 50, 1, 0, DType::F16}, {3, 5, 37, 50, 1, 0, DType::BF16},
+        {1, 16, 256, 300, 4, 2, DType::F32}, {1, 16, 256, 300, 4, 2, DType::F16}, {1, 16, 256, 300, 4, 2, DType::BF16},
+        {2, 7, 3, 20, 1, 1, DType::F32}, {2, 7, 3, 20, 1, 1, DType::F16}, {2, 7, 3, 20, 1, 1, DType::BF16},
+        {4, 9, 100, 64, 2, 0, DType::F32}, {4, 9, 100, 64, 2, 0, DType::F16}, {4, 9, 100, 64, 2, 0, DType::BF16},
     };
     for (const Cfg& k : cfgs) {
         OpCase c;
@@ -168,6 +174,13 @@ inline void hive(std::vector<OpCase>& out) {
         {5, 1, 1, 9, 8, 3, DType::BF16, DType::F32},
         {2, 3, 0, 10, 16, 8, DType::F32, DType::BF16},       // empty bags give zeros
         {2, 2, 300, 500, 201, 150, DType::BF16, DType::F16},  // long bags, rank and Dh over several column blocks
+        // From the CPU module's former self-test, bank and projection in each dtype: rank 37 and
+        // Dh 19 (tails), rank 64 over 4 heads, and the smallest shapes (rank 5, Dh 3).
+        {2, 3, 5, 40, 37, 19, DType::F32, DType::F32}, {2, 3, 5, 40, 37, 19, DType::F16, DType::F16},
+        {2, 3, 5, 40, 37, 19, DType::BF16, DType::BF16}, {1, 4, 16, 200, 64, 64, DType::F32, DType::F32},
+        {1, 4, 16, 200, 64, 64, DType::F16, DType::F16}, {1, 4, 16, 200, 64, 64, DType::BF16, DType::BF16},
+        {3, 1, 2, 9, 5, 3, DType::F32, DType::F32}, {3, 1, 2, 9, 5, 3, DType::F16, DType::F16},
+        {3, 1, 2, 9, 5, 3, DType::BF16, DType::BF16},
     };
     for (const Cfg& k : cfgs) {
         OpCase c;
@@ -184,8 +197,27 @@ inline void hive(std::vector<OpCase>& out) {
     }
 }
 
+// Wide rows at decode (C = 4099: the columns are split over threads, with a vector tail), C = 37
+// and 1030 (tails after several vectors), and empty bags (m = 0), each in every dtype (from the
+// CPU module's former self-test).
+inline void embedding_bag_tails(std::vector<OpCase>& out) {
+    struct Bag { int64_t rows, cols, n, m; };
+    for (DType dt : kWeightTypes)
+        for (const Bag& b : {Bag{300, 4099, 1, 32}, Bag{50, 37, 5, 9}, Bag{7, 64, 2, 0}, Bag{1000, 1030, 3, 40}}) {
+            OpCase c;
+            c.op = MNEMO_OP_EMBEDDING_BAG;
+            c.name = "embedding_bag_R" + std::to_string(b.rows) + "_C" + std::to_string(b.cols) + "_N" + std::to_string(b.n) +
+                     "_m" + std::to_string(b.m) + "_" + dt_name(dt);
+            CaseRng rng(name_seed(c.name) ^ 5);
+            c.inputs = {weight(dt, {b.rows, b.cols}), i32_shaped({b.n, b.m}, edge_indices(rng, b.n * b.m, b.rows)),
+                        f32({b.n, b.m}, 0.5f)};
+            out.push_back(c);
+        }
+}
+
 inline void lookup_cases(std::vector<OpCase>& out) {
     embedding_bag(out);
+    embedding_bag_tails(out);
     embedding_bag_groups(out);
     mem_index(out);
     peer_gate(out);

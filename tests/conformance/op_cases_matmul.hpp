@@ -45,8 +45,29 @@ inline void matmul(std::vector<OpCase>& out) {
         }
 }
 
+// Small and awkward sizes (from the CPU module's former self-test): decode with K below one vector
+// (1, 7) or exactly one (8), odd K past several vector widths (1030, 2051) with N and M that are no
+// tile multiple, and N = 70 (several row tiles, split over threads), and K = 0: an empty sum,
+// zeros (once a division by the last dim in the GPU modules' row count).
+inline void matmul_tails(std::vector<OpCase>& out) {
+    struct Shape { int64_t n, k, m; };
+    for (DType dt : kWeightTypes)
+        for (const Shape& s : {Shape{1, 1, 1}, Shape{1, 7, 5}, Shape{1, 8, 4}, Shape{1, 64, 33}, Shape{2, 33, 13},
+                               Shape{3, 17, 7}, Shape{4, 16, 6}, Shape{5, 64, 11}, Shape{9, 100, 7}, Shape{13, 1030, 9},
+                               Shape{37, 2051, 23}, Shape{1, 2048, 515}, Shape{70, 40, 130}, Shape{1, 0, 3},
+                               Shape{12, 0, 70}}) {
+            OpCase c;
+            c.name = "matmul_tail_N" + std::to_string(s.n) + "_K" + std::to_string(s.k) + "_M" + std::to_string(s.m) + "_" +
+                     dt_name(dt);
+            c.op = MNEMO_OP_MATMUL;
+            c.inputs = {f32({s.n, s.k}), weight(dt, {s.m, s.k}, 0.1f)};
+            out.push_back(c);
+        }
+}
+
 inline void matmul_cases(std::vector<OpCase>& out) {
     matmul(out);
+    matmul_tails(out);
 }
 
 }  // namespace mnemo::conformance::detail

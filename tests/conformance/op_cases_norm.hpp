@@ -57,8 +57,34 @@ inline void norms(std::vector<OpCase>& out) {
     }
 }
 
+// Nine rows (an uneven split over 2 and over 3 threads) of D = 1, 37 (a vector tail) and 4096,
+// with the weight, and for LAYER_NORM the bias, in each dtype (from the CPU module's former
+// self-test): every (op, inputs, dtype) combination, where the cases above pair dtypes with D.
+inline void norm_tails(std::vector<OpCase>& out) {
+    for (int32_t op : {MNEMO_OP_RMS_NORM, MNEMO_OP_LAYER_NORM}) {
+        const std::string base = op == MNEMO_OP_RMS_NORM ? "rms_norm_R9_D" : "layer_norm_R9_D";
+        for (int64_t d : {1, 37, 4096}) {
+            for (int n_inputs = 1; n_inputs <= (op == MNEMO_OP_RMS_NORM ? 2 : 3); ++n_inputs) {
+                for (DType wt : kWeightTypes) {
+                    OpCase c;
+                    c.op = op;
+                    c.name = base + std::to_string(d) + (n_inputs == 1 ? "" : n_inputs == 2 ? "_w_" : "_w_b_") +
+                             (n_inputs == 1 ? "" : dt_name(wt));
+                    c.inputs = {f32({9, d}, 2.0f, 1.0f)};
+                    if (n_inputs > 1) c.inputs.push_back(weight(wt, {d}, 0.5f));
+                    if (n_inputs > 2) c.inputs.push_back(weight(wt, {d}, 0.5f));
+                    c.fparams[0] = 1e-5f;
+                    out.push_back(c);
+                    if (n_inputs == 1) break;  // no weight: its dtype does not matter
+                }
+            }
+        }
+    }
+}
+
 inline void norm_cases(std::vector<OpCase>& out) {
     norms(out);
+    norm_tails(out);
 }
 
 }  // namespace mnemo::conformance::detail

@@ -75,6 +75,33 @@ inline void pk_score_cases(std::vector<OpCase>& out) {
     }
 }
 
+// Sizes from the CPU module's former self-test, each in every dtype with the key-norm gain in the
+// keys' dtype (the cases above keep it f32 or f16): separate queries per head (share 1) and shared
+// ones, K*Rk tails, vector ranks 1, 2, 4, 8 and rank 3, decode with the key norm, and the packed
+// many-token path (N = 17, 20).
+inline void pk_score_gain_dtypes(std::vector<OpCase>& out) {
+    struct Cfg { int64_t n, heads, share, nk, kdim, rank; bool norm; };
+    for (DType dt : kWeightTypes)
+        for (const Cfg& g : {Cfg{1, 2, 1, 37, 16, 2, true}, Cfg{1, 1, 1, 19, 13, 4, false}, Cfg{3, 2, 2, 40, 8, 1, true},
+                             Cfg{5, 1, 1, 33, 24, 8, false}, Cfg{2, 1, 1, 9, 7, 3, true}, Cfg{1, 1, 1, 70, 32, 8, true},
+                             Cfg{20, 2, 1, 45, 16, 2, true}, Cfg{17, 1, 1, 70, 9, 1, false}}) {
+            const int64_t q = (g.heads + g.share - 1) / g.share;
+            OpCase c;
+            c.op = MNEMO_OP_PK_SCORE;
+            c.name = "pk_score_N" + std::to_string(g.n) + "_Q" + std::to_string(q) + "_H" + std::to_string(g.heads) + "_s" +
+                     std::to_string(g.share) + "_Nk" + std::to_string(g.nk) + "_K" + std::to_string(g.kdim) + "_Rk" +
+                     std::to_string(g.rank) + (g.norm ? "_norm" : "") + "_" + dt_name(dt) + (g.norm ? "_gain_" + dt_name(dt) : "");
+            c.inputs = {f32({g.n, q, 2, g.kdim}), weight(dt, {2 * g.heads, g.nk, g.kdim, g.rank}, 0.5f)};
+            if (g.norm) {
+                c.inputs.push_back(weight(dt, {g.kdim}, 0.3f, 1.0f));
+                c.fparams[0] = 1e-6f;
+            }
+            c.iparams[0] = g.heads;
+            c.iparams[1] = g.share;
+            out.push_back(c);
+        }
+}
+
 inline void pk_topk_cases(std::vector<OpCase>& out) {
     struct Cfg {
         int64_t n, heads, nk, rank, cores, m, k;
@@ -261,6 +288,7 @@ inline void pk_pair_scores_cases(std::vector<OpCase>& out) {
 
 inline void product_keys_cases(std::vector<OpCase>& out) {
     pk_score_cases(out);
+    pk_score_gain_dtypes(out);
     pk_topk_cases(out);
     pk_pair_scores_cases(out);
 }

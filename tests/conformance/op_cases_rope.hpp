@@ -10,7 +10,10 @@ inline void rope(std::vector<OpCase>& out) {
     struct Shape { int64_t n, h, d, rot; int max_pos; };
     for (int64_t mode : {0, 1}) {
         for (Shape s : {Shape{1, 32, 128, 128, 4095}, Shape{5, 4, 64, 64, 100}, Shape{7, 2, 128, 64, 2000},
-                        Shape{3, 3, 80, 32, 50}, Shape{4, 1, 17, 16, 300}, Shape{2, 8, 64, 2, 9}, Shape{3, 2, 64, 64, 32767}}) {
+                        Shape{3, 3, 80, 32, 50}, Shape{4, 1, 17, 16, 300}, Shape{2, 8, 64, 2, 9}, Shape{3, 2, 64, 64, 32767},
+                        // partial rotations of no vector width (R = 12 of D = 20, 96 of 128) and the
+                        // smallest head (D = 6, R = 2), from the CPU module's former self-test
+                        Shape{3, 5, 20, 12, 1957}, Shape{1, 1, 6, 2, 3}, Shape{7, 3, 128, 96, 4095}}) {
             OpCase c;
             c.op = MNEMO_OP_ROPE;
             c.name = std::string("rope_") + (mode == 0 ? "halves" : "interleaved") + "_N" + std::to_string(s.n) + "_H" +

@@ -50,8 +50,25 @@ inline void softmax(std::vector<OpCase>& out) {
     }
 }
 
+// 33 rows (split over threads) of D = 1, 13 and 1000, with the default scale, 0.5 and a negative
+// one (-2: the row's order reverses), on values of a wide spread (from the CPU module's former
+// self-test).
+inline void softmax_tails(std::vector<OpCase>& out) {
+    for (int64_t d : {1, 13, 1000}) {
+        for (float scale : {0.0f, 0.5f, -2.0f}) {
+            OpCase c;
+            c.op = MNEMO_OP_SOFTMAX;
+            c.name = "softmax_33x" + std::to_string(d) + "_scale" + signed_name(static_cast<int64_t>(scale * 1000)) + "m_sd10";
+            c.inputs = {f32({33, d}, 10.0f)};
+            c.fparams[0] = scale;
+            out.push_back(c);
+        }
+    }
+}
+
 inline void softmax_cases(std::vector<OpCase>& out) {
     softmax(out);
+    softmax_tails(out);
 }
 
 }  // namespace mnemo::conformance::detail

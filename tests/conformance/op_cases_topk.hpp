@@ -96,9 +96,27 @@ inline void take_along(std::vector<OpCase>& out) {
     }
 }
 
+// Nine rows of 700 integer scores in -4..4 (ties everywhere) at k = 1, 5, 64 and 65 (either side
+// of the CPU kernel's switch from insertion to sorting) and 700 (from the CPU module's former
+// self-test).
+inline void argtopk_integer_ties(std::vector<OpCase>& out) {
+    for (int64_t k : {1, 5, 64, 65, 700}) {
+        OpCase c;
+        c.op = MNEMO_OP_ARGTOPK;
+        c.name = "argtopk_9x700_k" + std::to_string(k) + "_integers";
+        InputSpec x = f32({9, 700});
+        CaseRng rng(name_seed(c.name) ^ 3);
+        for (int64_t i = 0; i < 9 * 700; ++i) x.values.push_back(static_cast<float>(rng.below(9) - 4));
+        c.inputs = {x};
+        c.iparams[0] = k;
+        out.push_back(c);
+    }
+}
+
 inline void topk_cases(std::vector<OpCase>& out) {
     argtopk(out);
     take_along(out);
+    argtopk_integer_ties(out);
 }
 
 }  // namespace mnemo::conformance::detail

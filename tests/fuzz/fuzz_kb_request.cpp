@@ -1,10 +1,13 @@
 // Fuzz target: arbitrary bytes as a knowledge-server request (engine/proto/mnemo_kb.proto), decoded
-// by protobuf and checked by the server's request checks (server/src/serve/request_checks.hpp)
-// against a small bank's shape, exactly as `mnemo-kb serve` does before a bank sees a request.
-// The first byte picks the request type, the rest is the message. Decoding may fail; a decoded
-// request must get either OK or one of the codes the protocol promises for that call, and an OK
-// request must really be within the bank's shape and the limits (the bank relies on it). A crash,
-// a sanitizer report or any other code is a bug.
+// as `mnemo-kb serve` decodes them (server/src/serve/request_decode.hpp: a schema-less pass that
+// names a non-UTF-8 string field, then protobuf's parse) and checked by the server's request checks
+// (server/src/serve/request_checks.hpp) against a small bank's shape, exactly as the server does
+// before a bank sees a request. The first byte's top bit says whether the bank has a tokenizer,
+// the rest is the message. Decoding may fail, but only with INVALID_ARGUMENT and a message, and it
+// must agree with protobuf's own parse (same verdict, same message); a decoded request must get
+// either OK or one of the codes the protocol promises for that call, and an OK request must really
+// be within the bank's shape and the limits (the bank relies on it). A crash, a sanitizer report
+// or any other outcome is a bug.
 #include <cmath>
 #include <cstdint>
 #include <cstdlib>
@@ -12,7 +15,9 @@
 
 #include <google/protobuf/stubs/logging.h>
 
+#include "mnemo/io/printable.hpp"
 #include "serve/request_checks.hpp"
+#include "serve/request_decode.hpp"
 
 namespace {
 
@@ -46,6 +51,23 @@ void check_retrieve_once(const v1::RetrieveRequest& r, const BankShape& bank, co
     for (int32_t t : r.tokens())
         if (t < 0) std::abort();
     if (r.bank_version() != 0 && r.bank_version() != bank.version) std::abort();
+    if (r.text().size() > ServeLimits::kMaxTextBytes || !mnemo::is_valid_utf8(r.text())) std::abort();
+    if (static_cast<uint32_t>(r.filter().sources_size()) > ServeLimits::kMaxFilterSources) std::abort();
+}
+
+// decode_request against protobuf's own parse of the same bytes: the server's decoder refuses
+// exactly what protobuf refuses (malformed, or a string field that is not UTF-8), with
+// INVALID_ARGUMENT and a message, and otherwise yields the same message. Returns whether it
+// decoded.
+template <class Message>
+bool decode_agrees(const void* data, int n, Message& out) {
+    Message reference;
+    const bool parsed = reference.ParseFromArray(data, n);
+    const grpc::Status s = decode_request(std::string_view(static_cast<const char*>(data), static_cast<size_t>(n)), out);
+    if (s.ok() != parsed) std::abort();
+    if (!s.ok() && (s.error_code() != StatusCode::INVALID_ARGUMENT || s.error_message().empty())) std::abort();
+    if (s.ok() && out.SerializeAsString() != reference.SerializeAsString()) std::abort();
+    return s.ok();
 }
 
 void check_fetch_once(const v1::FetchRequest& r, const BankShape& bank, const ServeLimits& limits) {
@@ -84,10 +106,12 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     // Every message type gets every input: a request of one type sent as another is what a
     // confused or hostile client does.
     v1::RetrieveRequest retrieve;
-    if (retrieve.ParseFromArray(msg, n)) check_retrieve_once(retrieve, bank, limits);
+    if (decode_agrees(msg, n, retrieve)) check_retrieve_once(retrieve, bank, limits);
     v1::FetchRequest fetch;
-    if (fetch.ParseFromArray(msg, n)) check_fetch_once(fetch, bank, limits);
+    if (decode_agrees(msg, n, fetch)) check_fetch_once(fetch, bank, limits);
     v1::CodebookRequest codebook;
-    if (codebook.ParseFromArray(msg, n)) check_codebook_once(codebook, bank);
+    if (decode_agrees(msg, n, codebook)) check_codebook_once(codebook, bank);
+    v1::InfoRequest info;
+    decode_agrees(msg, n, info);
     return 0;
 }

@@ -4,7 +4,7 @@
 // read back both ways the engine reads folders: read_memory_folder (every record), and a
 // FolderMemorySource over the model facts the manifest names (retrieval by vector and BM25, then
 // every record through the cache). Either works or throws mnemo::Error; a crash, a hang or a
-// sanitizer report is a bug. Seeds: tests/fuzz/corpus/memory_folder (tools/make_fuzz_seeds.py).
+// sanitizer report is a bug. Seeds: tests/fuzz/corpus/memory_folder (tools/fuzz/make_fuzz_seeds.py).
 #include <unistd.h>
 
 #include <cmath>

@@ -30,6 +30,10 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
         const std::vector<uint8_t> again = cb.to_bytes();
         if (again.size() != size || std::memcmp(again.data(), data, size) != 0) std::abort();
         if (cb.sha256 != mnemo::sha256_hex(data, size)) std::abort();
+        // What a reader that sees only the header (the knowledge-server client) concludes: the
+        // same size, and never more than the bound for the decoded dimension.
+        if (mnemo::vq_codebook_bytes(data, mnemo::VqCodebook::kHeaderBytes, "fuzz.mvqc") != size) std::abort();
+        if (cb.d_out <= 2 * uint64_t{cb.d_in} && size > mnemo::vq_codebook_max_bytes(cb.d_in)) std::abort();
         // The bytes' own hash must pass the hash check.
         try {
             mnemo::parse_vq_codebook(data, size, "fuzz.mvqc", cb.sha256);

@@ -7,6 +7,7 @@
 #include <QSignalSpy>
 #include <QTemporaryDir>
 #include <QTest>
+#include <sys/stat.h>
 
 #include "chat_controller.hpp"
 #include "gui_test_util.hpp"
@@ -18,12 +19,12 @@ namespace {
 
 Question trained(int n) { return trainedQuestion(n); }
 
-bool waitLoaded(ChatController& c) { return QTest::qWaitFor([&] { return !c.loading(); }, 60000) && c.modelLoaded(); }
+bool waitLoaded(ChatController& c) { return QTest::qWaitFor([&] { return !c.model()->loading(); }, 60000) && c.model()->loaded(); }
 bool waitAnswered(ChatController& c) { return QTest::qWaitFor([&] { return !c.busy(); }, 60000); }
 
 void makeGreedy(ChatController& c) {
-    c.setProperty("temperature", 0.0);
-    c.setProperty("maxTokens", 32);
+    c.settings()->setProperty("temperature", 0.0);
+    c.settings()->setProperty("maxTokens", 32);
 }
 
 }  // namespace
@@ -38,17 +39,17 @@ private Q_SLOTS:
         QVERIFY(c.statusIsError());
         QVERIFY2(c.status().contains(QStringLiteral("No model is loaded")), qPrintable(c.status()));
         QCOMPARE(c.conversation()->count(), 0);
-        QCOMPARE(c.modelLine(), QStringLiteral("No model loaded"));
+        QCOMPARE(c.model()->line(), QStringLiteral("No model loaded"));
     }
 
     void streamsAnAnswerIntoTheConversation() {
         QTemporaryDir folder;
         ChatController c(folder.path());
-        c.loadModel(defaultModelDir());
-        QVERIFY(c.loading());
+        c.model()->loadModel(defaultModelDir());
+        QVERIFY(c.model()->loading());
         QVERIFY(waitLoaded(c));
-        QVERIFY2(c.modelLine().contains(QStringLiteral("memory3")), qPrintable(c.modelLine()));
-        QVERIFY(c.modelLine().contains(QStringLiteral("cpu:0")));
+        QVERIFY2(c.model()->line().contains(QStringLiteral("memory3")), qPrintable(c.model()->line()));
+        QVERIFY(c.model()->line().contains(QStringLiteral("cpu:0")));
         makeGreedy(c);
 
         QSignalSpy changes(c.conversation(), &QAbstractItemModel::dataChanged);
@@ -74,14 +75,14 @@ private Q_SLOTS:
     void stopKeepsWhatArrivedAndIgnoresTheRest() {
         QTemporaryDir folder;
         ChatController c(folder.path());
-        c.loadModel(defaultModelDir());
+        c.model()->loadModel(defaultModelDir());
         QVERIFY(waitLoaded(c));
         // Almost flat sampling: a long answer to stop in the middle.
-        c.setProperty("temperature", 20.0);
-        c.setProperty("topK", 0);
-        c.setProperty("topP", 1.0);
-        c.setProperty("minP", 0.0);
-        c.setProperty("maxTokens", 1500);
+        c.settings()->setProperty("temperature", 20.0);
+        c.settings()->setProperty("topK", 0);
+        c.settings()->setProperty("topP", 1.0);
+        c.settings()->setProperty("minP", 0.0);
+        c.settings()->setProperty("maxTokens", 1500);
         QVERIFY(c.send(trained(0).question));
         QVERIFY(QTest::qWaitFor([&] { return !c.conversation()->at(1).text.isEmpty(); }, 60000));
         c.stop();
@@ -109,7 +110,7 @@ private Q_SLOTS:
     void regenerateReplacesTheLastAnswer() {
         QTemporaryDir folder;
         ChatController c(folder.path());
-        c.loadModel(defaultModelDir());
+        c.model()->loadModel(defaultModelDir());
         QVERIFY(waitLoaded(c));
         makeGreedy(c);
         const Question q = trained(0);
@@ -127,7 +128,7 @@ private Q_SLOTS:
     void editContinuesFromTheEditedMessage() {
         QTemporaryDir folder;
         ChatController c(folder.path());
-        c.loadModel(defaultModelDir());
+        c.model()->loadModel(defaultModelDir());
         QVERIFY(waitLoaded(c));
         makeGreedy(c);
         QVERIFY(c.send(trained(0).question));
@@ -151,7 +152,7 @@ private Q_SLOTS:
         if (!why.isEmpty()) QSKIP(qPrintable(why));
         QTemporaryDir folder;
         ChatController c(folder.path());
-        c.loadModel(defaultModelDir());
+        c.model()->loadModel(defaultModelDir());
         QVERIFY(waitLoaded(c));
         makeGreedy(c);
         const Question q = trained(0);
@@ -161,12 +162,12 @@ private Q_SLOTS:
 
         const int vulkan = c.devices()->rowOf(QStringLiteral("vulkan"), 0);
         QVERIFY(vulkan > 0);
-        c.chooseDevice(vulkan);
-        QVERIFY(c.loading());
+        c.model()->chooseDevice(vulkan);
+        QVERIFY(c.model()->loading());
         QVERIFY(waitLoaded(c));
         QVERIFY2(!c.statusIsError(), qPrintable(c.status()));
-        QCOMPARE(c.deviceRow(), vulkan);
-        QVERIFY(c.modelLine().contains(QStringLiteral("vulkan:0")));
+        QCOMPARE(c.model()->deviceRow(), vulkan);
+        QVERIFY(c.model()->line().contains(QStringLiteral("vulkan:0")));
         QCOMPARE(c.conversationId(), id);  // the same conversation, every message kept
         QCOMPARE(c.conversation()->count(), 2);
         QCOMPARE(c.conversation()->at(1).text.trimmed(), q.answer);
@@ -180,24 +181,24 @@ private Q_SLOTS:
     void failedLoadKeepsTheModelRunningAndSaysWhy() {
         QTemporaryDir folder;
         ChatController c(folder.path());
-        c.loadModel(defaultModelDir());
+        c.model()->loadModel(defaultModelDir());
         QVERIFY(waitLoaded(c));
-        const QString line = c.modelLine();
+        const QString line = c.model()->line();
         QTemporaryDir broken;
-        c.loadModel(broken.path());  // an empty folder
-        QVERIFY(QTest::qWaitFor([&] { return !c.loading(); }, 60000));
+        c.model()->loadModel(broken.path());  // an empty folder
+        QVERIFY(QTest::qWaitFor([&] { return !c.model()->loading(); }, 60000));
         QVERIFY(c.statusIsError());
         QVERIFY2(c.status().contains(QStringLiteral("has no config.json")), qPrintable(c.status()));
         QVERIFY2(c.status().contains(QStringLiteral("Still running on cpu:0")), qPrintable(c.status()));
-        QCOMPARE(c.modelLine(), line);
+        QCOMPARE(c.model()->line(), line);
 
         // A row that cannot be chosen (a backend without devices, or not in this build) says why.
         for (int row = 0; row < c.devices()->rowCount(); ++row) {
             if (c.devices()->isEnabled(row)) continue;
-            c.chooseDevice(row);
+            c.model()->chooseDevice(row);
             QVERIFY(c.statusIsError());
             QVERIFY2(c.status().contains(QStringLiteral("cannot be chosen")), qPrintable(c.status()));
-            QCOMPARE(c.deviceRow(), c.devices()->rowOf(QStringLiteral("cpu"), 0));
+            QCOMPARE(c.model()->deviceRow(), c.devices()->rowOf(QStringLiteral("cpu"), 0));
             break;
         }
 
@@ -213,23 +214,23 @@ private Q_SLOTS:
         const QString ini = folder.filePath(QStringLiteral("settings.ini"));
         {
             ChatController c(folder.path(), ini);
-            QVERIFY(c.recentModels().isEmpty());
-            c.loadModel(defaultModelDir());
+            QVERIFY(c.model()->recentModels().isEmpty());
+            c.model()->loadModel(defaultModelDir());
             QVERIFY(waitLoaded(c));
-            c.setProperty("temperature", 0.3);
-            c.setProperty("topK", 7);
-            QCOMPARE(c.property("retrieval").toString(), QStringLiteral("bm25"));  // the default
-            c.setProperty("retrieval", QStringLiteral("vector"));
+            c.settings()->setProperty("temperature", 0.3);
+            c.settings()->setProperty("topK", 7);
+            QCOMPARE(c.kb()->property("retrieval").toString(), QStringLiteral("bm25"));  // the default
+            c.kb()->setProperty("retrieval", QStringLiteral("vector"));
         }
         ChatController c(folder.path(), ini);
-        QCOMPARE(c.recentModels(), QStringList{defaultModelDir()});
-        QCOMPARE(c.property("temperature").toDouble(), 0.8);  // the defaults until the model loads
-        c.loadModel(defaultModelDir());
+        QCOMPARE(c.model()->recentModels(), QStringList{defaultModelDir()});
+        QCOMPARE(c.settings()->property("temperature").toDouble(), 0.8);  // the defaults until the model loads
+        c.model()->loadModel(defaultModelDir());
         QVERIFY(waitLoaded(c));
-        QCOMPARE(c.property("temperature").toDouble(), 0.3);
-        QCOMPARE(c.property("topK").toInt(), 7);
-        QCOMPARE(c.property("retrieval").toString(), QStringLiteral("vector"));
-        QCOMPARE(c.sampling().topK, 7);
+        QCOMPARE(c.settings()->property("temperature").toDouble(), 0.3);
+        QCOMPARE(c.settings()->property("topK").toInt(), 7);
+        QCOMPARE(c.kb()->property("retrieval").toString(), QStringLiteral("vector"));
+        QCOMPARE(c.settings()->sampling().topK, 7);
     }
 
     void keepsContextLengthThreadsAndTheKnowledgeServerAndLoadsWithThem() {
@@ -238,45 +239,45 @@ private Q_SLOTS:
         const QString token = folder.filePath(QStringLiteral("no-such-token.txt"));
         {
             ChatController c(folder.path(), ini);
-            c.loadModel(defaultModelDir());
+            c.model()->loadModel(defaultModelDir());
             QVERIFY(waitLoaded(c));
-            QVERIFY(c.modelInfo().contextLength != 512);
-            c.setProperty("contextLength", 512);
-            c.setProperty("threads", 1);
-            c.reloadModel();  // they apply when the model loads
+            QVERIFY(c.model()->info().contextLength != 512);
+            c.settings()->setProperty("contextLength", 512);
+            c.settings()->setProperty("threads", 1);
+            c.model()->reloadModel();  // they apply when the model loads
             QVERIFY(waitLoaded(c));
-            QCOMPARE(c.modelInfo().contextLength, 512);
-            QVERIFY2(c.modelLine().contains(QStringLiteral("context 512")), qPrintable(c.modelLine()));
-            c.setKnowledgeTimeoutMs(300);
-            c.connectKnowledgeServer(QStringLiteral("grpc://127.0.0.1:1"), token, QString());
+            QCOMPARE(c.model()->info().contextLength, 512);
+            QVERIFY2(c.model()->line().contains(QStringLiteral("context 512")), qPrintable(c.model()->line()));
+            c.kb()->setTimeoutMs(300);
+            c.kb()->connectServer(QStringLiteral("grpc://127.0.0.1:1"), token, QString());
             QVERIFY(waitLoaded(c));
-            QCOMPARE(c.modelInfo().contextLength, 512);  // a reload for memories keeps them
+            QCOMPARE(c.model()->info().contextLength, 512);  // a reload for memories keeps them
         }
         ChatController c(folder.path(), ini);
-        QCOMPARE(c.kbUrl(), QStringLiteral("grpc://127.0.0.1:1"));  // the panel starts from the last server
-        QCOMPARE(c.kbTokenFile(), token);
-        c.loadModel(defaultModelDir());
+        QCOMPARE(c.kb()->url(), QStringLiteral("grpc://127.0.0.1:1"));  // the panel starts from the last server
+        QCOMPARE(c.kb()->tokenFile(), token);
+        c.model()->loadModel(defaultModelDir());
         // Read before the load starts, so that the load uses them.
-        QCOMPARE(c.property("contextLength").toInt(), 512);
-        QCOMPARE(c.property("threads").toInt(), 1);
+        QCOMPARE(c.settings()->property("contextLength").toInt(), 512);
+        QCOMPARE(c.settings()->property("threads").toInt(), 1);
         QVERIFY(waitLoaded(c));
-        QCOMPARE(c.modelInfo().contextLength, 512);
-        QCOMPARE(c.knowledgeState(), QStringLiteral("off"));  // a new model load starts without memories
+        QCOMPARE(c.model()->info().contextLength, 512);
+        QCOMPARE(c.kb()->state(), QStringLiteral("off"));  // a new model load starts without memories
     }
 
-    void autoPicksTheFastestMeasuredDeviceAndCachesIt() {
+    void fastestMeasuresEachDeviceAndCachesTheChoice() {
         QTemporaryDir folder;
         const QString ini = folder.filePath(QStringLiteral("settings.ini"));
         {
             ChatController c(folder.path(), ini);
-            c.loadModel(defaultModelDir());
+            c.model()->loadModel(defaultModelDir());
             QVERIFY(waitLoaded(c));
-            c.chooseDevice(DeviceModel::kAutoRow);
-            QVERIFY(c.loading());  // measuring, on the benchmark's thread
+            c.model()->chooseDevice(DeviceModel::kFastestRow);
+            QVERIFY(c.model()->loading());  // measuring, on the benchmark's thread
             QVERIFY(waitLoaded(c));
             QVERIFY2(!c.statusIsError(), qPrintable(c.status()));
-            QCOMPARE(c.autoBenchmarkRuns(), 1);
-            const AutoChoice a = c.autoChoice();
+            QCOMPARE(c.fastestDevice()->benchmarkRuns(), 1);
+            const FastestChoice a = c.fastestDevice()->choice();
             QVERIFY(a.valid() && !a.fromCache);
             QCOMPARE(a.measured.size(), c.devices()->choosable().size());
             double best = 0.0;
@@ -287,28 +288,28 @@ private Q_SLOTS:
             }
             for (const DeviceMeasurement& m : a.measured)
                 if (m.backend == a.backend && m.device == a.device) QCOMPARE(m.tokensPerSecond, best);
-            QCOMPARE(c.modelInfo().backend, a.backend);  // and the model runs there
-            QCOMPARE(c.modelInfo().device, a.device);
-            QCOMPARE(c.deviceRow(), DeviceModel::kAutoRow);
-            QVERIFY2(c.autoText().contains(QStringLiteral("tokens/s (chosen)")), qPrintable(c.autoText()));
-            QCOMPARE(c.devices()->at(DeviceModel::kAutoRow).detail, c.autoText());
-            qInfo("%s", qPrintable(c.autoText()));
+            QCOMPARE(c.model()->info().backend, a.backend);  // and the model runs there
+            QCOMPARE(c.model()->info().device, a.device);
+            QCOMPARE(c.model()->deviceRow(), DeviceModel::kFastestRow);
+            QVERIFY2(c.fastestDevice()->text().contains(QStringLiteral("tokens/s (chosen)")), qPrintable(c.fastestDevice()->text()));
+            QCOMPARE(c.devices()->at(DeviceModel::kFastestRow).detail, c.fastestDevice()->text());
+            qInfo("%s", qPrintable(c.fastestDevice()->text()));
         }
         ChatController c(folder.path(), ini);
-        c.loadModel(defaultModelDir());
+        c.model()->loadModel(defaultModelDir());
         QVERIFY(waitLoaded(c));
-        c.chooseDevice(DeviceModel::kAutoRow);
+        c.model()->chooseDevice(DeviceModel::kFastestRow);
         QVERIFY(waitLoaded(c));
-        QCOMPARE(c.autoBenchmarkRuns(), 0);  // the same model and devices: the figures come from the cache
-        QVERIFY(c.autoChoice().fromCache);
-        QVERIFY2(c.autoText().contains(QStringLiteral("cached")), qPrintable(c.autoText()));
-        QCOMPARE(c.modelInfo().backend, c.autoChoice().backend);
-        // A device chosen by hand ends Auto.
+        QCOMPARE(c.fastestDevice()->benchmarkRuns(), 0);  // the same model and devices: the figures come from the cache
+        QVERIFY(c.fastestDevice()->choice().fromCache);
+        QVERIFY2(c.fastestDevice()->text().contains(QStringLiteral("cached")), qPrintable(c.fastestDevice()->text()));
+        QCOMPARE(c.model()->info().backend, c.fastestDevice()->choice().backend);
+        // A device chosen by hand ends Fastest.
         const int cpu = c.devices()->rowOf(QStringLiteral("cpu"), 0);
-        c.chooseDevice(cpu);
+        c.model()->chooseDevice(cpu);
         QVERIFY(waitLoaded(c));
-        QVERIFY(!c.autoChosen());
-        QCOMPARE(c.deviceRow(), cpu);
+        QVERIFY(!c.fastestDevice()->active());
+        QCOMPARE(c.model()->deviceRow(), cpu);
     }
 
     void findsCodeBlocksToCopy() {
@@ -322,17 +323,40 @@ private Q_SLOTS:
     void anOvertakenLoadStillShowsWhatRuns() {
         QTemporaryDir folder;
         ChatController c(folder.path());
-        c.loadModel(defaultModelDir());
+        c.model()->loadModel(defaultModelDir());
         QVERIFY(waitLoaded(c));
         QTemporaryDir copy;
         QVERIFY(copyDefaultModel(copy.path()));
         QTemporaryDir empty;
-        c.loadModel(copy.path());   // loads fine on the worker...
-        c.loadModel(empty.path());  // ...but is overtaken by this one, which fails
-        QVERIFY(QTest::qWaitFor([&] { return !c.loading(); }, 60000));
+        c.model()->loadModel(copy.path());   // loads fine on the worker...
+        c.model()->loadModel(empty.path());  // ...but is overtaken by this one, which fails
+        QVERIFY(QTest::qWaitFor([&] { return !c.model()->loading(); }, 60000));
         QVERIFY(c.statusIsError());
         QVERIFY2(c.status().contains(QStringLiteral("has no config.json")), qPrintable(c.status()));
-        QCOMPARE(c.modelDir(), copy.path());  // what the worker runs now, not the first model
+        QCOMPARE(c.model()->dir(), copy.path());  // what the worker runs now, not the first model
+    }
+
+    // A settings file and a conversation the app cannot use are named in notices() until
+    // dismissed, and in the status at start; the app runs all the same.
+    void namesTheFilesItCannotUse() {
+        QTemporaryDir folder;
+        const QString ini = folder.filePath(QStringLiteral("settings.ini"));
+        const QString fifo = folder.filePath(QStringLiteral("fifo.json"));
+        QCOMPARE(::mkfifo(QFile::encodeName(ini).constData(), 0600), 0);
+        QCOMPARE(::mkfifo(QFile::encodeName(fifo).constData(), 0600), 0);
+        ChatController c(folder.path(), ini);
+        QSignalSpy changed(&c, &ChatController::noticesChanged);
+        c.restoreLatest();
+        QCOMPARE(c.notices().size(), 2);
+        QVERIFY2(c.notices().at(0).startsWith(ini + QStringLiteral(": ")), qPrintable(c.notices().join(QLatin1Char('\n'))));
+        QVERIFY2(c.notices().at(1).startsWith(fifo + QStringLiteral(": ")), qPrintable(c.notices().join(QLatin1Char('\n'))));
+        QVERIFY(c.statusIsError());
+        QVERIFY2(c.status().contains(ini) && c.status().contains(fifo), qPrintable(c.status()));
+        c.dismissNotices();
+        QVERIFY(c.notices().isEmpty());
+        QCOMPARE(changed.size(), 1);
+        c.model()->loadModel(defaultModelDir());
+        QVERIFY(waitLoaded(c));
     }
 
     void restoresTheLatestConversationAtStart() {
@@ -340,7 +364,7 @@ private Q_SLOTS:
         QString id, answer;
         {
             ChatController c(folder.path());
-            c.loadModel(defaultModelDir());
+            c.model()->loadModel(defaultModelDir());
             QVERIFY(waitLoaded(c));
             makeGreedy(c);
             c.setSystemPrompt(QStringLiteral("Answer in one word."));

@@ -2,15 +2,18 @@
 // overwritten), search, rename, delete and the exports.
 #include <QDir>
 #include <QFile>
+#include <QFileInfo>
 #include <QJsonArray>
 #include <QJsonDocument>
 #include <QJsonObject>
 #include <QTemporaryDir>
 #include <QTest>
+#include <sys/stat.h>
 
 #include "conversation/conversation_export.hpp"
 #include "conversation/conversation_json.hpp"
 #include "conversation/conversation_store.hpp"
+#include "mnemo/io/file_read.hpp"
 
 using namespace mnemo::gui;
 
@@ -35,12 +38,12 @@ Conversation sample(const QString& id, const QString& title, int minutesAgo) {
     a.tokens = 5;
     a.tokensPerSecond = 123.5;
     a.firstTokenSeconds = 0.012;
-    Recall r;
+    mnemo::RetrievedReference r;
     r.chunk = 1;
     r.id = 7;
-    r.text = QStringLiteral("Tour Hujert was born in Zeajusy.");
-    r.source = QStringLiteral("memory folder mem/");
-    a.recalls = {r};
+    r.text = "Tour Hujert was born in Zeajusy.";
+    r.source = "memory folder mem/";
+    a.references = {r};
     c.messages = {q, a};
     return c;
 }
@@ -93,9 +96,9 @@ private Q_SLOTS:
         QCOMPARE(a.tokens, 5);
         QCOMPARE(a.tokensPerSecond, 123.5);
         QCOMPARE(a.firstTokenSeconds, 0.012);
-        QCOMPARE(a.recalls.size(), 1);
-        QCOMPARE(a.recalls.first().id, 7u);
-        QCOMPARE(a.recalls.first().text, QStringLiteral("Tour Hujert was born in Zeajusy."));
+        QCOMPARE(a.references.size(), 1);
+        QCOMPARE(a.references.first().id, 7u);
+        QCOMPARE(a.references.first().text, std::string("Tour Hujert was born in Zeajusy."));
         // Saving what was read gives the same bytes.
         QCOMPARE(conversationToBytes(*back), conversationToBytes(c));
     }
@@ -132,6 +135,46 @@ private Q_SLOTS:
         // Saving a conversation with the kept-aside one's id writes a new file beside it.
         QCOMPARE(store.save(sample(QStringLiteral("future"), QStringLiteral("F1"), 0)), QString());
         QCOMPARE(readAll(dir.filePath(QStringLiteral("future.json.newer-version"))), newerBytes);
+    }
+
+    // A file that is no conversation file at all is refused before a byte is read: a symlink to
+    // /dev/zero (it never ends), a FIFO (open() would wait for a writer) and a file over the cap.
+    // The others load; each refused file is named with the reason and left as it is.
+    void refusesFilesItCannotReadWholeAndLoadsTheRest() {
+        QTemporaryDir dir;
+        ConversationStore good(dir.path());
+        QCOMPARE(good.save(sample(QStringLiteral("ok"), QStringLiteral("Fine"), 1)), QString());
+        const QString zero = dir.filePath(QStringLiteral("zero.json"));
+        const QString fifo = dir.filePath(QStringLiteral("fifo.json"));
+        const QString big = dir.filePath(QStringLiteral("big.json"));
+        QVERIFY(QFile::link(QStringLiteral("/dev/zero"), zero));
+        QCOMPARE(::mkfifo(QFile::encodeName(fifo).constData(), 0600), 0);
+        {
+            QFile f(big);  // sparse: no disk space used
+            QVERIFY(f.open(QIODevice::WriteOnly));
+            QVERIFY(f.resize(static_cast<qint64>(mnemo::kMaxDocumentFileBytes) + 1));
+        }
+
+        ConversationStore store(dir.path());
+        store.reload();
+        QCOMPARE(store.rowCount(), 1);
+        QCOMPARE(store.idAt(0), QStringLiteral("ok"));
+        const QString notices = store.notices().join(QLatin1Char('\n'));
+        QCOMPARE(store.notices().size(), 3);
+        // Each notice names its file and what was wrong with it (the wording is the engine's).
+        const auto noticeOf = [&](const QString& path) {
+            for (const QString& n : store.notices())
+                if (n.startsWith(path + QStringLiteral(": "))) return n;
+            return QString();
+        };
+        QVERIFY2(noticeOf(zero).contains(QStringLiteral("character device")), qPrintable(notices));
+        QVERIFY2(noticeOf(fifo).contains(QStringLiteral("FIFO")), qPrintable(notices));
+        QVERIFY2(noticeOf(big).contains(QStringLiteral("more than")), qPrintable(notices));
+        // Left as they are, not renamed aside: none of them is a conversation that went wrong.
+        QVERIFY(QFileInfo(zero).isSymLink());
+        QVERIFY(QFileInfo::exists(fifo));
+        QCOMPARE(QFileInfo(big).size(), static_cast<qint64>(mnemo::kMaxDocumentFileBytes) + 1);
+        QCOMPARE(QDir(dir.path()).entryList(QDir::Files | QDir::System).size(), 4);
     }
 
     void namesTheFieldThatIsWrong() {
@@ -189,6 +232,36 @@ private Q_SLOTS:
         const QString why = exportConversation(c, dir.filePath(QStringLiteral("no/such/folder/c.md")), QStringLiteral("markdown"));
         QVERIFY2(why.contains(QStringLiteral("no/such/folder/c.md")), qPrintable(why));
         QVERIFY(exportConversation(c, dir.filePath(QStringLiteral("c.txt")), QStringLiteral("pdf")).contains(QStringLiteral("pdf")));
+    }
+
+    // Writing is atomic (a temporary file renamed over the old one), so a path that is no regular
+    // file is refused rather than replaced: a FIFO, directly or through a symlink (as root, a link
+    // to /dev/zero would otherwise cost the system its /dev/zero).
+    void refusesToWriteOverWhatIsNotARegularFile() {
+        QTemporaryDir dir;
+        const Conversation c = sample(QStringLiteral("c1"), QStringLiteral("Births"), 1);
+        const QString fifo = dir.filePath(QStringLiteral("out.md"));
+        const QString link = dir.filePath(QStringLiteral("link.md"));
+        QCOMPARE(::mkfifo(QFile::encodeName(fifo).constData(), 0600), 0);
+        QVERIFY(QFile::link(fifo, link));
+        for (const QString& path : {fifo, link}) {
+            const QString why = exportConversation(c, path, QStringLiteral("markdown"));
+            QVERIFY2(why.startsWith(QStringLiteral("cannot write ") + path + QStringLiteral(": ")) && why.contains(QStringLiteral("regular file")),
+                     qPrintable(why));
+        }
+        struct stat st {};
+        QCOMPARE(::lstat(QFile::encodeName(fifo).constData(), &st), 0);
+        QVERIFY(S_ISFIFO(st.st_mode));
+        QVERIFY(QFileInfo(link).isSymLink());
+        // A conversation's own file that is a FIFO is not replaced either.
+        const QString own = dir.filePath(QStringLiteral("c2.json"));
+        QCOMPARE(::mkfifo(QFile::encodeName(own).constData(), 0600), 0);
+        ConversationStore store(dir.path());
+        const QString why = store.save(sample(QStringLiteral("c2"), QStringLiteral("X"), 1));
+        QVERIFY2(why.startsWith(QStringLiteral("cannot write ") + own + QStringLiteral(": ")), qPrintable(why));
+        QCOMPARE(::lstat(QFile::encodeName(own).constData(), &st), 0);
+        QVERIFY(S_ISFIFO(st.st_mode));
+        QCOMPARE(store.rowCount(), 0);
     }
 };
 

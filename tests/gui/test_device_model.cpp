@@ -2,7 +2,7 @@
 // backend that has none.
 #include <QTest>
 
-#include "devices/auto_device.hpp"
+#include "fastest_device/fastest_device.hpp"
 #include "devices/device_model.hpp"
 #include "gui_test_util.hpp"
 
@@ -17,10 +17,10 @@ private Q_SLOTS:
         const BackendRegistry reg({MNEMO_BUILD_BIN "/libmnemo-backend-cpu.so", MNEMO_TEST_MODULES "/mnemo-backend-nodevice"});
         QVERIFY(reg.find("cpu") && reg.find("nodevice"));
         DeviceModel m(reg);
-        QCOMPARE(m.at(0).label, QStringLiteral("Auto"));
-        QVERIFY(m.at(0).enabled && m.at(0).isAuto);
+        QCOMPARE(m.at(0).label, QStringLiteral("Fastest (measured)"));
+        QVERIFY(m.at(0).enabled && m.at(0).isFastest);
         QVERIFY(m.at(0).detail.contains(QStringLiteral("measured")));
-        for (const DeviceRow& r : m.choosable()) QVERIFY(r.enabled && !r.isAuto && !r.backend.isEmpty());
+        for (const DeviceRow& r : m.choosable()) QVERIFY(r.enabled && !r.isFastest && !r.backend.isEmpty());
         const int cpu = m.rowOf(QStringLiteral("cpu"), 0);
         QVERIFY(cpu > 0);
         QVERIFY(m.at(cpu).label.startsWith(QStringLiteral("CPU 0: ")));
@@ -34,11 +34,11 @@ private Q_SLOTS:
         QCOMPARE(m.rowOf(QStringLiteral("nodevice"), 0), -1);
     }
 
-    void autoPicksTheFastestThatRanAndItsFiguresSurviveTheCache() {
+    void fastestPicksTheQuickestThatRanAndItsFiguresSurviveTheCache() {
         const QList<DeviceMeasurement> measured{{QStringLiteral("cpu"), 0, QStringLiteral("CPU 0: EPYC"), 120.5, {}},
                                                 {QStringLiteral("vulkan"), 0, QStringLiteral("Vulkan 0: big"), 0.0, QStringLiteral("out of memory")},
                                                 {QStringLiteral("vulkan"), 1, QStringLiteral("Vulkan 1: small"), 80.0, {}}};
-        const AutoChoice c = pickFastest(measured);
+        const FastestChoice c = pickFastest(measured);
         QVERIFY(c.valid());
         QCOMPARE(c.backend, QStringLiteral("cpu"));  // the fastest that fits; the one that did not run never wins
         QVERIFY2(c.figuresText().contains(QStringLiteral("CPU 0: EPYC 120.5 tokens/s (chosen)")) &&

@@ -12,66 +12,17 @@
 #include <QProcess>
 #include <QQuickItem>
 #include <QQuickWindow>
-#include <QSet>
 #include <QTemporaryDir>
 #include <QTest>
 
 #include "chat_controller.hpp"
 #include "gui_test_util.hpp"
 #include "main_window.hpp"
+#include "window_test_util.hpp"
 
 using namespace mnemo::gui;
 using namespace mnemo::gui::test;
 
-namespace {
-
-QQuickItem* findItem(QObject* root, const char* objectName) {
-    return root ? root->findChild<QQuickItem*>(QString::fromLatin1(objectName)) : nullptr;
-}
-
-// Every item of the visual tree under `item` (delegates of views are found only this way: they
-// are not QObject children of the window).
-void collectItems(QQuickItem* item, QList<QQuickItem*>& out) {
-    out << item;
-    for (QQuickItem* c : item->childItems()) collectItems(c, out);
-}
-
-QList<QQuickItem*> allItems(QQuickWindow* w) {
-    QList<QQuickItem*> out;
-    collectItems(w->contentItem(), out);
-    return out;
-}
-
-QQuickItem* visibleItem(QQuickWindow* w, const char* objectName) {
-    for (QQuickItem* i : allItems(w))
-        if (i->objectName() == QLatin1String(objectName) && i->isVisible()) return i;
-    return nullptr;
-}
-
-void click(QQuickWindow* w, QQuickItem* item) {
-    const QPointF c = item->mapToScene(QPointF(item->width() / 2, item->height() / 2));
-    QTest::mouseClick(w, Qt::LeftButton, Qt::NoModifier, c.toPoint());
-}
-
-// Saves a screenshot under the build tree; checks it is the window's size and not blank.
-void screenshot(QQuickWindow* w, const QString& name) {
-    const QString dir = QStringLiteral(MNEMO_GUI_TEST_OUT "/screenshots");
-    QVERIFY(QDir().mkpath(dir));
-    const QImage img = w->grabWindow();
-    QVERIFY(!img.isNull());
-    QCOMPARE(img.size(), w->size() * w->devicePixelRatio());
-    QSet<QRgb> colours;
-    for (int y = 0; y < img.height(); y += 7)
-        for (int x = 0; x < img.width(); x += 7) colours.insert(img.pixel(x, y));
-    QVERIFY2(colours.size() > 8, qPrintable(QStringLiteral("%1: only %2 colours").arg(name).arg(colours.size())));
-    QVERIFY(img.save(dir + QLatin1Char('/') + name));
-    qInfo("screenshot: %s/%s", qPrintable(dir), qPrintable(name));
-}
-
-bool waitLoaded(ChatController& c) { return QTest::qWaitFor([&] { return !c.loading(); }, 60000) && c.modelLoaded(); }
-bool waitAnswered(ChatController& c) { return QTest::qWaitFor([&] { return !c.busy(); }, 60000); }
-
-}  // namespace
 
 class TestMainWindow : public QObject {
     Q_OBJECT
@@ -98,10 +49,10 @@ private Q_SLOTS:
     }
 
     void answersAPromptTypedIntoTheWindow() {
-        chat_->loadModel(defaultModelDir());
+        chat_->model()->loadModel(defaultModelDir());
         QVERIFY(waitLoaded(*chat_));
-        chat_->setProperty("temperature", 0.0);
-        chat_->setProperty("maxTokens", 32);
+        chat_->settings()->setProperty("temperature", 0.0);
+        chat_->settings()->setProperty("maxTokens", 32);
         QQuickItem* info = findItem(window_, "modelInfo");
         QVERIFY(info);
         QVERIFY2(info->property("text").toString().contains(QStringLiteral("memory3")), qPrintable(info->property("text").toString()));
@@ -161,13 +112,13 @@ private Q_SLOTS:
         QVERIFY(memorize.waitForFinished(60000));
         QVERIFY2(memorize.exitCode() == 0, memorize.readAll().constData());
 
-        chat_->setProperty("retrieval", QStringLiteral("bm25"));
-        chat_->useMemoryFolder(dir.filePath(QStringLiteral("mem")));
+        chat_->kb()->setProperty("retrieval", QStringLiteral("bm25"));
+        chat_->kb()->useMemoryFolder(dir.filePath(QStringLiteral("mem")));
         QVERIFY(waitLoaded(*chat_));
-        QVERIFY2(chat_->modelLine().contains(QStringLiteral("memories: memory folder")), qPrintable(chat_->modelLine()));
+        QVERIFY2(chat_->model()->line().contains(QStringLiteral("memories: memory folder")), qPrintable(chat_->model()->line()));
         QVERIFY(chat_->regenerate());  // the same question, now with the memories
         QVERIFY(waitAnswered(*chat_));
-        QCOMPARE(chat_->conversation()->at(1).recalls.size(), 1);
+        QCOMPARE(chat_->conversation()->at(1).references.size(), 1);
 
         // The panel of the answer (the prompt's own panel exists too, hidden).
         QQuickItem* toggle = nullptr;
@@ -182,11 +133,11 @@ private Q_SLOTS:
     void stopsAStreamingAnswerFromTheStopButton() {
         chat_->newConversation();
         // Almost flat sampling: an answer long enough to be seen streaming and to be stopped.
-        chat_->setProperty("temperature", 20.0);
-        chat_->setProperty("topK", 0);
-        chat_->setProperty("topP", 1.0);
-        chat_->setProperty("minP", 0.0);
-        chat_->setProperty("maxTokens", 4000);
+        chat_->settings()->setProperty("temperature", 20.0);
+        chat_->settings()->setProperty("topK", 0);
+        chat_->settings()->setProperty("topP", 1.0);
+        chat_->settings()->setProperty("minP", 0.0);
+        chat_->settings()->setProperty("maxTokens", 4000);
         QQuickItem* prompt = findItem(window_, "promptInput");
         prompt->forceActiveFocus();
         for (const QChar ch : QStringLiteral("Tell me about Zeajusy.")) QTest::keyClick(window_, ch.toLatin1());
@@ -202,8 +153,8 @@ private Q_SLOTS:
         QVERIFY(!chat_->busy());
         QCOMPARE(chat_->conversation()->at(1).finish, QStringLiteral("stopped"));
         QTRY_VERIFY(findItem(window_, "sendButton")->isVisible());
-        chat_->setProperty("temperature", 0.0);
-        chat_->setProperty("maxTokens", 32);
+        chat_->settings()->setProperty("temperature", 0.0);
+        chat_->settings()->setProperty("maxTokens", 32);
     }
 
     void showsTheSettingsAndTheRecentModels() {
@@ -298,7 +249,7 @@ private Q_SLOTS:
             QVERIFY(run && run->isEnabled());
             click(window_, run);
         } else {
-            QVERIFY(compare->start(chat_->modelDir(), trainedQuestion(0).question, {QStringLiteral("cpu:0"), QStringLiteral("cpu:0")}));
+            QVERIFY(compare->start(chat_->model()->dir(), trainedQuestion(0).question, {QStringLiteral("cpu:0"), QStringLiteral("cpu:0")}));
         }
         QVERIFY(compare->running());
         QTRY_VERIFY(visibleItem(window_, "compareCancelButton"));
@@ -315,33 +266,33 @@ private Q_SLOTS:
 
     // The knowledge panel, with the status of a server that does not answer: the chat goes on
     // and the answer says it had no memories.
-    void showsTheKnowledgePanelAndAnUnreachableServer() {
-        QObject* panel = engine_->rootObjects().first()->findChild<QObject*>(QStringLiteral("knowledgePanel"));
+    void showsTheKbPanelAndAnUnreachableServer() {
+        QObject* panel = engine_->rootObjects().first()->findChild<QObject*>(QStringLiteral("kbPanel"));
         QVERIFY(panel);
-        click(window_, findItem(window_, "knowledgeButton"));
+        click(window_, findItem(window_, "kbButton"));
         QTRY_VERIFY(panel->property("opened").toBool());
         QQuickItem* url = visibleItem(window_, "kbUrlField");
         QVERIFY(url);
         url->setProperty("text", QStringLiteral("grpc://127.0.0.1:1"));
-        chat_->setKnowledgeTimeoutMs(500);
+        chat_->kb()->setTimeoutMs(500);
         click(window_, visibleItem(window_, "kbConnectButton"));
-        QVERIFY(chat_->loading());
+        QVERIFY(chat_->model()->loading());
         QVERIFY(waitLoaded(*chat_));
-        QVERIFY(chat_->knowledge().missing());
-        QTRY_VERIFY(visibleItem(window_, "knowledgeStatus")->property("text").toString().contains(QStringLiteral("grpc://127.0.0.1:1")));
+        QVERIFY(chat_->kb()->status().missing());
+        QTRY_VERIFY(visibleItem(window_, "kbStatus")->property("text").toString().contains(QStringLiteral("grpc://127.0.0.1:1")));
         QTest::qWait(100);
-        screenshot(window_, QStringLiteral("knowledge-panel.png"));
+        screenshot(window_, QStringLiteral("kb-panel.png"));
         QMetaObject::invokeMethod(panel, "close");
         QTRY_VERIFY(!panel->property("visible").toBool());
 
         QVERIFY(chat_->regenerate());
         QVERIFY(waitAnswered(*chat_));
         QQuickItem* notice = nullptr;
-        QTRY_VERIFY((notice = visibleItem(window_, "knowledgeNotice")));
+        QTRY_VERIFY((notice = visibleItem(window_, "kbNotice")));
         QVERIFY(notice->property("text").toString().contains(QStringLiteral("without memories")));
         QTest::qWait(100);
         screenshot(window_, QStringLiteral("answer-without-memories.png"));
-        chat_->disconnectKnowledge();
+        chat_->kb()->useNoMemories();
         QVERIFY(waitLoaded(*chat_));
     }
 
@@ -367,7 +318,7 @@ private Q_SLOTS:
                 row = i;
         QVERIFY(row);
         click(window_, row);
-        QVERIFY(chat_->loading());
+        QVERIFY(chat_->model()->loading());
         QVERIFY(waitLoaded(*chat_));
         QVERIFY2(!chat_->statusIsError(), qPrintable(chat_->status()));
         QCOMPARE(picker->property("currentIndex").toInt(), vulkan);
@@ -375,27 +326,27 @@ private Q_SLOTS:
         QCOMPARE(chat_->conversation()->count(), 2);  // the conversation stays
     }
 
-    // Auto in the picker, as a person chooses it: it measures each device, loads the model on the
-    // fastest and shows the figures under the bar.
-    void choosesAutoInThePicker() {
+    // "Fastest (measured)" in the picker, as a person chooses it: it measures each device, loads
+    // the model on the fastest and shows the figures under the bar.
+    void choosesFastestInThePicker() {
         QQuickItem* picker = findItem(window_, "devicePicker");
         click(window_, picker);
         QTRY_VERIFY(picker->property("popup").value<QObject*>()->property("opened").toBool());
         QQuickItem* row = nullptr;
         for (QQuickItem* i : allItems(window_))
-            if (i->isVisible() && i->inherits("QQuickItemDelegate") && i->property("text").toString().startsWith(QStringLiteral("Auto")))
+            if (i->isVisible() && i->inherits("QQuickItemDelegate") && i->property("text").toString().startsWith(QStringLiteral("Fastest (measured)")))
                 row = i;
         QVERIFY(row);
         click(window_, row);
-        QVERIFY(chat_->loading());
-        QVERIFY(QTest::qWaitFor([&] { return !chat_->loading(); }, 120000));
-        QVERIFY2(chat_->autoChosen(), qPrintable(chat_->status()));
-        QCOMPARE(picker->property("currentIndex").toInt(), DeviceModel::kAutoRow);
-        QTRY_VERIFY(visibleItem(window_, "autoText"));
-        QVERIFY(visibleItem(window_, "autoText")->property("text").toString().contains(QStringLiteral("(chosen)")));
+        QVERIFY(chat_->model()->loading());
+        QVERIFY(QTest::qWaitFor([&] { return !chat_->model()->loading(); }, 120000));
+        QVERIFY2(chat_->fastestDevice()->active(), qPrintable(chat_->status()));
+        QCOMPARE(picker->property("currentIndex").toInt(), DeviceModel::kFastestRow);
+        QTRY_VERIFY(visibleItem(window_, "fastestText"));
+        QVERIFY(visibleItem(window_, "fastestText")->property("text").toString().contains(QStringLiteral("(chosen)")));
         QCOMPARE(chat_->conversation()->count(), 2);  // the conversation stays
         QTest::qWait(100);
-        screenshot(window_, QStringLiteral("auto-device.png"));
+        screenshot(window_, QStringLiteral("fastest-device.png"));
     }
 
     void followsADarkPalette() {

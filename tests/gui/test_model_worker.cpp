@@ -282,10 +282,11 @@ private Q_SLOTS:
         QVERIFY(loaded.at(1).value<ModelInfo>().memories.contains(QStringLiteral("memory folder")));
         const GenerationResult g = generate(w, ask(trainedQuestion().question), greedy());
         // BM25 finds only the fact that shares words with the question.
-        QCOMPARE(g.recalls.size(), 1);
-        QCOMPARE(g.recalls.first().id, 0u);
-        QCOMPARE(g.recalls.first().text, QStringLiteral("Tour Hujert was born in Zeajusy."));
-        QCOMPARE(g.recalls.first().chunk, 1);
+        QCOMPARE(g.references.size(), 1);
+        QCOMPARE(g.references.first().id, 0u);
+        QCOMPARE(g.references.first().text, std::string("Tour Hujert was born in Zeajusy."));  // the memory folder's text
+        QCOMPARE(g.references.first().chunk, 1);
+        QVERIFY(!g.references.first().has_score);  // a memory folder reports no score
     }
 };
 

@@ -39,7 +39,7 @@ import numpy as np
 import torch
 
 TOOLS = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-sys.path.insert(0, TOOLS)
+sys.path.insert(0, os.path.join(TOOLS, "common"))
 import safetensors_io as st  # noqa: E402
 
 # lingua ProductKeyArgs / HashingMemory defaults (lingua/product_key/memory.py).

@@ -38,8 +38,8 @@ from typing import Dict, List, Optional, Tuple
 
 import numpy as np
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
-import safetensors_io as st  # noqa: E402  (tools/safetensors_io.py)
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "common"))
+import safetensors_io as st  # noqa: E402  (tools/common/safetensors_io.py)
 
 ROW_CHUNK_BYTES = 64 << 20  # base tensors are copied in row chunks of at most this many bytes
 WEIGHT_FILES = ("model.safetensors", "model.safetensors.index.json")

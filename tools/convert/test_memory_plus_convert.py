@@ -32,7 +32,7 @@ from torch import nn
 HERE = os.path.dirname(os.path.abspath(__file__))
 TOOLS = os.path.dirname(HERE)
 sys.path.insert(0, HERE)
-sys.path.insert(0, TOOLS)
+sys.path.insert(0, os.path.join(TOOLS, "common"))
 sys.path.insert(0, os.path.join(TOOLS, "reference"))
 import memory_plus_ref as ref  # noqa: E402
 import memory_plus_to_mnemo as conv  # noqa: E402

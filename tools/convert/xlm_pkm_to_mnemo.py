@@ -33,8 +33,8 @@ import numpy as np
 import torch
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, os.path.dirname(HERE))
-import safetensors_io  # noqa: E402  (tools/safetensors_io.py)
+sys.path.insert(0, os.path.join(os.path.dirname(HERE), "common"))
+import safetensors_io  # noqa: E402  (tools/common/safetensors_io.py)
 
 XLM_MAX_POSITIONS = 512  # xlm/model/transformer.py N_MAX_POSITIONS
 

@@ -24,8 +24,8 @@ from typing import Dict, List, Optional, Sequence
 
 import numpy as np
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
-import safetensors_io  # noqa: E402  (tools/safetensors_io.py)
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "common"))
+import safetensors_io  # noqa: E402  (tools/common/safetensors_io.py)
 
 SUPPORTED = ("llama", "qwen2", "olmo2")
 QK_NORMS = ("", "full", "head")

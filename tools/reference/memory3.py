@@ -136,7 +136,7 @@ import numpy as np
 import torch
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, os.path.dirname(HERE))
+sys.path.insert(0, os.path.join(os.path.dirname(HERE), "common"))
 sys.path.insert(0, HERE)
 import llama_core  # noqa: E402  (the torch Llama backbone)
 import llama_ref  # noqa: E402  (the backbone config)

@@ -42,8 +42,8 @@ from typing import Dict, List, Optional, Tuple
 import numpy as np
 import torch
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
-import safetensors_io  # noqa: E402  (tools/safetensors_io.py)
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "common"))
+import safetensors_io  # noqa: E402  (tools/common/safetensors_io.py)
 
 DT = torch.float64
 

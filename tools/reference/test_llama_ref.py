@@ -23,7 +23,7 @@ import numpy as np
 HERE = os.path.dirname(os.path.abspath(__file__))
 TOOLS = os.path.dirname(HERE)
 sys.path.insert(0, HERE)
-sys.path.insert(0, TOOLS)
+sys.path.insert(0, os.path.join(TOOLS, "common"))
 import llama_ref  # noqa: E402
 import safetensors_io as st  # noqa: E402
 
@@ -107,7 +107,7 @@ def naive_forward(model_dir: str, ids) -> np.ndarray:
 
 
 def make(out, *args):
-    subprocess.run([sys.executable, os.path.join(TOOLS, "make_checkpoint.py"), "--out", out, *args],
+    subprocess.run([sys.executable, os.path.join(TOOLS, "test_models", "make_checkpoint.py"), "--out", out, *args],
                    check=True, stdout=subprocess.DEVNULL)
 
 

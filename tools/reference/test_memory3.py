@@ -21,7 +21,7 @@
    against ultramem_ref's memory output), chunkwise == token-by-token with them, that they reach
    the logits and retrieval vectors, and the mem_* config errors.
 The tiny checkpoint (4 layers, hidden 64, 4 heads / 2 kv heads, vocab 128) is made in a temp dir
-by tools/make_memory3_checkpoint.py's own functions.
+by tools/test_models/make_memory3_checkpoint.py's own functions.
 """
 
 from __future__ import annotations
@@ -40,7 +40,8 @@ import torch
 HERE = os.path.dirname(os.path.abspath(__file__))
 TOOLS = os.path.dirname(HERE)
 sys.path.insert(0, HERE)
-sys.path.insert(0, TOOLS)
+sys.path.insert(0, os.path.join(TOOLS, "common"))
+sys.path.insert(0, os.path.join(TOOLS, "test_models"))
 import llama_core  # noqa: E402
 import llama_ref  # noqa: E402
 import make_checkpoint  # noqa: E402

@@ -28,7 +28,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 TOOLS = os.path.dirname(HERE)
 REPO = os.path.dirname(TOOLS)
 sys.path.insert(0, HERE)
-sys.path.insert(0, TOOLS)
+sys.path.insert(0, os.path.join(TOOLS, "test_models"))
 import llama_core  # noqa: E402
 import memory_plus_ref as ref  # noqa: E402
 import make_memory_plus_checkpoint as gen  # noqa: E402

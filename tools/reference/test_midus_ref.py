@@ -28,7 +28,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 TOOLS = os.path.dirname(HERE)
 REPO = os.path.dirname(TOOLS)
 sys.path.insert(0, HERE)
-sys.path.insert(0, TOOLS)
+sys.path.insert(0, os.path.join(TOOLS, "common"))
 import llama_core  # noqa: E402
 import llama_ref  # noqa: E402
 import midus_ref  # noqa: E402

@@ -93,7 +93,8 @@ def write_tokenizer_config(path: str) -> None:
 
 class Tokenizer:
     """Encoding for training, identical to the engine's reading of tokenizer.json (checked by
-    tools/train/check_tokenizer.py against `mnemo tokenize`)."""
+    tests/test_default_model.cpp, DefaultModelTokenizer.*, against the ids that
+    tools/train/make_goldens.py writes to tokenizer_cases.json with this class)."""
 
     def __init__(self, model_dir: str):
         self.sp = spm.SentencePieceProcessor(model_file=os.path.join(model_dir, "tokenizer.model"))

@@ -1,10 +1,13 @@
 #include "app/args.hpp"
 
+#include <algorithm>
 #include <cerrno>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <filesystem>
 #include <limits>
+#include <stdexcept>
 
 namespace mnemo::app {
 
@@ -146,9 +149,19 @@ ArgParser& ArgParser::custom_opt(const std::string& names, const std::string& me
                [apply = std::move(apply)](const std::string&, const std::string& v) { apply(v); });
 }
 
+ArgParser& ArgParser::deprecated_alias(const std::string& old_name, const std::string& name) {
+    Option* o = find(name);
+    if (o == nullptr) throw std::logic_error("deprecated_alias: no option " + name);
+    o->deprecated.push_back(old_name);
+    return *this;
+}
+
 ArgParser::Option* ArgParser::find(const std::string& name) {
     for (Option& o : options_) {
         for (const std::string& n : o.names) {
+            if (n == name) return &o;
+        }
+        for (const std::string& n : o.deprecated) {
             if (n == name) return &o;
         }
     }
@@ -187,6 +200,11 @@ bool ArgParser::parse(int argc, char** argv, int first) {
         }
         Option* o = find(arg);
         if (o == nullptr) throw UsageError("unknown option '" + arg + "'");
+        if (std::find(o->deprecated.begin(), o->deprecated.end(), arg) != o->deprecated.end()) {
+            const std::string program = std::filesystem::path(argc > 0 ? argv[0] : "").filename().string();
+            std::fprintf(stderr, "%s %s: %s is deprecated; use %s\n", program.c_str(), command_.c_str(), arg.c_str(),
+                         o->names.back().c_str());
+        }
         if (o->metavar.empty()) {
             if (inline_value) throw UsageError(arg + " takes no value, got '" + value + "'");
             o->apply(arg, "");

@@ -5,6 +5,7 @@
 #include <string>
 
 #include "app/args.hpp"
+#include "mnemo/io/printable.hpp"
 
 namespace mnemo::app {
 
@@ -40,15 +41,17 @@ int dispatch(const char* program, const char* version, const char* blurb, std::s
         try {
             return c.run(argc, argv);
         } catch (const UsageError& e) {
-            std::fprintf(stderr, "%s %s: %s\nsee %s %s --help\n", program, c.name, e.what(), program, c.name);
+            std::fprintf(stderr, "%s %s: %s\nsee %s %s --help\n", program, c.name, printable(e.what()).c_str(), program, c.name);
             return 2;
         } catch (const std::exception& e) {
+            // Messages quote what they refuse (a file's field, a server's reply, a vocabulary's
+            // token): escaped, so that text cannot drive the terminal or forge another line.
             std::fflush(stdout);
-            std::fprintf(stderr, "%s: error: %s\n", program, e.what());
+            std::fprintf(stderr, "%s: error: %s\n", program, printable(e.what()).c_str());
             return 1;
         }
     }
-    std::fprintf(stderr, "%s: unknown command '%s'\nsee %s --help\n", program, first.c_str(), program);
+    std::fprintf(stderr, "%s: unknown command '%s'\nsee %s --help\n", program, printable(first).c_str(), program);
     return 2;
 }
 

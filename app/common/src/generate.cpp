@@ -1,6 +1,8 @@
 #include "app/generate.hpp"
 
 #include <algorithm>
+#include <cmath>
+#include <string>
 
 #include "app/measure.hpp"
 #include "mnemo/error.hpp"
@@ -44,7 +46,16 @@ GenerateResult generate(const GenerateRequest& r) {
             result.reason = StopReason::Limit;
             break;
         }
-        const int32_t id = r.sampler->sample(logits, vocab, fed);
+        int32_t id = 0;
+        try {
+            id = r.sampler->sample(logits, vocab, fed);
+        } catch (const NonFiniteLogits& e) {
+            // Said once, here, for every program (CLI commands and the GUI): where it happened and
+            // what it means; the caller's exit code or error view follows from the exception.
+            throw Error("the model produced NaN/Inf logits at position " + std::to_string(fed.empty() ? 0 : fed.size() - 1) +
+                        ": its weights or activations are not finite (the logit of token " + std::to_string(e.token) + " is " +
+                        (std::isnan(e.value) ? "NaN" : e.value > 0 ? "+Inf" : "-Inf") + ")");
+        }
         if (is_eos(*r.tokenizer, id)) {
             result.reason = StopReason::Eos;
             break;

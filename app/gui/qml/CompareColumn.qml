@@ -28,11 +28,13 @@ Frame {
         Label {
             Layout.fillWidth: true
             text: column.spec + (column.reference ? "  (reference)" : "")
+            textFormat: Text.PlainText
             font.bold: true
         }
         Label {
             Layout.fillWidth: true
             text: column.deviceName
+            textFormat: Text.PlainText
             elide: Text.ElideRight
             opacity: 0.7
         }
@@ -41,6 +43,7 @@ Frame {
             Layout.fillWidth: true
             visible: !column.ok
             text: "Could not run: " + column.error
+            textFormat: Text.PlainText
             wrapMode: Text.Wrap
             color: "#c62828"
         }
@@ -60,7 +63,8 @@ Frame {
             Label {
                 Layout.fillWidth: true
                 Layout.maximumWidth: column.width - 140
-                text: column.divergence
+                text: column.divergence  // holds the model's tokens
+                textFormat: Text.PlainText
                 wrapMode: Text.Wrap
             }
         }
@@ -107,7 +111,8 @@ Frame {
             Layout.fillWidth: true
             Layout.fillHeight: true
             visible: column.ok
-            text: column.answer
+            text: column.answer  // the model's text
+            textFormat: Text.PlainText
             wrapMode: Text.Wrap
             elide: Text.ElideRight
             verticalAlignment: Text.AlignTop

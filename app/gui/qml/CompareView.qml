@@ -26,7 +26,7 @@ Dialog {
         }
         return specs
     }
-    function run() { compare.start(chat.modelDir, promptField.text, chosenBackends()) }
+    function run() { compare.start(chat.model.dir, promptField.text, chosenBackends()) }
 
     ColumnLayout {
         anchors.fill: parent
@@ -54,7 +54,7 @@ Dialog {
                 objectName: "compareRunButton"
                 text: "Compare"
                 visible: !compare.running
-                enabled: chat.modelLoaded && promptField.text.trim().length > 0 && view.chosenBackends().length >= 2
+                enabled: chat.model.loaded && promptField.text.trim().length > 0 && view.chosenBackends().length >= 2
                 Accessible.name: "Run the comparison"
                 onClicked: view.run()
             }
@@ -81,10 +81,21 @@ Dialog {
                 id: backendChoices
                 model: chat.devices
                 CheckBox {
+                    id: box
                     required property var model
                     readonly property string spec: model.backend + ":" + model.device
                     visible: model.enabled && model.backend.length > 0
                     text: model.label
+                    // The device's name comes from its driver: plain text.
+                    contentItem: Text {
+                        leftPadding: box.indicator && !box.mirrored ? box.indicator.width + box.spacing : 0
+                        text: box.text
+                        textFormat: Text.PlainText
+                        font: box.font
+                        color: box.palette.windowText
+                        elide: Text.ElideRight
+                        verticalAlignment: Text.AlignVCenter
+                    }
                     // CPU and the first Vulkan device to start with: the comparison people make most.
                     checked: model.backend === "cpu" || (model.backend === "vulkan" && model.device === 0)
                     Accessible.name: "Compare on " + model.label
@@ -97,6 +108,7 @@ Dialog {
             Layout.fillWidth: true
             visible: compare.status.length > 0
             text: compare.status
+            textFormat: Text.PlainText
             wrapMode: Text.Wrap
             color: compare.statusIsError ? "#c62828" : palette.windowText
             Accessible.name: (compare.statusIsError ? "Error: " : "Status: ") + compare.status
@@ -105,6 +117,7 @@ Dialog {
             Layout.fillWidth: true
             visible: compare.summary.length > 0
             text: compare.summary
+            textFormat: Text.PlainText
             elide: Text.ElideMiddle
             opacity: 0.7
             font.pointSize: 9

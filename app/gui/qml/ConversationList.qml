@@ -45,7 +45,7 @@ Pane {
                 Accessible.name: "Conversation " + title
                 contentItem: ColumnLayout {
                     spacing: 0
-                    Label { text: row.title; elide: Text.ElideRight; Layout.fillWidth: true; font.bold: row.highlighted }
+                    Label { text: row.title; textFormat: Text.PlainText; elide: Text.ElideRight; Layout.fillWidth: true; font.bold: row.highlighted }
                     Label { text: row.updated; font.pointSize: 8; opacity: 0.7 }
                 }
                 onClicked: chat.openConversation(conversationId)

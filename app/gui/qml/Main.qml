@@ -1,6 +1,9 @@
 // The main window: conversations on the left; on the right the model and device bar, the chat,
 // the performance strip and the prompt box. Every action calls the C++ controller `chat`
-// (ChatController); nothing here decides anything on its own.
+// (ChatController) or one of its controllers (chat.model, chat.settings, chat.kb,
+// chat.fastestDevice, chat.compare); nothing here decides anything on its own. Text from outside
+// the app (titles, references, model and device names, reasons) is shown as plain text, never as
+// HTML.
 import QtQuick
 import QtQuick.Controls
 import QtQuick.Layouts
@@ -26,12 +29,12 @@ ApplicationWindow {
         id: modelDialog
         objectName: "modelDialog"
         title: "Open a model folder"
-        onAccepted: chat.loadModel(selectedFolder)
+        onAccepted: chat.model.loadModel(selectedFolder)
     }
     FolderDialog {
         id: memoryDialog
         title: "Open a memory folder (made by mnemo memorize)"
-        onAccepted: chat.useMemoryFolder(selectedFolder)
+        onAccepted: chat.kb.useMemoryFolder(selectedFolder)
     }
     FileDialog {
         id: exportDialog
@@ -44,7 +47,7 @@ ApplicationWindow {
     }
     SettingsPopup { id: settings }
     CompareView { id: compareView }
-    KnowledgePanel { id: knowledgePanel }
+    KbPanel { id: kbPanel }
 
     SplitView {
         anchors.fill: parent
@@ -65,7 +68,7 @@ ApplicationWindow {
                 onOpenMemories: memoryDialog.open()
                 onOpenSettings: settings.open()
                 onOpenCompare: compareView.open()
-                onOpenKnowledge: knowledgePanel.open()
+                onOpenKb: kbPanel.open()
                 onExportAs: function(format) { exportDialog.format = format; exportDialog.open() }
             }
 
@@ -74,6 +77,10 @@ ApplicationWindow {
                 objectName: "chatView"
                 Layout.fillWidth: true
                 Layout.fillHeight: true
+            }
+
+            NoticeBar {
+                Layout.fillWidth: true
             }
 
             StatusLine {

@@ -19,6 +19,7 @@ ColumnLayout {
     required property var references
     required property int referenceCount
     required property string notice
+    required property string html
     property bool isLast: false
     readonly property bool isAnswer: role === "assistant"
     property bool editing: false
@@ -74,8 +75,10 @@ ColumnLayout {
     TextEdit {
         Layout.fillWidth: true
         visible: !message.editing
-        text: message.text.length > 0 || !message.streaming ? message.text : "…"
-        textFormat: TextEdit.MarkdownText
+        // The Markdown as HTML without raw HTML or images (ConversationModel's html role): the
+        // text is the model's or a conversation file's, and MarkdownText would render its HTML.
+        text: message.text.length > 0 || !message.streaming ? message.html : "…"
+        textFormat: TextEdit.RichText
         readOnly: true
         selectByMouse: true
         wrapMode: TextEdit.Wrap
@@ -115,16 +118,18 @@ ColumnLayout {
         Layout.fillWidth: true
         wrapMode: Text.Wrap
         color: "#c62828"
+        textFormat: Text.PlainText
         text: "The answer failed: " + message.error
     }
 
     // Memories the answer went without (the knowledge server did not answer): never silent.
     Label {
-        objectName: "knowledgeNotice"
+        objectName: "kbNotice"
         visible: message.isAnswer && message.notice.length > 0
         Layout.fillWidth: true
         wrapMode: Text.Wrap
         color: "#b26a00"
+        textFormat: Text.PlainText
         text: "⚠ " + message.notice
         Accessible.name: "Notice: " + message.notice
     }
@@ -139,6 +144,7 @@ ColumnLayout {
         visible: message.isAnswer && !message.streaming && message.tokens > 0
         opacity: 0.7
         font.pointSize: 8
+        textFormat: Text.PlainText  // the device's name
         text: message.tokens + " tokens · " + message.tokensPerSecond.toFixed(1) + " tokens/s · first token "
               + message.firstTokenMs.toFixed(0) + " ms · " + message.device
               + (message.finish.length > 0 && message.finish !== "end of turn" ? " · " + message.finish : "")

@@ -10,7 +10,7 @@ ToolBar {
     signal openMemories()
     signal openSettings()
     signal openCompare()
-    signal openKnowledge()
+    signal openKb()
     signal exportAs(string format)
 
     ColumnLayout {
@@ -31,15 +31,25 @@ ToolBar {
                     objectName: "modelMenu"
                     width: 480
                     MenuItem { text: "Open a model folder…"; onTriggered: bar.openModel() }
-                    MenuSeparator { visible: chat.recentModels.length > 0 }
+                    MenuSeparator { visible: chat.model.recentModels.length > 0 }
                     // The recent model folders, after the separator.
                     Instantiator {
-                        model: chat.recentModels
+                        model: chat.model.recentModels
                         delegate: MenuItem {
+                            id: recentItem
                             required property string modelData
                             text: modelData
+                            // A folder's name is outside text: plain, never HTML.
+                            contentItem: Text {
+                                text: recentItem.text
+                                textFormat: Text.PlainText
+                                font: recentItem.font
+                                color: recentItem.highlighted ? recentItem.palette.highlightedText : recentItem.palette.windowText
+                                elide: Text.ElideMiddle
+                                verticalAlignment: Text.AlignVCenter
+                            }
                             Accessible.name: "Open the recent model " + modelData
-                            onTriggered: chat.loadModel(modelData)
+                            onTriggered: chat.model.loadModel(modelData)
                         }
                         onObjectAdded: function(index, object) { modelMenu.insertItem(index + 2, object) }
                         onObjectRemoved: function(index, object) { modelMenu.removeItem(object) }
@@ -54,32 +64,47 @@ ToolBar {
                 model: chat.devices
                 textRole: "label"
                 popup.width: Math.max(width, 620)  // room for each device's details
-                enabled: !chat.loading
+                enabled: !chat.model.loading
                 Accessible.name: "Device"
-                ToolTip.visible: hovered
-                ToolTip.text: chat.autoText.length > 0 ? chat.autoText
-                              : currentIndex >= 0 ? "Runs the model on this device; choosing another reloads it there and keeps the conversation" : ""
+                PlainToolTip {
+                    visible: deviceBox.hovered && text.length > 0
+                    text: chat.fastestDevice.text.length > 0 ? chat.fastestDevice.text
+                          : deviceBox.currentIndex >= 0 ? "Runs the model on this device; choosing another reloads it there and keeps the conversation" : ""
+                }
+                // Device names and details come from the drivers: plain text.
                 delegate: ItemDelegate {
+                    id: deviceRow
                     required property int index
                     required property var model
                     width: deviceBox.popup.width
                     enabled: model.enabled
                     text: model.label + "  —  " + model.detail
+                    contentItem: Text {
+                        text: deviceRow.text
+                        textFormat: Text.PlainText
+                        font: deviceRow.font
+                        color: deviceRow.highlighted ? deviceRow.palette.highlightedText : deviceRow.palette.windowText
+                        opacity: deviceRow.enabled ? 1 : 0.5
+                        elide: Text.ElideRight
+                        verticalAlignment: Text.AlignVCenter
+                    }
                     highlighted: deviceBox.highlightedIndex === index
                     Accessible.name: model.label
-                    ToolTip.visible: hovered
-                    ToolTip.text: model.detail
+                    PlainToolTip {
+                        visible: deviceRow.hovered
+                        text: deviceRow.model.detail
+                    }
                 }
-                onActivated: function(index) { chat.chooseDevice(index) }
-                Component.onCompleted: currentIndex = chat.deviceRow
+                onActivated: function(index) { chat.model.chooseDevice(index) }
+                Component.onCompleted: currentIndex = chat.model.deviceRow
                 Connections {
-                    target: chat
-                    function onModelInfoChanged() { deviceBox.currentIndex = chat.deviceRow }
+                    target: chat.model
+                    function onInfoChanged() { deviceBox.currentIndex = chat.model.deviceRow }
                 }
             }
             BusyIndicator {
-                running: chat.loading
-                visible: chat.loading
+                running: chat.model.loading
+                visible: chat.model.loading
                 Layout.preferredHeight: 28
                 Layout.preferredWidth: 28
                 Accessible.name: "Loading the model"
@@ -93,19 +118,21 @@ ToolBar {
                 onClicked: bar.openMemories()
             }
             ToolButton {
-                objectName: "knowledgeButton"
+                objectName: "kbButton"
                 // The state at a glance: a dot coloured as the panel colours it.
-                text: (chat.knowledgeState === "off" ? "" : (chat.knowledgeState === "connected" || chat.knowledgeState === "folder" ? "● " : "⚠ "))
+                text: (chat.kb.state === "off" ? "" : (chat.kb.state === "connected" || chat.kb.state === "folder" ? "● " : "⚠ "))
                       + "Knowledge…"
-                Accessible.name: "Knowledge server and memories: " + chat.knowledgeState
-                ToolTip.visible: hovered
-                ToolTip.text: chat.knowledgeText
-                onClicked: bar.openKnowledge()
+                Accessible.name: "Knowledge server and memories: " + chat.kb.state
+                PlainToolTip {
+                    visible: parent.hovered
+                    text: chat.kb.text  // the server's address and what it said
+                }
+                onClicked: bar.openKb()
             }
             ToolButton {
                 objectName: "compareButton"
                 text: "Compare"
-                enabled: chat.modelLoaded
+                enabled: chat.model.loaded
                 Accessible.name: "Compare backends"
                 ToolTip.visible: hovered
                 ToolTip.text: "Run one prompt on several backends side by side: speed, time per op, memory, logit differences"
@@ -129,23 +156,27 @@ ToolBar {
             }
         }
         Label {
-            objectName: "autoText"
+            objectName: "fastestText"
             Layout.fillWidth: true
-            visible: chat.autoText.length > 0
-            text: chat.autoText
+            visible: chat.fastestDevice.text.length > 0
+            text: chat.fastestDevice.text
+            textFormat: Text.PlainText  // device names from the drivers
             elide: Text.ElideRight
             font.pointSize: 9
-            Accessible.name: chat.autoText
+            Accessible.name: chat.fastestDevice.text
         }
         Label {
             objectName: "modelInfo"
             Layout.fillWidth: true
-            text: chat.modelLine
+            text: chat.model.line
+            textFormat: Text.PlainText  // the model's config.json names its type and architecture
             elide: Text.ElideRight
             font.pointSize: 9
-            Accessible.name: "Model: " + chat.modelLine
-            ToolTip.visible: infoHover.hovered
-            ToolTip.text: chat.modelDetails
+            Accessible.name: "Model: " + chat.model.line
+            PlainToolTip {
+                visible: infoHover.hovered
+                text: chat.model.details
+            }
             HoverHandler { id: infoHover }
         }
     }

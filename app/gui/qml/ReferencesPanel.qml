@@ -1,4 +1,5 @@
 // "N references" under an answer: the explicit memories it read, per chunk, opened on demand.
+// Their text, title and source come from a memory folder or a knowledge server: plain text.
 import QtQuick
 import QtQuick.Controls
 import QtQuick.Layouts
@@ -26,6 +27,7 @@ ColumnLayout {
                 Label {
                     font.pointSize: 8
                     opacity: 0.75
+                    textFormat: Text.PlainText  // the source comes from the memory folder or the server
                     text: "chunk " + modelData.chunk + " · memory #" + modelData.id
                           + (modelData.score !== undefined && modelData.score !== null ? " · score " + Number(modelData.score).toFixed(3) : "")
                           + (modelData.source.length > 0 ? " · " + modelData.source : "")
@@ -33,6 +35,7 @@ ColumnLayout {
                 Label {
                     Layout.fillWidth: true
                     wrapMode: Text.Wrap
+                    textFormat: Text.PlainText
                     text: modelData.title.length > 0 ? modelData.title + ": " + modelData.text : modelData.text
                 }
             }

@@ -1,4 +1,5 @@
-// The system prompt and the sampling settings of the next answers.
+// The system prompt, the sampling settings of the next answers, and the context length and threads
+// of the next load (chat.settings, kept per model folder).
 import QtQuick
 import QtQuick.Controls
 import QtQuick.Layouts
@@ -34,103 +35,93 @@ Dialog {
             id: temperature
             Layout.fillWidth: true
             from: 0; to: 2; stepSize: 0.05
-            value: chat.temperature
+            value: chat.settings.temperature
             Accessible.name: "Temperature"
-            onMoved: chat.temperature = value
+            onMoved: chat.settings.temperature = value
         }
-        Label { text: chat.temperature <= 0 ? "greedy" : chat.temperature.toFixed(2) }
+        Label { text: chat.settings.temperature <= 0 ? "greedy" : chat.settings.temperature.toFixed(2) }
 
         Label { text: "Top-k" }
         SpinBox {
             Layout.fillWidth: true
             from: 0; to: 1000
-            value: chat.topK
+            value: chat.settings.topK
             editable: true
             Accessible.name: "Top-k"
-            onValueModified: chat.topK = value
+            onValueModified: chat.settings.topK = value
         }
-        Label { text: chat.topK === 0 ? "off" : "" }
+        Label { text: chat.settings.topK === 0 ? "off" : "" }
 
         Label { text: "Top-p" }
         Slider {
             Layout.fillWidth: true
             from: 0; to: 1; stepSize: 0.01
-            value: chat.topP
+            value: chat.settings.topP
             Accessible.name: "Top-p"
-            onMoved: chat.topP = value
+            onMoved: chat.settings.topP = value
         }
-        Label { text: chat.topP >= 1 ? "off" : chat.topP.toFixed(2) }
+        Label { text: chat.settings.topP >= 1 ? "off" : chat.settings.topP.toFixed(2) }
 
         Label { text: "Min-p" }
         Slider {
             Layout.fillWidth: true
             from: 0; to: 0.5; stepSize: 0.01
-            value: chat.minP
+            value: chat.settings.minP
             Accessible.name: "Min-p"
-            onMoved: chat.minP = value
+            onMoved: chat.settings.minP = value
         }
-        Label { text: chat.minP <= 0 ? "off" : chat.minP.toFixed(2) }
+        Label { text: chat.settings.minP <= 0 ? "off" : chat.settings.minP.toFixed(2) }
 
         Label { text: "Repeat penalty" }
         Slider {
             Layout.fillWidth: true
             from: 1; to: 2; stepSize: 0.01
-            value: chat.repeatPenalty
+            value: chat.settings.repeatPenalty
             Accessible.name: "Repeat penalty"
-            onMoved: chat.repeatPenalty = value
+            onMoved: chat.settings.repeatPenalty = value
         }
-        Label { text: chat.repeatPenalty <= 1 ? "off" : chat.repeatPenalty.toFixed(2) }
+        Label { text: chat.settings.repeatPenalty <= 1 ? "off" : chat.settings.repeatPenalty.toFixed(2) }
 
         Label { text: "Answer length" }
         SpinBox {
             Layout.fillWidth: true
             from: 1; to: 32768
-            value: chat.maxTokens
+            value: chat.settings.maxTokens
             editable: true
             Accessible.name: "Most tokens per answer"
-            onValueModified: chat.maxTokens = value
+            onValueModified: chat.settings.maxTokens = value
         }
         Label { text: "tokens at most" }
-
-        Label { text: "Memory retrieval" }
-        ComboBox {
-            Layout.fillWidth: true
-            model: ["bm25", "vector"]
-            currentIndex: chat.retrieval === "vector" ? 1 : 0
-            Accessible.name: "How chunks find memories"
-            onActivated: chat.retrieval = currentText
-        }
-        Label { text: "(memories)" }
 
         Label { text: "Context length" }
         SpinBox {
             objectName: "contextLengthBox"
             Layout.fillWidth: true
             from: 0; to: 1048576; stepSize: 256
-            value: chat.contextLength
+            value: chat.settings.contextLength
             editable: true
             Accessible.name: "Context length in tokens (0: the model's default)"
-            onValueModified: chat.contextLength = value
+            onValueModified: chat.settings.contextLength = value
         }
-        Label { text: chat.contextLength === 0 ? "model's default" : "tokens" }
+        Label { text: chat.settings.contextLength === 0 ? "model's default" : "tokens" }
 
         Label { text: "Threads" }
         SpinBox {
             objectName: "threadsBox"
             Layout.fillWidth: true
             from: 0; to: 256
-            value: chat.threads
+            value: chat.settings.threads
             editable: true
             Accessible.name: "Threads (0: the backend's choice)"
-            onValueModified: chat.threads = value
+            onValueModified: chat.settings.threads = value
         }
         Button {
             text: "Reload"
-            enabled: chat.modelLoaded && !chat.loading
+            enabled: chat.model.loaded && !chat.model.loading
             Accessible.name: "Reload the model with this context length and threads"
             ToolTip.visible: hovered
             ToolTip.text: "Context length and threads apply when the model loads; the conversation stays"
-            onClicked: chat.reloadModel()
+            onClicked: chat.model.reloadModel()
         }
 
         Label {

@@ -6,6 +6,7 @@ Label {
     objectName: "statusLine"
     visible: chat.status.length > 0
     text: chat.status
+    textFormat: Text.PlainText  // reasons name files, servers and devices: outside text
     wrapMode: Text.Wrap
     padding: 6
     color: chat.statusIsError ? "#c62828" : palette.windowText

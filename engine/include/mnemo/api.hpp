@@ -1,6 +1,6 @@
 // MNEMO_API marks what libmnemo exports. The library is built with hidden visibility, so only the
 // classes and functions of the public headers carrying this mark are part of its ABI; helpers
-// (SHA-256, the Unicode tables, the graph planner...) stay inside it whatever their linkage.
+// (SHA-256, the Unicode tables, the arena planner...) stay inside it whatever their linkage.
 //
 // The op table and shape rules are also compiled into every backend module (mnemo_op_rules, which
 // defines MNEMO_API_HIDDEN): there nothing is exported, so a module never interposes libmnemo.

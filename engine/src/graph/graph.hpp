@@ -1,4 +1,4 @@
-// The engine's graph: what a plugin builds through mnemo_builder_api, and the memory plan that
+// The engine's graph: what a plugin builds through mnemo_builder_api, and the arena plan that
 // places every intermediate tensor in one arena buffer so a graph can run again and again without
 // allocating.
 #pragma once
@@ -75,13 +75,13 @@ struct Location {
     uint64_t offset = 0;
 };
 
-struct MemoryPlan {
+struct ArenaPlan {
     std::vector<Location> where;  // per node
     uint64_t arena_bytes = 0;
 };
 
 // Greedy best-fit placement over the nodes' lifetimes (an intermediate is freed right after its
 // last reader). Inputs live from the start; the outputs live to the end.
-MemoryPlan plan_memory(const std::vector<GraphNode>& nodes, const std::vector<int32_t>& outputs, uint64_t alignment);
+ArenaPlan plan_arena(const std::vector<GraphNode>& nodes, const std::vector<int32_t>& outputs, uint64_t alignment);
 
 }  // namespace mnemo::detail

@@ -2,6 +2,7 @@
 // input bytes; every error is reported as "<source>: line L, column C: expected ..." so that a
 // broken config.json or safetensors header can be fixed without a hex editor.
 #include "mnemo/io/json.hpp"
+#include "mnemo/io/file_read.hpp"
 
 #include <algorithm>
 #include <cerrno>
@@ -11,9 +12,6 @@
 #include <cstring>
 #include <numeric>
 #include <sstream>
-
-#include <fcntl.h>
-#include <unistd.h>
 
 #include "mnemo/error.hpp"
 #include "tokenizer/unicode.hpp"
@@ -147,8 +145,22 @@ Value Value::make_object(std::vector<std::pair<std::string, Value>> o) {
 static void dump_string(std::string_view s, std::string& out) {
     static const char hex[] = "0123456789abcdef";
     out += '"';
-    for (const char ch : s) {
+    for (size_t i = 0; i < s.size(); ++i) {
+        const char ch = s[i];
         const auto c = static_cast<unsigned char>(ch);
+        if (c >= 0x80) {
+            // JSON text is UTF-8 (RFC 8259 section 8.1) and our own parser refuses anything else:
+            // a byte that is not part of valid UTF-8 (a model's partial token, a corrupt title)
+            // is written as U+FFFD, so that every document written here can be read back.
+            const unicode::Decoded d = unicode::decode_utf8(s, i);
+            if (d.cp == unicode::kInvalid) {
+                out += "\\ufffd";
+            } else {
+                out.append(s.substr(i, d.len));
+                i += d.len - 1;
+            }
+            continue;
+        }
         switch (c) {
             case '"': out += "\\\""; break;
             case '\\': out += "\\\\"; break;
@@ -163,7 +175,7 @@ static void dump_string(std::string_view s, std::string& out) {
                     out += hex[c >> 4];
                     out += hex[c & 0xf];
                 } else {
-                    out += ch;  // UTF-8 passes through unchanged
+                    out += ch;
                 }
         }
     }
@@ -599,24 +611,7 @@ Value parse(std::string_view text, std::string_view source) {
 }
 
 Value parse_file(const std::string& path) {
-    // POSIX I/O so that the message carries the real reason (ENOENT, EACCES, EISDIR...).
-    const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-    if (fd < 0) throw Error(path + ": cannot open file: " + std::strerror(errno));
-    std::string text;
-    char buf[1 << 16];
-    while (true) {
-        const ssize_t n = ::read(fd, buf, sizeof buf);
-        if (n < 0) {
-            if (errno == EINTR) continue;
-            const int err = errno;
-            ::close(fd);
-            throw Error(path + ": cannot read file: " + std::strerror(err));
-        }
-        if (n == 0) break;
-        text.append(buf, static_cast<size_t>(n));
-    }
-    ::close(fd);
-    return parse(text, path);
+    return parse(read_file_capped(path, kMaxTokenizerFileBytes, "JSON file"), path);
 }
 
 }  // namespace mnemo::json

@@ -19,6 +19,7 @@
 #include <unistd.h>
 
 #include "mnemo/error.hpp"
+#include "mnemo/io/file_read.hpp"
 #include "mnemo/io/json.hpp"
 
 namespace mnemo {
@@ -221,19 +222,11 @@ SafetensorsHeader parse_safetensors_header(const uint8_t* bytes, uint64_t file_s
 // MappedFile
 
 MappedFile::MappedFile(const std::string& path) : path_(path) {
-    const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-    if (fd < 0) throw_errno(path, "cannot open", errno);
-    struct stat st {};
-    if (::fstat(fd, &st) != 0) {
-        const int err = errno;
-        ::close(fd);
-        throw_errno(path, "cannot stat", err);
-    }
-    if (!S_ISREG(st.st_mode)) {
-        ::close(fd);
-        throw Error(path + ": not a regular file");
-    }
-    size_ = static_cast<uint64_t>(st.st_size);
+    // Regular files only, opened without blocking: a FIFO named model.safetensors would otherwise
+    // hang the load in open() (there is no size cap: checkpoints are mapped, not read).
+    const OpenedFile f = open_regular_file(path);
+    const int fd = f.fd;
+    size_ = f.size;
     if (size_ > 0) {  // mmap of length 0 is invalid; an empty file maps to (nullptr, 0)
         void* p = ::mmap(nullptr, size_, PROT_READ, MAP_PRIVATE, fd, 0);
         if (p == MAP_FAILED) {

@@ -1,20 +1,19 @@
 #include "kb/grpc_kb_client.hpp"
 
+#include <algorithm>
 #include <chrono>
-#include <fstream>
-#include <sstream>
+
+#include "mnemo/io/file_read.hpp"
+#include "mnemo/memory/vq_codebook.hpp"
 
 namespace mnemo::detail {
 
 namespace {
 
-// A codebook is a few MiB; far above that is a server that lies about total_bytes.
-constexpr uint64_t kMaxCodebookBytes = uint64_t{1} << 30;
-// Replies carry k records (a 156M Memory3 model's compressed record is tens of KiB): well
-// below this, which only guards against a runaway server.
-constexpr int kMaxReplyBytes = 64 << 20;
+// Codebook chunks asked for (CodebookRequest.chunk_bytes; the protocol allows up to 4 MiB).
+constexpr uint32_t kCodebookChunkBytes = 1 << 20;
 
-grpc::ChannelArguments channel_arguments() {
+grpc::ChannelArguments channel_arguments(int max_receive_bytes) {
     grpc::ChannelArguments a;
     // Reconnect soon after a server restart: gRPC's defaults (1 s, growing to 120 s) would keep
     // a client without memories for minutes after the server is back.
@@ -31,18 +30,23 @@ grpc::ChannelArguments channel_arguments() {
     // The client has its own backoff and answers the chunk without memories: a transparent
     // retry would only spend the chunk's deadline.
     a.SetInt(GRPC_ARG_ENABLE_RETRIES, 0);
-    a.SetMaxReceiveMessageSize(kMaxReplyBytes);
+    // gRPC refuses (RESOURCE_EXHAUSTED) a reply message above this, which the caller derives from
+    // what the model needs: a hostile server cannot make the client hold more.
+    a.SetMaxReceiveMessageSize(max_receive_bytes);
     return a;
 }
 
 std::string read_pem(const std::string& path) {
-    std::ifstream f(path, std::ios::binary);
-    if (!f) throw Error("--kb-ca '" + path + "': cannot open");
-    std::ostringstream s;
-    s << f.rdbuf();
-    if (s.str().find("-----BEGIN CERTIFICATE-----") == std::string::npos)
+    // A CA bundle is tens to hundreds of KiB (the whole Mozilla set is ~220 KiB): the small-file cap.
+    std::string pem;
+    try {
+        pem = read_file_capped(path, kMaxSmallFileBytes, "CA certificate file");
+    } catch (const Error& e) {
+        throw with_context("--kb-ca", e);
+    }
+    if (pem.find("-----BEGIN CERTIFICATE-----") == std::string::npos)
         throw Error("--kb-ca '" + path + "': not a PEM certificate file (no BEGIN CERTIFICATE)");
-    return s.str();
+    return pem;
 }
 
 }  // namespace
@@ -70,7 +74,10 @@ const char* grpc_code_name(grpc::StatusCode code) {
     }
 }
 
-KbClient::KbClient(const KbUrl& url, const std::string& token, const std::string& ca_file) : url_(url) {
+int KbClient::codebook_chunk_limit() { return static_cast<int>(kCodebookChunkBytes) + (4 << 10); }
+
+KbClient::KbClient(const KbUrl& url, const std::string& token, const std::string& ca_file, int max_receive_bytes)
+    : url_(url), max_receive_bytes_(std::max(max_receive_bytes, codebook_chunk_limit())) {
     if (!token.empty()) authorization_ = "Bearer " + token;
     std::shared_ptr<grpc::ChannelCredentials> creds;
     if (url_.tls) {
@@ -80,7 +87,7 @@ KbClient::KbClient(const KbUrl& url, const std::string& token, const std::string
     } else {
         creds = grpc::InsecureChannelCredentials();  // parse_kb_url allowed it: a loopback host
     }
-    channel_ = grpc::CreateCustomChannel(url_.target, creds, channel_arguments());
+    channel_ = grpc::CreateCustomChannel(url_.target, creds, channel_arguments(max_receive_bytes_));
     stub_ = kbv1::KnowledgeBase::NewStub(channel_);
 }
 
@@ -93,6 +100,12 @@ void KbClient::prepare(grpc::ClientContext& context, int32_t timeout_ms, bool wa
 void KbClient::fail(const char* call, const grpc::Status& status) const {
     std::string msg = name() + ": " + call + " failed: " + grpc_code_name(status.error_code());
     if (!status.error_message().empty()) msg += ": " + status.error_message();
+    // gRPC's own words for a reply over the receive limit ("Received message larger than max"):
+    // say where the limit comes from.
+    if (status.error_code() == grpc::StatusCode::RESOURCE_EXHAUSTED &&
+        status.error_message().find("larger than max") != std::string::npos)
+        msg += " (the client takes reply messages of at most " + std::to_string(max_receive_bytes_) +
+               " bytes: what this model's records, their texts and codebook chunks need)";
     throw KbCallError(msg, status.error_code());
 }
 
@@ -105,35 +118,59 @@ kbv1::InfoReply KbClient::info(int32_t timeout_ms, bool wait_for_ready) {
     return reply;
 }
 
-std::string KbClient::codebook(const std::string& sha256, int32_t timeout_ms, bool wait_for_ready) {
+std::string KbClient::codebook(const std::string& sha256, uint32_t d_in, const std::string& what, int32_t timeout_ms,
+                               bool wait_for_ready) {
     grpc::ClientContext context;
     prepare(context, timeout_ms, wait_for_ready);
     kbv1::CodebookRequest req;
     req.set_sha256(sha256);
+    req.set_chunk_bytes(kCodebookChunkBytes);
     auto reader = stub_->GetCodebook(&context, req);
+    const std::string where = name() + ": GetCodebook " + sha256 + " (" + what + "): ";
+    // The most any codebook for the model's d_in-dimensional vectors can be; once its header has
+    // come, exactly what that header implies. Both are checked before the bytes are kept.
+    const uint64_t cap = vq_codebook_max_bytes(d_in);
     std::string bytes;
     uint64_t total = 0;
-    bool first = true;
+    bool first = true, header_checked = false;
     kbv1::CodebookChunk chunk;
-    std::string bad;  // a malformed stream: keep reading (Finish needs it), report after
+    std::string bad;  // a malformed stream: cancel it, then report (Finish needs the stream ended)
     while (reader->Read(&chunk)) {
         if (!bad.empty()) continue;
         if (first) {
             total = chunk.total_bytes();
-            if (total > kMaxCodebookBytes) bad = "total_bytes " + std::to_string(total) + " is implausible";
+            if (total > cap)
+                bad = "total_bytes is " + std::to_string(total) + ", more than the " + std::to_string(cap) +
+                      " bytes any codebook for this model's " + std::to_string(d_in) + "-dimensional " + what + " can have";
             first = false;
         } else if (chunk.total_bytes() != total) {
             bad = "total_bytes changed between chunks";
         }
+        if (bad.empty() && chunk.data().size() > kCodebookChunkBytes)
+            bad = "a chunk of " + std::to_string(chunk.data().size()) + " bytes, more than the " +
+                  std::to_string(kCodebookChunkBytes) + " asked for (chunk_bytes)";
         if (bad.empty() && chunk.offset() != bytes.size())
             bad = "chunk at offset " + std::to_string(chunk.offset()) + ", expected " + std::to_string(bytes.size());
         if (bad.empty() && bytes.size() + chunk.data().size() > total) bad = "more bytes than total_bytes";
         if (bad.empty()) bytes += chunk.data();
+        if (bad.empty() && !header_checked && bytes.size() >= VqCodebook::kHeaderBytes) {
+            header_checked = true;
+            try {
+                VqCodebook shape;
+                const uint64_t implied = vq_codebook_bytes(bytes.data(), VqCodebook::kHeaderBytes, "header", &shape);
+                if (shape.d_in != d_in)
+                    bad = "header: d_in is " + std::to_string(shape.d_in) + ", this model's " + what + " have " + std::to_string(d_in);
+                else if (implied != total)
+                    bad = "total_bytes is " + std::to_string(total) + ", the codebook's header implies " + std::to_string(implied);
+            } catch (const Error& e) {
+                bad = e.what();
+            }
+        }
+        if (!bad.empty()) context.TryCancel();  // a server streaming on is not read to its end
     }
     const grpc::Status st = reader->Finish();
-    if (!st.ok()) fail("GetCodebook", st);
-    const std::string where = name() + ": GetCodebook " + sha256 + ": ";
     if (!bad.empty()) throw Error(where + bad);
+    if (!st.ok()) fail("GetCodebook", st);
     if (first || bytes.size() != total)
         throw Error(where + "received " + std::to_string(bytes.size()) + " of " + std::to_string(total) + " bytes");
     return bytes;
@@ -163,13 +200,19 @@ std::vector<kbv1::MemoryRecord> KbClient::fetch(const kbv1::FetchRequest& reques
     auto reader = stub_->FetchMemories(&context, request);
     std::vector<kbv1::MemoryRecord> out;
     kbv1::MemoryRecord rec;
+    bool extra = false;
     while (reader->Read(&rec)) {
         *reply_bytes += rec.ByteSizeLong();
-        // A server that streams more than it was asked for is cut off at the deadline anyway;
-        // keeping only what was asked bounds the memory it can make us hold.
-        if (out.size() < static_cast<size_t>(request.ids_size())) out.push_back(std::move(rec));
+        if (out.size() < static_cast<size_t>(request.ids_size())) {
+            out.push_back(std::move(rec));
+        } else if (!extra) {
+            extra = true;  // more than asked: the answer is wrong, and the rest is not read
+            context.TryCancel();
+        }
     }
     const grpc::Status st = reader->Finish();
+    if (extra)
+        throw Error(name() + ": FetchMemories sent more records than the " + std::to_string(request.ids_size()) + " asked for");
     if (!st.ok()) fail("FetchMemories", st);
     return out;
 }

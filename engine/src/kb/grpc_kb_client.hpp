@@ -1,7 +1,7 @@
 // The knowledge server's calls as the client makes them: one gRPC channel (TLS or loopback
 // plaintext), the bearer token on every call, a deadline on every call, and a failure turned
 // into an error that names the server, the call and the gRPC status. Thread-safe (the stub and
-// channel are); the retrieval logic lives in grpc_remote_source.cpp.
+// channel are); the retrieval logic lives in grpc_kb_source.cpp.
 #pragma once
 
 #include <grpcpp/grpcpp.h>
@@ -30,8 +30,11 @@ const char* grpc_code_name(grpc::StatusCode code);
 
 class KbClient {
 public:
-    // Reads ca_file (PEM) now; the channel connects lazily, on the first call.
-    KbClient(const KbUrl& url, const std::string& token, const std::string& ca_file);
+    // Reads ca_file (PEM) now; the channel connects lazily, on the first call. gRPC refuses any
+    // reply message above max_receive_bytes (raised to at least codebook_chunk_limit()).
+    KbClient(const KbUrl& url, const std::string& token, const std::string& ca_file, int max_receive_bytes);
+    // The largest GetCodebook message: the chunk size the client asks for, and its framing.
+    static int codebook_chunk_limit();
 
     const KbUrl& url() const { return url_; }
     // "knowledge server grpcs://h:p"
@@ -40,8 +43,12 @@ public:
     // wait_for_ready: wait (up to the deadline) for the channel to connect instead of failing
     // at once while it is down: for the first call, not for calls in the generation loop.
     kbv1::InfoReply info(int32_t timeout_ms, bool wait_for_ready);
-    // The codebook's bytes, reassembled from its chunks (checked: offsets, total size).
-    std::string codebook(const std::string& sha256, int32_t timeout_ms, bool wait_for_ready);
+    // The codebook's bytes, reassembled from its chunks. Checked as they come, and the call
+    // cancelled at the first fault: total_bytes against what any codebook of d_in-dimensional
+    // vectors can be and then against the header's own size, d_in, chunk sizes and offsets.
+    // `what` ("keys", "values") names the codebook in errors.
+    std::string codebook(const std::string& sha256, uint32_t d_in, const std::string& what, int32_t timeout_ms,
+                         bool wait_for_ready);
     kbv1::RetrieveMemoriesReply retrieve_memories(const kbv1::RetrieveRequest& request, int32_t timeout_ms);
     kbv1::RetrieveReply retrieve(const kbv1::RetrieveRequest& request, int32_t timeout_ms);
     // Records in the order asked; *reply_bytes grows by every message's size.
@@ -52,6 +59,7 @@ private:
     [[noreturn]] void fail(const char* call, const grpc::Status& status) const;
 
     KbUrl url_;
+    int max_receive_bytes_ = 0;
     std::string authorization_;  // "Bearer <token>", empty without a token
     std::shared_ptr<grpc::Channel> channel_;
     std::unique_ptr<kbv1::KnowledgeBase::Stub> stub_;

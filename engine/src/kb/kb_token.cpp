@@ -1,19 +1,21 @@
 // Reading a knowledge server's access token, and the retrieval mode names: what the CLI and a GUI
 // need whether or not this build has the gRPC client.
-#include <fstream>
-#include <sstream>
-
 #include "mnemo/error.hpp"
-#include "mnemo/memory/remote_memory.hpp"
+#include "mnemo/io/file_read.hpp"
+#include "mnemo/kb/kb_source.hpp"
 
 namespace mnemo {
 
-std::string read_knowledge_server_token(const std::string& path) {
-    std::ifstream f(path, std::ios::binary);
-    if (!f) throw Error("token file '" + path + "': cannot open");
-    std::ostringstream s;
-    s << f.rdbuf();
-    std::string token = s.str();
+namespace {
+
+// A token travels as an HTTP/2 header value, and gRPC refuses metadata above 8 KiB by default:
+// a token file far larger than that is not a token (and is not buffered whole).
+constexpr uint64_t kMaxTokenFileBytes = 64 << 10;
+
+}  // namespace
+
+std::string read_kb_token(const std::string& path) {
+    std::string token = read_file_capped(path, kMaxTokenFileBytes, "access token file");
     const char* space = " \t\r\n";
     const size_t first = token.find_first_not_of(space);
     if (first == std::string::npos) throw Error("token file '" + path + "' is empty");
@@ -25,10 +27,10 @@ std::string read_knowledge_server_token(const std::string& path) {
     return token;
 }
 
-RemoteRetrieval remote_retrieval_from_name(const std::string& name) {
-    if (name == "vector") return RemoteRetrieval::Vector;
-    if (name == "bm25") return RemoteRetrieval::BM25;
-    if (name == "hybrid") return RemoteRetrieval::Hybrid;
+KbRetrieval kb_retrieval_from_name(const std::string& name) {
+    if (name == "vector") return KbRetrieval::Vector;
+    if (name == "bm25") return KbRetrieval::BM25;
+    if (name == "hybrid") return KbRetrieval::Hybrid;
     throw Error("unknown retrieval mode '" + name + "' (expected vector, bm25 or hybrid)");
 }
 

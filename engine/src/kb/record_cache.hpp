@@ -1,6 +1,7 @@
-// The host cache of a remote source: decoded records by id, least recently used evicted first,
-// so a memory recalled again (by the next chunk, or by another sequence) crosses the network
-// once. Thread-safe: the prefetch worker and the session's thread both use it.
+// The host cache of a KbSource (the knowledge server's client): decoded records by id, least
+// recently used evicted first, so a memory retrieved again (by the next chunk, or by another
+// sequence) crosses the network once. Thread-safe: the prefetch worker and the session's thread
+// both use it.
 #pragma once
 
 #include <cstdint>

@@ -14,7 +14,7 @@ using Clock = std::chrono::steady_clock;
 // One block of a layer's state, [kv_heads, slots, dim]: the prefix in slots 0..b-1, then the
 // memories' valid slots packed in retrieval order (attention is a set operation: the order is
 // only layout), zeros after. `keys` picks keys or values, `memory_index` the layer's place
-// among the memory layers (-1: a layer without memories).
+// among the explicit-memory layers (-1: a layer without memories).
 std::vector<float> block_of(const MemoryLayout& layout, const MemoryLayout::Layer& L, const std::vector<float>& prefix,
                             const MemorySet* set, bool keys) {
     const MemorySpec& sp = layout.spec;

@@ -1,5 +1,5 @@
-// The memory blocks of the memory layers' states, used as a cache: each block holds the prefix
-// (reference BOS) keys/values and the memories of one set; a run binds one block per distinct
+// The memory blocks of the explicit-memory layers' states, used as a cache: each block holds the
+// prefix (reference BOS) keys/values and the memories of one set; a run binds one block per distinct
 // set it reads, reusing a block that holds the same memories and otherwise refilling the least
 // recently used one — from f32 keys/values on the host, or from codes decoded on the device.
 #pragma once

@@ -1,7 +1,7 @@
 // Compressed memories decoded on the device (VQ_DECODE): the source's codebooks uploaded once,
 // a buffer of codes per key/value ([blocks][L_mem][Hkv][M][words] i32, M = the block's memory
 // slots per head) and, per block, a prepared list of VQ_DECODE nodes (prepared on first use)
-// that writes the block's memory slots of every memory layer and head in place.
+// that writes the block's memory slots of every explicit-memory layer and head in place.
 #pragma once
 
 #include <cstdint>

@@ -8,20 +8,23 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
-#include <sstream>
+#include <string_view>
 #include <unordered_map>
 
 #include "mnemo/error.hpp"
 #include "io/json_fields.hpp"
+#include "mnemo/io/file_read.hpp"
 #include "mnemo/io/json.hpp"
 #include "mnemo/memory/retrieval_settings.hpp"
 #include "io/sha256.hpp"
+#include "memory/records_file.hpp"
 
 namespace fs = std::filesystem;
 
 namespace mnemo {
 
 using namespace json_fields;  // member, int_member, string_member, int_list
+using detail::RecordsFile;
 
 namespace {
 
@@ -173,13 +176,9 @@ void write_memory_folder(const std::string& dir, const MemoryFolderModel& model,
 namespace {
 
 
-std::string read_all(const fs::path& p, const std::string& where) {
-    std::ifstream f(p, std::ios::binary);
-    if (!f) throw Error(where + ": cannot open");
-    std::ostringstream s;
-    s << f.rdbuf();
-    return s.str();
-}
+// A line of references.jsonl holds one reference's tokens and text: far below this.
+constexpr uint64_t kMaxReferenceLineBytes = 1 << 20;
+
 
 // Everything a folder says about itself, checked for internal consistency (not yet against a model).
 struct Folder {
@@ -234,35 +233,56 @@ Folder open_folder(const std::string& dir) {
         throw Error(mwhere + ": field 'record_bytes' is " + std::to_string(f.record_bytes) + ", the shapes it names need " + std::to_string(want_record));
 
     const std::string rwhere = f.where("records.bin");
-    std::ifstream records(root / "records.bin", std::ios::binary);
-    if (!records) throw Error(rwhere + ": cannot open");
+    RecordsFile records;
+    try {
+        records = RecordsFile((root / "records.bin").string());
+    } catch (const Error& e) {
+        throw with_context(rwhere, e);
+    }
     uint8_t head[kFileHeader];
-    if (!records.read(reinterpret_cast<char*>(head), kFileHeader)) throw Error(rwhere + ": truncated header");
+    if (records.size() < kFileHeader || !records.read_at(0, head, kFileHeader)) throw Error(rwhere + ": truncated header");
     if (std::memcmp(head, kFileMagic, 8) != 0) throw Error(rwhere + ": not a memory records file (bad magic)");
     if (get_u32(head + 8) != kVersion || get_u32(head + 12) != f.record_bytes)
         throw Error(rwhere + ": header version/record size disagree with manifest.json");
-    const uint64_t want_size = kFileHeader + f.count * f.record_bytes;
-    const uint64_t size = fs::file_size(root / "records.bin");
-    if (size != want_size)
-        throw Error(rwhere + ": holds " + std::to_string(size) + " bytes, " + std::to_string(f.count) + " records need " +
-                    std::to_string(want_size) + (size < want_size ? " (truncated)" : ""));
+    // Compared by division: the manifest's count may be anything, and count * record_bytes would
+    // wrap. From here on count is bounded by the bytes really on disk.
+    const uint64_t size = records.size();
+    const uint64_t room = size - kFileHeader;
+    if (room % f.record_bytes != 0 || room / f.record_bytes != f.count)
+        throw Error(rwhere + ": holds " + std::to_string(size) + " bytes, " + std::to_string(f.count) + " records of " +
+                    std::to_string(f.record_bytes) + " bytes need " + std::to_string(kFileHeader) + " + " +
+                    std::to_string(f.count) + " x " + std::to_string(f.record_bytes) +
+                    (room / f.record_bytes < f.count ? " (truncated)" : ""));
 
     const std::string vwhere = f.where("vectors.f32");
-    const std::string vbytes = read_all(root / "vectors.f32", vwhere);
-    if (vbytes.size() != f.count * static_cast<uint64_t>(s.retrieval_dim) * 4)
-        throw Error(vwhere + ": holds " + std::to_string(vbytes.size()) + " bytes, expected " +
-                    std::to_string(f.count * static_cast<uint64_t>(s.retrieval_dim) * 4));
+    const uint64_t want_vector_bytes = f.count * static_cast<uint64_t>(s.retrieval_dim) * 4;
+    std::string vbytes;
+    try {
+        vbytes = read_file_capped((root / "vectors.f32").string(), want_vector_bytes, "retrieval vectors file");
+    } catch (const Error& e) {
+        throw with_context(vwhere, e);
+    }
+    if (vbytes.size() != want_vector_bytes)
+        throw Error(vwhere + ": holds " + std::to_string(vbytes.size()) + " bytes, expected " + std::to_string(want_vector_bytes));
     f.vectors.resize(vbytes.size() / 4);
     copy_bytes(f.vectors.data(), vbytes.data(), vbytes.size());
     for (float x : f.vectors)
         if (!std::isfinite(x)) throw Error(vwhere + ": holds a value that is not finite");
 
     const std::string jwhere = f.where("references.jsonl");
-    std::ifstream refs(root / "references.jsonl");
-    if (!refs) throw Error(jwhere + ": cannot open");
-    std::string line;
+    std::string refs;
+    try {
+        refs = read_file_capped((root / "references.jsonl").string(), std::max<uint64_t>(f.count, 1) * kMaxReferenceLineBytes,
+                                "references file");
+    } catch (const Error& e) {
+        throw with_context(jwhere, e);
+    }
+    size_t at = 0;
     for (uint64_t i = 0; i < f.count; ++i) {
-        if (!std::getline(refs, line)) throw Error(jwhere + ": has " + std::to_string(i) + " lines, expected " + std::to_string(f.count));
+        if (at >= refs.size()) throw Error(jwhere + ": has " + std::to_string(i) + " lines, expected " + std::to_string(f.count));
+        const size_t end = std::min(refs.find('\n', at), refs.size());
+        const std::string_view line(refs.data() + at, end - at);
+        at = end + 1;
         const std::string lwhere = jwhere + ":" + std::to_string(i + 1);
         const json::Value v = json::parse(line, lwhere);
         if (!v.is_object()) throw Error(lwhere + ": expected an object");
@@ -275,12 +295,10 @@ Folder open_folder(const std::string& dir) {
 }
 
 // Record `id` of an open folder, read and checked.
-std::shared_ptr<ExplicitMemory> read_record(const Folder& f, std::ifstream& records, uint32_t id) {
+std::shared_ptr<ExplicitMemory> read_record(const Folder& f, const RecordsFile& records, uint32_t id) {
     const std::string where = f.where("records.bin") + ": record " + std::to_string(id);
     std::vector<uint8_t> buf(f.record_bytes);
-    records.clear();
-    records.seekg(static_cast<std::streamoff>(kFileHeader + id * f.record_bytes));
-    if (!records.read(reinterpret_cast<char*>(buf.data()), static_cast<std::streamsize>(buf.size())))
+    if (!records.read_at(kFileHeader + uint64_t{id} * f.record_bytes, buf.data(), buf.size()))
         throw Error(where + ": cannot be read (truncated file?)");
     return decode_memory_record(buf.data(), buf.size(), id, f.model.spec, f.codec.get(), where);
 }
@@ -289,7 +307,7 @@ std::shared_ptr<ExplicitMemory> read_record(const Folder& f, std::ifstream& reco
 
 MemoryFolderContents read_memory_folder(const std::string& dir) {
     Folder f = open_folder(dir);
-    std::ifstream records(fs::path(dir) / "records.bin", std::ios::binary);
+    const RecordsFile records((fs::path(dir) / "records.bin").string());
     MemoryFolderContents c;
     const size_t dim = static_cast<size_t>(f.model.spec.retrieval_dim);
     for (uint32_t i = 0; i < f.count; ++i) {
@@ -308,7 +326,7 @@ struct FolderMemorySource::Impl {
     Folder folder;
     RetrievalMode mode = RetrievalMode::Vector;
     double min_relative_score = 0;
-    std::ifstream records;
+    RecordsFile records;
     Bm25 bm25;
     std::unordered_map<uint32_t, std::shared_ptr<const ExplicitMemory>> cache;
 
@@ -324,8 +342,11 @@ FolderMemorySource::FolderMemorySource(const std::string& dir, const MemoryFolde
     m.mode = mode;
     m.min_relative_score = min_relative_score;
     check_memory_model(m.folder.model, model, m.folder.codec.get(), m.where("manifest.json"));
-    m.records.open(fs::path(dir) / "records.bin", std::ios::binary);
-    if (!m.records) throw Error(m.where("records.bin") + ": cannot open");
+    try {
+        m.records = RecordsFile((fs::path(dir) / "records.bin").string());
+    } catch (const Error& e) {
+        throw with_context(m.where("records.bin"), e);
+    }
     m.bm25.build(m.folder.refs);
 }
 

@@ -52,7 +52,7 @@ MemoryLayout derive_memory_layout(const mnemo_memory_spec& d, int64_t n_layers, 
         throw bad("its retrieval_layer " + num(s.retrieval_layer) + " is not in 0.." + num(n_layers));
 
     // The states: memory.len gives the blocks, the first layer's keys and values the heads and
-    // dims, and each layer's slot count whether it is a memory layer.
+    // dims, and each layer's slot count whether it is an explicit-memory layer.
     const DeclaredState len = host.state("memory.len");
     if (len.id < 0) throw bad("it declared no state 'memory.len'");
     if (len.shape.dtype != DType::I32 || len.shape.ndim != 1 || len.shape.shape[0] < 1)
@@ -77,7 +77,7 @@ MemoryLayout derive_memory_layout(const mnemo_memory_spec& d, int64_t n_layers, 
             s.head_dim = static_cast<int32_t>(k.shape.shape[3]);
             s.value_dim = static_cast<int32_t>(v.shape.shape[3]);
         }
-        // Slots beyond the prefix make a memory layer: they hold the chunk's memories.
+        // Slots beyond the prefix make an explicit-memory layer: they hold the chunk's memories.
         const bool memory_layer = k.shape.shape[2] != b;
         MemoryLayout::Layer& L = m.layers[static_cast<size_t>(l)];
         L.k = k.id;
@@ -90,7 +90,7 @@ MemoryLayout derive_memory_layout(const mnemo_memory_spec& d, int64_t n_layers, 
             if (!same(st->shape, want)) {
                 const std::string name = (st == &k ? "memory.k" : "memory.v") + suffix;
                 throw bad("its state '" + name + "' is " + st->shape.str() + "; the contract needs " +
-                          shape(DType::F32, {s.blocks, s.kv_heads, with_memories, dim}).str() + " for a memory layer or " +
+                          shape(DType::F32, {s.blocks, s.kv_heads, with_memories, dim}).str() + " for an explicit-memory layer or " +
                           shape(DType::F32, {1, s.kv_heads, b, dim}).str() +
                           " for another (blocks from memory.len, heads and dims from layer 0, slots " + num(b) +
                           " prefix + " + num(s.references_per_chunk) + " references x " + num(s.tokens_per_head) +
@@ -103,7 +103,7 @@ MemoryLayout derive_memory_layout(const mnemo_memory_spec& d, int64_t n_layers, 
         }
     }
     if (s.memory_layers.empty())
-        throw bad("none of its layers has slots for memories (a memory layer's memory.k.<l> holds " + num(b) +
+        throw bad("none of its layers has slots for memories (an explicit-memory layer's memory.k.<l> holds " + num(b) +
                   " prefix + " + num(m.memory_slots()) + " memory slots per block)");
 
     // The retrieval vectors are "hidden" pooled: its width is retrieval_dim.

@@ -1,7 +1,7 @@
 // Where a model keeps its explicit memories. The plugin reports only the schedule
 // (mnemo_memory_spec: chunk length, references per chunk, tokens per head, the prefix ids, ...);
-// everything with a shape is read from what it declared anyway — the memory layers, blocks,
-// kv heads and head dims from the states "memory.k.<l>", "memory.v.<l>" and "memory.len",
+// everything with a shape is read from what it declared anyway — the explicit-memory layers,
+// blocks, kv heads and head dims from the states "memory.k.<l>", "memory.v.<l>" and "memory.len",
 // retrieval_dim from the graph output "hidden" — and checked against the contract in
 // plugin_abi.h, so a plugin cannot say one size in its description and declare another.
 #pragma once

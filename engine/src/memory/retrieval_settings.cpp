@@ -6,7 +6,7 @@
 
 #include "mnemo/error.hpp"
 #include "mnemo/io/json.hpp"
-#include "mnemo/memory/remote_memory.hpp"
+#include "mnemo/kb/kb_source.hpp"
 
 namespace mnemo {
 
@@ -40,7 +40,7 @@ RetrievalAdvice recommended_retrieval(const std::string& model_dir) {
         const char* expected = ".mode must be \"vector\", \"bm25\" or \"hybrid\"";
         if (!mode->is_string()) throw Error(where + expected);
         try {
-            remote_retrieval_from_name(mode->as_string());  // the one list of mode names
+            kb_retrieval_from_name(mode->as_string());  // the one list of mode names
         } catch (const Error&) {
             throw Error(where + expected + ", got \"" + mode->as_string() + "\"");
         }

@@ -6,10 +6,9 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
-#include <fstream>
-#include <iterator>
 
 #include "mnemo/error.hpp"
+#include "mnemo/io/file_read.hpp"
 #include "io/sha256.hpp"
 
 namespace mnemo {
@@ -21,6 +20,9 @@ constexpr uint32_t kMaxCoarseBits = 32;  // Mc * bc: the list number is at most 
 // Larger than any byte count a real header implies (2^48 floats per table at most, plus A) and
 // small enough that the sum of three arrays' bytes cannot overflow 64 bits.
 constexpr uint64_t kTooMany = uint64_t{1} << 60;
+// A codebook file read whole: 16-bit tables for 256-dimensional heads with a rotation are about
+// 256 MiB, the largest any model here would use; a file above this is refused unread.
+constexpr uint64_t kMaxCodebookFileBytes = uint64_t{1} << 30;
 
 uint32_t load_u32(const uint8_t* p) {
     return uint32_t{p[0]} | (uint32_t{p[1]} << 8) | (uint32_t{p[2]} << 16) | (uint32_t{p[3]} << 24);
@@ -50,7 +52,7 @@ struct ArraySpec {
     const char* name;
     uint64_t dims[3];
     int ndim;
-    std::vector<float>* dest;
+    std::vector<float> VqCodebook::*dest;
     // Elements, saturated at kTooMany (a header may claim anything).
     uint64_t count() const {
         uint64_t n = 1;
@@ -94,21 +96,18 @@ std::vector<uint8_t> VqCodebook::to_bytes() const {
     return out;
 }
 
-VqCodebook parse_vq_codebook(const void* data, size_t size, const std::string& name, const std::string& expected_sha256) {
-    const auto* bytes = static_cast<const uint8_t*>(data);
-    auto fail = [&](const std::string& what) -> Error { return Error(name + ": " + what); };
+namespace {
 
-    if (!expected_sha256.empty()) {
-        // Before anything else: bytes that are not the expected ones are refused whatever they hold.
-        const Sha256Digest got = sha256(bytes, size);
-        if (expected_sha256.size() != 64 || !digest_matches_hex(got, expected_sha256)) {
-            if (expected_sha256.size() != 64 ||
-                expected_sha256.find_first_not_of("0123456789abcdefABCDEF") != std::string::npos)
-                throw fail("the expected SHA-256 '" + expected_sha256 + "' is not 64 hex digits");
-            throw fail("SHA-256 mismatch: the " + std::to_string(size) + " bytes hash to " + to_hex(got) + ", expected " +
-                       expected_sha256);
-        }
-    }
+// The header's shape fields, checked, and the arrays they imply with the total byte count.
+struct Header {
+    VqCodebook cb;  // shape fields only
+    std::vector<ArraySpec> arrays;
+    uint64_t bytes = 0;  // the whole codebook's; >= 4 * kTooMany when the header is absurd
+    std::string layout;  // "coarse[1, 256, 8], pq[...]" for messages
+};
+
+Header parse_header(const uint8_t* bytes, size_t size, const std::string& name) {
+    auto fail = [&](const std::string& what) -> Error { return Error(name + ": " + what); };
     if (size < VqCodebook::kHeaderBytes)
         throw fail("truncated: " + std::to_string(size) + " bytes, the header alone needs " + std::to_string(VqCodebook::kHeaderBytes));
     if (std::memcmp(bytes, kMagic, 8) != 0)
@@ -120,7 +119,8 @@ VqCodebook parse_vq_codebook(const void* data, size_t size, const std::string& n
     if (flags & ~VqCodebook::kFlagRotation)
         throw fail("flags (offset 12) are " + std::to_string(flags) + ", expected 0 or 1 (bit 0: rotation present)");
 
-    VqCodebook cb;
+    Header h;
+    VqCodebook& cb = h.cb;
     cb.d_in = load_u32(bytes + 16);
     cb.d_out = load_u32(bytes + 20);
     cb.coarse_m = load_u32(bytes + 24);
@@ -150,26 +150,60 @@ VqCodebook parse_vq_codebook(const void* data, size_t size, const std::string& n
                    std::to_string(cb.coarse_nbits) + " bits, expected at most " + std::to_string(kMaxCoarseBits) +
                    " bits (a 4-byte list number)");
 
-    std::vector<ArraySpec> arrays;
-    if (rotated) arrays.push_back({"A", {cb.d_out, cb.d_in, 0}, 2, &cb.rotation});
-    arrays.push_back({"coarse", {cb.coarse_m, uint64_t{1} << cb.coarse_nbits, cb.d_out / cb.coarse_m}, 3, &cb.coarse});
-    arrays.push_back({"pq", {cb.pq_m, uint64_t{1} << cb.pq_nbits, cb.d_out / cb.pq_m}, 3, &cb.pq});
+    if (rotated) h.arrays.push_back({"A", {cb.d_out, cb.d_in, 0}, 2, &VqCodebook::rotation});
+    h.arrays.push_back({"coarse", {cb.coarse_m, uint64_t{1} << cb.coarse_nbits, cb.d_out / cb.coarse_m}, 3, &VqCodebook::coarse});
+    h.arrays.push_back({"pq", {cb.pq_m, uint64_t{1} << cb.pq_nbits, cb.d_out / cb.pq_m}, 3, &VqCodebook::pq});
     // count() saturates below 2^60 elements, so the sum of three arrays' bytes stays below 2^63.
-    uint64_t need = VqCodebook::kHeaderBytes;
-    std::string layout;
-    for (const ArraySpec& a : arrays) {
-        need += 4 * a.count();
-        layout += (layout.empty() ? "" : ", ") + std::string(a.name) + a.shape();
+    h.bytes = VqCodebook::kHeaderBytes;
+    for (const ArraySpec& a : h.arrays) {
+        h.bytes += 4 * a.count();
+        h.layout += (h.layout.empty() ? "" : ", ") + std::string(a.name) + a.shape();
     }
-    if (need != size)
-        throw fail(std::string(need > size ? "truncated" : "trailing bytes") + ": the header (" + layout +
-                   " f32) implies " + (need >= 4 * kTooMany ? "more than 2^62" : std::to_string(need)) +
+    return h;
+}
+
+}  // namespace
+
+uint64_t vq_codebook_bytes(const void* header, size_t size, const std::string& name, VqCodebook* shape) {
+    const Header h = parse_header(static_cast<const uint8_t*>(header), size, name);
+    if (shape) *shape = h.cb;
+    return h.bytes;
+}
+
+uint64_t vq_codebook_max_bytes(uint32_t d_in) {
+    // The rotated space at its widest (2 d_in), a rotation, and both tables at VQ_DECODE's 16 bits:
+    // coarse and pq each hold 2^16 centroids of d_out values in all, whatever their M.
+    const uint64_t d_out = 2 * uint64_t{d_in};
+    return VqCodebook::kHeaderBytes + 4 * (d_out * d_in + 2 * (uint64_t{1} << kMaxBits) * d_out);
+}
+
+VqCodebook parse_vq_codebook(const void* data, size_t size, const std::string& name, const std::string& expected_sha256) {
+    const auto* bytes = static_cast<const uint8_t*>(data);
+    auto fail = [&](const std::string& what) -> Error { return Error(name + ": " + what); };
+
+    if (!expected_sha256.empty()) {
+        // Before anything else: bytes that are not the expected ones are refused whatever they hold.
+        const Sha256Digest got = sha256(bytes, size);
+        if (expected_sha256.size() != 64 || !digest_matches_hex(got, expected_sha256)) {
+            if (expected_sha256.size() != 64 ||
+                expected_sha256.find_first_not_of("0123456789abcdefABCDEF") != std::string::npos)
+                throw fail("the expected SHA-256 '" + expected_sha256 + "' is not 64 hex digits");
+            throw fail("SHA-256 mismatch: the " + std::to_string(size) + " bytes hash to " + to_hex(got) + ", expected " +
+                       expected_sha256);
+        }
+    }
+    Header h = parse_header(bytes, size, name);
+    if (h.bytes != size)
+        throw fail(std::string(h.bytes > size ? "truncated" : "trailing bytes") + ": the header (" + h.layout +
+                   " f32) implies " + (h.bytes >= 4 * kTooMany ? "more than 2^62" : std::to_string(h.bytes)) +
                    " bytes, the data has " + std::to_string(size));
 
+    VqCodebook cb = h.cb;
     size_t at = VqCodebook::kHeaderBytes;
-    for (const ArraySpec& a : arrays) {
+    for (const ArraySpec& a : h.arrays) {
         const auto n = static_cast<size_t>(a.count());
-        a.dest->resize(n);
+        std::vector<float>& dest = cb.*a.dest;
+        dest.resize(n);
         for (size_t i = 0; i < n; ++i, at += 4) {
             const uint32_t bits = load_u32(bytes + at);
             float f;
@@ -177,7 +211,7 @@ VqCodebook parse_vq_codebook(const void* data, size_t size, const std::string& n
             if (!std::isfinite(f))
                 throw fail(a.element(i) + " (offset " + std::to_string(at) + ") is " + (std::isnan(f) ? "NaN" : "infinite") +
                            ", expected a finite float");
-            (*a.dest)[i] = f;
+            dest[i] = f;
         }
     }
     cb.sha256 = sha256_hex(bytes, size);
@@ -185,10 +219,7 @@ VqCodebook parse_vq_codebook(const void* data, size_t size, const std::string& n
 }
 
 VqCodebook load_vq_codebook(const std::string& path, const std::string& expected_sha256) {
-    std::ifstream in(path, std::ios::binary);
-    if (!in) throw Error(path + ": cannot open the codebook file");
-    std::vector<char> bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-    if (in.bad()) throw Error(path + ": reading the codebook file failed");
+    const std::string bytes = read_file_capped(path, kMaxCodebookFileBytes, "codebook file");
     return parse_vq_codebook(bytes.data(), bytes.size(), path, expected_sha256);
 }
 

@@ -1,8 +1,8 @@
-// The naive CPU reference of every op: the ground truth the conformance harness compares each
-// backend with. One function per op, in the file of its family (reference_<family>.cpp): plain
-// loops over the semantics in mnemo/abi/mnemo_ops.def, no vectorisation, no threading; dot
-// products, norms and softmax sums accumulate in double so that the reference's own rounding is
-// far below any backend's. Data-dependent indices are checked with a message naming the row.
+// The naive reference implementation of every op (reference::<op>): the ground truth the
+// conformance harness compares each backend with. One function per op, in the file of its family
+// (reference_<family>.cpp): plain loops over the semantics in mnemo/abi/mnemo_ops.def, no
+// vectorisation, no threading; dot products, norms and softmax sums accumulate in double so that
+// its own rounding is far below any backend's. Data-dependent indices are checked with a message naming the row.
 #include <array>
 #include <string>
 

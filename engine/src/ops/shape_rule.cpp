@@ -1,6 +1,6 @@
 // The checks every shape rule shares, the table of rules (one per op, from the op list), and the
-// two entry points: infer_output (the graph builder, the reference) and node_error (every
-// backend module at its C ABI boundary, and the reference).
+// two entry points: infer_output (the graph builder, the reference implementation) and
+// node_error (every backend module at its C ABI boundary, and the reference implementation).
 #include "ops/shape_rule.hpp"
 
 #include <array>

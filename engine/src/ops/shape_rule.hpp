@@ -16,7 +16,7 @@ namespace mnemo::shape {
 
 // The inputs and parameters of one op instance, with the checks rules share. Every failure
 // throws mnemo::Error "<op>: <what>" (the op's name first, so messages read the same from the
-// graph builder, the reference and every backend).
+// graph builder, the reference implementation and every backend).
 class Rule {
 public:
     Rule(int32_t op, std::span<const TensorShape> in, std::span<const int64_t> ip, std::span<const float> fp)

@@ -1,5 +1,5 @@
-// compare_backends: one Session per backend in turn, the first that runs is the reference, the
-// others decode its token sequence (teacher forcing) and are compared with it step by step.
+// compare_backends: one Session per backend in turn, the first that runs is the reference
+// backend, the others decode its token sequence (teacher forcing) and are compared with it step by step.
 #include "mnemo/session/compare.hpp"
 
 #include <cctype>
@@ -22,7 +22,7 @@ double now_seconds() {
     return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
 }
 
-// What the reference leaves for the others: its logits at every step and its greedy tokens.
+// What the reference backend's run leaves for the others: its logits at every step and its greedy tokens.
 struct Reference {
     int32_t vocab = 0;
     std::vector<float> logits;  // [n_steps, vocab]
@@ -63,7 +63,7 @@ public:
     Runner(const CompareOptions& o, const std::vector<int32_t>& prompt, int32_t n_ctx)
         : o_(o), prompt_(prompt), n_ctx_(n_ctx), sampler_(greedy_params()) {}
 
-    // Runs one backend. With `ref` empty (vocab 0) this run becomes the reference and fills it;
+    // Runs one backend. With `ref` empty (vocab 0) this run becomes the reference backend's and fills it;
     // otherwise it follows ref's tokens and is compared with its logits.
     void run(const BackendSpec& spec, Reference& ref, std::vector<double>& ref_scale, BackendRun& r) {
         SessionOptions so;
@@ -91,7 +91,7 @@ public:
 
         const bool is_ref = ref.vocab == 0;
         const int32_t vocab = session->vocab_size();
-        Reference mine;  // filled when this run is the reference; committed only on success
+        Reference mine;  // filled when this run is the reference backend's; committed only on success
         if (is_ref) {
             mine.vocab = vocab;
             mine.logits.reserve(static_cast<size_t>(n) * static_cast<size_t>(vocab));

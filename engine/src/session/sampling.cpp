@@ -51,6 +51,12 @@ void apply_repetition_penalty(std::vector<Candidate>& cand, const std::vector<in
 
 }  // namespace
 
+NonFiniteLogits::NonFiniteLogits(int32_t token, float value)
+    : Error("the model produced " + std::string(std::isnan(value) ? "a NaN" : "an infinite") + " logit (token " +
+            std::to_string(token) + "): its weights or activations are not finite"),
+      token(token),
+      value(value) {}
+
 Sampler::Sampler(const SamplingParams& p) : p_(p), rng_(p.seed) {}
 
 int32_t Sampler::sample(const float* logits, int32_t vocab, const std::vector<int32_t>& history) {
@@ -62,9 +68,10 @@ int32_t Sampler::sample(const float* logits, int32_t vocab, const std::vector<in
     if (cand_.size() != nv) cand_.resize(nv);  // allocates only when the vocab size changes
     for (size_t i = 0; i < nv; ++i) {
         const float l = logits[i];
-        // NaN would poison every comparison below; treat it as "never pick".
-        cand_[i] = {std::isnan(l) ? -std::numeric_limits<float>::infinity() : l,
-                    static_cast<int32_t>(i)};
+        // NaN or infinity means the forward pass broke (all-NaN embeddings make every logit NaN):
+        // whatever token came out would be noise presented as an answer.
+        if (!std::isfinite(l)) throw NonFiniteLogits(static_cast<int32_t>(i), l);
+        cand_[i] = {l, static_cast<int32_t>(i)};
     }
     apply_repetition_penalty(cand_, history, p_.repeat_penalty, p_.repeat_last_n);
 
@@ -96,12 +103,6 @@ int32_t Sampler::sample(const float* logits, int32_t vocab, const std::vector<in
     // (temperature comes last): p_i = exp(l_i - l_max) / sum.
     float l_max = -std::numeric_limits<float>::infinity();
     for (size_t i = 0; i < n; ++i) l_max = std::max(l_max, cand_[i].first);
-    if (!std::isfinite(l_max)) {
-        // Every logit is -inf (or NaN): nothing is preferable, so pick the lowest surviving id.
-        int32_t lowest = cand_[0].second;
-        for (size_t i = 1; i < n; ++i) lowest = std::min(lowest, cand_[i].second);
-        return lowest;
-    }
 
     if (use_top_p) {
         double total = 0.0;

@@ -1,12 +1,15 @@
 // Session: a model loaded through its plugin, bound to one backend device, with its KV caches
-// and one memory-planned graph per batch shape (tokens, output rows).
+// and one arena-planned graph per batch shape (tokens, output rows).
 #include "mnemo/session/session.hpp"
 
 #include <algorithm>
+#include <cstdio>
+#include <cstring>
 #include <filesystem>
 #include <map>
 #include <sstream>
 
+#include "session/context_budget.hpp"
 #include "session/session_impl.hpp"
 #include "session/session_memory_host.hpp"
 
@@ -46,14 +49,28 @@ void Session::Impl::load() {
     }
     if (options.n_ubatch < 1) throw Error("the batch size (n_ubatch) must be >= 1");
 
-    host = std::make_unique<ModelHost>(config, config_path, checkpoint, plugin->name, dir);
-    mnemo_context_params cp{n_ctx, n_seq};
-    mnemo_error err{};
-    model.api = plugin->api;
-    if (plugin->api->create(host->api(), &cp, &info, &model.model, &err) != MNEMO_OK)
-        throw Error("the " + plugin->name + " plugin cannot load this model: " + err.message);
+    auto create = [&] {
+        host = std::make_unique<ModelHost>(config, config_path, checkpoint, plugin->name, dir);
+        mnemo_context_params cp{n_ctx, n_seq};
+        mnemo_error err{};
+        model.api = plugin->api;
+        if (plugin->api->create(host->api(), &cp, &info, &model.model, &err) != MNEMO_OK)
+            throw Error("the " + plugin->name + " plugin cannot load this model: " + err.message);
+    };
+    create();
+    // The default context is min(trained, 4096), and max_position_embeddings is only a first guess
+    // at "trained": a model may train fewer positions for text (Memory3 keeps reference_length of
+    // them for its memory prefix), which only its plugin knows. Made again at that length, so a
+    // default context never runs past what the model was trained for.
+    if (options.n_ctx <= 0 && info.n_ctx_train > 0 && info.n_ctx_train < n_ctx) {
+        model.api->destroy(model.model);
+        model.model = nullptr;
+        n_ctx = static_cast<int32_t>(info.n_ctx_train);
+        create();
+    }
 
     device = std::make_unique<Device>(backend, options.device, options.n_threads);
+    check_context();
     bind_params();
     note_device_memory();
 
@@ -75,6 +92,22 @@ void Session::Impl::load() {
         memory_host = make_memory_host(*this);
         memory = std::make_unique<detail::MemoryState>(info.memory, info.n_layers, n_seq, *memory_host);
     }
+}
+
+void Session::Impl::check_context() const {
+    session_detail::ContextBudget b;
+    b.n_ctx = n_ctx;
+    b.n_ctx_train = info.n_ctx_train;
+    b.n_seq = n_seq;
+    for (const ParamDecl& p : host->params())
+        if (p.kind == ParamKind::State) b.state_bytes += p.shape.nbytes();
+    const mnemo_device_info& d = device->info();
+    b.device = device->name() + " device '" + std::string(d.name, strnlen(d.name, sizeof d.name)) + "'";
+    b.device_memory = d.memory_total;
+    b.host_memory = (d.caps & MNEMO_CAP_HOST_MEMORY) != 0;
+    session_detail::check_context_budget(b, options.warn ? options.warn : [](const std::string& m) {
+        std::fprintf(stderr, "mnemo: warning: %s\n", m.c_str());
+    });
 }
 
 Session::Impl::WeightTraffic Session::Impl::weight_traffic(const PlannedGraph& p) const {
@@ -146,7 +179,7 @@ void Session::Impl::bind_params() {
 }
 
 mnemo_tensor Session::Impl::bind(const PlannedGraph& p, int32_t node) const {
-    const detail::Location& loc = p.memory.where[node];
+    const detail::Location& loc = p.placement.where[node];
     const TensorShape& s = p.nodes[node].shape;
     mnemo_tensor t{};
     t.buffer = loc.in_arena ? arena : param_buffers[loc.param_id];
@@ -209,16 +242,16 @@ PlannedGraph& Session::Impl::plan_for(int64_t n_tokens, int64_t n_out, int32_t p
         std::unique_ptr<PlannedGraph> p = build_graph(n_tokens, n_out, purpose);
         std::vector<int32_t> keep = {p->output};
         for (const auto& [name, node] : p->named) keep.push_back(node);
-        p->memory = detail::plan_memory(p->nodes, keep, kArenaAlignment);
+        p->placement = detail::plan_arena(p->nodes, keep, kArenaAlignment);
         for (size_t i = 0; i < p->nodes.size(); ++i)
             if (p->nodes[i].kind == detail::NodeKind::Input) {
                 p->has_input[p->nodes[i].input_kind] = true;
-                p->input_offset[p->nodes[i].input_kind] = p->memory.where[i].offset;
+                p->input_offset[p->nodes[i].input_kind] = p->placement.where[i].offset;
             }
         it = plans.emplace(key, std::move(p)).first;
     }
     PlannedGraph& p = *it->second;
-    if (p.memory.arena_bytes > arena_bytes) {
+    if (p.placement.arena_bytes > arena_bytes) {
         // Grow the arena once; graphs prepared on the old one are re-prepared lazily.
         for (auto& [k, other] : plans)
             if (other->backend_graph) {
@@ -226,8 +259,8 @@ PlannedGraph& Session::Impl::plan_for(int64_t n_tokens, int64_t n_out, int32_t p
                 other->backend_graph = nullptr;
             }
         if (arena) device->release(arena);
-        arena = device->alloc(p.memory.arena_bytes, "the activation arena");
-        arena_bytes = p.memory.arena_bytes;
+        arena = device->alloc(p.placement.arena_bytes, "the activation arena");
+        arena_bytes = p.placement.arena_bytes;
         summary.work_bytes = arena_bytes;
         note_device_memory();
     }
@@ -279,7 +312,7 @@ void Session::Impl::run(const std::vector<BatchToken>& batch, std::vector<float>
     }
     const uint64_t bytes = static_cast<uint64_t>(n_out) * static_cast<uint64_t>(info.vocab_size) * sizeof(float);
     out.resize(static_cast<size_t>(bytes / sizeof(float)));
-    device->read(arena, p.memory.where[p.output].offset, out.data(), bytes, "logits");
+    device->read(arena, p.placement.where[p.output].offset, out.data(), bytes, "logits");
 }
 
 void Session::Impl::run_graph(PlannedGraph& p) {
@@ -330,7 +363,7 @@ std::map<std::string, std::vector<float>> Session::Impl::run_outputs(int32_t pur
         if (s.dtype != DType::F32) throw Error("memory graph output '" + name + "' is " + s.str() + ", expected f32");
         std::vector<float>& v = out[name];
         v.resize(static_cast<size_t>(s.numel()));
-        device->read(arena, p.memory.where[it->second].offset, v.data(), v.size() * 4, "memory graph output '" + name + "'");
+        device->read(arena, p.placement.where[it->second].offset, v.data(), v.size() * 4, "memory graph output '" + name + "'");
     }
     return out;
 }

@@ -21,7 +21,7 @@
 namespace mnemo {
 
 using detail::GraphBuilder;
-using detail::MemoryPlan;
+using detail::ArenaPlan;
 using detail::ModelHost;
 using detail::ParamDecl;
 using detail::ParamKind;
@@ -47,7 +47,7 @@ using namespace session_detail;
 
 struct PlannedGraph {
     std::vector<detail::GraphNode> nodes;
-    MemoryPlan memory;
+    ArenaPlan placement;  // where each node lives in the arena
     int32_t output = -1;
     int32_t purpose = MNEMO_GRAPH_LOGITS;
     std::vector<std::pair<std::string, int32_t>> named;  // ENCODE outputs: name -> node
@@ -99,6 +99,9 @@ struct Session::Impl {
     }
 
     void load();
+    // Before the states are allocated: warn about a context past the trained length, refuse one
+    // whose states cannot fit (session/context_budget.hpp).
+    void check_context() const;
     void bind_params();
     // The plugin's graph for a batch shape, checked, not yet planned into the arena.
     std::unique_ptr<PlannedGraph> build_graph(int64_t n_tokens, int64_t n_out, int32_t purpose) const;

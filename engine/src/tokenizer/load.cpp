@@ -2,10 +2,9 @@
 // BOS/EOS facts that live in tokenizer_config.json and config.json.
 #include <algorithm>
 #include <filesystem>
-#include <fstream>
-#include <iterator>
 
 #include "mnemo/error.hpp"
+#include "mnemo/io/file_read.hpp"
 #include "mnemo/io/json.hpp"
 #include "mnemo/tokenizer/tokenizer.hpp"
 #include "tokenizer/tokenizer_config.hpp"
@@ -14,14 +13,6 @@ namespace mnemo {
 namespace {
 
 namespace fs = std::filesystem;
-
-std::string read_text_file(const fs::path& path) {
-    std::ifstream in(path, std::ios::binary);
-    if (!in) throw Error(path.string() + ": cannot open file");
-    std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-    if (in.bad()) throw Error(path.string() + ": read error");
-    return text;
-}
 
 std::vector<int32_t> id_list(const json::Value& cfg, const char* key, const std::string& file) {
     std::vector<int32_t> ids;
@@ -41,18 +32,34 @@ void add_unique(std::vector<int32_t>& ids, int32_t id) {
     if (std::find(ids.begin(), ids.end(), id) == ids.end()) ids.push_back(id);
 }
 
+// A vocabulary without a single token that stands for text (empty, or nothing but special
+// tokens) cannot encode a prompt: the encoder drops what it has no token for, and the model would
+// run on a lone BOS and answer with rc 0. Refused here, where the file can be named.
+void check_vocabulary(const Tokenizer& tok, const std::string& file) {
+    const int32_t n = tok.vocab_size();
+    for (int32_t id = 0; id < n; ++id)
+        if (!tok.is_special(id) && !tok.token_bytes(id).empty()) return;
+    throw Error(file + ": the vocabulary has " + std::to_string(n) + " token" + (n == 1 ? "" : "s") +
+                (n == 0 ? "" : ", none of them for text (all special or empty)") +
+                ": expected the model's tokenizer, which has a token for every piece of text it encodes");
+}
+
 }  // namespace
 
 std::unique_ptr<Tokenizer> load_tokenizer(const std::string& model_dir) {
     const fs::path dir(model_dir);
     std::unique_ptr<Tokenizer> tok;
+    std::string file;
     if (const fs::path tj = dir / "tokenizer.json"; fs::exists(tj)) {
-        tok = load_bpe_tokenizer_json(read_text_file(tj), tj.string());
+        file = tj.string();
+        tok = load_bpe_tokenizer_json(read_file_capped(file, kMaxTokenizerFileBytes, "tokenizer file"), file);
     } else if (const fs::path tm = dir / "tokenizer.model"; fs::exists(tm)) {
-        tok = load_sentencepiece(tm.string());
+        file = tm.string();
+        tok = load_sentencepiece(file);
     } else {
         throw Error(model_dir + ": no tokenizer.json or tokenizer.model in the model folder");
     }
+    check_vocabulary(*tok, file);
     auto check = [&](int32_t id, const std::string& what) {
         if (id < 0 || id >= tok->vocab_size())
             throw Error(what + ": token id " + std::to_string(id) + " out of range [0, " +

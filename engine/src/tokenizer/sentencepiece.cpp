@@ -4,11 +4,14 @@
 // tokens in the text when parse_special is set (sentencepiece itself treats "<s>" as ordinary
 // text), per-token bytes for streaming, and the decoder's "drop the dummy-prefix space" rule.
 #include <dlfcn.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <filesystem>
 
 #include "mnemo/error.hpp"
+#include "mnemo/io/file_read.hpp"
+#include "mnemo/io/json.hpp"
 #include "mnemo/modules/registry.hpp"
 #include "mnemo/tokenizer/tokenizer.hpp"
 #include "tokenizer/sentencepiece_abi.h"
@@ -64,7 +67,8 @@ const mnemo_spm_api& sentencepiece_module() {
         std::string tried;
         for (const std::string& d : dirs) {
             const fs::path path = fs::path(d) / kModuleFile;
-            if (!fs::exists(path)) continue;
+            std::error_code ec;
+            if (!fs::is_regular_file(path, ec)) continue;  // dlopen() of a FIFO would block, as the registries know
             void* h = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL | kBind);
             if (!h) {
                 tried += std::string("; ") + dlerror();
@@ -86,9 +90,7 @@ const mnemo_spm_api& sentencepiece_module() {
 class SentencePieceTokenizer final : public Tokenizer {
 public:
     explicit SentencePieceTokenizer(const std::string& path) : path_(path), api_(sentencepiece_module()) {
-        char err[512] = {0};
-        sp_ = Handle(api_.load(path.c_str(), err, sizeof err), api_.free);
-        if (!sp_) throw Error(path + ": cannot load SentencePiece model: " + err);
+        load_checked();
         const int n = api_.piece_size(sp_.get());
         bytes_.resize(n);
         special_.assign(n, 0);
@@ -96,7 +98,7 @@ public:
             const std::string piece = id_to_piece(id);
             const int32_t kind = api_.kind(sp_.get(), id);
             if (kind & MNEMO_SPM_BYTE) {
-                bytes_[id] = std::string(1, static_cast<char>(std::stoi(piece.substr(3, 2), nullptr, 16)));
+                bytes_[id] = std::string(1, static_cast<char>(byte_of_piece(piece, id)));
             } else if (kind & MNEMO_SPM_CONTROL) {
                 bytes_[id] = piece;
                 special_[id] = 1;
@@ -180,6 +182,34 @@ public:
     }
 
 private:
+    // The library opens the file itself, with a plain blocking open and no size limit; so the
+    // file is opened here first (a regular file, without blocking, within the tokenizer cap) and
+    // the library is handed that same open file through /proc, which no rename can swap.
+    void load_checked() {
+        const OpenedFile f = open_regular_file(path_);
+        struct Closer {
+            int fd;
+            ~Closer() { ::close(fd); }
+        } closer{f.fd};
+        if (f.size > kMaxTokenizerFileBytes)
+            throw Error(path_ + ": tokenizer file is " + std::to_string(f.size) + " bytes, more than the " +
+                        std::to_string(kMaxTokenizerFileBytes) + " a tokenizer may have");
+        const std::string via_fd = "/proc/self/fd/" + std::to_string(f.fd);
+        std::error_code ec;
+        const std::string load_path = std::filesystem::exists(via_fd, ec) ? via_fd : path_;
+        char err[512] = {0};
+        sp_ = Handle(api_.load(load_path.c_str(), err, sizeof err), api_.free);
+        if (!sp_) throw Error(path_ + ": cannot load SentencePiece model: " + err);
+    }
+
+    // A byte-fallback piece is "<0xHH>"; anything else in a byte piece is a damaged model.
+    int byte_of_piece(const std::string& piece, int32_t id) const {
+        auto hex = [](char c) { return c >= '0' && c <= '9' ? c - '0' : c >= 'A' && c <= 'F' ? c - 'A' + 10 : c >= 'a' && c <= 'f' ? c - 'a' + 10 : -1; };
+        if (piece.size() == 6 && piece.compare(0, 3, "<0x") == 0 && piece[5] == '>' && hex(piece[3]) >= 0 && hex(piece[4]) >= 0)
+            return hex(piece[3]) * 16 + hex(piece[4]);
+        throw Error(path_ + ": byte piece " + std::to_string(id) + " is " + json::quote(piece) + ", expected <0xHH>");
+    }
+
     void check_id(int32_t id) const {
         if (id < 0 || id >= vocab_size())
             throw Error(path_ + ": token id " + std::to_string(id) + " out of range [0, " +

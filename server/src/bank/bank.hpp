@@ -14,11 +14,13 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
 
 #include "bank_storage.hpp"
+#include "mnemo/error.hpp"
 #include "mnemo/memory/memory_record.hpp"
 
 namespace mnemo {
@@ -42,6 +44,14 @@ struct BankQuery {
     std::vector<std::string> sources;               // filter: source equals one of these (empty: any)
     std::string source_prefix;                      // filter: source starts with this (empty: any)
     double min_relative_score = 0;                  // drop hits below this fraction of the best (0: none)
+    // Asked every few thousand references while a retrieval passes over the bank; true stops it
+    // with QueryStopped (the server's call ran past its deadline or was cancelled). Empty: never.
+    std::function<bool()> should_stop;
+};
+
+// Thrown by Bank::retrieve when BankQuery::should_stop said so.
+struct QueryStopped : Error {
+    QueryStopped() : Error("the retrieval was stopped before it finished") {}
 };
 
 struct BankHit {
@@ -73,7 +83,8 @@ public:
     // Best first, at most q.k; equal scores go to the lower id. Vector only: inner product.
     // Tokens only: BM25 (references sharing no term are not returned). Both: reciprocal rank
     // fusion of the two rankings, sum 1 / (60 + rank), rank from 1. Throws mnemo::Error on a
-    // vector of the wrong length or with a non-finite value.
+    // vector of the wrong length or with a non-finite value, QueryStopped when q.should_stop says
+    // so. The source filter costs one hash lookup per reference, whatever the number of sources.
     virtual std::vector<BankHit> retrieve(const BankQuery& q) const = 0;
     // Record `id`'s bytes as stored (CRC checked here too: a damaged record is an error, never
     // served). Throws mnemo::Error when id >= count().

@@ -5,14 +5,14 @@
 
 #include <chrono>
 #include <filesystem>
-#include <fstream>
-#include <sstream>
 
 #include "bank.hpp"
 #include "bank_staging.hpp"
 #include "bank_writer.hpp"
 #include "corpus.hpp"
 #include "mnemo/error.hpp"
+#include "mnemo/io/file_read.hpp"
+#include "mnemo/io/printable.hpp"
 #include "mnemo/memory/memory_folder.hpp"
 #include "mnemo/session/session.hpp"
 #include "mnemo/tokenizer/tokenizer.hpp"
@@ -34,16 +34,14 @@ std::vector<std::pair<std::string, std::string>> tokenizer_files(const std::stri
         const fs::path p = fs::path(model_dir) / name;
         std::error_code ec;
         if (!fs::is_regular_file(p, ec)) continue;
-        std::ifstream f(p, std::ios::binary);
-        std::ostringstream s;
-        s << f.rdbuf();
-        if (!f) throw Error("cannot read '" + p.string() + "'");
-        out.emplace_back(name, s.str());
+        out.emplace_back(name, read_file_capped(p.string(), kMaxTokenizerFileBytes, "tokenizer file"));
     }
     return out;
 }
 
-std::string model_words(const MemoryFolderModel& m) { return "'" + m.model_type + "' (fingerprint " + m.fingerprint + ")"; }
+std::string model_words(const MemoryFolderModel& m) {
+    return "'" + printable(m.model_type, 80) + "' (fingerprint " + printable(m.fingerprint, 80) + ")";
+}
 
 // The bank must be for the session's model: the type and fingerprint first (the usual mistake,
 // named with both sides), then every shape.
@@ -66,7 +64,7 @@ BankBuildReport build_bank(Session& session, const BankBuildOptions& o) {
         if (o.note) o.note(line);
     };
     if (!session.reads_memories())
-        throw Error("model '" + o.model_dir + "' (" + session.summary().model_type + ") does not read explicit memories");
+        throw Error("model '" + o.model_dir + "' (" + printable(session.summary().model_type) + ") does not read explicit memories");
     if (o.batch == 0) throw Error("build: the batch size must be positive");
     const MemoryFolderModel model = memory_folder_model(session);
     const MemorySpec& spec = model.spec;
@@ -96,9 +94,9 @@ BankBuildReport build_bank(Session& session, const BankBuildOptions& o) {
     }
 
     const std::unique_ptr<Tokenizer> tok = load_tokenizer(o.model_dir);
-    const std::vector<CorpusDocument> docs = read_corpus(o.corpus);
+    const std::vector<CorpusDocument> docs = read_corpus(o.corpus, o.corpus_options);
     const std::vector<CorpusReference> refs = cut_references(docs, *tok, spec.reference_length);
-    if (refs.empty()) throw Error("corpus '" + o.corpus + "' holds no text");
+    if (refs.empty()) throw Error("corpus '" + printable(o.corpus) + "' holds no text");
     BankBuildReport r;
     r.documents = docs.size();
     r.references = refs.size();
@@ -108,7 +106,7 @@ BankBuildReport build_bank(Session& session, const BankBuildOptions& o) {
         tokens.push_back(ref.tokens);
         r.tokens += ref.tokens.size();
     }
-    note("corpus '" + o.corpus + "': " + std::to_string(docs.size()) + " documents, " + std::to_string(refs.size()) + " references, " +
+    note("corpus '" + printable(o.corpus) + "': " + std::to_string(docs.size()) + " documents, " + std::to_string(refs.size()) + " references, " +
          std::to_string(r.tokens) + " tokens");
 
     // Memorize, batch by batch, each checkpointed before the next starts.

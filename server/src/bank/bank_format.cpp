@@ -5,6 +5,7 @@
 
 #include "mnemo/error.hpp"
 #include "mnemo/io/json.hpp"
+#include "mnemo/io/printable.hpp"
 
 namespace mnemo::kb {
 namespace {
@@ -55,7 +56,7 @@ BlobRef blob_from_json(const Value& obj, const char* key, const std::string& whe
     const Value& v = member(obj, key, where);
     BlobRef b;
     b.file = string_member(v, "file", w);
-    if (!is_flat_name(b.file)) throw Error(w + ": file '" + b.file + "' is not a flat blob name");
+    if (!is_flat_name(b.file)) throw Error(w + ": file '" + printable(b.file, 200) + "' is not a flat blob name");
     b.sha256 = string_member(v, "sha256", w);
     if (!is_sha256(b.sha256)) throw Error(w + ": sha256 must be 64 lowercase hex digits");
     b.bytes = uint_member(v, "bytes", w, uint64_t{1} << 60);
@@ -86,12 +87,12 @@ uint64_t parse_current_pointer(std::string_view content, const std::string& wher
     const std::string prefix = "manifest-", suffix = ".json";
     if (s.size() <= prefix.size() + suffix.size() || s.compare(0, prefix.size(), prefix) != 0 ||
         s.compare(s.size() - suffix.size(), suffix.size(), suffix) != 0)
-        throw Error(where + ": expected \"manifest-<version>.json\", found \"" + s.substr(0, 80) + "\"");
+        throw Error(where + ": expected \"manifest-<version>.json\", found \"" + printable(s, 80) + "\"");
     const std::string digits = s.substr(prefix.size(), s.size() - prefix.size() - suffix.size());
     if (digits.empty() || digits.size() > 18 || digits.find_first_not_of("0123456789") != std::string::npos)
-        throw Error(where + ": the version in \"" + s + "\" is not a number");
+        throw Error(where + ": the version in \"" + printable(s, 80) + "\" is not a number");
     const uint64_t v = std::stoull(digits);
-    if (v == 0 || manifest_name(v) != s) throw Error(where + ": \"" + s + "\" is not a manifest name this format writes");
+    if (v == 0 || manifest_name(v) != s) throw Error(where + ": \"" + printable(s, 80) + "\" is not a manifest name this format writes");
     return v;
 }
 
@@ -135,7 +136,7 @@ BankManifest manifest_from_json(std::string_view text, const std::string& where)
     const Value v = json::parse(text, where);
     if (!v.is_object()) throw Error(where + ": expected a JSON object");
     const std::string format = string_member(v, "format", where);
-    if (format != kBankFormat) throw Error(where + ": format is \"" + format + "\", expected \"" + kBankFormat + "\"");
+    if (format != kBankFormat) throw Error(where + ": format is \"" + printable(format, 80) + "\", expected \"" + kBankFormat + "\"");
     const uint64_t fv = uint_member(v, "format_version", where, 1u << 30);
     if (fv != kBankFormatVersion)
         throw Error(where + ": format_version " + std::to_string(fv) + " is not supported (this build reads " +
@@ -161,7 +162,7 @@ BankManifest manifest_from_json(std::string_view text, const std::string& where)
         const std::string w = where + ": segments[" + std::to_string(i) + "]";
         SegmentEntry e;
         e.records.file = string_member(s, "file", w);
-        if (!is_flat_name(e.records.file)) throw Error(w + ": file '" + e.records.file + "' is not a flat blob name");
+        if (!is_flat_name(e.records.file)) throw Error(w + ": file '" + printable(e.records.file, 200) + "' is not a flat blob name");
         e.records.sha256 = string_member(s, "sha256", w);
         if (!is_sha256(e.records.sha256)) throw Error(w + ": sha256 must be 64 lowercase hex digits");
         e.records.bytes = uint_member(s, "bytes", w, uint64_t{1} << 60);
@@ -192,9 +193,9 @@ BankManifest manifest_from_json(std::string_view text, const std::string& where)
             const std::string w = where + ": tokenizer[" + std::to_string(i) + "]";
             TokenizerFile f;
             f.name = string_member(t, "name", w);
-            if (!is_flat_name(f.name)) throw Error(w + ": name '" + f.name + "' is not a plain file name");
+            if (!is_flat_name(f.name)) throw Error(w + ": name '" + printable(f.name, 200) + "' is not a plain file name");
             f.blob.file = string_member(t, "file", w);
-            if (!is_flat_name(f.blob.file)) throw Error(w + ": file '" + f.blob.file + "' is not a flat blob name");
+            if (!is_flat_name(f.blob.file)) throw Error(w + ": file '" + printable(f.blob.file, 200) + "' is not a flat blob name");
             f.blob.sha256 = string_member(t, "sha256", w);
             if (!is_sha256(f.blob.sha256)) throw Error(w + ": sha256 must be 64 lowercase hex digits");
             f.blob.bytes = uint_member(t, "bytes", w, uint64_t{1} << 40);

@@ -15,6 +15,10 @@ namespace mnemo::kb {
 constexpr const char* kBankFormat = "mnemo-kb-bank";
 constexpr int64_t kBankFormatVersion = 1;
 constexpr const char* kCurrentPointer = "CURRENT";
+// Largest CURRENT and manifest read (BankStorage::read_blob's cap): CURRENT is one line; a
+// manifest lists segments, a few hundred bytes each. Anything larger is not a bank's.
+constexpr uint64_t kMaxPointerBytes = 4096;
+constexpr uint64_t kMaxManifestBytes = 64ull << 20;
 
 // A blob the manifest names, with what it must be.
 struct BlobRef {

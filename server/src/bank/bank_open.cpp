@@ -10,13 +10,16 @@
 #include <cmath>
 #include <cstring>
 #include <filesystem>
+#include <string_view>
 #include <unordered_map>
+#include <unordered_set>
 
 #include "bank.hpp"
 #include "bank_format.hpp"
 #include "bm25_index.hpp"
 #include "mnemo/error.hpp"
 #include "mnemo/io/json.hpp"
+#include "mnemo/io/printable.hpp"
 #include "mnemo/memory/retrieval_settings.hpp"
 #include "mnemo/tokenizer/tokenizer.hpp"
 #include "sha256_hex.hpp"
@@ -32,8 +35,9 @@ constexpr size_t kFusionDepth = 100;
 
 // A whole blob, its size and SHA-256 checked against the manifest.
 std::string load_checked(const BankStorage& st, const BlobRef& b, const std::string& what) {
-    const std::string where = st.describe() + ": " + what + " '" + b.file + "'";
-    std::optional<std::string> bytes = st.read_blob(b.file);
+    const std::string where = st.describe() + ": " + what + " '" + printable(b.file) + "'";
+    // Capped at the manifest's size: a larger file is refused before it is read into memory.
+    std::optional<std::string> bytes = st.read_blob(b.file, b.bytes);
     if (!bytes) throw Error(where + ": missing");
     if (bytes->size() != b.bytes)
         throw Error(where + ": " + std::to_string(bytes->size()) + " bytes, the manifest says " + std::to_string(b.bytes));
@@ -73,7 +77,7 @@ std::unique_ptr<Tokenizer> load_bank_tokenizer(const BankStorage& st, const Bank
             std::FILE* f = std::fopen((dir / t.name).c_str(), "wb");
             const bool ok = f && std::fwrite(bytes.data(), 1, bytes.size(), f) == bytes.size();
             if (f) std::fclose(f);
-            if (!ok) throw Error(st.describe() + ": cannot write the tokenizer's '" + t.name + "' to " + dir.string());
+            if (!ok) throw Error(st.describe() + ": cannot write the tokenizer's '" + printable(t.name) + "' to " + printable(dir.string()));
         }
         std::unique_ptr<Tokenizer> tok = load_tokenizer(dir.string());
         fs::remove_all(dir);
@@ -83,6 +87,36 @@ std::unique_ptr<Tokenizer> load_bank_tokenizer(const BankStorage& st, const Bank
         fs::remove_all(dir, ec);
         throw with_context(st.describe() + ": the bank's tokenizer", e);
     }
+}
+
+// A query's source filter, prepared once per query: the sources in a hash set, so the filter
+// costs one lookup per reference however many sources the query names (a linear search per
+// reference made a long list cost seconds). A reference passes when its source is one of the
+// sources or starts with the prefix (docs/kb-protocol.md); with neither, everything passes.
+class SourceFilter {
+public:
+    explicit SourceFilter(const BankQuery& q) : prefix_(q.source_prefix) {
+        sources_.reserve(q.sources.size());
+        for (const std::string& s : q.sources) sources_.insert(s);
+    }
+    bool active() const { return !sources_.empty() || !prefix_.empty(); }
+    bool passes(const std::string& source) const {
+        if (!active()) return true;
+        if (!prefix_.empty() && source.compare(0, prefix_.size(), prefix_) == 0) return true;
+        return sources_.count(source) != 0;
+    }
+
+private:
+    std::unordered_set<std::string_view> sources_;  // views into the query, which outlives the filter
+    std::string_view prefix_;
+};
+
+// How often a pass over the bank asks whether to stop: rare enough to cost nothing, often enough
+// to stop within milliseconds.
+constexpr uint32_t kStopCheckEvery = 4096;
+
+void stop_if_asked(const BankQuery& q) {
+    if (q.should_stop && q.should_stop()) throw QueryStopped();
 }
 
 class OpenBank : public Bank {
@@ -110,7 +144,7 @@ public:
         for (const SegmentEntry& s : m_.segments) {
             load_texts(s);
             load_vectors(s, dim);
-            const std::string where = st.describe() + ": segment '" + s.records.file + "'";
+            const std::string where = st.describe() + ": segment '" + printable(s.records.file) + "'";
             std::unique_ptr<BlobReader> r = st.open_blob(s.records.file);
             if (r->size() != s.records.bytes)
                 throw Error(where + ": " + std::to_string(r->size()) + " bytes, the manifest says " + std::to_string(s.records.bytes));
@@ -174,7 +208,7 @@ public:
 private:
     void load_texts(const SegmentEntry& s) {
         const std::string bytes = load_checked(*storage_, s.texts, "texts");
-        const std::string where = storage_->describe() + ": texts '" + s.texts.file + "'";
+        const std::string where = storage_->describe() + ": texts '" + printable(s.texts.file) + "'";
         size_t pos = 0;
         uint32_t id = s.first_id;
         while (pos < bytes.size()) {
@@ -212,19 +246,13 @@ private:
         std::memcpy(vectors_.data() + at, bytes.data(), bytes.size());  // little-endian hosts only (as the engine)
         for (size_t i = 0; i < n; ++i)
             if (!std::isfinite(vectors_[at + i]))
-                throw Error(storage_->describe() + ": vectors '" + s.vectors.file + "': record " + std::to_string(s.first_id + i / dim) +
+                throw Error(storage_->describe() + ": vectors '" + printable(s.vectors.file) + "': record " + std::to_string(s.first_id + i / dim) +
                             " has a non-finite value");
     }
 
-    bool passes(uint32_t id, const BankQuery& q) const {
-        const std::string& src = refs_[id].source;
-        if (!q.sources.empty() && std::find(q.sources.begin(), q.sources.end(), src) == q.sources.end()) return false;
-        return q.source_prefix.empty() || src.compare(0, q.source_prefix.size(), q.source_prefix) == 0;
-    }
-
-    std::vector<BankHit> ranking(const BankQuery& q, size_t k) const;  // by the query's kind, before the cut
-    std::vector<BankHit> vector_ranking(const BankQuery& q, size_t depth) const;
-    std::vector<BankHit> bm25_ranking(const BankQuery& q, size_t depth) const;
+    std::vector<BankHit> ranking(const BankQuery& q, const SourceFilter& filter, size_t k) const;  // before the cut
+    std::vector<BankHit> vector_ranking(const BankQuery& q, const SourceFilter& filter, size_t depth) const;
+    std::vector<BankHit> bm25_ranking(const BankQuery& q, const SourceFilter& filter, size_t depth) const;
 
     std::shared_ptr<BankStorage> storage_;
     BankManifest m_;
@@ -244,15 +272,17 @@ void sort_hits(std::vector<BankHit>& hits) {
     std::sort(hits.begin(), hits.end(), [](const BankHit& a, const BankHit& b) { return a.score != b.score ? a.score > b.score : a.id < b.id; });
 }
 
-std::vector<BankHit> OpenBank::vector_ranking(const BankQuery& q, size_t depth) const {
-    const bool filtered = !q.sources.empty() || !q.source_prefix.empty();
+std::vector<BankHit> OpenBank::vector_ranking(const BankQuery& q, const SourceFilter& filter, size_t depth) const {
+    const bool filtered = filter.active();
     std::vector<uint8_t> bitmap;
     faiss::SearchParameters params;
     std::unique_ptr<faiss::IDSelectorBitmap> sel;
     if (filtered) {
         bitmap.assign((m_.count + 7) / 8, 0);
-        for (uint32_t i = 0; i < m_.count; ++i)
-            if (passes(i, q)) bitmap[i / 8] |= static_cast<uint8_t>(1u << (i % 8));
+        for (uint32_t i = 0; i < m_.count; ++i) {
+            if (i % kStopCheckEvery == 0) stop_if_asked(q);
+            if (filter.passes(refs_[i].source)) bitmap[i / 8] |= static_cast<uint8_t>(1u << (i % 8));
+        }
         sel = std::make_unique<faiss::IDSelectorBitmap>(bitmap.size(), bitmap.data());
         params.sel = sel.get();
     }
@@ -260,6 +290,7 @@ std::vector<BankHit> OpenBank::vector_ranking(const BankQuery& q, size_t depth) 
     const size_t want = std::min<size_t>(m_.count, depth + 1);
     std::vector<float> dist(want);
     std::vector<faiss::Index::idx_t> ids(want);
+    stop_if_asked(q);
     if (want) index_->search(1, q.vector->data(), static_cast<faiss::Index::idx_t>(want), dist.data(), ids.data(), filtered ? &params : nullptr);
     std::vector<BankHit> hits;
     for (size_t i = 0; i < want; ++i)
@@ -269,9 +300,14 @@ std::vector<BankHit> OpenBank::vector_ranking(const BankQuery& q, size_t depth) 
     return hits;
 }
 
-std::vector<BankHit> OpenBank::bm25_ranking(const BankQuery& q, size_t depth) const {
+std::vector<BankHit> OpenBank::bm25_ranking(const BankQuery& q, const SourceFilter& filter, size_t depth) const {
     // Ordered and cut on the double scores, as the memory folder ranks (the reply carries floats).
-    std::vector<std::pair<uint32_t, double>> exact = bm25_.score(*q.tokens, [&](uint32_t id) { return passes(id, q); });
+    uint32_t seen = 0;
+    std::vector<std::pair<uint32_t, double>> exact = bm25_.score(*q.tokens, [&](uint32_t id) {
+        if (++seen % kStopCheckEvery == 0) stop_if_asked(q);
+        return filter.passes(refs_[id].source);
+    });
+    stop_if_asked(q);
     std::sort(exact.begin(), exact.end(), [](const auto& a, const auto& b) { return a.second != b.second ? a.second > b.second : a.first < b.first; });
     if (exact.size() > depth) exact.resize(depth);
     std::vector<BankHit> hits;
@@ -294,20 +330,21 @@ std::vector<BankHit> OpenBank::retrieve(const BankQuery& q) const {
     }
     if (!by_vector && !by_tokens) throw Error(where + ": the query has neither a vector nor tokens");
     check_min_relative_score(q.min_relative_score, where);
-    std::vector<BankHit> hits = ranking(q, static_cast<size_t>(q.k));
+    const SourceFilter filter(q);
+    std::vector<BankHit> hits = ranking(q, filter, static_cast<size_t>(q.k));
     hits.resize(count_near_best(hits, q.min_relative_score, [](const BankHit& h) { return h.score; }));
     return hits;
 }
 
-std::vector<BankHit> OpenBank::ranking(const BankQuery& q, size_t k) const {
+std::vector<BankHit> OpenBank::ranking(const BankQuery& q, const SourceFilter& filter, size_t k) const {
     const bool by_vector = q.vector != nullptr;
     const bool by_tokens = q.tokens != nullptr && !q.tokens->empty();
-    if (by_vector && !by_tokens) return vector_ranking(q, k);
-    if (by_tokens && !by_vector) return bm25_ranking(q, k);
+    if (by_vector && !by_tokens) return vector_ranking(q, filter, k);
+    if (by_tokens && !by_vector) return bm25_ranking(q, filter, k);
     // Hybrid: each ranking to at least kFusionDepth, fused by 1 / (60 + rank).
     const size_t depth = std::max(k, kFusionDepth);
     std::unordered_map<uint32_t, double> fused;
-    for (const std::vector<BankHit>& ranked : {vector_ranking(q, depth), bm25_ranking(q, depth)})
+    for (const std::vector<BankHit>& ranked : {vector_ranking(q, filter, depth), bm25_ranking(q, filter, depth)})
         for (size_t r = 0; r < ranked.size(); ++r) fused[ranked[r].id] += 1.0 / (kRrfK + static_cast<double>(r + 1));
     std::vector<std::pair<uint32_t, double>> all(fused.begin(), fused.end());
     std::sort(all.begin(), all.end(), [](const auto& a, const auto& b) { return a.second != b.second ? a.second > b.second : a.first < b.first; });
@@ -320,21 +357,21 @@ std::vector<BankHit> OpenBank::ranking(const BankQuery& q, size_t k) const {
 }  // namespace
 
 uint64_t Bank::current_version(const BankStorage& storage) {
-    const std::optional<std::string> cur = storage.read_blob(kCurrentPointer);
+    const std::optional<std::string> cur = storage.read_blob(kCurrentPointer, kMaxPointerBytes);
     if (!cur) return 0;
     return parse_current_pointer(*cur, storage.describe() + ": " + kCurrentPointer);
 }
 
 std::shared_ptr<const Bank> Bank::open(std::shared_ptr<BankStorage> storage) {
     if (!storage) throw Error("Bank::open: no storage");
-    const std::optional<std::string> cur = storage->read_blob(kCurrentPointer);
+    const std::optional<std::string> cur = storage->read_blob(kCurrentPointer, kMaxPointerBytes);
     if (!cur)
         throw Error(storage->describe() + ": no bank yet (no " + kCurrentPointer +
                     " pointer: nothing has been published; run `mnemo-kb build`)");
     const uint64_t version = parse_current_pointer(*cur, storage->describe() + ": " + kCurrentPointer);
     const std::string name = manifest_name(version);
     const std::string where = storage->describe() + ": " + name;
-    const std::optional<std::string> text = storage->read_blob(name);
+    const std::optional<std::string> text = storage->read_blob(name, kMaxManifestBytes);
     if (!text) throw Error(where + ": missing (CURRENT names it)");
     BankManifest m = manifest_from_json(*text, where);
     if (m.version != version) throw Error(where + ": says version " + std::to_string(m.version) + ", its name " + std::to_string(version));

@@ -37,8 +37,11 @@ public:
     // "folder '/srv/bank'": the prefix of errors.
     virtual std::string describe() const = 0;
 
-    // A whole small blob (manifest, texts, vectors), or nothing when it does not exist.
-    virtual std::optional<std::string> read_blob(const std::string& name) const = 0;
+    // A whole small blob (manifest, texts, vectors), or nothing when it does not exist. A blob
+    // larger than `max_bytes` is an error before anything is read (a pointer is a line, a blob
+    // the manifest describes has the manifest's size), and so is anything but stored bytes (the
+    // folder refuses a FIFO or a device: opening one could block forever).
+    virtual std::optional<std::string> read_blob(const std::string& name, uint64_t max_bytes = UINT64_MAX) const = 0;
     // A large blob (a segment) for range reads; mnemo::Error when it does not exist.
     virtual std::unique_ptr<BlobReader> open_blob(const std::string& name) const = 0;
     virtual bool exists(const std::string& name) const = 0;

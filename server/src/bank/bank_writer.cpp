@@ -26,7 +26,14 @@ std::set<std::string> published_names(const BankStorage& st, const std::optional
     std::set<std::string> names;
     if (!base) return names;
     for (uint64_t v = 1; v <= base->version; ++v) {
-        const std::optional<std::string> text = st.read_blob(manifest_name(v));
+        std::optional<std::string> text;
+        try {
+            text = st.read_blob(manifest_name(v), kMaxManifestBytes);
+        } catch (const Error&) {
+            // Not a readable manifest (a FIFO, a huge file): its name stays reserved, as below.
+            names.insert(manifest_name(v));
+            continue;
+        }
         if (!text) continue;
         names.insert(manifest_name(v));
         try {
@@ -103,11 +110,11 @@ std::string texts_line(uint32_t id, const NewBankRecords& r, size_t i) {
 }  // namespace
 
 std::optional<BankManifest> read_current_manifest(const BankStorage& storage) {
-    const std::optional<std::string> cur = storage.read_blob(kCurrentPointer);
+    const std::optional<std::string> cur = storage.read_blob(kCurrentPointer, kMaxPointerBytes);
     if (!cur) return std::nullopt;
     const uint64_t v = parse_current_pointer(*cur, storage.describe() + ": " + kCurrentPointer);
     const std::string where = storage.describe() + ": " + manifest_name(v);
-    const std::optional<std::string> text = storage.read_blob(manifest_name(v));
+    const std::optional<std::string> text = storage.read_blob(manifest_name(v), kMaxManifestBytes);
     if (!text) throw Error(where + ": missing (CURRENT names it)");
     return manifest_from_json(*text, where);
 }

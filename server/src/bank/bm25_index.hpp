@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <cstdint>
 #include <unordered_map>
+#include <unordered_set>
 #include <utility>
 #include <vector>
 
@@ -39,10 +40,13 @@ private:
 
 template <typename Keep>
 std::vector<std::pair<uint32_t, double>> Bm25Index::score(const std::vector<int32_t>& query, Keep keep) const {
-    // Distinct terms in first-seen order; each adds its part to the documents that hold it.
+    // Distinct terms in first-seen order (the order the sums are made in, as the memory folder
+    // makes them); each adds its part to the documents that hold it. A hash set finds repeats: a
+    // search of the list made a long query cost its length squared.
     std::vector<int32_t> terms;
+    std::unordered_set<int32_t> seen;
     for (int32_t t : query)
-        if (std::find(terms.begin(), terms.end(), t) == terms.end()) terms.push_back(t);
+        if (seen.insert(t).second) terms.push_back(t);
     std::unordered_map<uint32_t, double> acc;
     for (int32_t t : terms) {
         auto it = postings_.find(t);

@@ -2,12 +2,13 @@
 
 #include <algorithm>
 #include <filesystem>
-#include <fstream>
 #include <sstream>
 
 #include "app/paragraphs.hpp"
 #include "mnemo/error.hpp"
+#include "mnemo/io/file_read.hpp"
 #include "mnemo/io/json.hpp"
+#include "mnemo/io/printable.hpp"
 #include "mnemo/tokenizer/tokenizer.hpp"
 
 namespace mnemo::kb {
@@ -16,12 +17,19 @@ namespace {
 namespace fs = std::filesystem;
 
 std::string read_file(const fs::path& p) {
-    std::ifstream f(p, std::ios::binary);
-    if (!f) throw Error("corpus: cannot open '" + p.string() + "'");
-    std::ostringstream s;
-    s << f.rdbuf();
-    if (f.bad()) throw Error("corpus: cannot read '" + p.string() + "'");
-    return s.str();
+    try {
+        return read_file_capped(p.string(), kMaxDocumentFileBytes, "corpus file");
+    } catch (const std::exception& e) {
+        throw Error("corpus: " + printable(e.what()));
+    }
+}
+
+// True when `target` (canonical) is `root` (canonical) or below it.
+bool is_inside(const fs::path& root, const fs::path& target) {
+    auto r = root.begin();
+    for (auto t = target.begin(); r != root.end(); ++r, ++t)
+        if (t == target.end() || *r != *t) return false;
+    return true;
 }
 
 std::string trim(const std::string& s) {
@@ -50,21 +58,35 @@ std::string title_of(const std::string& text, const std::string& fallback) {
     return fallback;
 }
 
-std::vector<CorpusDocument> read_folder(const fs::path& dir) {
-    std::vector<fs::path> files;
+std::vector<CorpusDocument> read_folder(const fs::path& dir, const CorpusOptions& options) {
+    const std::string where = "corpus folder '" + printable(dir.string()) + "'";
     std::error_code ec;
+    const fs::path root = fs::canonical(dir, ec);
+    if (ec) throw Error(where + ": " + ec.message());
+    std::vector<fs::path> files;
+    // Linked sub-folders are not entered (directory_options::none); linked files are listed and
+    // checked below like every other file.
     for (auto it = fs::recursive_directory_iterator(dir, ec); !ec && it != fs::recursive_directory_iterator(); it.increment(ec)) {
         const fs::path& p = it->path();
-        if (it->is_regular_file() && (p.extension() == ".txt" || p.extension() == ".md")) files.push_back(p);
+        std::error_code type_ec;
+        if (it->is_regular_file(type_ec) && (p.extension() == ".txt" || p.extension() == ".md")) files.push_back(p);
     }
-    if (ec) throw Error("corpus folder '" + dir.string() + "': " + ec.message());
+    if (ec) throw Error(where + ": " + ec.message());
     std::sort(files.begin(), files.end());
-    if (files.empty()) throw Error("corpus folder '" + dir.string() + "' holds no .txt or .md file");
+    if (files.empty()) throw Error(where + " holds no .txt or .md file");
     std::vector<CorpusDocument> docs;
     for (const fs::path& p : files) {
         CorpusDocument d;
-        d.doc_id = d.source = fs::relative(p, dir).generic_string();
-        d.text = read_file(p);
+        // Lexical: fs::relative() would resolve a link and name its target instead of the file.
+        d.doc_id = d.source = p.lexically_relative(dir).generic_string();
+        // The file's real place, resolved now and read by that name: a link (or a folder swapped
+        // for one since the listing) leading outside the corpus folder is caught here.
+        const fs::path target = fs::canonical(p, ec);
+        if (ec) throw Error(where + ": '" + printable(d.source) + "': " + ec.message());
+        if (!options.follow_external_links && !is_inside(root, target))
+            throw Error(where + ": '" + printable(d.source) + "' is a link to '" + printable(target.string()) +
+                        "', outside the corpus folder; refused (give --follow-external-links to read files outside it)");
+        d.text = read_file(target);
         d.title = title_of(d.text, p.stem().string());
         docs.push_back(std::move(d));
     }
@@ -87,7 +109,7 @@ std::vector<CorpusDocument> read_jsonl(const fs::path& file) {
     while (std::getline(in, line)) {
         ++n;
         if (trim(line).empty()) continue;
-        const std::string where = "corpus '" + file.string() + "': line " + std::to_string(n);
+        const std::string where = "corpus '" + printable(file.string()) + "': line " + std::to_string(n);
         const json::Value v = json::parse(line, where);
         if (!v.is_object()) throw Error(where + ": expected a JSON object");
         CorpusDocument d;
@@ -107,18 +129,18 @@ std::vector<CorpusDocument> read_jsonl(const fs::path& file) {
         }
         docs.push_back(std::move(d));
     }
-    if (docs.empty()) throw Error("corpus '" + file.string() + "' holds no document");
+    if (docs.empty()) throw Error("corpus '" + printable(file.string()) + "' holds no document");
     return docs;
 }
 
 }  // namespace
 
-std::vector<CorpusDocument> read_corpus(const std::string& path) {
+std::vector<CorpusDocument> read_corpus(const std::string& path, const CorpusOptions& options) {
     std::error_code ec;
-    if (fs::is_directory(path, ec)) return read_folder(path);
-    if (!fs::is_regular_file(path, ec)) throw Error("corpus '" + path + "' does not exist");
+    if (fs::is_directory(path, ec)) return read_folder(path, options);
+    if (!fs::exists(path, ec)) throw Error("corpus '" + printable(path) + "' does not exist");
     if (fs::path(path).extension() != ".jsonl")
-        throw Error("corpus '" + path + "': expected a folder of .txt/.md files or a .jsonl file");
+        throw Error("corpus '" + printable(path) + "': expected a folder of .txt/.md files or a .jsonl file");
     return read_jsonl(path);
 }
 

@@ -1,7 +1,8 @@
 // What `mnemo-kb build` and `add` read: a corpus of documents, cut into the model's references.
 //   - a folder: every .txt and .md file below it, in path order; doc_id and source are the path
 //     relative to the folder, the title is the first non-blank line (a Markdown "#" heading's
-//     marks removed) or else the file's stem;
+//     marks removed) or else the file's stem. Linked sub-folders are not entered; a linked file
+//     is read when it resolves inside the folder (see CorpusOptions);
 //   - a .jsonl file: one {"id", "text", optional "title", "source", "metadata" (an object)} per
 //     line; doc_id is the id (a string or an integer), the title defaults to the id and the
 //     source to the file's name.
@@ -33,8 +34,17 @@ struct CorpusReference {
     std::string text;             // the tokens decoded
 };
 
-// Errors name the file and line.
-std::vector<CorpusDocument> read_corpus(const std::string& path);
+struct CorpusOptions {
+    // A folder corpus reads only files inside the folder: a symbolic link (or a path that
+    // resolves) to a file outside it is refused, naming the link and its target, since a corpus
+    // handed over by someone else could otherwise pull any file the builder can read into a
+    // bank that is then served. True reads such files too (`--follow-external-links`).
+    bool follow_external_links = false;
+};
+
+// Errors name the file and line. Files are read through mnemo::read_file_capped (regular files
+// only, at most kMaxDocumentFileBytes each).
+std::vector<CorpusDocument> read_corpus(const std::string& path, const CorpusOptions& options = {});
 std::vector<CorpusReference> cut_references(const std::vector<CorpusDocument>& docs, const Tokenizer& tok, int32_t reference_length);
 
 }  // namespace mnemo::kb

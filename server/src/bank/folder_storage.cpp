@@ -14,6 +14,8 @@
 
 #include "bank_storage.hpp"
 #include "mnemo/error.hpp"
+#include "mnemo/io/file_read.hpp"
+#include "mnemo/io/printable.hpp"
 
 namespace mnemo::kb {
 namespace {
@@ -56,20 +58,23 @@ class FolderStorage : public BankStorage {
 public:
     explicit FolderStorage(std::string dir) : dir_(std::move(dir)) {}
 
-    std::string describe() const override { return "folder '" + dir_ + "'"; }
+    std::string describe() const override { return "folder '" + printable(dir_) + "'"; }
 
-    std::optional<std::string> read_blob(const std::string& name) const override {
-        const int fd = open_fd(name, /*must_exist=*/false);
-        if (fd < 0) return std::nullopt;
-        FdBlobReader r(fd, file_size(fd, name), where(name));
+    std::optional<std::string> read_blob(const std::string& name, uint64_t max_bytes) const override {
+        const OpenedFile f = open_file(name, /*must_exist=*/false);
+        if (f.fd < 0) return std::nullopt;
+        FdBlobReader r(f.fd, f.size, where(name));
+        if (r.size() > max_bytes)
+            throw Error(where(name) + ": " + std::to_string(r.size()) + " bytes, more than the " + std::to_string(max_bytes) +
+                        " it may have");
         std::string bytes(r.size(), '\0');
         r.read(0, bytes.data(), bytes.size());
         return bytes;
     }
 
     std::unique_ptr<BlobReader> open_blob(const std::string& name) const override {
-        const int fd = open_fd(name, /*must_exist=*/true);
-        return std::make_unique<FdBlobReader>(fd, file_size(fd, name), where(name));
+        const OpenedFile f = open_file(name, /*must_exist=*/true);
+        return std::make_unique<FdBlobReader>(f.fd, f.size, where(name));
     }
 
     bool exists(const std::string& name) const override {
@@ -124,31 +129,30 @@ public:
     }
 
 private:
-    std::string where(const std::string& name) const { return describe() + ": '" + name + "'"; }
+    std::string where(const std::string& name) const { return describe() + ": '" + printable(name) + "'"; }
     std::string path(const std::string& name) const { return dir_ + "/" + name; }
 
     // Flat names only: a name can never reach outside the folder or into a sub-folder.
     void check_name(const std::string& name) const {
         if (name.empty() || name == "." || name == ".." || name.find('/') != std::string::npos ||
             name.find('\0') != std::string::npos || name.rfind(kTempPrefix, 0) == 0)
-            throw Error(describe() + ": invalid blob name '" + name + "' (names are flat: no '/', not '.' or '..')");
+            throw Error(describe() + ": invalid blob name '" + printable(name) + "' (names are flat: no '/', not '.' or '..')");
     }
 
-    int open_fd(const std::string& name, bool must_exist) const {
+    // A blob's file, opened by mnemo::open_regular_file: regular files only, and never a blocking
+    // open (a FIFO named CURRENT blocked `serve` in open(), where no signal but SIGKILL ended it).
+    // fd -1 when the blob does not exist and need not.
+    OpenedFile open_file(const std::string& name, bool must_exist) const {
         check_name(name);
-        const int fd = ::open(path(name).c_str(), O_RDONLY | O_CLOEXEC);
-        if (fd < 0 && errno == ENOENT && !must_exist) return -1;
-        if (fd < 0) throw Error(where(name) + ": cannot open: " + errno_text());
-        return fd;
-    }
-
-    uint64_t file_size(int fd, const std::string& name) const {
         struct stat st {};
-        if (::fstat(fd, &st) != 0) {
-            ::close(fd);
-            throw Error(where(name) + ": cannot stat: " + errno_text());
+        if (!must_exist && ::stat(path(name).c_str(), &st) != 0 && errno == ENOENT) return OpenedFile{};
+        try {
+            return open_regular_file(path(name));
+        } catch (const std::exception& e) {
+            // The helper's message starts with the path, which where() already names.
+            const std::string what = e.what(), p = path(name) + ": ";
+            throw Error(where(name) + ": " + printable(what.rfind(p, 0) == 0 ? what.substr(p.size()) : what));
         }
-        return static_cast<uint64_t>(st.st_size);
     }
 
     // The bytes under a temporary name, fsynced; returns its path.
@@ -156,7 +160,7 @@ private:
         static std::atomic<uint64_t> serial{0};
         const std::string tmp = path(std::string(kTempPrefix) + std::to_string(::getpid()) + "-" + std::to_string(serial++) + "-" + name);
         const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-        if (fd < 0) throw Error(where(name) + ": cannot create '" + tmp + "': " + errno_text());
+        if (fd < 0) throw Error(where(name) + ": cannot create '" + printable(tmp) + "': " + errno_text());
         size_t done = 0;
         while (done < bytes.size()) {
             const ssize_t w = ::write(fd, bytes.data() + done, bytes.size() - done);
@@ -194,9 +198,9 @@ std::shared_ptr<BankStorage> open_folder_storage(const std::string& dir, bool cr
     if (dir.empty()) throw Error("bank folder: empty path");
     std::error_code ec;
     if (!fs::is_directory(dir, ec)) {
-        if (!create) throw Error("bank folder '" + dir + "' does not exist");
+        if (!create) throw Error("bank folder '" + printable(dir) + "' does not exist");
         fs::create_directories(dir, ec);
-        if (ec) throw Error("bank folder '" + dir + "': cannot create: " + ec.message());
+        if (ec) throw Error("bank folder '" + printable(dir) + "': cannot create: " + ec.message());
     }
     // Temporary files of interrupted writes (".tmp-*") are left alone: a writer may still be running.
     return std::make_shared<FolderStorage>(dir);

@@ -5,12 +5,12 @@
 #include <openssl/sha.h>
 
 #include <filesystem>
-#include <fstream>
-#include <sstream>
 
-#include "atomic_file.hpp"
 #include "bank/sha256_hex.hpp"
 #include "mnemo/error.hpp"
+#include "mnemo/io/atomic_file.hpp"
+#include "mnemo/io/file_read.hpp"
+#include "mnemo/io/printable.hpp"
 
 namespace mnemo::kb {
 namespace {
@@ -49,12 +49,14 @@ std::vector<std::string_view> fields_of(std::string_view line) {
     return out;
 }
 
+// Regular files only, size-capped (mnemo/io/file_read.hpp): a FIFO named as the token file must
+// not hang the server's start.
 std::string read_file(const std::string& path) {
-    std::ifstream in(path, std::ios::binary);
-    if (!in) throw Error("tokens file '" + path + "': cannot be read");
-    std::ostringstream s;
-    s << in.rdbuf();
-    return s.str();
+    try {
+        return read_file_capped(path, kMaxSmallFileBytes, "tokens file");
+    } catch (const std::exception& e) {
+        throw Error("tokens file '" + printable(path) + "': cannot be read: " + printable(e.what()));
+    }
 }
 
 }  // namespace
@@ -90,7 +92,7 @@ std::shared_ptr<const TokenTable> TokenTable::parse(std::string_view text, const
         if (f.size() != 3) throw Error(at + "expected 'NAME SCOPE sha256:HEX', got " + std::to_string(f.size()) + " fields");
         auto e = std::make_unique<TokenEntry>();
         e->name = std::string(f[0]);
-        if (!valid_token_name(e->name)) throw Error(at + "name '" + e->name + "' is not 1..64 characters of [A-Za-z0-9._-]");
+        if (!valid_token_name(e->name)) throw Error(at + "name '" + printable(e->name, 80) + "' is not 1..64 characters of [A-Za-z0-9._-]");
         for (const auto& other : table->entries_)
             if (other->name == e->name) throw Error(at + "name '" + e->name + "' appears twice");
         if (f[1] == "read") {
@@ -98,7 +100,7 @@ std::shared_ptr<const TokenTable> TokenTable::parse(std::string_view text, const
         } else if (f[1] == "admin") {
             e->scope = TokenScope::Admin;
         } else {
-            throw Error(at + "scope '" + std::string(f[1]) + "' is neither 'read' nor 'admin'");
+            throw Error(at + "scope '" + printable(f[1], 80) + "' is neither 'read' nor 'admin'");
         }
         if (!parse_digest(f[2], &e->digest)) throw Error(at + "hash is not 'sha256:' followed by 64 hex digits");
         table->entries_.push_back(std::move(e));
@@ -107,7 +109,7 @@ std::shared_ptr<const TokenTable> TokenTable::parse(std::string_view text, const
 }
 
 std::shared_ptr<const TokenTable> TokenTable::load(const std::string& path) {
-    return parse(read_file(path), "tokens file '" + path + "'");
+    return parse(read_file(path), "tokens file '" + printable(path) + "'");
 }
 
 std::shared_ptr<const TokenTable> TokenTable::anonymous() {
@@ -149,23 +151,41 @@ std::string generate_token() {
     return out;
 }
 
-std::string add_token(const std::string& path, const std::string& name, TokenScope scope) {
-    if (!valid_token_name(name)) throw Error("token name '" + name + "' is not 1..64 characters of [A-Za-z0-9._-]");
-    std::string text;
-    if (std::filesystem::exists(path)) {
-        text = read_file(path);
-        const auto table = TokenTable::parse(text, "tokens file '" + path + "'");
+PreparedToken prepare_token(const std::string& path, const std::string& name, TokenScope scope) {
+    if (!valid_token_name(name)) throw Error("token name '" + printable(name) + "' is not 1..64 characters of [A-Za-z0-9._-]");
+    PreparedToken t;
+    t.path = path;
+    const std::string where = "tokens file '" + printable(path) + "'";
+    std::error_code ec;
+    t.existed = std::filesystem::exists(path, ec);
+    if (t.existed) {
+        t.read_text = read_file(path);
+        const auto table = TokenTable::parse(t.read_text, where);
         for (size_t i = 0; i < table->size(); ++i)
-            if (table->entry(i).name == name)
-                throw Error("tokens file '" + path + "': a token named '" + name + "' exists; delete its line first");
-        if (!text.empty() && text.back() != '\n') text += '\n';
+            if (table->entry(i).name == name) throw Error(where + ": a token named '" + name + "' exists; delete its line first");
+        t.new_text = t.read_text;
+        if (!t.new_text.empty() && t.new_text.back() != '\n') t.new_text += '\n';
     } else {
-        text = "# mnemo-kb access tokens: NAME SCOPE sha256:HEX (the tokens themselves are never stored)\n";
+        t.new_text = "# mnemo-kb access tokens: NAME SCOPE sha256:HEX (the tokens themselves are never stored)\n";
     }
-    const std::string token = generate_token();
-    text += name + " " + scope_name(scope) + " sha256:" + sha256_hex(token) + "\n";
-    write_file_atomically(path, text, 0600);
-    return token;
+    t.token = generate_token();
+    t.new_text += name + " " + scope_name(scope) + " sha256:" + sha256_hex(t.token) + "\n";
+    return t;
+}
+
+void commit_token(const PreparedToken& t) {
+    // Another `token new` may have rewritten the file meanwhile: writing ours would drop its line.
+    std::error_code ec;
+    const bool exists = std::filesystem::exists(t.path, ec);
+    if (exists != t.existed || (exists && read_file(t.path) != t.read_text))
+        throw Error("tokens file '" + printable(t.path) + "' changed while the token was made; nothing was added (run again)");
+    write_file_atomically(t.path, t.new_text, 0600);
+}
+
+std::string add_token(const std::string& path, const std::string& name, TokenScope scope) {
+    const PreparedToken t = prepare_token(path, name, scope);
+    commit_token(t);
+    return t.token;
 }
 
 }  // namespace mnemo::kb

@@ -62,9 +62,22 @@ private:
 // A fresh token: "mkb_" + 32 random bytes (OpenSSL RAND_bytes) in base64url, 47 characters.
 std::string generate_token();
 
-// `mnemo-kb token new`: generates a token, adds "NAME SCOPE sha256:HEX" to the file (created with
-// mode 0600 when missing) by an atomic rewrite (temporary file, fsync, rename, fsync of the
-// folder), and returns the token. Refuses a bad or duplicate name and a file that does not parse.
+// `mnemo-kb token new` in two steps, so that the token is shown before it is stored: a token
+// that was never printed (stdout on a full disk, a closed pipe) must not become valid.
+// prepare_token reads and checks the file (refuses a bad or duplicate name and a file that does
+// not parse) and draws the token; commit_token adds "NAME SCOPE sha256:HEX" to the file (created
+// with mode 0600 when missing) by an atomic rewrite (temporary file, fsync, rename, fsync of the
+// folder), and refuses when the file changed since prepare_token read it.
+struct PreparedToken {
+    std::string path;
+    std::string token;
+    bool existed = false;     // the file existed when it was read
+    std::string read_text;    // ... with this content
+    std::string new_text;     // what commit_token writes
+};
+PreparedToken prepare_token(const std::string& path, const std::string& name, TokenScope scope);
+void commit_token(const PreparedToken& t);
+// Both steps at once; returns the token.
 std::string add_token(const std::string& path, const std::string& name, TokenScope scope);
 
 // True when `name` can name a client ([A-Za-z0-9._-], 1..64 characters).

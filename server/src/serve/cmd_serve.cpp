@@ -6,28 +6,33 @@
 
 #include <cstdio>
 #include <filesystem>
-#include <fstream>
-#include <sstream>
 #include <thread>
 
 #include "app/args.hpp"
 #include "bank/bank.hpp"
 #include "commands.hpp"
 #include "mnemo/error.hpp"
-#include "serve/atomic_file.hpp"
+#include "mnemo/io/atomic_file.hpp"
+#include "mnemo/io/file_read.hpp"
+#include "mnemo/io/printable.hpp"
 #include "serve/kb_server.hpp"
 #include "serve/listen_policy.hpp"
+#include "serve/tls_key_match.hpp"
 
 namespace mnemo::kb {
 namespace {
 
+// Regular files only, size-capped (mnemo/io/file_read.hpp): a FIFO or a device given by mistake
+// is an error at once, not a server that hangs at start.
 std::string read_pem(const std::string& path, const char* what) {
-    std::ifstream in(path, std::ios::binary);
-    if (!in) throw Error(std::string(what) + " '" + path + "' cannot be read");
-    std::ostringstream s;
-    s << in.rdbuf();
-    if (s.str().find("-----BEGIN") == std::string::npos) throw Error(std::string(what) + " '" + path + "' is not PEM");
-    return s.str();
+    std::string text;
+    try {
+        text = read_file_capped(path, kMaxSmallFileBytes, what);
+    } catch (const std::exception& e) {
+        throw Error(std::string(what) + ": " + printable(e.what()));
+    }
+    if (text.find("-----BEGIN") == std::string::npos) throw Error(std::string(what) + " '" + printable(path) + "' is not PEM");
+    return text;
 }
 
 void log_to_stderr(const std::string& line) { std::fprintf(stderr, "%s\n", line.c_str()); }
@@ -80,10 +85,14 @@ int cmd_serve(int argc, char** argv) {
     if (!tls_cert.empty()) {
         o.tls_cert_pem = read_pem(tls_cert, "TLS certificate");
         o.tls_key_pem = read_pem(tls_key, "TLS key");
+        // Checked here with the file names; gRPC's own error would name neither file.
+        const std::string mismatch = tls_key_mismatch(o.tls_cert_pem, o.tls_key_pem, "--tls-cert '" + printable(tls_cert) + "'",
+                                                      "--tls-key '" + printable(tls_key) + "'");
+        if (!mismatch.empty()) throw Error(mismatch);
     }
     if (!tokens_file.empty()) {
         o.tokens = TokenTable::load(tokens_file);
-        if (o.tokens->size() == 0) throw Error("tokens file '" + tokens_file + "' holds no token (mnemo-kb token new adds one)");
+        if (o.tokens->size() == 0) throw Error("tokens file '" + printable(tokens_file) + "' holds no token (mnemo-kb token new adds one)");
     }
     o.limits.max_k = static_cast<uint32_t>(max_k);
     o.limits.max_ids_per_request = static_cast<uint32_t>(max_ids);
@@ -101,18 +110,20 @@ int cmd_serve(int argc, char** argv) {
     provider.current_version = [storage] { return Bank::current_version(*storage); };
 
     // SIGINT/SIGTERM are taken by one thread (sigwait) rather than a handler, so the shutdown
-    // runs as ordinary code. The mask is set before any gRPC thread exists, so all inherit it.
+    // runs as ordinary code. The mask is set once the bank is open, before any gRPC thread
+    // exists, so all inherit it; until then the signals keep their default action, so a start
+    // that takes long (a large bank) or gets stuck is still ended by Ctrl-C or systemd's SIGTERM.
     sigset_t stop_signals;
     sigemptyset(&stop_signals);
     sigaddset(&stop_signals, SIGINT);
     sigaddset(&stop_signals, SIGTERM);
-    pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
+    o.before_threads = [&stop_signals] { pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr); };
 
     if (!port_file.empty()) std::filesystem::remove(port_file);
     std::unique_ptr<KbServer> server = KbServer::start(std::move(provider), o);
     const std::shared_ptr<const Bank> bank = server->bank();
-    std::fprintf(stderr, "mnemo-kb serve: %s version %llu (%llu memories) on %s, port %d, %s, %s\n", bank_dir.c_str(),
-                 static_cast<unsigned long long>(bank->version()), static_cast<unsigned long long>(bank->count()), o.listen.c_str(),
+    std::fprintf(stderr, "mnemo-kb serve: %s version %llu (%llu memories) on %s, port %d, %s, %s\n", printable(bank_dir).c_str(),
+                 static_cast<unsigned long long>(bank->version()), static_cast<unsigned long long>(bank->count()), printable(o.listen).c_str(),
                  server->port(), o.insecure ? "plaintext (loopback)" : "TLS", o.tokens ? "bearer tokens" : "NO authentication");
     if (!port_file.empty()) write_file_atomically(port_file, std::to_string(server->port()) + "\n", 0644);
 

@@ -1,7 +1,9 @@
 #include "serve/kb_server.hpp"
 
 #include "mnemo/error.hpp"
+#include "mnemo/io/printable.hpp"
 #include "serve/listen_policy.hpp"
+#include "serve/tls_key_match.hpp"
 
 namespace mnemo::kb {
 
@@ -14,14 +16,19 @@ std::unique_ptr<KbServer> KbServer::start(BankProvider provider, ServeOptions o)
     choice.no_auth = o.no_auth;
     if (const std::string problem = transport_problem(choice); !problem.empty()) throw Error("serve: " + problem);
     if (choice.tls && (o.tls_cert_pem.empty() || o.tls_key_pem.empty())) throw Error("serve: TLS needs both a certificate and a key");
+    if (choice.tls) {
+        const std::string mismatch = tls_key_mismatch(o.tls_cert_pem, o.tls_key_pem, "the certificate", "the key");
+        if (!mismatch.empty()) throw Error("serve: " + mismatch);
+    }
 
     std::unique_ptr<KbServer> s(new KbServer());
     const std::string what = provider.describe;
     try {
         s->slot_ = std::make_unique<BankSlot>(std::move(provider));
     } catch (const std::exception& e) {
-        throw Error("serve: opening " + what + ": " + e.what());
+        throw Error("serve: opening " + printable(what) + ": " + e.what());
     }
+    if (o.before_threads) o.before_threads();
     ServiceConfig config;
     config.limits = o.limits;
     config.tokens = o.tokens ? o.tokens : TokenTable::anonymous();
@@ -43,7 +50,7 @@ std::unique_ptr<KbServer> KbServer::start(BankProvider provider, ServeOptions o)
     builder.RegisterService(s->service_.get());
     s->server_ = builder.BuildAndStart();
     if (!s->server_ || s->port_ == 0)
-        throw Error("serve: cannot listen on '" + o.listen + "' (address in use, not an address of this machine, or a bad certificate/key)");
+        throw Error("serve: cannot listen on '" + printable(o.listen) + "' (address in use, or not an address of this machine)");
     if (o.watch_seconds > 0) s->watcher_ = std::thread([raw = s.get(), n = o.watch_seconds] { raw->watch_loop(n); });
     return s;
 }

@@ -35,12 +35,17 @@ struct ServeOptions {
     uint32_t watch_seconds = 0;  // 0: reload only when asked (Reload)
     std::string server_version;
     std::function<void(const std::string&)> log;  // per-request lines; empty: quiet
+    // Runs once the bank is open, before gRPC starts any thread. `mnemo-kb serve` blocks SIGINT
+    // and SIGTERM there: every gRPC thread inherits the mask (the signals go to its sigwait
+    // thread), while the bank's open, however long, stays interruptible by them.
+    std::function<void()> before_threads;
 };
 
 class KbServer {
 public:
-    // Checks the options (transport_problem: mnemo::Error with its message), opens the bank,
-    // binds and starts serving. Throws mnemo::Error naming the address when it cannot bind.
+    // Checks the options (transport_problem: mnemo::Error with its message; a TLS key that is
+    // not the certificate's), opens the bank, binds and starts serving. Throws mnemo::Error
+    // naming the address when it cannot bind.
     static std::unique_ptr<KbServer> start(BankProvider provider, ServeOptions options);
     ~KbServer();
 

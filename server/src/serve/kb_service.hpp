@@ -1,12 +1,22 @@
 // The KnowledgeBase service (engine/proto/mnemo_kb.proto) on gRPC's synchronous API. Every call
 // goes through the same frame (run_call): authenticate the bearer token, take a slot of the
-// client's concurrency limit, take a reference to the current bank, check the request
-// (request_checks.hpp), answer, then count and log one line. Nothing in that frame locks: the bank
-// is an atomic shared_ptr, the limits and counters are atomics.
+// client's concurrency limit, put the call under the watchdog of the server's call-time cap,
+// read and decode the request (request_decode.hpp), check it (request_checks.hpp), answer, then
+// count and log one line. Nothing in that frame locks on the read path: the bank is an atomic
+// shared_ptr, the limits and counters are atomics.
+//
+// The methods are registered with raw byte buffers (every one as gRPC's bidirectional kind, which
+// on the wire is every kind): gRPC's own typed parse would run before the call is authenticated,
+// answer INTERNAL with an empty message to a malformed or non-UTF-8 request, and let protobuf
+// write to stderr. Clients see no difference; the generated stubs call these methods as declared.
 #pragma once
 
 #include <grpcpp/grpcpp.h>
+#include <grpcpp/impl/rpc_service_method.h>
+#include <grpcpp/support/method_handler.h>
+#include <grpcpp/support/sync_stream.h>
 
+#include <array>
 #include <chrono>
 #include <functional>
 #include <memory>
@@ -15,6 +25,8 @@
 #include "mnemo_kb.grpc.pb.h"
 #include "serve/access_tokens.hpp"
 #include "serve/bank_slot.hpp"
+#include "serve/call_watchdog.hpp"
+#include "serve/request_log.hpp"
 #include "serve/serve_counters.hpp"
 #include "serve/serve_limits.hpp"
 
@@ -28,54 +40,53 @@ struct ServiceConfig {
     std::function<void(const std::string&)> log;
 };
 
-class KbService final : public v1::KnowledgeBase::Service {
+class CallIo;
+
+class KbService final : public grpc::Service {
 public:
     KbService(BankSlot& bank, ServiceConfig config);
-
-    grpc::Status Info(grpc::ServerContext* ctx, const v1::InfoRequest* req, v1::InfoReply* reply) override;
-    grpc::Status Health(grpc::ServerContext* ctx, const v1::HealthRequest* req, v1::HealthReply* reply) override;
-    grpc::Status Retrieve(grpc::ServerContext* ctx, const v1::RetrieveRequest* req, v1::RetrieveReply* reply) override;
-    grpc::Status FetchMemories(grpc::ServerContext* ctx, const v1::FetchRequest* req,
-                               grpc::ServerWriter<v1::MemoryRecord>* writer) override;
-    grpc::Status RetrieveMemories(grpc::ServerContext* ctx, const v1::RetrieveRequest* req,
-                                  v1::RetrieveMemoriesReply* reply) override;
-    grpc::Status GetCodebook(grpc::ServerContext* ctx, const v1::CodebookRequest* req,
-                             grpc::ServerWriter<v1::CodebookChunk>* writer) override;
-    grpc::Status Reload(grpc::ServerContext* ctx, const v1::ReloadRequest* req, v1::ReloadReply* reply) override;
 
     // The Reload call's work, also run by the --watch-seconds poller: counts, logs a failure, and
     // rethrows it (the served bank stays).
     ReloadOutcome reload_bank();
     const ServeCounters& counters() const { return counters_; }
     const ServeLimits& limits() const { return config_.limits; }
+    size_t watched_calls() const { return watchdog_.watched(); }
 
-    // What one call did, for its log line and the counters.
-    struct CallNote {
-        std::string detail;  // "k=5 hits=5": counts only, never query text
-        uint64_t records = 0;
-        uint64_t bytes = 0;
-    };
+    using CallNote = kb::CallNote;
+    using RawStream = grpc::ServerReaderWriter<grpc::ByteBuffer, grpc::ByteBuffer>;
 
 private:
-    template <class Body>
-    grpc::Status run_call(KbMethod method, grpc::ServerContext* ctx, TokenScope needed, Body&& body);
+    template <class Request>
+    using Body = grpc::Status (KbService::*)(const Request&, CallIo&);
+
+    template <class Request>
+    void add_method(KbMethod method, TokenScope needed, bool unary, Body<Request> body);
+    template <class Request>
+    grpc::Status run_call(KbMethod method, grpc::ServerContext* ctx, RawStream* stream, TokenScope needed, bool unary,
+                          Body<Request> body);
     grpc::Status authenticate(grpc::ServerContext* ctx, TokenScope needed, const TokenEntry** who) const;
-    grpc::Status retrieve_into(grpc::ServerContext* ctx, const Bank& bank, const v1::RetrieveRequest& req, v1::RetrieveReply* reply,
-                               CallNote& note) const;
     void log(const std::string& line) const;
+
+    // The methods (kb_methods.cpp), each given its decoded request.
+    grpc::Status info(const v1::InfoRequest& req, CallIo& io);
+    grpc::Status health(const v1::HealthRequest& req, CallIo& io);
+    grpc::Status retrieve(const v1::RetrieveRequest& req, CallIo& io);
+    grpc::Status fetch_memories(const v1::FetchRequest& req, CallIo& io);
+    grpc::Status retrieve_memories(const v1::RetrieveRequest& req, CallIo& io);
+    grpc::Status get_codebook(const v1::CodebookRequest& req, CallIo& io);
+    grpc::Status reload(const v1::ReloadRequest& req, CallIo& io);
+    grpc::Status retrieve_into(CallIo& io, const Bank& bank, const v1::RetrieveRequest& req, v1::RetrieveReply* reply) const;
 
     BankSlot& bank_;
     ServiceConfig config_;
     ServeCounters counters_;
+    CallWatchdog watchdog_;
+    std::array<std::string, kKbMethods> paths_;  // "/mnemo.kb.v1.KnowledgeBase/Info": gRPC keeps the pointers
 };
 
 // When a call must stop: the client's deadline or the server's cap, whichever comes first.
 std::chrono::system_clock::time_point call_deadline(const grpc::ServerContext& ctx, std::chrono::system_clock::time_point start,
                                                     uint32_t max_call_seconds);
-
-// The request log line (docs/kb-protocol.md, "Logs"): UTC time, peer, client name, method,
-// status, milliseconds, the call's counts, and the error's message.
-std::string format_request_log(std::chrono::system_clock::time_point when, const std::string& peer, const std::string& client,
-                               KbMethod method, const grpc::Status& status, double ms, const KbService::CallNote& note);
 
 }  // namespace mnemo::kb

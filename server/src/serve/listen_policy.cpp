@@ -5,6 +5,8 @@
 
 #include <cstring>
 
+#include "mnemo/io/printable.hpp"
+
 namespace mnemo::kb {
 namespace {
 
@@ -23,10 +25,22 @@ bool split_host(const std::string& listen, std::string* host) {
     if (port.empty() || port.size() > 5) return false;
     for (char c : port)
         if (c < '0' || c > '9') return false;
+    if (std::stoul(port) > 65535) return false;
     return !host->empty();
 }
 
 }  // namespace
+
+std::string listen_address_problem(const std::string& listen) {
+    std::string host;
+    if (split_host(listen, &host)) return "";
+    const std::string shown = "--listen '" + printable(listen, 256) + "'";
+    const size_t colon = listen.rfind(':');
+    const std::string port = colon == std::string::npos ? "" : listen.substr(colon + 1);
+    if (port.empty() || port.find_first_not_of("0123456789") != std::string::npos || host.empty())
+        return shown + " is not HOST:PORT or [V6]:PORT (a host, then a port number; an IPv6 address goes in brackets)";
+    return shown + ": port " + printable(port, 32) + " is out of range; a port is 0..65535 (0: the system picks one)";
+}
 
 bool is_loopback_listen_address(const std::string& listen) {
     std::string host;
@@ -45,6 +59,7 @@ bool is_loopback_listen_address(const std::string& listen) {
 std::string transport_problem(const TransportChoice& c) {
     std::string host;
     if (c.listen.empty()) return "missing --listen ADDR:PORT";
+    if (std::string problem = listen_address_problem(c.listen); !problem.empty()) return problem;
     if (c.tls && c.insecure) return "--insecure and --tls-cert/--tls-key contradict each other; give one";
     if (!c.tls && !c.insecure)
         return "no TLS: give --tls-cert FILE --tls-key FILE, or --insecure to serve plaintext on a loopback address";

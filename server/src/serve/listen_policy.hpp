@@ -12,6 +12,11 @@ namespace mnemo::kb {
 // false, as is an address without a port.
 bool is_loopback_listen_address(const std::string& listen);
 
+// "" when `listen` is HOST:PORT or [V6]:PORT with a port in 0..65535 (0: the system picks one,
+// see --port-file); else a usage error naming --listen and the value. gRPC itself would take
+// "127.0.0.1:99999" and listen on port 99999 mod 65536.
+std::string listen_address_problem(const std::string& listen);
+
 struct TransportChoice {
     std::string listen;
     bool tls = false;       // --tls-cert and --tls-key given

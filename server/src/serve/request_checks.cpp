@@ -3,6 +3,7 @@
 #include <cmath>
 
 #include "bank/bank.hpp"
+#include "mnemo/io/printable.hpp"
 
 namespace mnemo::kb {
 namespace {
@@ -27,8 +28,9 @@ bool is_hex64(const std::string& s) {
 }
 
 // Hashes and versions are echoed in errors: they are public facts, and the client needs them to
-// see which side is stale. Only the first 16 digits of a hash, to keep log lines short.
-std::string short_hash(const std::string& h) { return h.size() > 16 ? h.substr(0, 16) + "..." : h; }
+// see which side is stale. Only the first 16 characters of a hash, to keep log lines short, and
+// escaped: an asked "hash" is whatever the client sent, and the error reaches the log.
+std::string short_hash(const std::string& h) { return printable(h.size() > 16 ? h.substr(0, 16) : h) + (h.size() > 16 ? "..." : ""); }
 
 // The bank version and codec a client pinned (RetrieveRequest and FetchRequest share them).
 Status check_pins(uint64_t version, const std::string& key_sha, const std::string& value_sha, const BankShape& bank) {
@@ -63,6 +65,19 @@ Status check_retrieve(const v1::RetrieveRequest& req, const BankShape& bank, con
     if (!std::isfinite(req.min_relative_score()) || req.min_relative_score() < 0 || req.min_relative_score() > 1)
         return Status(StatusCode::INVALID_ARGUMENT, "min_relative_score is " + std::to_string(req.min_relative_score()) +
                                                         "; it must be in [0, 1] (a fraction of the best hit's score; 0: no cut)");
+    if (req.text().size() > ServeLimits::kMaxTextBytes)
+        return Status(StatusCode::INVALID_ARGUMENT, "text has " + std::to_string(req.text().size()) + " bytes; this server takes at most " +
+                                                        std::to_string(ServeLimits::kMaxTextBytes) + " (a chunk's text)");
+    // decode_request already refused these; checked again so the checks hold for any request.
+    if (!is_valid_utf8(req.text())) return Status(StatusCode::INVALID_ARGUMENT, "text is not valid UTF-8");
+    if (static_cast<uint32_t>(req.filter().sources_size()) > ServeLimits::kMaxFilterSources)
+        return Status(StatusCode::INVALID_ARGUMENT, "filter.sources has " + std::to_string(req.filter().sources_size()) +
+                                                        " entries; this server takes at most " +
+                                                        std::to_string(ServeLimits::kMaxFilterSources) + " (use source_prefix for more)");
+    for (int i = 0; i < req.filter().sources_size(); ++i)
+        if (!is_valid_utf8(req.filter().sources(i)))
+            return Status(StatusCode::INVALID_ARGUMENT, "filter.sources[" + std::to_string(i) + "] is not valid UTF-8");
+    if (!is_valid_utf8(req.filter().source_prefix())) return Status(StatusCode::INVALID_ARGUMENT, "filter.source_prefix is not valid UTF-8");
     if (req.tokens_size() > 0 && !req.text().empty())
         return Status(StatusCode::INVALID_ARGUMENT, "both tokens and text were given; send at most one of them");
     if (req.vector_size() == 0 && req.tokens_size() == 0 && req.text().empty())

@@ -15,6 +15,11 @@ struct ServeLimits {
     uint32_t max_call_seconds = 60;              // a call's time on the server, whatever its deadline
     static constexpr uint32_t kMaxCodebookChunk = 4u << 20;      // CodebookRequest.chunk_bytes
     static constexpr uint32_t kDefaultCodebookChunk = 1u << 20;  // ... when it is 0
+    // Request sizes whose cost grows with the request rather than the bank: a source filter is a
+    // hash set of its sources, a text is tokenized whole before anything can stop it. A chunk's
+    // query is 64 tokens; these leave room for any honest client.
+    static constexpr uint32_t kMaxFilterSources = 1024;  // RetrieveRequest.filter.sources entries
+    static constexpr uint32_t kMaxTextBytes = 64u << 10;  // RetrieveRequest.text
 };
 
 }  // namespace mnemo::kb

@@ -49,6 +49,9 @@ public:
     // Generic: `apply` receives the value text and may throw UsageError.
     ArgParser& custom_opt(const std::string& names, const std::string& metavar, const std::string& help,
                           std::function<void(const std::string&)> apply);
+    // An old name of the option `name` (declared before), kept so scripts using it still work:
+    // not listed by --help, and each use prints one line on stderr naming the new one.
+    ArgParser& deprecated_alias(const std::string& old_name, const std::string& name);
 
     // Parse argv[first..argc). Returns false when --help was given (help already printed to stdout).
     bool parse(int argc, char** argv, int first);
@@ -60,6 +63,7 @@ public:
 private:
     struct Option {
         std::vector<std::string> names;
+        std::vector<std::string> deprecated;  // old names (deprecated_alias), not in --help
         std::string metavar;  // empty: a boolean flag
         std::string help;
         // Receives the name the user typed (for messages) and the value.

@@ -1,7 +1,7 @@
-// The token loop of every program that writes text (`mnemo run` and `mnemo chat` today): sample,
-// stream the text through the UTF-8 decoder and the stop-string matcher, feed the token back,
-// until end-of-sequence, a stop string, the token limit, a full context or the cancel flag
-// (Ctrl-C in the CLI). The text goes to a callback, so a terminal and a window use the same loop.
+// The token loop of every program that writes text (`mnemo run`, `chat`, `ask`, `eval`, and
+// mnemo-chat): sample, stream the text through the UTF-8 decoder and the stop-string matcher,
+// feed the token back, until end-of-sequence, a stop string, the token limit, a full context or
+// the cancel flag (Ctrl-C in the CLI). The text goes to a callback, so a terminal and a window use the same loop.
 #pragma once
 
 #include <atomic>
@@ -26,17 +26,24 @@ struct GenerateResult {
 };
 
 struct GenerateRequest {
-    Session* session = nullptr;
-    const Tokenizer* tokenizer = nullptr;
-    Sampler* sampler = nullptr;
+    // What every caller has: the session and its tokenizer, the sampler, the tokens in the
+    // sequence's cache, and the cancel flag (nullptr: none). Callers then set only what differs:
+    // the first logits, stop strings, the token limit, where the text goes.
+    GenerateRequest(Session& session, const Tokenizer& tokenizer, Sampler& sampler, std::vector<int32_t>& fed,
+                    const std::atomic<bool>* cancel)
+        : session(&session), tokenizer(&tokenizer), sampler(&sampler), fed(&fed), cancel(cancel) {}
+
+    Session* session;
+    const Tokenizer* tokenizer;
+    Sampler* sampler;
     int32_t seq = 0;
     // Tokens in the sequence's cache; grows with every token fed back. Also the history for the
     // repetition penalty.
-    std::vector<int32_t>* fed = nullptr;
+    std::vector<int32_t>* fed;
     const float* first_logits = nullptr;  // logits after the last token of *fed
     std::vector<std::string> stop_strings;
     int32_t max_tokens = -1;  // < 0: until the context is full
-    const std::atomic<bool>* cancel = nullptr;
+    const std::atomic<bool>* cancel;
     std::function<void(const std::string&)> emit;  // called with each piece of visible text
 };
 

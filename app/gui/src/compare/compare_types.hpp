@@ -16,7 +16,7 @@ struct CompareRequest {
     QStringList backends;  // "cpu", "vulkan", "vulkan:1" (mnemo::parse_backend_spec)
     int steps = 16;        // greedy tokens per backend, one compared logit row each
     int threads = 0;       // 0: each backend's choice
-    int minBackends = 2;   // a comparison needs two; the Auto device benchmark also runs on one
+    int minBackends = 2;   // a comparison needs two; the Fastest device benchmark also runs on one
 };
 
 struct OpTime {
@@ -36,11 +36,11 @@ struct CompareColumn {
     QList<OpTime> opTimes;         // every category, in op_categories() order
     quint64 peakBytes = 0;         // the most bytes allocated through the device at once
     quint64 residentBytes = 0;     // of which host memory used in place (mmapped weights)
-    double maxAbsDlogit = 0.0;     // over all steps, against the reference (0 for the reference)
-    int divergenceStep = -1;       // the first step whose greedy token differs from the reference's; -1: none
-    double divergenceMargin = 0.0; // the reference's logit of its token minus its logit of this one's
+    double maxAbsDlogit = 0.0;     // over all steps, against the reference backend (0 for itself)
+    int divergenceStep = -1;       // the first step whose greedy token differs from the reference backend's; -1: none
+    double divergenceMargin = 0.0; // the reference backend's logit of its token minus its logit of this one's
     QString divergenceToken;       // this backend's token at that step, decoded
-    QString referenceToken;        // the reference's token at that step, decoded
+    QString referenceToken;        // the reference backend's token at that step, decoded
     QString text;                  // this backend's greedy tokens, decoded
 
     bool ok() const { return error.isEmpty(); }

@@ -1,4 +1,4 @@
-// A conversation as the app keeps it: messages with what each answer measured and recalled.
+// A conversation as the app keeps it: messages with what each answer measured and retrieved.
 // It is what ConversationModel shows, ConversationStore saves (conversation_json) and the
 // exports write (conversation_export).
 #pragma once
@@ -24,7 +24,7 @@ struct Message {
     int tokens = 0;
     double tokensPerSecond = 0.0;
     double firstTokenSeconds = 0.0;
-    QList<Recall> recalls;
+    QList<RetrievedReference> references;  // what the answer read, chunk by chunk
 };
 
 struct Conversation {

@@ -1,7 +1,6 @@
 #include "conversation/conversation_export.hpp"
 
-#include <QSaveFile>
-
+#include "conversation/atomic_write.hpp"
 #include "conversation/conversation_json.hpp"
 
 namespace mnemo::gui {
@@ -17,10 +16,10 @@ QString conversationToMarkdown(const Conversation& c) {
         if (!answer) continue;
         if (!m.error.isEmpty()) md += QStringLiteral("> Failed: %1\n\n").arg(m.error);
         if (!m.notice.isEmpty()) md += QStringLiteral("> Note: %1\n\n").arg(m.notice);
-        if (!m.recalls.isEmpty()) {
+        if (!m.references.isEmpty()) {
             md += QStringLiteral("References read:\n\n");
-            for (const Recall& r : m.recalls)
-                md += QStringLiteral("- chunk %1, memory #%2: %3\n").arg(r.chunk).arg(r.id).arg(r.text.simplified());
+            for (const RetrievedReference& r : m.references)
+                md += QStringLiteral("- chunk %1, memory #%2: %3\n").arg(r.chunk).arg(r.id).arg(QString::fromStdString(r.text).simplified());
             md += QLatin1Char('\n');
         }
         if (m.tokens > 0)
@@ -38,11 +37,7 @@ QString exportConversation(const Conversation& c, const QString& path, const QSt
     if (format == QLatin1String("markdown")) bytes = conversationToMarkdown(c).toUtf8();
     else if (format == QLatin1String("json")) bytes = conversationToBytes(c);
     else return QStringLiteral("unknown export format '%1' (expected markdown or json)").arg(format);
-    QSaveFile f(path);
-    if (!f.open(QIODevice::WriteOnly)) return QStringLiteral("cannot write '%1': %2").arg(path, f.errorString());
-    f.write(bytes);
-    if (!f.commit()) return QStringLiteral("cannot write '%1': %2").arg(path, f.errorString());
-    return {};
+    return writeFileAtomically(path, bytes);
 }
 
 }  // namespace mnemo::gui

@@ -8,23 +8,23 @@ namespace mnemo::gui {
 
 namespace {
 
-QJsonObject recallToJson(const Recall& r) {
-    QJsonObject o{{"chunk", r.chunk}, {"id", static_cast<qint64>(r.id)}, {"text", r.text}};
-    if (!r.title.isEmpty()) o.insert("title", r.title);
-    if (!r.source.isEmpty()) o.insert("source", r.source);
-    if (r.hasScore) o.insert("score", r.score);
+QJsonObject referenceToJson(const RetrievedReference& r) {
+    QJsonObject o{{"chunk", r.chunk}, {"id", static_cast<qint64>(r.id)}, {"text", QString::fromStdString(r.text)}};
+    if (!r.title.empty()) o.insert("title", QString::fromStdString(r.title));
+    if (!r.source.empty()) o.insert("source", QString::fromStdString(r.source));
+    if (r.has_score) o.insert("score", static_cast<double>(r.score));
     return o;
 }
 
-Recall recallFromJson(const QJsonObject& o) {
-    Recall r;
+RetrievedReference referenceFromJson(const QJsonObject& o) {
+    RetrievedReference r;
     r.chunk = o.value("chunk").toInt();
-    r.id = static_cast<quint32>(o.value("id").toInteger());
-    r.text = o.value("text").toString();
-    r.title = o.value("title").toString();
-    r.source = o.value("source").toString();
-    r.hasScore = o.contains("score");
-    r.score = o.value("score").toDouble();
+    r.id = static_cast<uint32_t>(o.value("id").toInteger());
+    r.text = o.value("text").toString().toStdString();
+    r.title = o.value("title").toString().toStdString();
+    r.source = o.value("source").toString().toStdString();
+    r.has_score = o.contains("score");
+    r.score = static_cast<float>(o.value("score").toDouble());
     return r;
 }
 
@@ -38,9 +38,9 @@ QJsonObject messageToJson(const Message& m) {
         o.insert("tokens", m.tokens);
         o.insert("tokens_per_second", m.tokensPerSecond);
         o.insert("first_token_seconds", m.firstTokenSeconds);
-        QJsonArray recalls;
-        for (const Recall& r : m.recalls) recalls.append(recallToJson(r));
-        o.insert("references", recalls);
+        QJsonArray references;
+        for (const RetrievedReference& r : m.references) references.append(referenceToJson(r));
+        o.insert("references", references);
     }
     return o;
 }
@@ -112,7 +112,7 @@ std::optional<Conversation> conversationFromBytes(const QByteArray& bytes, ReadP
         msg.tokens = m.value("tokens").toInt();
         msg.tokensPerSecond = m.value("tokens_per_second").toDouble();
         msg.firstTokenSeconds = m.value("first_token_seconds").toDouble();
-        for (const QJsonValue& r : m.value("references").toArray()) msg.recalls.push_back(recallFromJson(r.toObject()));
+        for (const QJsonValue& r : m.value("references").toArray()) msg.references.push_back(referenceFromJson(r.toObject()));
         c.messages.push_back(std::move(msg));
     }
     return c;

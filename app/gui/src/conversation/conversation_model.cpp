@@ -2,6 +2,8 @@
 
 #include <QVariantMap>
 
+#include "conversation/markdown_html.hpp"
+
 namespace mnemo::gui {
 
 ConversationModel::ConversationModel(QObject* parent) : QAbstractListModel(parent) {}
@@ -20,15 +22,20 @@ QVariant ConversationModel::data(const QModelIndex& index, int role) const {
         case ErrorRole: return m.error;
         case DeviceRole: return m.device;
         case NoticeRole: return m.notice;
+        case HtmlRole: return markdownToHtml(m.text);
         case TokensRole: return m.tokens;
         case TokensPerSecondRole: return m.tokensPerSecond;
         case FirstTokenMsRole: return m.firstTokenSeconds * 1000.0;
-        case ReferenceCountRole: return static_cast<int>(m.recalls.size());
+        case ReferenceCountRole: return static_cast<int>(m.references.size());
         case ReferencesRole: {
             QVariantList list;
-            for (const Recall& r : m.recalls)
-                list.push_back(QVariantMap{{"chunk", r.chunk}, {"id", r.id}, {"text", r.text}, {"title", r.title},
-                                           {"source", r.source}, {"score", r.hasScore ? QVariant(r.score) : QVariant()}});
+            for (const RetrievedReference& r : m.references)
+                list.push_back(QVariantMap{{"chunk", r.chunk},
+                                           {"id", r.id},
+                                           {"text", QString::fromStdString(r.text)},
+                                           {"title", QString::fromStdString(r.title)},
+                                           {"source", QString::fromStdString(r.source)},
+                                           {"score", r.has_score ? QVariant(static_cast<double>(r.score)) : QVariant()}});
             return list;
         }
         default: return {};
@@ -41,7 +48,7 @@ QHash<int, QByteArray> ConversationModel::roleNames() const {
             {ErrorRole, "error"},         {DeviceRole, "device"}, {NoticeRole, "notice"},
             {TokensRole, "tokens"},       {TokensPerSecondRole, "tokensPerSecond"},
             {FirstTokenMsRole, "firstTokenMs"}, {ReferencesRole, "references"},
-            {ReferenceCountRole, "referenceCount"}};
+            {ReferenceCountRole, "referenceCount"}, {HtmlRole, "html"}};
 }
 
 void ConversationModel::setMessages(const QList<Message>& messages) {
@@ -64,7 +71,7 @@ void ConversationModel::appendText(int row, const QString& piece) {
     if (row < 0 || row >= count()) return;
     messages_[row].text += piece;
     const QModelIndex i = index(row);
-    Q_EMIT dataChanged(i, i, {TextRole});
+    Q_EMIT dataChanged(i, i, {TextRole, HtmlRole});
 }
 
 void ConversationModel::replace(int row, const Message& m) {

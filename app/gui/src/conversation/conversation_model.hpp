@@ -26,6 +26,7 @@ public:
         ReferencesRole,       // a list of {chunk, id, text, title, source, score}
         ReferenceCountRole,
         NoticeRole,           // why memories were missing (Message::notice)
+        HtmlRole,             // the text's Markdown as HTML, without raw HTML or images (markdown_html.hpp)
     };
 
     explicit ConversationModel(QObject* parent = nullptr);

@@ -3,11 +3,12 @@
 #include <QDir>
 #include <QFile>
 #include <QFileInfo>
-#include <QSaveFile>
 #include <algorithm>
 
+#include "conversation/atomic_write.hpp"
 #include "conversation/conversation_export.hpp"
 #include "conversation/conversation_json.hpp"
+#include "mnemo/io/file_read.hpp"
 
 namespace mnemo::gui {
 
@@ -52,16 +53,24 @@ void ConversationStore::reload() {
     const int noticesBefore = static_cast<int>(notices_.size());
     QDir dir(folder_);
     if (!dir.exists() && !QDir().mkpath(folder_)) notices_ << QStringLiteral("cannot create the folder %1").arg(folder_);
-    for (const QString& name : dir.entryList({QStringLiteral("*.json")}, QDir::Files, QDir::Name)) {
+    // QDir::System too: a FIFO, a device node or a dangling symlink named *.json is reported, not
+    // silently skipped.
+    for (const QString& name : dir.entryList({QStringLiteral("*.json")}, QDir::Files | QDir::System, QDir::Name)) {
         const QString path = dir.filePath(name);
-        QFile f(path);
-        if (!f.open(QIODevice::ReadOnly)) {
-            notices_ << QStringLiteral("%1: cannot be read (%2); left as it is").arg(path, f.errorString());
+        QByteArray bytes;
+        try {
+            // Through the engine's capped reader: a symlink to /dev/zero or a FIFO never blocks or
+            // fills memory, and a file over the cap is refused before a byte is buffered.
+            const std::string text = read_file_capped(QFile::encodeName(path).toStdString(), kMaxDocumentFileBytes, "conversation");
+            bytes = QByteArray(text.data(), static_cast<qsizetype>(text.size()));
+        } catch (const std::exception& e) {
+            // Not renamed aside: it is not a conversation that went wrong, and a FIFO or a link
+            // someone made on purpose stays theirs.
+            notices_ << QStringLiteral("%1; left as it is and not listed").arg(QString::fromLocal8Bit(e.what()));
             continue;
         }
         ReadProblem problem;
-        std::optional<Conversation> c = conversationFromBytes(f.readAll(), &problem);
-        f.close();
+        std::optional<Conversation> c = conversationFromBytes(bytes, &problem);
         if (c && pathOf(c->id) != path) {
             c.reset();
             problem.reason = QStringLiteral("its id does not match its file name");
@@ -78,6 +87,12 @@ void ConversationStore::reload() {
     if (notices_.size() != noticesBefore) Q_EMIT noticesChanged();
 }
 
+void ConversationStore::clearNotices() {
+    if (notices_.isEmpty()) return;
+    notices_.clear();
+    Q_EMIT noticesChanged();
+}
+
 std::optional<Conversation> ConversationStore::find(const QString& id) const {
     for (const Conversation& c : all_)
         if (c.id == id) return c;
@@ -87,10 +102,8 @@ std::optional<Conversation> ConversationStore::find(const QString& id) const {
 QString ConversationStore::save(const Conversation& c) {
     if (c.id.isEmpty()) return QStringLiteral("a conversation without an id cannot be saved");
     if (!QDir().mkpath(folder_)) return QStringLiteral("cannot create the folder %1").arg(folder_);
-    QSaveFile f(pathOf(c.id));
-    if (!f.open(QIODevice::WriteOnly)) return QStringLiteral("cannot write %1: %2").arg(f.fileName(), f.errorString());
-    f.write(conversationToBytes(c));
-    if (!f.commit()) return QStringLiteral("cannot write %1: %2").arg(f.fileName(), f.errorString());
+    const QString why = writeFileAtomically(pathOf(c.id), conversationToBytes(c));
+    if (!why.isEmpty()) return why;
     beginResetModel();
     auto it = std::find_if(all_.begin(), all_.end(), [&](const Conversation& x) { return x.id == c.id; });
     if (it != all_.end()) *it = c;

@@ -33,6 +33,7 @@ public:
     // Reads every <id>.json of the folder (the folder is made when missing).
     void reload();
     QStringList notices() const { return notices_; }
+    void clearNotices();
 
     std::optional<Conversation> find(const QString& id) const;
     // Saves (adds or replaces) a conversation; returns the reason on failure, else "".

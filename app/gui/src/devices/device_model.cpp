@@ -8,8 +8,8 @@ namespace mnemo::gui {
 
 namespace {
 
-const QLatin1String kAutoDetail("the fastest device that fits, measured by a short benchmark of the loaded model on each device "
-                                "(cached per model and device list)");
+const QLatin1String kFastestDetail("the fastest device that fits, measured by a short benchmark of the loaded model on each device "
+                                   "(cached per model and device list)");
 
 template <size_t N>
 QString cField(const char (&a)[N]) {
@@ -39,7 +39,7 @@ QString typeName(int32_t t) {
 DeviceModel::DeviceModel(QObject* parent) : DeviceModel(BackendRegistry::global(), parent) {}
 
 DeviceModel::DeviceModel(const BackendRegistry& registry, QObject* parent) : QAbstractListModel(parent) {
-    rows_.push_back({QStringLiteral("Auto"), kAutoDetail, QString(), 0, true, true});
+    rows_.push_back({QStringLiteral("Fastest (measured)"), kFastestDetail, QString(), 0, true, true});
     const std::vector<DeviceEntry> devices = registry.devices();
     std::vector<const DeviceEntry*> shown;
     for (const BackendModule& m : registry.modules()) {
@@ -83,15 +83,15 @@ DeviceModel::DeviceModel(const BackendRegistry& registry, QObject* parent) : QAb
                              QString(), 0, false});
 }
 
-void DeviceModel::setAutoDetail(const QString& detail) {
-    rows_[kAutoRow].detail = detail.isEmpty() ? QString(kAutoDetail) : detail;
-    Q_EMIT dataChanged(index(kAutoRow), index(kAutoRow), {DetailRole});
+void DeviceModel::setFastestDetail(const QString& detail) {
+    rows_[kFastestRow].detail = detail.isEmpty() ? QString(kFastestDetail) : detail;
+    Q_EMIT dataChanged(index(kFastestRow), index(kFastestRow), {DetailRole});
 }
 
 QList<DeviceRow> DeviceModel::choosable() const {
     QList<DeviceRow> out;
     for (const DeviceRow& r : rows_)
-        if (r.enabled && !r.isAuto) out << r;
+        if (r.enabled && !r.isFastest) out << r;
     return out;
 }
 

@@ -1,4 +1,4 @@
-// The device picker's rows: Auto, then every device of every backend module found, as
+// The device picker's rows: Fastest (measured), then every device of every backend module found, as
 // `mnemo devices` lists them (a GPU reached through two backends points back to its first row),
 // and a disabled row with the reason for each backend without a device, each module that failed
 // to load, and each known backend that is not there at all.
@@ -14,10 +14,10 @@ namespace mnemo::gui {
 struct DeviceRow {
     QString label;    // "Vulkan 0: llvmpipe (LLVM 15.0.6, 256 bits)"
     QString detail;   // "cpu device, 2.00 GiB" or the reason it cannot be chosen
-    QString backend;  // "" for Auto and for rows that cannot be chosen
+    QString backend;  // "" for Fastest and for rows that cannot be chosen
     int device = 0;
     bool enabled = false;
-    bool isAuto = false;  // the first row: the fastest device that fits, measured
+    bool isFastest = false;  // the first row: the fastest device that fits, measured
 };
 
 class DeviceModel : public QAbstractListModel {
@@ -37,10 +37,10 @@ public:
     // The row of an enabled device, or -1.
     Q_INVOKABLE int rowOf(const QString& backend, int device) const;
     Q_INVOKABLE bool isEnabled(int row) const { return row >= 0 && row < rows_.size() && rows_.at(row).enabled; }
-    static constexpr int kAutoRow = 0;
-    // The Auto row's detail: what it chose and the figures it measured.
-    void setAutoDetail(const QString& detail);
-    // Every device that can be chosen (not Auto), in the picker's order, for the Auto benchmark.
+    static constexpr int kFastestRow = 0;
+    // The Fastest row's detail: what it chose and the figures it measured.
+    void setFastestDetail(const QString& detail);
+    // Every device that can be chosen (not Fastest), in the picker's order, for the Fastest benchmark.
     QList<DeviceRow> choosable() const;
 
 private:

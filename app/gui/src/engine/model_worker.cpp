@@ -6,10 +6,10 @@
 
 #include "app/generate.hpp"
 #include "engine/chat_tokens.hpp"
-#include "engine/recall_recorder.hpp"
 #include "mnemo/error.hpp"
+#include "mnemo/kb/kb_source.hpp"
 #include "mnemo/memory/memory_folder.hpp"
-#include "mnemo/memory/remote_memory.hpp"
+#include "mnemo/memory/retrieval_recorder.hpp"
 #include "mnemo/memory/retrieval_settings.hpp"
 #include "mnemo/session/sampling.hpp"
 
@@ -88,24 +88,27 @@ void ModelWorker::load(quint64 id, LoadRequest request) {
             rethrowWithContext(e, dir, "loading model '" + dir + "' on " + backend + ":" + std::to_string(request.device));
         }
 
-        std::shared_ptr<RecallRecorder> recorder;
-        KnowledgeStatus knowledge;
+        std::shared_ptr<MemorySource> source;
+        KbStatus kb;
         if (!request.memoryFolder.isEmpty() && !request.kbUrl.isEmpty())
             throw Error("a memory folder and a knowledge server both give memories: choose one");
         if (!request.kbUrl.isEmpty()) {
-            recorder = connectKnowledgeServer(*session, request, knowledge);
-            if (recorder) session->set_memory_source(recorder);
+            source = connectKb(*session, request, kb);
         } else if (!request.memoryFolder.isEmpty()) {
             const std::string folder = utf8(request.memoryFolder);
             if (!session->reads_memories())
                 throw Error("memory folder '" + folder + "': model '" + dir + "' (" + session->summary().model_type +
                             ") does not read explicit memories");
-            auto source = std::make_shared<FolderMemorySource>(folder, memory_folder_model(*session),
-                                                               retrieval_mode_from_name(utf8(request.retrieval)),
-                                                               recommended_retrieval(dir).min_relative_score);
-            recorder = std::make_shared<RecallRecorder>(std::move(source));
+            source = std::make_shared<FolderMemorySource>(folder, memory_folder_model(*session),
+                                                          retrieval_mode_from_name(utf8(request.retrieval)),
+                                                          recommended_retrieval(dir).min_relative_score);
+            kb = {KbState::Folder, request.memoryFolder, QString::fromStdString(source->describe()), 0, 0};
+        }
+        // What each chunk retrieves is noted on the way through, for the references panel.
+        std::shared_ptr<RetrievalRecorder> recorder;
+        if (source) {
+            recorder = std::make_shared<RetrievalRecorder>(std::move(source));
             session->set_memory_source(recorder);
-            knowledge = {KnowledgeState::Folder, request.memoryFolder, QString::fromStdString(recorder->describe()), 0, 0};
         }
         session->set_cancel_flag(cancellation_.flag());
 
@@ -123,7 +126,7 @@ void ModelWorker::load(quint64 id, LoadRequest request) {
         info.kbUrl = request.kbUrl;
         info.kbTokenFile = request.kbTokenFile;
         info.kbCaFile = request.kbCaFile;
-        info.knowledge = knowledge;
+        info.kb = kb;
         info.memories = recorder ? QString::fromStdString(recorder->describe()) : QString();
         info.totalParams = s.n_params;
         info.activatedParams = s.activated_params;
@@ -144,58 +147,57 @@ void ModelWorker::load(quint64 id, LoadRequest request) {
     }
 }
 
-std::shared_ptr<RecallRecorder> ModelWorker::connectKnowledgeServer(Session& session, const LoadRequest& request,
-                                                                    KnowledgeStatus& status) {
+std::shared_ptr<KbSource> ModelWorker::connectKb(Session& session, const LoadRequest& request, KbStatus& status) {
     status.where = request.kbUrl;
     if (!session.reads_memories()) {
-        status.state = KnowledgeState::Refused;
+        status.state = KbState::Refused;
         status.message = QStringLiteral("model '%1' (%2) does not read explicit memories")
                              .arg(request.modelDir, QString::fromStdString(session.summary().model_type));
         return nullptr;
     }
     try {
-        RemoteMemoryOptions o;
+        KbSourceOptions o;
         o.url = utf8(request.kbUrl);
-        if (!request.kbTokenFile.isEmpty()) o.token = read_knowledge_server_token(utf8(request.kbTokenFile));
+        if (!request.kbTokenFile.isEmpty()) o.token = read_kb_token(utf8(request.kbTokenFile));
         o.ca_file = utf8(request.kbCaFile);
-        o.retrieval = remote_retrieval_from_name(utf8(request.retrieval));
+        o.retrieval = kb_retrieval_from_name(utf8(request.retrieval));
         // The model's own cut (generation_config.json "mnemo_retrieval"): the GUI has no control for it yet.
         o.min_relative_score = recommended_retrieval(session.summary().model_dir).min_relative_score;
         o.connect_timeout_ms = o.call_timeout_ms = request.kbTimeoutMs;
         // An outage, a recovery or a new bank while generating: called on the session's thread or
         // the prefetch worker, so it only queues a signal.
-        o.warn = [this](const std::string& w) { Q_EMIT knowledgeWarning(QString::fromStdString(w)); };
-        std::shared_ptr<RemoteMemorySource> remote = connect_knowledge_server(o, memory_folder_model(session));
-        status.state = KnowledgeState::Connected;
-        status.message = QString::fromStdString(remote->describe());
-        status.bankVersion = remote->status().bank_version;
-        return std::make_shared<RecallRecorder>(std::move(remote));
+        o.warn = [this](const std::string& w) { Q_EMIT kbWarning(QString::fromStdString(w)); };
+        std::shared_ptr<KbSource> kb = connect_kb(o, memory_folder_model(session));
+        status.state = KbState::Connected;
+        status.message = QString::fromStdString(kb->describe());
+        status.bankVersion = kb->status().bank_version;
+        return kb;
     } catch (const std::exception& e) {
         // Not a failed load: the model answers without memories, and the status says why.
         status.message = QString::fromUtf8(e.what());
-        status.state = knowledgeStateOfError(status.message);
+        status.state = kbStateOfError(status.message);
         return nullptr;
     }
 }
 
-KnowledgeStatus ModelWorker::knowledgeNow() const {
-    KnowledgeStatus k = info_.knowledge;
-    const RemoteMemorySource* remote = recorder_ ? recorder_->remote() : nullptr;
-    if (!remote) return k;
-    const RemoteMemoryStatus s = remote->status();
+KbStatus ModelWorker::kbNow() const {
+    KbStatus k = info_.kb;
+    const KbSource* kb = recorder_ ? recorder_->kb() : nullptr;
+    if (!kb) return k;
+    const KbSourceStatus s = kb->status();
     k.bankVersion = s.bank_version;
     k.failedChunks = s.failures + s.skipped;
     switch (s.state) {
-        case RemoteState::Connected:
-            k.state = KnowledgeState::Connected;
-            k.message = QString::fromStdString(remote->describe());
+        case KbSourceState::Connected:
+            k.state = KbState::Connected;
+            k.message = QString::fromStdString(kb->describe());
             break;
-        case RemoteState::Unavailable:
+        case KbSourceState::Unavailable:
             k.message = QString::fromStdString(s.last_error);
-            k.state = knowledgeStateOfError(k.message);
+            k.state = kbStateOfError(k.message);
             break;
-        case RemoteState::Incompatible:
-            k.state = KnowledgeState::Refused;
+        case KbSourceState::Incompatible:
+            k.state = KbState::Refused;
             k.message = QString::fromStdString(s.last_error);
             break;
     }
@@ -249,9 +251,9 @@ void ModelWorker::generate(quint64 id, QList<ChatTurn> turns, SamplingSettings s
         if (static_cast<int64_t>(target.size()) >= session_->n_ctx())
             throw Error("the conversation has " + std::to_string(target.size()) + " tokens but the context holds " +
                         std::to_string(session_->n_ctx()) + ": start a new conversation or edit an earlier message");
-        if (recorder_) recorder_->take();  // forget what an earlier, failed request recalled
-        const RemoteMemorySource* remote = recorder_ ? recorder_->remote() : nullptr;
-        const RemoteMemoryStatus before = remote ? remote->status() : RemoteMemoryStatus{};
+        if (recorder_) recorder_->take(0);  // forget what an earlier, failed request retrieved
+        const KbSource* kb = recorder_ ? recorder_->kb() : nullptr;
+        const KbSourceStatus before = kb ? kb->status() : KbSourceStatus{};
 
         SamplingParams p;
         p.temperature = settings.temperature;
@@ -266,15 +268,10 @@ void ModelWorker::generate(quint64 id, QList<ChatTurn> turns, SamplingSettings s
         bool first = true;
         try {
             const float* logits = syncCache(target);
-            app::GenerateRequest req;
-            req.session = session_.get();
-            req.tokenizer = tokenizer_.get();
-            req.sampler = &sampler;
-            req.fed = &fed_;
+            app::GenerateRequest req(*session_, *tokenizer_, sampler, fed_, cancellation_.flag());
             req.first_logits = logits;
             req.stop_strings = template_.stop_strings;
             req.max_tokens = settings.maxTokens;
-            req.cancel = cancellation_.flag();
             req.emit = [&](const std::string& piece) {
                 if (first) {
                     result.firstTokenSeconds = static_cast<double>(clock.nsecsElapsed()) * 1e-9;
@@ -295,19 +292,22 @@ void ModelWorker::generate(quint64 id, QList<ChatTurn> turns, SamplingSettings s
         result.tokensPerSecond = r.seconds > 0 ? r.n_generated / r.seconds : 0.0;
         result.contextUsed = static_cast<int>(fed_.size());
         result.device = info_.deviceText();
-        if (recorder_) result.recalls = recorder_->take();
-        result.knowledge = knowledgeNow();
-        if (info_.knowledge.missing()) {
+        if (recorder_) {
+            const std::vector<RetrievedReference> read = recorder_->take(0);
+            result.references = QList<RetrievedReference>(read.begin(), read.end());
+        }
+        result.kb = kbNow();
+        if (info_.kb.missing()) {
             // The server was asked for at load and could not be used: every answer says so.
-            result.knowledgeNotice = QStringLiteral("Answered without memories: %1").arg(knowledgeStatusText(info_.knowledge));
-        } else if (remote) {
-            const RemoteMemoryStatus d = remote->status().since(before);
+            result.kbNotice = QStringLiteral("Answered without memories: %1").arg(kbStatusText(info_.kb));
+        } else if (kb) {
+            const KbSourceStatus d = kb->status().since(before);
             const uint64_t missed = d.failures + d.skipped;
             if (missed > 0)
-                result.knowledgeNotice = QStringLiteral("%1 of %2 chunks got no memories: the knowledge server %3 did not answer (%4)")
-                                             .arg(missed)
-                                             .arg(d.retrievals)
-                                             .arg(info_.kbUrl, QString::fromStdString(d.last_error));
+                result.kbNotice = QStringLiteral("%1 of %2 chunks got no memories: the knowledge server %3 did not answer (%4)")
+                                      .arg(missed)
+                                      .arg(d.retrievals)
+                                      .arg(info_.kbUrl, QString::fromStdString(d.last_error));
         }
         Q_EMIT generationFinished(id, result);
     } catch (const std::exception& e) {

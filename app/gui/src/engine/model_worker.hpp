@@ -22,9 +22,12 @@
 #include "mnemo/session/session.hpp"
 #include "mnemo/tokenizer/tokenizer.hpp"
 
-namespace mnemo::gui {
+namespace mnemo {
+class KbSource;
+class RetrievalRecorder;
+}  // namespace mnemo
 
-class RecallRecorder;
+namespace mnemo::gui {
 
 class ModelWorker : public QObject {
     Q_OBJECT
@@ -52,7 +55,7 @@ Q_SIGNALS:
     void generationFinished(quint64 id, mnemo::gui::GenerationResult result);
     void generationFailed(quint64 id, QString reason);
     // The knowledge server stopped answering, answers again, or serves a new bank (any thread).
-    void knowledgeWarning(QString message);
+    void kbWarning(QString message);
 
 private:
     std::vector<int32_t> renderTokens(const QList<ChatTurn>& turns) const;
@@ -60,13 +63,13 @@ private:
     void forgetCacheIfInconsistent();
     // Connects to the request's knowledge server for `session`; nullptr (and `status` saying
     // why) when it cannot: the model then answers without memories.
-    std::shared_ptr<RecallRecorder> connectKnowledgeServer(Session& session, const LoadRequest& request, KnowledgeStatus& status);
-    KnowledgeStatus knowledgeNow() const;  // the source's state as it is now
+    std::shared_ptr<KbSource> connectKb(Session& session, const LoadRequest& request, KbStatus& status);
+    KbStatus kbNow() const;  // the source's state as it is now
 
     std::unique_ptr<Session> session_;
     std::unique_ptr<Tokenizer> tokenizer_;
     ChatTemplate template_;
-    std::shared_ptr<RecallRecorder> recorder_;
+    std::shared_ptr<RetrievalRecorder> recorder_;  // in front of the memory source, if any
     ModelInfo info_;
     std::vector<int32_t> fed_;  // tokens in the KV cache of sequence 0
 

@@ -22,9 +22,8 @@ void registerWorkerTypes() {
     qRegisterMetaType<SamplingSettings>();
     qRegisterMetaType<ChatTurn>();
     qRegisterMetaType<QList<ChatTurn>>();
-    qRegisterMetaType<Recall>();
     qRegisterMetaType<GenerationResult>();
-    qRegisterMetaType<KnowledgeStatus>();
+    qRegisterMetaType<KbStatus>();
 }
 
 }  // namespace mnemo::gui

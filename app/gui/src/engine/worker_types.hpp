@@ -6,7 +6,8 @@
 #include <QMetaType>
 #include <QString>
 
-#include "engine/knowledge_status.hpp"
+#include "engine/kb_status.hpp"
+#include "mnemo/memory/explicit_memory.hpp"
 
 namespace mnemo::gui {
 
@@ -44,7 +45,7 @@ struct ModelInfo {
     QString kbUrl;              // as requested (kept by a reload on another device)
     QString kbTokenFile;
     QString kbCaFile;
-    KnowledgeStatus knowledge;  // where memories come from, and whether that works
+    KbStatus kb;                // where memories come from, and whether that works
     qint64 totalParams = 0;
     qint64 activatedParams = 0;
     quint64 bytesPerToken = 0;  // weight bytes one decode step reads
@@ -69,18 +70,6 @@ struct ChatTurn {
     QString text;
 };
 
-// One explicit memory an answer read, with the chunk (64 tokens of the conversation) that
-// retrieved it.
-struct Recall {
-    int chunk = 0;
-    quint32 id = 0;
-    QString text;
-    QString title;
-    QString source;
-    double score = 0.0;  // the knowledge server's; 0 for a memory folder (it reports none)
-    bool hasScore = false;
-};
-
 enum class FinishReason { EndOfTurn, Limit, ContextFull, Stopped };
 
 struct GenerationResult {
@@ -92,10 +81,12 @@ struct GenerationResult {
     double tokensPerSecond = 0.0;   // generated tokens over the time after the first one
     int contextUsed = 0;            // tokens in the KV cache afterwards
     QString device;                 // where it ran: "cpu:0 AMD EPYC"
-    QList<Recall> recalls;
+    // The retrieved references the answer read, chunk by chunk (chunks of 64 tokens of the
+    // conversation, numbered from 1): the engine's own type (mnemo/memory/explicit_memory.hpp).
+    QList<RetrievedReference> references;
     // Why this answer was written without (some of) its memories; empty when none were missing.
-    QString knowledgeNotice;
-    KnowledgeStatus knowledge;  // the source's state after the answer
+    QString kbNotice;
+    KbStatus kb;  // the source's state after the answer
 };
 
 QString finishReasonText(FinishReason r);
@@ -109,5 +100,4 @@ Q_DECLARE_METATYPE(mnemo::gui::LoadRequest)
 Q_DECLARE_METATYPE(mnemo::gui::ModelInfo)
 Q_DECLARE_METATYPE(mnemo::gui::SamplingSettings)
 Q_DECLARE_METATYPE(mnemo::gui::ChatTurn)
-Q_DECLARE_METATYPE(mnemo::gui::Recall)
 Q_DECLARE_METATYPE(mnemo::gui::GenerationResult)

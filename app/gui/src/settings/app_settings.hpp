@@ -1,6 +1,9 @@
 // What the app remembers between runs besides its conversations: the sampling settings, context
-// length and threads of each model folder, the recent model folders and the last knowledge server, in an INI file (QSettings; Qt 6.4's QML has no
-// Settings type of its own).
+// length, threads and memory retrieval of each model folder, the recent model folders, the last
+// knowledge server and the Fastest device's figures, in an INI file (QSettings; Qt 6.4's QML has
+// no Settings type of its own). Groups renamed since (knowledge/ -> kb/, auto_device/ ->
+// fastest_device/) are moved to their new names when the file is opened, so nothing a user had
+// is lost (a cached Fastest choice is not measured again).
 #pragma once
 
 #include <QSettings>
@@ -18,15 +21,12 @@ struct ModelSettings {
     double minP = 0.05;
     double repeatPenalty = 1.0;
     int maxTokens = 512;
-    // "bm25" or "vector"; a knowledge server also "hybrid". BM25 by default: lexical retrieval works
-    // with any model, vector retrieval only with trained retrieval vectors (the default model's are not).
-    QString retrieval = QStringLiteral("bm25");
     int contextLength = 0;  // 0: the engine's default (min(trained, 4096)); used when the model loads
     int threads = 0;        // 0: the backend's choice; used when the model loads
 };
 
 // The knowledge server last connected to (the panel starts from it).
-struct KnowledgeServerSettings {
+struct KbServerSettings {
     QString url;
     QString tokenFile;
     QString caFile;
@@ -34,21 +34,30 @@ struct KnowledgeServerSettings {
 
 class AppSettings {
 public:
-    // Keeps nothing when `iniFile` is empty (tests, or no writable config folder).
+    // Keeps nothing when `iniFile` is empty (tests, or no writable config folder), or when it
+    // cannot be read safely (problem()).
     explicit AppSettings(const QString& iniFile);
 
     // The settings last used with a model folder; nullopt when it has none yet.
     std::optional<ModelSettings> model(const QString& modelDir) const;
     void setModel(const QString& modelDir, const ModelSettings& s);
 
-    KnowledgeServerSettings knowledgeServer() const;
-    void setKnowledgeServer(const KnowledgeServerSettings& k);
+    // How a model's chunks find memories, kept beside its ModelSettings (the knowledge panel's
+    // choice): "bm25" or "vector"; nullopt when none was kept for it.
+    std::optional<QString> retrieval(const QString& modelDir) const;
+    void setRetrieval(const QString& modelDir, const QString& retrieval);
 
-    // The Auto device benchmark's figures for `key` (a model folder and the device list), as
+    KbServerSettings kbServer() const;
+    void setKbServer(const KbServerSettings& k);
+
+    // The Fastest device benchmark's figures for `key` (a model folder and the device list), as
     // text; empty when not measured. Kept in memory too when there is no settings file.
-    QString autoDeviceFigures(const QString& key) const;
-    void setAutoDeviceFigures(const QString& key, const QString& figures);
+    QString fastestDeviceFigures(const QString& key) const;
+    void setFastestDeviceFigures(const QString& key, const QString& figures);
 
+    // Why the settings file is not used ("" when it is): it is not a regular file, or is over
+    // kMaxSmallFileBytes. Nothing is kept then, as without a file.
+    QString problem() const { return problem_; }
     QStringList recentModels() const { return recent_; }
     // Puts `modelDir` first (at most kRecent folders); returns whether the list changed.
     bool addRecent(const QString& modelDir);
@@ -57,7 +66,8 @@ public:
 private:
     std::unique_ptr<QSettings> ini_;
     QStringList recent_;
-    QHash<QString, QString> autoFigures_;  // without a file
+    QString problem_;
+    QHash<QString, QString> fastestFigures_;  // without a file
 };
 
 }  // namespace mnemo::gui

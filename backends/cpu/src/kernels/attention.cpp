@@ -9,8 +9,8 @@
 #include <cmath>
 #include <cstdio>
 
+#include "arch/x86/simd_avx2.hpp"
 #include "kernel_api.hpp"
-#include "simd_avx2.hpp"
 
 namespace mnemo_cpu {
 namespace {

@@ -13,8 +13,8 @@
 #include <cmath>
 #include <cstdint>
 
+#include "arch/x86/simd_avx2.hpp"
 #include "kernel_api.hpp"
-#include "simd_avx2.hpp"
 
 namespace mnemo_cpu {
 namespace {

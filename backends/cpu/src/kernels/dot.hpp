@@ -7,9 +7,9 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "arch/x86/simd_avx2.hpp"
 #include "mnemo/abi/mnemo_abi.h"
 #include "mnemo/ops/dtype.hpp"
-#include "simd_avx2.hpp"
 
 namespace mnemo_cpu {
 

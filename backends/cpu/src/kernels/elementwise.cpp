@@ -4,9 +4,9 @@
 // small tensors run on one thread because waking the others would cost more than the work.
 #include <cmath>
 
+#include "arch/x86/simd_avx2.hpp"
 #include "kernel_api.hpp"
 #include "scalar_math.hpp"
-#include "simd_avx2.hpp"
 
 namespace mnemo_cpu {
 namespace {

@@ -9,11 +9,11 @@
 // L2 while a small band of W sits in L1 and is reused for every x row of the block.
 #include <cstring>
 
+#include "arch/arm/simd_neon.hpp"
+#include "arch/x86/simd_avx2.hpp"
 #include "dot.hpp"
 #include "kernel_api.hpp"
 #include "scalar_math.hpp"
-#include "simd_avx2.hpp"
-#include "simd_neon.hpp"
 
 namespace mnemo_cpu {
 namespace {

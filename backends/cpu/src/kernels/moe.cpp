@@ -25,10 +25,10 @@
 #include <string>
 #include <thread>
 
+#include "arch/x86/simd_avx2.hpp"
 #include "dot.hpp"
 #include "kernel_api.hpp"
 #include "scalar_math.hpp"
-#include "simd_avx2.hpp"
 
 namespace mnemo_cpu {
 namespace {

@@ -2,9 +2,9 @@
 // and bias may be f32/f16/bf16 (they come straight from the model file).
 #include <cmath>
 
+#include "arch/x86/simd_avx2.hpp"
 #include "kernel_api.hpp"
 #include "scalar_math.hpp"
-#include "simd_avx2.hpp"
 
 namespace mnemo_cpu {
 namespace {

@@ -1,6 +1,6 @@
-// The product-key family's kernel entries, one file per op: PK_SCORE (product_keys_score.cpp),
-// PK_TOPK (product_keys_topk.cpp), PK_PAIR_SCORES (product_keys_pairs.cpp); product_keys.cpp
-// registers them.
+// The product-key family's kernel entries, one file per op: PK_SCORE (product_keys_score.cpp, its
+// AVX2 and NEON paths in arch/x86/ and arch/arm/), PK_TOPK (product_keys_topk.cpp),
+// PK_PAIR_SCORES (product_keys_pairs.cpp); product_keys.cpp registers them.
 #pragma once
 
 #include "kernel_api.hpp"

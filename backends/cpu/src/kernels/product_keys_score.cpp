@@ -10,22 +10,25 @@
 // as the dot product).
 // From kLargeN tokens on, the cost is the multiply-adds instead: keys are packed into contiguous,
 // already normalised f32 rows and multiplied with the matmul register tile (pk_score_packed).
+//
+// This file holds the portable path (any rank), the task split and the dispatch; the vector paths
+// for ranks 1, 2, 4 and 8 are in arch/x86/product_keys_score_avx2.cpp and
+// arch/arm/product_keys_score_neon.cpp (product_keys_score.hpp declares them).
 #include <algorithm>
-#include <climits>
-#include <cmath>
-#include <cstdio>
-#include <cstring>
-#include <string>
+#include <cstddef>
+#include <cstdint>
 
-#include "dot.hpp"
 #include "kernel_api.hpp"
 #include "product_keys.hpp"
+#include "product_keys_score.hpp"
 #include "scalar_math.hpp"
 #include "vector_isa.hpp"
-#include "topk_order.hpp"
 
 namespace mnemo_cpu {
 namespace {
+
+using pk_score::inv_rms;
+using pk_score::ScoreArgs;
 
 template <int DT>
 inline float key_at(const void* w, size_t i) {
@@ -41,17 +44,6 @@ constexpr int64_t kKeyBlockMin = 8;
 constexpr int64_t kQueryFloats = 32768;  // expanded queries held at once (128 KiB per thread)
 
 enum ScorePlanSlot { kPlanChunk = 0 };  // tokens per expanded-query chunk
-
-struct ScoreArgs {
-    const float* q;
-    const void* keys;
-    const void* gain;  // null without key norm
-    int32_t gain_dt;
-    float eps;
-    float* out;
-    int64_t n, nq, heads, share, nk, kdim, rank;
-    int64_t len;  // elements per key: K * Rk
-};
 
 ScoreArgs score_args(const PreparedNode& p) {
     const mnemo_node& nd = p.node;
@@ -83,10 +75,6 @@ void expand_queries(const ScoreArgs& a, int64_t src, int64_t n0, int64_t n1, flo
             for (int64_t r = 0; r < a.rank; ++r) row[d * a.rank + r] = v;
         }
     }
-}
-
-inline float inv_rms(float sum_sq, int64_t kdim, float eps) {
-    return kdim > 0 ? 1.0f / std::sqrt(sum_sq / static_cast<float>(kdim) + eps) : 1.0f;
 }
 
 // --- portable path: any rank.
@@ -162,329 +150,16 @@ void score_block_scalar(const ScoreArgs& a, int64_t b, int64_t j0, int64_t j1, i
     }
 }
 
-// --- AVX2 path: Rk in {1, 2, 4, 8}.
+// This build's vector path of PK_SCORE (AVX2 or NEON; a build has one), for the kernels below.
 #if defined(MNEMO_HAVE_AVX2_KERNELS)
-
-// Lane l of v holds positions p = l (mod 8) of a key, i.e. rank r = l % Rk: add up each rank.
-MNEMO_AVX2_INLINE void rank_sums(__m256 v, int64_t rank, float* sums) {
-    if (rank == 8) {
-        _mm256_storeu_ps(sums, v);
-        return;
-    }
-    __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));  // lanes l, l+4
-    if (rank == 4) {
-        _mm_storeu_ps(sums, s);
-        return;
-    }
-    s = _mm_add_ps(s, _mm_movehl_ps(s, s));  // lanes l, l+2
-    if (rank == 2) {
-        _mm_storel_pi(reinterpret_cast<__m64*>(sums), s);
-        return;
-    }
-    s = _mm_add_ss(s, _mm_movehdup_ps(s));
-    sums[0] = _mm_cvtss_f32(s);
-}
-
-// KEYS consecutive keys (starting at element k0) against TOKS expanded queries: KEYS*TOKS
-// accumulators (at most 8), every key vector loaded once per step and used TOKS times.
-template <int DT, int KEYS, int TOKS>
-MNEMO_AVX2 void score_tile_avx2(const ScoreArgs& a, size_t k0, const float* qx, const float* inv, float* out,
-                                int64_t out_tok_stride) {
-    const int64_t len = a.len;
-    __m256 acc[KEYS][TOKS];
-#pragma GCC unroll 8
-    for (int i = 0; i < KEYS; ++i)
-#pragma GCC unroll 4
-        for (int t = 0; t < TOKS; ++t) acc[i][t] = _mm256_setzero_ps();
-    int64_t p = 0;
-    for (; p + 8 <= len; p += 8) {
-        __m256 kv[KEYS];
-#pragma GCC unroll 8
-        for (int i = 0; i < KEYS; ++i) kv[i] = avx2::load8<DT>(a.keys, k0 + static_cast<size_t>(i * len + p));
-#pragma GCC unroll 4
-        for (int t = 0; t < TOKS; ++t) {
-            const __m256 qv = _mm256_loadu_ps(qx + t * len + p);
-#pragma GCC unroll 8
-            for (int i = 0; i < KEYS; ++i) acc[i][t] = _mm256_fmadd_ps(qv, kv[i], acc[i][t]);
-        }
-    }
-    float sums[8];
-    for (int i = 0; i < KEYS; ++i)
-        for (int t = 0; t < TOKS; ++t) {
-            rank_sums(acc[i][t], a.rank, sums);
-            // Tail (K*Rk not a multiple of 8): p is a multiple of 8, so position q has rank q % Rk.
-            for (int64_t q = p; q < len; ++q)
-                sums[q % a.rank] += qx[t * len + q] * avx2::load1<DT>(a.keys, k0 + static_cast<size_t>(i * len + q));
-            float* o = out + t * out_tok_stride + i * a.rank;
-            for (int64_t r = 0; r < a.rank; ++r) o[r] = inv ? sums[r] * inv[i * a.rank + r] : sums[r];
-        }
-}
-
 template <int DT>
-MNEMO_AVX2 void inv_rms_avx2(const ScoreArgs& a, size_t k0, float* inv) {
-    __m256 acc = _mm256_setzero_ps();
-    int64_t p = 0;
-    for (; p + 8 <= a.len; p += 8) {
-        const __m256 v = avx2::load8<DT>(a.keys, k0 + static_cast<size_t>(p));
-        acc = _mm256_fmadd_ps(v, v, acc);
-    }
-    float sums[8];
-    rank_sums(acc, a.rank, sums);
-    for (int64_t q = p; q < a.len; ++q) {
-        const float v = avx2::load1<DT>(a.keys, k0 + static_cast<size_t>(q));
-        sums[q % a.rank] += v * v;
-    }
-    for (int64_t r = 0; r < a.rank; ++r) inv[r] = inv_rms(sums[r], a.kdim, a.eps);
-}
-
-// Decode with the key norm: one token, so the inverse RMS would cost a second pass over keys
-// that are each used once. Here the key's squares are summed from the same loads as its dot
-// product (KEYS dot and KEYS square accumulators), and the inverse RMS is stored for later tokens.
-template <int DT, int KEYS>
-MNEMO_AVX2 void score_tile_norm_avx2(const ScoreArgs& a, size_t k0, const float* qx, float* inv, float* out) {
-    const int64_t len = a.len;
-    __m256 dot[KEYS], sq[KEYS];
-#pragma GCC unroll 4
-    for (int i = 0; i < KEYS; ++i) dot[i] = sq[i] = _mm256_setzero_ps();
-    int64_t p = 0;
-    for (; p + 8 <= len; p += 8) {
-        const __m256 qv = _mm256_loadu_ps(qx + p);
-#pragma GCC unroll 4
-        for (int i = 0; i < KEYS; ++i) {
-            const __m256 kv = avx2::load8<DT>(a.keys, k0 + static_cast<size_t>(i * len + p));
-            dot[i] = _mm256_fmadd_ps(qv, kv, dot[i]);
-            sq[i] = _mm256_fmadd_ps(kv, kv, sq[i]);
-        }
-    }
-    float dots[8], squares[8];
-    for (int i = 0; i < KEYS; ++i) {
-        rank_sums(dot[i], a.rank, dots);
-        rank_sums(sq[i], a.rank, squares);
-        for (int64_t q = p; q < len; ++q) {
-            const float kq = avx2::load1<DT>(a.keys, k0 + static_cast<size_t>(i * len + q));
-            dots[q % a.rank] += qx[q] * kq;
-            squares[q % a.rank] += kq * kq;
-        }
-        for (int64_t r = 0; r < a.rank; ++r) {
-            inv[i * a.rank + r] = inv_rms(squares[r], a.kdim, a.eps);
-            out[i * a.rank + r] = dots[r] * inv[i * a.rank + r];
-        }
-    }
-}
-
-// Keys j0..j1-1 of bank b for the single token n, computing their inverse RMS on the way.
+using VectorPath = pk_score::Avx2<DT>;
+constexpr auto packed_product_vector = pk_score::packed_product_avx2;
+#elif defined(MNEMO_HAVE_NEON_KERNELS)
 template <int DT>
-MNEMO_AVX2 void score_keys_norm_avx2(const ScoreArgs& a, int64_t b, int64_t j0, int64_t j1, int64_t n, const float* qx,
-                                     float* inv) {
-    float* out = a.out + ((n * 2 * a.heads + b) * a.nk) * a.rank;
-    int64_t j = j0;
-    for (; j + 4 <= j1; j += 4)
-        score_tile_norm_avx2<DT, 4>(a, static_cast<size_t>((b * a.nk + j) * a.len), qx, inv + (j - j0) * a.rank, out + j * a.rank);
-    for (; j < j1; ++j)
-        score_tile_norm_avx2<DT, 1>(a, static_cast<size_t>((b * a.nk + j) * a.len), qx, inv + (j - j0) * a.rank, out + j * a.rank);
-}
-
-template <int DT, int TOKS>
-MNEMO_AVX2 void score_keys_avx2(const ScoreArgs& a, int64_t b, int64_t j0, int64_t j1, int64_t n, const float* qx,
-                                const float* inv) {
-    constexpr int KEYS = TOKS == 1 ? 8 : TOKS == 2 ? 4 : 2;
-    const int64_t tok_stride = 2 * a.heads * a.nk * a.rank;
-    float* out = a.out + ((n * 2 * a.heads + b) * a.nk) * a.rank;
-    int64_t j = j0;
-    for (; j + KEYS <= j1; j += KEYS)
-        score_tile_avx2<DT, KEYS, TOKS>(a, static_cast<size_t>((b * a.nk + j) * a.len), qx, inv ? inv + (j - j0) * a.rank : nullptr,
-                                        out + j * a.rank, tok_stride);
-    for (; j < j1; ++j)
-        score_tile_avx2<DT, 1, TOKS>(a, static_cast<size_t>((b * a.nk + j) * a.len), qx, inv ? inv + (j - j0) * a.rank : nullptr,
-                                     out + j * a.rank, tok_stride);
-}
-
-template <int DT>
-MNEMO_AVX2 void score_block_avx2(const ScoreArgs& a, int64_t b, int64_t j0, int64_t j1, int64_t n0, int64_t n1,
-                                 const float* qx, const float* inv) {
-    for (int64_t n = n0; n < n1; n += 4) {
-        const float* qt = qx + (n - n0) * a.len;
-        switch (n1 - n < 4 ? n1 - n : 4) {
-            case 1: score_keys_avx2<DT, 1>(a, b, j0, j1, n, qt, inv); break;
-            case 2: score_keys_avx2<DT, 2>(a, b, j0, j1, n, qt, inv); break;
-            case 3: score_keys_avx2<DT, 3>(a, b, j0, j1, n, qt, inv); break;
-            default: score_keys_avx2<DT, 4>(a, b, j0, j1, n, qt, inv); break;
-        }
-    }
-}
-
-#endif  // MNEMO_HAVE_AVX2_KERNELS
-
-// --- NEON path: Rk in {1, 2, 4, 8}, the AVX2 path's layout in pairs of 4-lane registers (lo:
-// positions p..p+3 of an 8-position step, hi: p+4..p+7), so rank r's partial sums sit in the same
-// positions and neon::rank_sums8 adds them up.
-#if defined(MNEMO_HAVE_NEON_KERNELS)
-
-template <int DT, int KEYS, int TOKS>
-void score_tile_neon(const ScoreArgs& a, size_t k0, const float* qx, const float* inv, float* out, int64_t out_tok_stride) {
-    const int64_t len = a.len;
-    float32x4_t lo[KEYS][TOKS], hi[KEYS][TOKS];
-#pragma GCC unroll 8
-    for (int i = 0; i < KEYS; ++i)
-#pragma GCC unroll 4
-        for (int t = 0; t < TOKS; ++t) lo[i][t] = hi[i][t] = vdupq_n_f32(0.0f);
-    int64_t p = 0;
-    for (; p + 8 <= len; p += 8) {
-        float32x4_t klo[KEYS], khi[KEYS];
-#pragma GCC unroll 8
-        for (int i = 0; i < KEYS; ++i) {
-            klo[i] = neon::load4<DT>(a.keys, k0 + static_cast<size_t>(i * len + p));
-            khi[i] = neon::load4<DT>(a.keys, k0 + static_cast<size_t>(i * len + p + 4));
-        }
-#pragma GCC unroll 4
-        for (int t = 0; t < TOKS; ++t) {
-            const float32x4_t qlo = vld1q_f32(qx + t * len + p), qhi = vld1q_f32(qx + t * len + p + 4);
-#pragma GCC unroll 8
-            for (int i = 0; i < KEYS; ++i) {
-                lo[i][t] = vfmaq_f32(lo[i][t], qlo, klo[i]);
-                hi[i][t] = vfmaq_f32(hi[i][t], qhi, khi[i]);
-            }
-        }
-    }
-    float sums[8];
-    for (int i = 0; i < KEYS; ++i)
-        for (int t = 0; t < TOKS; ++t) {
-            neon::rank_sums8(lo[i][t], hi[i][t], a.rank, sums);
-            // Tail (K*Rk not a multiple of 8): p is a multiple of 8, so position q has rank q % Rk.
-            for (int64_t q = p; q < len; ++q)
-                sums[q % a.rank] += qx[t * len + q] * neon::load1<DT>(a.keys, k0 + static_cast<size_t>(i * len + q));
-            float* o = out + t * out_tok_stride + i * a.rank;
-            for (int64_t r = 0; r < a.rank; ++r) o[r] = inv ? sums[r] * inv[i * a.rank + r] : sums[r];
-        }
-}
-
-template <int DT>
-void inv_rms_neon(const ScoreArgs& a, size_t k0, float* inv) {
-    float32x4_t lo = vdupq_n_f32(0.0f), hi = vdupq_n_f32(0.0f);
-    int64_t p = 0;
-    for (; p + 8 <= a.len; p += 8) {
-        const float32x4_t vlo = neon::load4<DT>(a.keys, k0 + static_cast<size_t>(p));
-        const float32x4_t vhi = neon::load4<DT>(a.keys, k0 + static_cast<size_t>(p + 4));
-        lo = vfmaq_f32(lo, vlo, vlo);
-        hi = vfmaq_f32(hi, vhi, vhi);
-    }
-    float sums[8];
-    neon::rank_sums8(lo, hi, a.rank, sums);
-    for (int64_t q = p; q < a.len; ++q) {
-        const float v = neon::load1<DT>(a.keys, k0 + static_cast<size_t>(q));
-        sums[q % a.rank] += v * v;
-    }
-    for (int64_t r = 0; r < a.rank; ++r) inv[r] = inv_rms(sums[r], a.kdim, a.eps);
-}
-
-// Decode with the key norm (as score_tile_norm_avx2): the squares from the dot product's loads.
-template <int DT, int KEYS>
-void score_tile_norm_neon(const ScoreArgs& a, size_t k0, const float* qx, float* inv, float* out) {
-    const int64_t len = a.len;
-    float32x4_t dlo[KEYS], dhi[KEYS], slo[KEYS], shi[KEYS];
-#pragma GCC unroll 4
-    for (int i = 0; i < KEYS; ++i) dlo[i] = dhi[i] = slo[i] = shi[i] = vdupq_n_f32(0.0f);
-    int64_t p = 0;
-    for (; p + 8 <= len; p += 8) {
-        const float32x4_t qlo = vld1q_f32(qx + p), qhi = vld1q_f32(qx + p + 4);
-#pragma GCC unroll 4
-        for (int i = 0; i < KEYS; ++i) {
-            const float32x4_t klo = neon::load4<DT>(a.keys, k0 + static_cast<size_t>(i * len + p));
-            const float32x4_t khi = neon::load4<DT>(a.keys, k0 + static_cast<size_t>(i * len + p + 4));
-            dlo[i] = vfmaq_f32(dlo[i], qlo, klo);
-            dhi[i] = vfmaq_f32(dhi[i], qhi, khi);
-            slo[i] = vfmaq_f32(slo[i], klo, klo);
-            shi[i] = vfmaq_f32(shi[i], khi, khi);
-        }
-    }
-    float dots[8], squares[8];
-    for (int i = 0; i < KEYS; ++i) {
-        neon::rank_sums8(dlo[i], dhi[i], a.rank, dots);
-        neon::rank_sums8(slo[i], shi[i], a.rank, squares);
-        for (int64_t q = p; q < len; ++q) {
-            const float kq = neon::load1<DT>(a.keys, k0 + static_cast<size_t>(i * len + q));
-            dots[q % a.rank] += qx[q] * kq;
-            squares[q % a.rank] += kq * kq;
-        }
-        for (int64_t r = 0; r < a.rank; ++r) {
-            inv[i * a.rank + r] = inv_rms(squares[r], a.kdim, a.eps);
-            out[i * a.rank + r] = dots[r] * inv[i * a.rank + r];
-        }
-    }
-}
-
-template <int DT>
-void score_keys_norm_neon(const ScoreArgs& a, int64_t b, int64_t j0, int64_t j1, int64_t n, const float* qx, float* inv) {
-    float* out = a.out + ((n * 2 * a.heads + b) * a.nk) * a.rank;
-    int64_t j = j0;
-    for (; j + 4 <= j1; j += 4)
-        score_tile_norm_neon<DT, 4>(a, static_cast<size_t>((b * a.nk + j) * a.len), qx, inv + (j - j0) * a.rank, out + j * a.rank);
-    for (; j < j1; ++j)
-        score_tile_norm_neon<DT, 1>(a, static_cast<size_t>((b * a.nk + j) * a.len), qx, inv + (j - j0) * a.rank, out + j * a.rank);
-}
-
-// KEYS x TOKS tiles with 2 registers each: at most 16 accumulators, leaving half of NEON's 32
-// registers for the key and query vectors.
-template <int DT, int TOKS>
-void score_keys_neon(const ScoreArgs& a, int64_t b, int64_t j0, int64_t j1, int64_t n, const float* qx, const float* inv) {
-    constexpr int KEYS = TOKS == 1 ? 8 : TOKS == 2 ? 4 : 2;
-    const int64_t tok_stride = 2 * a.heads * a.nk * a.rank;
-    float* out = a.out + ((n * 2 * a.heads + b) * a.nk) * a.rank;
-    int64_t j = j0;
-    for (; j + KEYS <= j1; j += KEYS)
-        score_tile_neon<DT, KEYS, TOKS>(a, static_cast<size_t>((b * a.nk + j) * a.len), qx, inv ? inv + (j - j0) * a.rank : nullptr,
-                                        out + j * a.rank, tok_stride);
-    for (; j < j1; ++j)
-        score_tile_neon<DT, 1, TOKS>(a, static_cast<size_t>((b * a.nk + j) * a.len), qx, inv ? inv + (j - j0) * a.rank : nullptr,
-                                     out + j * a.rank, tok_stride);
-}
-
-template <int DT>
-void score_block_neon(const ScoreArgs& a, int64_t b, int64_t j0, int64_t j1, int64_t n0, int64_t n1, const float* qx,
-                      const float* inv) {
-    for (int64_t n = n0; n < n1; n += 4) {
-        const float* qt = qx + (n - n0) * a.len;
-        switch (n1 - n < 4 ? n1 - n : 4) {
-            case 1: score_keys_neon<DT, 1>(a, b, j0, j1, n, qt, inv); break;
-            case 2: score_keys_neon<DT, 2>(a, b, j0, j1, n, qt, inv); break;
-            case 3: score_keys_neon<DT, 3>(a, b, j0, j1, n, qt, inv); break;
-            default: score_keys_neon<DT, 4>(a, b, j0, j1, n, qt, inv); break;
-        }
-    }
-}
-
-#endif  // MNEMO_HAVE_NEON_KERNELS
-
-// This build's vector path of PK_SCORE (AVX2 or NEON), for the kernel below.
-#if defined(MNEMO_HAVE_VECTOR_KERNELS)
-template <int DT>
-void score_keys_norm_vector(const ScoreArgs& a, int64_t b, int64_t j0, int64_t j1, int64_t n, const float* qx, float* inv) {
-#if defined(MNEMO_HAVE_AVX2_KERNELS)
-    score_keys_norm_avx2<DT>(a, b, j0, j1, n, qx, inv);
-#else
-    score_keys_norm_neon<DT>(a, b, j0, j1, n, qx, inv);
+using VectorPath = pk_score::Neon<DT>;
+constexpr auto packed_product_vector = pk_score::packed_product_neon;
 #endif
-}
-
-template <int DT>
-void inv_rms_vector(const ScoreArgs& a, size_t k0, float* inv) {
-#if defined(MNEMO_HAVE_AVX2_KERNELS)
-    inv_rms_avx2<DT>(a, k0, inv);
-#else
-    inv_rms_neon<DT>(a, k0, inv);
-#endif
-}
-
-template <int DT>
-void score_block_vector(const ScoreArgs& a, int64_t b, int64_t j0, int64_t j1, int64_t n0, int64_t n1, const float* qx,
-                        const float* inv) {
-#if defined(MNEMO_HAVE_AVX2_KERNELS)
-    score_block_avx2<DT>(a, b, j0, j1, n0, n1, qx, inv);
-#else
-    score_block_neon<DT>(a, b, j0, j1, n0, n1, qx, inv);
-#endif
-}
-#endif  // MNEMO_HAVE_VECTOR_KERNELS
 
 // --- Many tokens: a packed GEMM. With N tokens every key is used N times, so the cost is the
 // N*Nk*K*Rk multiply-adds, not the key stream. The (j, r) key vectors are strided by Rk in memory
@@ -567,65 +242,6 @@ void packed_product_scalar(const float* qg, int64_t tokens, const float* packed,
     }
 }
 
-#if defined(MNEMO_HAVE_AVX2_KERNELS)
-// Tiles of 4 tokens by 4 packed rows; the packed block (a few tens of KiB) stays in L1/L2 while
-// the tokens stream past it.
-MNEMO_AVX2 void packed_product_avx2(const float* qg, int64_t tokens, const float* packed, int64_t rows, int64_t kd,
-                                    float* out, int64_t ldo) {
-    for (int64_t t = 0; t < tokens; t += 4) {
-        const int nr = static_cast<int>(tokens - t < 4 ? tokens - t : 4);
-        const float* x = qg + t * kd;
-        float* y = out + t * ldo;
-        int64_t i = 0;
-        for (; i + 4 <= rows; i += 4)
-            avx2::tile_rows_avx2<MNEMO_DTYPE_F32, 4>(nr, x, kd, packed + i * kd, kd, y + i, ldo, 0, kd, false);
-        for (; i < rows; ++i)
-            avx2::tile_rows_avx2<MNEMO_DTYPE_F32, 1>(nr, x, kd, packed + i * kd, kd, y + i, ldo, 0, kd, false);
-    }
-}
-#endif
-
-#if defined(MNEMO_HAVE_NEON_KERNELS)
-// One token by 4 packed rows at a time: the token's row stays in registers' reach (L1) while the
-// packed block (a few tens of KiB, in L1/L2) streams past; 2 accumulators per row.
-void packed_product_neon(const float* qg, int64_t tokens, const float* packed, int64_t rows, int64_t kd, float* out,
-                         int64_t ldo) {
-    for (int64_t t = 0; t < tokens; ++t) {
-        const float* x = qg + t * kd;
-        int64_t i = 0;
-        for (; i + 4 <= rows; i += 4) {
-            float32x4_t a[4][2];
-            for (int r = 0; r < 4; ++r) a[r][0] = a[r][1] = vdupq_n_f32(0.0f);
-            int64_t d = 0;
-            for (; d + 8 <= kd; d += 8) {
-                const float32x4_t x0 = vld1q_f32(x + d), x1 = vld1q_f32(x + d + 4);
-#pragma GCC unroll 4
-                for (int r = 0; r < 4; ++r) {
-                    const float* w = packed + (i + r) * kd + d;
-                    a[r][0] = vfmaq_f32(a[r][0], x0, vld1q_f32(w));
-                    a[r][1] = vfmaq_f32(a[r][1], x1, vld1q_f32(w + 4));
-                }
-            }
-            for (int r = 0; r < 4; ++r) {
-                float s = vaddvq_f32(vaddq_f32(a[r][0], a[r][1]));
-                const float* w = packed + (i + r) * kd;
-                for (int64_t e = d; e < kd; ++e) s += x[e] * w[e];
-                out[t * ldo + i + r] = s;
-            }
-        }
-        for (; i < rows; ++i) {
-            const float* w = packed + i * kd;
-            float32x4_t a0 = vdupq_n_f32(0.0f);
-            int64_t d = 0;
-            for (; d + 4 <= kd; d += 4) a0 = vfmaq_f32(a0, vld1q_f32(x + d), vld1q_f32(w + d));
-            float s = vaddvq_f32(a0);
-            for (; d < kd; ++d) s += x[d] * w[d];
-            out[t * ldo + i] = s;
-        }
-    }
-}
-#endif
-
 // VECTOR: this build's vector kernels (AVX2 or NEON, vector_isa.hpp).
 template <int DT, bool VECTOR>
 void pk_score_packed(const KernelCall& call, const ScoreArgs& a, int ith, int nth) {
@@ -650,14 +266,9 @@ void pk_score_packed(const KernelCall& call, const ScoreArgs& a, int ith, int nt
         pack_keys<DT>(a, b, j0, j1, packed);
         float* out = a.out + ((n0 * banks + b) * a.nk + j0) * a.rank;
         const int64_t rows = (j1 - j0) * a.rank;
-#if defined(MNEMO_HAVE_AVX2_KERNELS)
+#if defined(MNEMO_HAVE_VECTOR_KERNELS)
         if (VECTOR) {
-            packed_product_avx2(qg, n1 - n0, packed, rows, a.kdim, out, ldo);
-            continue;
-        }
-#elif defined(MNEMO_HAVE_NEON_KERNELS)
-        if (VECTOR) {
-            packed_product_neon(qg, n1 - n0, packed, rows, a.kdim, out, ldo);
+            packed_product_vector(qg, n1 - n0, packed, rows, a.kdim, out, ldo);
             continue;
         }
 #endif
@@ -709,7 +320,7 @@ void pk_score_kernel(const KernelCall& call, int ith, int nth) {
                 have_n0 = g0;
                 have_n1 = g1;
             }
-            score_keys_norm_vector<DT>(a, b, j0, j1, g0, qx, inv);
+            VectorPath<DT>::score_keys_norm(a, b, j0, j1, g0, qx, inv);
             have_keys = key_task;
             continue;
         }
@@ -719,7 +330,7 @@ void pk_score_kernel(const KernelCall& call, int ith, int nth) {
                 const size_t k0 = static_cast<size_t>((b * a.nk + j) * a.len);
 #if defined(MNEMO_HAVE_VECTOR_KERNELS)
                 if (vector_rank) {
-                    inv_rms_vector<DT>(a, k0, inv + (j - j0) * a.rank);
+                    VectorPath<DT>::key_inv_rms(a, k0, inv + (j - j0) * a.rank);
                     continue;
                 }
 #endif
@@ -738,7 +349,7 @@ void pk_score_kernel(const KernelCall& call, int ith, int nth) {
             const float* block_inv = a.gain ? inv : nullptr;
 #if defined(MNEMO_HAVE_VECTOR_KERNELS)
             if (vector_rank) {
-                score_block_vector<DT>(a, b, j0, j1, n0, n1, qx, block_inv);
+                VectorPath<DT>::score_block(a, b, j0, j1, n0, n1, qx, block_inv);
                 continue;
             }
 #endif

@@ -15,11 +15,11 @@
 #include <cstring>
 #include <string>
 
+#include "arch/x86/simd_avx2.hpp"
 #include "dot.hpp"
 #include "kernel_api.hpp"
 #include "product_keys.hpp"
 #include "scalar_math.hpp"
-#include "simd_avx2.hpp"
 #include "topk_order.hpp"
 
 namespace mnemo_cpu {

@@ -5,8 +5,8 @@
 #include <cmath>
 #include <cstring>
 
+#include "arch/x86/simd_avx2.hpp"
 #include "kernel_api.hpp"
-#include "simd_avx2.hpp"
 
 namespace mnemo_cpu {
 namespace {

@@ -4,9 +4,9 @@
 #include <cstdio>
 #include <cstring>
 
+#include "arch/x86/simd_avx2.hpp"
 #include "kernel_api.hpp"
 #include "scalar_math.hpp"
-#include "simd_avx2.hpp"
 
 namespace mnemo_cpu {
 

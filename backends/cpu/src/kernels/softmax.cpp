@@ -2,8 +2,8 @@
 // row that is in L1 after the first. Rows are split across threads.
 #include <cmath>
 
+#include "arch/x86/simd_avx2.hpp"
 #include "kernel_api.hpp"
-#include "simd_avx2.hpp"
 
 namespace mnemo_cpu {
 namespace {

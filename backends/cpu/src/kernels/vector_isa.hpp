@@ -5,8 +5,8 @@
 #pragma once
 
 #include "../cpu_features.hpp"
-#include "simd_avx2.hpp"
-#include "simd_neon.hpp"
+#include "arch/arm/simd_neon.hpp"
+#include "arch/x86/simd_avx2.hpp"
 
 namespace mnemo_cpu {
 

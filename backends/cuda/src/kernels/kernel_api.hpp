@@ -32,7 +32,14 @@ using mnemo_backend::dtype_bytes;
 using mnemo_backend::nbytes;
 using mnemo_backend::numel;
 inline int64_t last_dim(const mnemo_tensor& t) { return t.ndim > 0 ? t.shape[t.ndim - 1] : 1; }
-inline uint64_t rows(const mnemo_tensor& t) { return t.ndim > 0 ? numel(t) / static_cast<uint64_t>(std::max<int64_t>(last_dim(t), 1)) : 0; }
+// A product, not numel / last: a tensor whose last dim is 0 (a MATMUL with K = 0) still has its
+// rows, and a division would trap on it.
+inline uint64_t rows(const mnemo_tensor& t) {
+    if (t.ndim <= 0) return 0;
+    uint64_t r = 1;
+    for (int32_t i = 0; i + 1 < t.ndim; ++i) r *= static_cast<uint64_t>(t.shape[i]);
+    return r;
+}
 inline uint32_t blocks_for(uint64_t n, uint64_t per_block) { return static_cast<uint32_t>((n + per_block - 1) / per_block); }
 inline bool is_weight_dtype(int32_t dt) { return dt == MNEMO_DTYPE_F32 || dt == MNEMO_DTYPE_F16 || dt == MNEMO_DTYPE_BF16; }
 

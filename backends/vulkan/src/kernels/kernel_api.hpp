@@ -59,7 +59,14 @@ using mnemo_backend::dtype_bytes;
 using mnemo_backend::nbytes;
 using mnemo_backend::numel;
 // Product of the dims before the last one (rows of a [..., D] tensor).
-inline uint64_t rows(const mnemo_tensor& t) { return t.ndim > 0 ? numel(t) / static_cast<uint64_t>(t.shape[t.ndim - 1]) : 0; }
+// A product, not numel / last: a tensor whose last dim is 0 (a MATMUL with K = 0) still has its
+// rows, and a division would trap on it.
+inline uint64_t rows(const mnemo_tensor& t) {
+    if (t.ndim <= 0) return 0;
+    uint64_t r = 1;
+    for (int32_t i = 0; i + 1 < t.ndim; ++i) r *= static_cast<uint64_t>(t.shape[i]);
+    return r;
+}
 inline bool is_weight_dtype(int32_t d) { return d == MNEMO_DTYPE_F32 || d == MNEMO_DTYPE_F16 || d == MNEMO_DTYPE_BF16; }
 // Workgroups needed for `n` items at `per_group` items per group.
 inline uint32_t groups_for(uint64_t n, uint64_t per_group) {

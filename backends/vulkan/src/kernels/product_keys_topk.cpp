@@ -1,7 +1,7 @@
 // PK_TOPK: the two-stage product-key top-k (shaders/product_keys/pk_topk.comp), exact like ARGTOPK
 // on the machinery of topk_select.hpp. Stage 1 ranks s1, s2 in shared memory; the pairs are
 // then selected or sorted like ARGTOPK's rows. Scores in double: native with shaderFloat64, else
-// exact integer emulation (the *_soft variants, shaders/topk/topk_f64.glsl).
+// exact integer emulation (the *_soft variants, shaders/topk_f64.glsl).
 #include <algorithm>
 #include <climits>
 

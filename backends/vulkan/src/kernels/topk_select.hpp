@@ -1,5 +1,5 @@
 // The exact top-k machinery of the Vulkan backend, shared by ARGTOPK (topk.cpp) and PK_TOPK
-// (product_keys_topk.cpp): shaders/topk/topk_common.glsl, argtopk.comp, argtopk_sort.comp and
+// (product_keys_topk.cpp): shaders/topk_common.glsl, argtopk.comp, argtopk_sort.comp and
 // shaders/product_keys/pk_topk.comp.
 //
 // Both ops must return the reference's indices bit for bit, so the shaders rank unique integer

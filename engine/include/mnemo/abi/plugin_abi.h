@@ -48,22 +48,22 @@ typedef enum mnemo_graph_purpose {
  * the ENCODE graph to write memories and to compute the prefix (reference BOS) keys and values,
  * retrieves memories per chunk, and fills these states the plugin declared (names are part of
  * the contract; <l> is a decimal layer index, every layer 0..n_layers-1 has both):
- *   "memory.len" i32 [blocks]: valid slots of each block of the memory layers.
+ *   "memory.len" i32 [blocks]: valid slots of each block of the explicit-memory layers.
  *   "memory.k.<l>" f32 [Bl, kv_heads, Sl, head_dim], "memory.v.<l>" f32 [Bl, kv_heads, Sl, value_dim]
- *       Slots 0..n_prefix-1 of every block hold the prefix's keys/values of layer l. A memory
- *       layer has Bl = blocks and Sl = n_prefix + references_per_chunk * tokens_per_head; slots
+ *       Slots 0..n_prefix-1 of every block hold the prefix's keys/values of layer l. An
+ *       explicit-memory layer has Bl = blocks and Sl = n_prefix + references_per_chunk * tokens_per_head; slots
  *       n_prefix.. hold the memories of the chunk the block serves. Other layers have Bl = 1,
  *       Sl = n_prefix.
  * ENCODE graph named outputs, for N rows: "k.<l>" [N, kv_heads, head_dim] keys after RoPE and
  * "v.<l>" [N, kv_heads, value_dim] for every layer; "mass.<l>" [N, kv_heads] (ATTN_MASS over the
- * reference tokens, prefix excluded) for every memory layer; "hidden" [N, retrieval_dim], the
- * hidden state after retrieval_layer layers (pooled by the engine over a reference's tokens).
+ * reference tokens, prefix excluded) for every explicit-memory layer; "hidden" [N, retrieval_dim],
+ * the hidden state after retrieval_layer layers (pooled by the engine over a reference's tokens).
  * ENCODE_QUERY: "hidden" alone.
  *
- * The sizes those declarations already carry are not repeated here: the engine reads the memory
- * layers, blocks, kv_heads, head_dim and value_dim from the states' shapes and retrieval_dim from
- * the "hidden" output, and refuses states that do not follow the contract. What stays is the
- * schedule, which no shape says.
+ * The sizes those declarations already carry are not repeated here: the engine reads the
+ * explicit-memory layers, blocks, kv_heads, head_dim and value_dim from the states' shapes and
+ * retrieval_dim from the "hidden" output, and refuses states that do not follow the contract.
+ * What stays is the schedule, which no shape says.
  */
 typedef struct mnemo_memory_spec {
     int32_t enabled; /* 1: the model reads explicit memories; every other field is then set */

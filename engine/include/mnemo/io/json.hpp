@@ -75,7 +75,8 @@ MNEMO_API Value parse(std::string_view text, std::string_view source);
 // Read a file and parse it; errors name the file path.
 MNEMO_API Value parse_file(const std::string& path);
 
-// A string as a JSON string literal, quotes included (control characters escaped, UTF-8 kept).
+// A string as a JSON string literal, quotes included (control characters escaped, UTF-8 kept;
+// a byte that is not valid UTF-8 becomes \ufffd, so the literal is always valid JSON text).
 MNEMO_API std::string quote(std::string_view s);
 
 // Type name for messages: "null", "boolean", "number", "string", "array", "object".

@@ -1,7 +1,8 @@
 // Explicit memories (Memory3, shared/papers/004: §3.1-3.3): what a memory is on the host, where
 // the engine gets the memories of a chunk from, and the model facts a memory must match.
 //
-// A memory is the sparse attention key-values of one reference text: for every memory layer and
+// A memory is the sparse attention key-values of one reference text: for every explicit-memory
+// layer (a layer that reads explicit memories; not a memory layer such as UltraMem's) and
 // key-value head, the tokens_per_head reference tokens that received the most attention when the
 // reference was encoded (§3.3), keys already rotated by RoPE at their own positions 0..R-1.
 #pragma once
@@ -21,7 +22,7 @@ namespace mnemo {
 // plugin reports in mnemo_memory_spec; the sizes (memory_layers, kv_heads, head_dim, value_dim,
 // blocks, retrieval_dim) the engine reads from the states and graph outputs it declared.
 struct MemorySpec {
-    std::vector<int32_t> memory_layers;
+    std::vector<int32_t> memory_layers;  // the explicit-memory layers (name kept: memory folders and banks store it)
     int32_t kv_heads = 0;
     int32_t head_dim = 0;
     int32_t value_dim = 0;
@@ -73,15 +74,27 @@ struct WrittenMemory {
 
 // The chunk a retrieval is for: its tokens (the query text, §3.1), when the source asked for
 // one its retrieval vector computed by the model the same way as a reference's, and the session
-// sequence it belongs to (what a source reports per sequence, e.g. the references recalled).
+// sequence it belongs to (what a source reports per sequence, e.g. the references retrieved).
 struct ChunkQuery {
     const std::vector<int32_t>* tokens = nullptr;
     const std::vector<float>* vector = nullptr;
     int32_t seq = -1;
 };
 
-// Where the engine gets memories from: a folder made by `mnemo memorize` (in process), or the
-// knowledge server. Called from the session's thread only.
+// One reference a chunk retrieved (retrieval: choosing the explicit memories of a chunk), as a
+// knowledge server describes it (KbSource::last_references) or RetrievalRecorder notes it.
+struct RetrievedReference {
+    int32_t chunk = 0;    // the chunk that retrieved it: 1, 2, ... since the recorder's last take()
+    uint32_t id = 0;      // record id: the bank's, or the line of the memory folder's references.jsonl
+    float score = 0;      // the knowledge server's (has_score); a memory folder reports none
+    bool has_score = false;
+    std::string text;     // the reference's text; empty when a knowledge server was not asked for texts
+    std::string title;    // from a knowledge server; a memory folder keeps none
+    std::string source;   // likewise
+};
+
+// The memory source: where the engine gets a chunk's memories from, a memory folder made by
+// `mnemo memorize` (in process) or a knowledge server. Called from the session's thread only.
 //
 // A source behind a network keeps the network off the critical path with prefetch(): when
 // prefetches() is true, the session announces every query before it asks it — a prompt's chunks
@@ -91,7 +104,8 @@ struct ChunkQuery {
 // (same seq, tokens and vector). The announcement is only a hint: retrieve() must return what it
 // would have without it, and an announced query may never be asked (the sequence ended, was
 // reset, or was given another prompt). Memories may come compressed with codec() for the engine
-// to decode on its device (ExplicitMemory::key_codes), so a remote source can send codes only.
+// to decode on its device (ExplicitMemory::key_codes), so a knowledge server (KbSource) can send
+// codes only.
 class MNEMO_API MemorySource {
 public:
     virtual ~MemorySource() = default;
@@ -114,8 +128,8 @@ public:
 };
 
 // A source that passes every call to another one: the base of wrappers that watch what a session
-// is given (the CLI's and the GUI's reference recorders) and override retrieve() only.
-class ForwardingMemorySource : public MemorySource {
+// is given and override retrieve() only (RetrievalRecorder, mnemo/memory/retrieval_recorder.hpp).
+class MNEMO_API ForwardingMemorySource : public MemorySource {
 public:
     explicit ForwardingMemorySource(std::shared_ptr<MemorySource> inner) : inner_(std::move(inner)) {}
     bool wants_vector() const override { return inner_->wants_vector(); }

@@ -1,5 +1,5 @@
 // A folder of explicit memories made by `mnemo memorize`, and the in-process MemorySource that
-// serves it (tests, offline use; the knowledge server is the remote source).
+// serves it (tests, offline use; a knowledge server is the other memory source, KbSource).
 //
 // Layout (format 1, every integer and float little-endian):
 //   manifest.json     {"format": "mnemo-memories", "version": 1, "model": {model_type,

@@ -52,6 +52,15 @@ MNEMO_API VqCodebook parse_vq_codebook(const void* data, size_t size, const std:
                              const std::string& expected_sha256);
 MNEMO_API VqCodebook load_vq_codebook(const std::string& path, const std::string& expected_sha256);
 
+// For a reader that gets a codebook in pieces (the knowledge-server client) and must know how
+// large it will be before buffering it. vq_codebook_bytes: the size the whole codebook must have
+// by its header (the first `size` >= 40 bytes; `shape` gets the header's fields, arrays empty),
+// with parse_vq_codebook's header checks and errors. vq_codebook_max_bytes: the largest codebook
+// any header can announce for d_in-dimensional vectors (VQ_DECODE's 16 bits per index, a rotated
+// space of at most 2 d_in dimensions, which covers FAISS's padding to a multiple of OPQ's M).
+MNEMO_API uint64_t vq_codebook_bytes(const void* header, size_t size, const std::string& name, VqCodebook* shape = nullptr);
+MNEMO_API uint64_t vq_codebook_max_bytes(uint32_t d_in);
+
 // Codes as FAISS's sa_encode writes them (n rows of code_size bytes) packed into the i32 words
 // VQ_DECODE reads: byte i of a row is bits 8*(i%4).. of word i/4; the last word's unused bytes
 // are 0. `words` >= ceil(code_size / 4).

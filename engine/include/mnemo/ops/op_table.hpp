@@ -1,6 +1,6 @@
 // The op table, generated from the op list (mnemo/abi/mnemo_ops.def): each op's name, arity,
 // family and profile category, its shape rule (engine/src/ops/shape_<family>.cpp) and its naive
-// CPU reference (engine/src/ops/reference_<family>.cpp). The references are the ground truth
+// reference implementation (engine/src/ops/reference_<family>.cpp). These are the ground truth
 // every backend (the fast CPU module included) is compared with by the conformance harness; they
 // favour clarity over speed and accumulate in double where that is cheap.
 //
@@ -75,7 +75,8 @@ enum class InPlace { Required, Optional };
 // on input 0 where the op writes in place. Buffers are not looked at (they are the backend's).
 MNEMO_API std::string node_error(const mnemo_node& node, InPlace in_place = InPlace::Required);
 
-// Run one node with the naive reference. Every tensor's `buffer` must be a host address.
+// Run one node with its naive reference implementation. Every tensor's `buffer` must be a host
+// address.
 MNEMO_API void reference_compute(const mnemo_node& node);
 
 // Floating-point operations of a node (for GFLOP/s in profiles); 0 when not meaningful.

@@ -1,9 +1,11 @@
 // Running one prompt on several backends and comparing them: prompt and generation speed, time
-// per op category, device memory, and how far logits and greedy tokens drift from a reference.
+// per op category, device memory, and how far logits and greedy tokens drift from a reference
+// backend.
 //
-// The first backend that runs is the reference: it decodes greedily and its logits are kept for
+// The first backend that runs is the reference backend (a baseline run, not the ops' reference
+// implementation): it decodes greedily and its logits are kept for
 // every step (the prompt's last-token logits, then one row per generated token). Every other
-// backend is fed the reference's tokens (teacher forcing), so its logits are compared position by
+// backend is fed the reference backend's tokens (teacher forcing), so its logits are compared position by
 // position on the same sequence even after the two would have chosen different tokens, while its
 // own greedy choice at each step shows where it first diverges. Backends run one after another,
 // each in its own Session, so the memory of one is freed before the next loads.
@@ -85,15 +87,15 @@ struct MNEMO_API BackendRun {
     uint64_t peak_device_bytes = 0;
     uint64_t host_device_bytes = 0;
 
-    // This backend's greedy choice at every step (on the reference's sequence).
+    // This backend's greedy choice at every step (on the reference backend's sequence).
     std::vector<int32_t> tokens;
-    // max |logit - reference logit| at each step, and over all steps (0 for the reference; +inf
+    // max |logit - reference backend's logit| at each step, and over all steps (0 for it; +inf
     // when one side is NaN or infinite and the other is not).
     std::vector<double> step_max_abs_dlogit;
     double max_abs_dlogit = 0.0;
-    // First step whose greedy token differs from the reference's, or -1. divergence_margin: the
-    // reference's logit of its own token minus its logit of this backend's token at that step
-    // (how near a tie it was for the reference).
+    // First step whose greedy token differs from the reference backend's, or -1.
+    // divergence_margin: the reference backend's logit of its own token minus its logit of this
+    // backend's token at that step (how near a tie it was for the reference backend).
     int32_t first_divergence = -1;
     double divergence_margin = 0.0;
 };
@@ -101,8 +103,8 @@ struct MNEMO_API BackendRun {
 struct MNEMO_API CompareResult {
     std::vector<int32_t> prompt_tokens;
     int32_t n_steps = 0;     // compared logit rows per backend (= n_generate)
-    int32_t reference = -1;  // index in runs of the reference (the first that ran); -1: none ran
-    // max |logit| of the reference at each step: the scale for relative differences.
+    int32_t reference = -1;  // index in runs of the reference backend (the first that ran); -1: none
+    // max |logit| of the reference backend at each step: the scale for relative differences.
     std::vector<double> ref_step_max_abs_logit;
     std::vector<BackendRun> runs;  // in the order of CompareOptions::backends
 

@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 #include "mnemo/api.hpp"
+#include "mnemo/error.hpp"
 
 namespace mnemo {
 
@@ -20,11 +21,22 @@ struct SamplingParams {
     uint64_t seed = 0xC0FFEE;
 };
 
+// A logit that is NaN or infinite: the model's weights or activations are not finite (a damaged
+// checkpoint, an overflow), and no token can be chosen from such a row. `token` is the first such
+// logit's id; the generation loop adds the position (app::generate).
+class MNEMO_API NonFiniteLogits : public Error {
+public:
+    NonFiniteLogits(int32_t token, float value);
+    int32_t token;
+    float value;
+};
+
 class MNEMO_API Sampler {
 public:
     explicit Sampler(const SamplingParams& p);
     // Pick the next token from logits[vocab]; `history` is the sequence so far (for the
-    // repetition penalty). Never allocates after the first call for a given vocab size.
+    // repetition penalty). Never allocates after the first call for a given vocab size. Throws
+    // NonFiniteLogits when a logit is NaN or infinite (checked in the copy it makes anyway).
     int32_t sample(const float* logits, int32_t vocab, const std::vector<int32_t>& history);
     const SamplingParams& params() const { return p_; }
 

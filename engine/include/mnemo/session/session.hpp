@@ -5,6 +5,7 @@
 
 #include <atomic>
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <string>
@@ -29,6 +30,9 @@ struct SessionOptions {
     // Registries to use (nullptr: the global ones).
     const BackendRegistry* backends = nullptr;
     const PluginRegistry* plugins = nullptr;
+    // Where load-time warnings go (a context longer than the model was trained for, with what its
+    // KV caches take); empty: stderr, as "mnemo: warning: ...".
+    std::function<void(const std::string&)> warn;
 };
 
 struct ModelSummary {

@@ -1,0 +1,212 @@
+// `mnemo chat`: an interactive conversation. The conversation lives in the session's KV cache:
+// each turn re-renders the whole conversation with the chat template, tokenizes it, and feeds
+// only the tokens after what the cache already holds (when the rendering of the past turns
+// tokenizes differently, the cache is rebuilt from scratch instead).
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <cstdlib>
+
+#include "app/generate.hpp"
+#include "commands.hpp"
+#include "common.hpp"
+#include "generation/sampling_flags.hpp"
+#include "memory/memory_flags.hpp"
+#include "mnemo/error.hpp"
+#include "mnemo/io/printable.hpp"
+
+namespace mnemo::cli {
+
+namespace {
+
+enum class ReadResult { Line, Eof, Interrupted };
+
+// One line from stdin without the newline. getline() is used (not iostreams) so a Ctrl-C at the
+// prompt interrupts the read (EINTR) and the program can leave cleanly.
+ReadResult read_line(std::string& out) {
+    char* buf = nullptr;
+    size_t cap = 0;
+    errno = 0;
+    const ssize_t n = ::getline(&buf, &cap, stdin);
+    const int err = errno;
+    if (n < 0) {
+        std::free(buf);
+        clearerr(stdin);
+        return (err == EINTR || interrupt_flag().load()) ? ReadResult::Interrupted : ReadResult::Eof;
+    }
+    out.assign(buf, static_cast<size_t>(n));
+    std::free(buf);
+    while (!out.empty() && (out.back() == '\n' || out.back() == '\r')) out.pop_back();
+    return ReadResult::Line;
+}
+
+class Conversation {
+public:
+    Conversation(Session& s, const Tokenizer& tok, const ChatTemplate& tmpl, std::string system)
+        : session_(s), tok_(tok), tmpl_(tmpl), system_(std::move(system)) {
+        reset();
+    }
+
+    void reset() {
+        messages_.clear();
+        if (!system_.empty()) messages_.push_back({"system", system_});
+        session_.reset(0);
+        fed_.clear();
+    }
+
+    std::vector<ChatMessage>& messages() { return messages_; }
+    std::vector<int32_t>& fed() { return fed_; }
+
+    // Tokens of the whole conversation rendered with the assistant header at the end.
+    std::vector<int32_t> render_tokens() const { return tmpl_.render_tokens(tok_, messages_); }
+
+    // Bring the cache up to `target`; returns the logits of its last token. Throws Cancelled.
+    const float* sync(const std::vector<int32_t>& target) {
+        size_t common = 0;
+        while (common < fed_.size() && common < target.size() && fed_[common] == target[common]) ++common;
+        if (common < fed_.size() || common == target.size()) {
+            // The cache holds tokens the new rendering does not start with (or nothing is new):
+            // rebuild, since a sequence can only be forgotten as a whole.
+            session_.reset(0);
+            fed_.clear();
+            common = 0;
+        }
+        const std::vector<int32_t> tail(target.begin() + static_cast<std::ptrdiff_t>(common), target.end());
+        const float* logits = session_.append(0, tail).data();
+        fed_.insert(fed_.end(), tail.begin(), tail.end());
+        return logits;
+    }
+
+    // After an interrupted append the cache length may not match what we think it holds.
+    void check_consistent() {
+        if (session_.seq_length(0) != static_cast<int32_t>(fed_.size())) {
+            session_.reset(0);
+            fed_.clear();
+        }
+    }
+
+private:
+    Session& session_;
+    const Tokenizer& tok_;
+    const ChatTemplate& tmpl_;
+    std::string system_;
+    std::vector<ChatMessage> messages_;
+    std::vector<int32_t> fed_;
+};
+
+}  // namespace
+
+int cmd_chat(int argc, char** argv) {
+    ModelFlags model;
+    SamplingFlags sampling;
+    MemoryFlags memories;
+    std::string system;
+    int32_t n_predict = -1;
+
+    app::ArgParser p("chat", "mnemo chat [-m DIR] [--system TEXT] [options]",
+                     "Chat with the model on stdin/stdout. Commands: /reset clears the conversation, /quit exits.\n"
+                     "Ctrl-C stops the current answer; at the prompt, Ctrl-C or Ctrl-D exits.");
+    add_model_flags(p, model);
+    p.string_opt("--system", "TEXT", "system message at the start of the conversation", &system)
+        .int_opt("-n,--n-predict", "N", "tokens per answer at most; -1 = until the context is full (default)",
+                 &n_predict, -1, 1 << 30);
+    add_sampling_flags(p, sampling);
+    add_memory_flags(p, memories);
+    if (!p.parse(argc, argv, 2)) return 0;
+
+    const std::string dir = resolve_model_dir(model);
+    const auto tok = open_tokenizer(dir);
+    std::string note;
+    const ChatTemplate tmpl = detect_chat_template(dir, &note);
+    if (!note.empty()) std::fprintf(stderr, "mnemo: %s\n", printable(note).c_str());
+    const auto session = open_session(session_options(model, dir));
+    const AttachedMemories source = attach_memories(*session, memories);  // every user turn is a prompt: its chunks retrieve
+
+    std::vector<std::string> stops = tmpl.stop_strings;
+    stops.insert(stops.end(), sampling.stops.begin(), sampling.stops.end());
+
+    install_interrupt_handler();
+    std::atomic<bool>& interrupted = interrupt_flag();
+    session->set_cancel_flag(&interrupted);
+    Sampler sampler(sampling.resolved());
+    Conversation conv(*session, *tok, tmpl, system);
+    const bool interactive = isatty(STDIN_FILENO);
+    std::fprintf(stderr, "mnemo chat: %s, template %s, context %d tokens. /reset, /quit, Ctrl-D to exit.\n",
+                 session->summary().model_type.c_str(), tmpl.name.c_str(), session->n_ctx());
+
+    while (true) {
+        if (interactive) {
+            std::fputs("> ", stdout);
+            std::fflush(stdout);
+        }
+        std::string line;
+        if (interrupted.load()) break;  // Ctrl-C that arrived between answers
+        const ReadResult rr = read_line(line);
+        if (rr != ReadResult::Line) {
+            if (interactive) std::fputc('\n', stdout);
+            break;
+        }
+        if (line == "/quit" || line == "/exit") break;
+        if (line == "/reset") {
+            conv.reset();
+            std::fprintf(stderr, "(conversation cleared)\n");
+            continue;
+        }
+        if (line.empty()) continue;
+
+        conv.messages().push_back({"user", line});
+        std::vector<int32_t> target = conv.render_tokens();
+        if (static_cast<int64_t>(target.size()) >= session->n_ctx()) {
+            // Start over with only this turn; if even that does not fit, drop it.
+            conv.reset();
+            conv.messages().push_back({"user", line});
+            target = conv.render_tokens();
+            if (static_cast<int64_t>(target.size()) >= session->n_ctx()) {
+                std::fprintf(stderr, "mnemo: this message has %zu tokens but the context holds %d (-c); skipped\n",
+                             target.size(), session->n_ctx());
+                conv.reset();
+                continue;
+            }
+            std::fprintf(stderr, "(the context was full: the conversation was reset)\n");
+        }
+
+        app::GenerateResult r;
+        try {
+            const float* logits = conv.sync(target);
+            app::GenerateRequest req(*session, *tok, sampler, conv.fed(), &interrupted);
+            req.first_logits = logits;
+            req.stop_strings = stops;
+            req.max_tokens = n_predict;
+            req.emit = [](const std::string& piece) {
+                std::fwrite(piece.data(), 1, piece.size(), stdout);
+                std::fflush(stdout);
+            };
+            r = app::generate(req);
+        } catch (const Cancelled&) {
+            r.reason = app::StopReason::Cancelled;
+        }
+        std::fputc('\n', stdout);
+        std::fflush(stdout);
+
+        if (r.reason == app::StopReason::Cancelled) {
+            interrupted.store(false);
+            conv.check_consistent();
+            std::fprintf(stderr, "(answer stopped)\n");
+            if (r.text.empty()) {  // stopped before any answer: forget the question too
+                conv.messages().pop_back();
+                continue;
+            }
+        }
+        if (r.reason == app::StopReason::ContextFull) {
+            conv.reset();
+            std::fprintf(stderr, "(the context is full: the conversation was reset)\n");
+            continue;
+        }
+        conv.messages().push_back({"assistant", r.text});
+    }
+    if (source.kb) std::fprintf(stderr, "%s\n", kb_summary(source.kb->status()).c_str());
+    return 0;
+}
+
+}  // namespace mnemo::cli

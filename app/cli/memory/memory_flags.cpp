@@ -1,0 +1,99 @@
+#include "memory/memory_flags.hpp"
+
+#include <cstdio>
+
+#include "mnemo/error.hpp"
+#include "mnemo/io/printable.hpp"
+#include "mnemo/memory/retrieval_settings.hpp"
+
+namespace mnemo::cli {
+
+void add_memory_flags(app::ArgParser& p, MemoryFlags& f) {
+    p.string_opt("--memories", "FOLDER", "explicit memories made by `mnemo memorize` (models that read memories, e.g. memory3)",
+                 &f.folder)
+        .string_opt("--kb", "URL", "explicit memories from a knowledge server (`mnemo-kb serve`): grpcs://HOST:PORT, or "
+                                   "grpc://HOST:PORT on a loopback address; instead of --memories",
+                    &f.kb_url)
+        .string_opt("--kb-token-file", "FILE", "file holding the knowledge server's access token (sent as a bearer token)",
+                    &f.kb_token_file)
+        .string_opt("--kb-ca", "FILE", "PEM certificates that sign the server's TLS certificate (default: the system's roots)",
+                    &f.kb_ca)
+        .int_opt("--kb-timeout-ms", "N", "deadline of each knowledge-server call; a chunk whose call fails gets no memories "
+                                         "(default: 2000)",
+                 &f.kb_timeout_ms, 1, 600000)
+        .string_opt("--retrieval", "MODE", "how chunks find memories: vector (the model's hidden state, cosine) or bm25 "
+                                           "(lexical, over tokens); with --kb also hybrid (both, fused by rank) (default: what the "
+                                           "model's generation_config.json recommends, else bm25; vector needs a model with trained retrieval vectors)",
+                    &f.retrieval)
+        .double_opt("--min-relative-score", "R", "leave out references scoring below R times the chunk's best one (0..1; 0 keeps "
+                                                "all k): drops near misses such as a look-alike name (default: the model's "
+                                                "recommendation, else 0)",
+                    &f.min_relative_score, 0.0, 1.0);
+}
+
+AttachedMemories attach_memories(Session& session, const MemoryFlags& f) {
+    const bool kb = !f.kb_url.empty();
+    if (kb && !f.folder.empty()) throw app::UsageError("--memories and --kb both give memories: choose one");
+    if (!kb && (!f.kb_token_file.empty() || !f.kb_ca.empty()))
+        throw app::UsageError("--kb-token-file and --kb-ca need --kb URL");
+    // The mode is checked even without a source, so a typo is reported whatever the other flags.
+    if (!f.retrieval.empty() && !kb && kb_retrieval_from_name(f.retrieval) == KbRetrieval::Hybrid)
+        throw app::UsageError("--retrieval hybrid needs --kb (a memory folder ranks by vector or bm25)");
+    AttachedMemories out;
+    if (f.folder.empty() && !kb) return out;
+    // The model's advice is read only when memories are: a run without them never depends on it.
+    const RetrievalAdvice advice = recommended_retrieval(session.summary().model_dir);
+    const std::string mode = !f.retrieval.empty() ? f.retrieval : !advice.mode.empty() ? advice.mode : "bm25";
+    const KbRetrieval kb_mode = kb_retrieval_from_name(mode);
+    if (!kb && kb_mode == KbRetrieval::Hybrid)
+        throw app::UsageError("the model recommends hybrid retrieval, which needs --kb: give --retrieval vector or bm25");
+    out.retrieval = mode;
+    out.min_relative_score = f.min_relative_score >= 0 ? f.min_relative_score : advice.min_relative_score;
+    const char* flag = kb ? "--kb" : "--memories";
+    if (!session.reads_memories())
+        throw Error(std::string(flag) + ": model '" + session.summary().model_dir + "' (" + session.summary().model_type +
+                    ") does not read explicit memories");
+    if (kb) {
+        KbSourceOptions o;
+        o.url = f.kb_url;
+        if (!f.kb_token_file.empty()) o.token = read_kb_token(f.kb_token_file);
+        o.ca_file = f.kb_ca;
+        o.retrieval = kb_mode;
+        o.min_relative_score = out.min_relative_score;
+        o.connect_timeout_ms = o.call_timeout_ms = f.kb_timeout_ms;
+        out.kb = connect_kb(o, memory_folder_model(session));
+        out.source = out.kb;
+    } else {
+        out.source = std::make_shared<FolderMemorySource>(f.folder, memory_folder_model(session), retrieval_mode_from_name(mode),
+                                                          out.min_relative_score);
+    }
+    session.set_memory_source(out.source);
+    return out;
+}
+
+std::shared_ptr<RetrievalRecorder> record_retrieval(Session& session, const AttachedMemories& attached) {
+    if (!attached) return nullptr;
+    auto recorder = std::make_shared<RetrievalRecorder>(attached.source);
+    session.set_memory_source(recorder);
+    return recorder;
+}
+
+std::string kb_summary(const KbSourceStatus& s) {
+    const double chunks = s.retrievals ? static_cast<double>(s.retrievals) : 1.0;
+    const uint64_t retrieved = s.cache_hits + s.cache_misses;
+    char buf[512];
+    std::snprintf(buf, sizeof buf,
+                  "kb %s: bank %llu, %llu chunks, %llu records fetched (%.1f KiB, %.1f KiB/chunk), cache hits %.0f%%, "
+                  "prefetched %llu/%llu, %llu failed, %llu skipped while backing off",
+                  printable(s.url).c_str(), static_cast<unsigned long long>(s.bank_version), static_cast<unsigned long long>(s.retrievals),
+                  static_cast<unsigned long long>(s.records_fetched), static_cast<double>(s.reply_bytes) / 1024.0,
+                  static_cast<double>(s.reply_bytes) / 1024.0 / chunks,
+                  retrieved ? 100.0 * static_cast<double>(s.cache_hits) / static_cast<double>(retrieved) : 0.0,
+                  static_cast<unsigned long long>(s.prefetch_hits), static_cast<unsigned long long>(s.retrievals),
+                  static_cast<unsigned long long>(s.failures), static_cast<unsigned long long>(s.skipped));
+    std::string out = buf;
+    if (!s.last_error.empty()) out += "; last error: " + printable(s.last_error);  // the server's words
+    return out;
+}
+
+}  // namespace mnemo::cli

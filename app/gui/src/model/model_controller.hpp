@@ -1,0 +1,100 @@
+// The model and where it runs (chat.model): opening a model folder, choosing its device (by hand,
+// or measured through the FastestDeviceController), reloading it, and what it is (the model line).
+// The ModelWorker lives on its own thread (owned here): loads go to it by queued signals and each
+// has an id, so only the newest ends the loading state, and a load that fails keeps the model
+// that ran. The "Knowledge…" panel (KbController) and Fastest reload the model through reload();
+// the chat answers on worker() and stops its answer when asked (stopAnswer()).
+#pragma once
+
+#include <QObject>
+#include <QStringList>
+#include <memory>
+
+#include "devices/device_model.hpp"
+#include "engine/model_worker.hpp"
+#include "fastest_device/fastest_device_controller.hpp"
+#include "settings/app_settings.hpp"
+#include "settings/settings_controller.hpp"
+
+namespace mnemo::gui {
+
+class ModelController : public QObject {
+    Q_OBJECT
+    Q_PROPERTY(bool loaded READ loaded NOTIFY infoChanged)
+    // A load, or the Fastest benchmark before one.
+    Q_PROPERTY(bool loading READ loading NOTIFY loadingChanged)
+    Q_PROPERTY(QString line READ line NOTIFY infoChanged)        // type, sizes, template, context, device
+    Q_PROPERTY(QString details READ details NOTIFY infoChanged)  // the folder and the architecture in full
+    Q_PROPERTY(QString dir READ dir NOTIFY infoChanged)
+    Q_PROPERTY(int deviceRow READ deviceRow NOTIFY infoChanged)  // in the picker (DeviceModel)
+    Q_PROPERTY(QStringList recentModels READ recentModels NOTIFY recentModelsChanged)
+
+public:
+    ModelController(DeviceModel& devices, AppSettings& appSettings, SettingsController& settings, FastestDeviceController& fastestDevice,
+                    QObject* parent = nullptr);
+    ~ModelController() override;
+
+    ModelWorker* worker() const { return thread_->worker(); }
+    // Stops the worker's thread (waiting at most for one token or a load in progress): called by
+    // the owner before the objects the worker reports to go.
+    void stopWorker() { thread_.reset(); }
+
+    bool loaded() const { return loaded_; }
+    bool loading() const { return pendingLoad_ != 0 || fastestDevice_.measuring(); }
+    QString line() const;
+    QString details() const;
+    QString dir() const { return info_.modelDir; }
+    int deviceRow() const;
+    QStringList recentModels() const { return appSettings_.recentModels(); }
+    const ModelInfo& info() const { return info_; }
+    // What the last load that succeeded asked for, as it ran: the base of every reload.
+    const LoadRequest& lastLoad() const { return lastLoad_; }
+
+    // Loads a model folder (a path or a file: URL) on the current device, the CPU at first.
+    Q_INVOKABLE void loadModel(const QString& dirOrUrl);
+    // Reloads the model on device row `row` of the picker (the Fastest row: Fastest chooses); the
+    // conversation stays. A failure keeps the current device and says why.
+    Q_INVOKABLE void chooseDevice(int row);
+    // Reloads the model as it is (the context length and threads apply at a load).
+    Q_INVOKABLE void reloadModel();
+    // Reloads the model with `request` (other memories, another device): the answer in progress
+    // stops, and the status says `status`.
+    void reload(const LoadRequest& request, const QString& status);
+
+Q_SIGNALS:
+    void requestLoad(quint64 id, mnemo::gui::LoadRequest request);
+    void loadingChanged();
+    void infoChanged();
+    void recentModelsChanged();
+    // The worker's model was replaced (by the newest load, or by one a newer load overtook).
+    void modelReplaced(const mnemo::gui::ModelInfo& info);
+    // A model folder is opened: the settings kept for it apply from now on.
+    void folderOpened(const QString& modelDir);
+    // The answer in progress must end: the model is reloaded, or measured by Fastest.
+    void stopAnswer();
+    void statusMessage(const QString& text, bool error);
+
+private:
+    void onLoaded(quint64 id, const ModelInfo& info);
+    void onLoadFailed(quint64 id, const QString& reason, bool previousKept);
+    void onFastestChosen(const FastestChoice& choice);
+    void send(const LoadRequest& request);
+    void openFolder(const QString& modelDir);
+
+    DeviceModel& devices_;
+    AppSettings& appSettings_;
+    SettingsController& settings_;
+    FastestDeviceController& fastestDevice_;
+
+    ModelInfo info_;
+    bool loaded_ = false;
+    LoadRequest lastLoad_;
+    LoadRequest pending_;  // the newest request, until its answer
+    quint64 nextId_ = 0;
+    quint64 pendingLoad_ = 0;
+
+    // Last, so that it is destroyed first: the worker thread stops before what it reports to.
+    std::unique_ptr<WorkerThread> thread_;
+};
+
+}  // namespace mnemo::gui

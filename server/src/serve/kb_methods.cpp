@@ -1,0 +1,225 @@
+// The seven methods of the KnowledgeBase service (docs/kb-protocol.md, "Calls"), each given its
+// decoded request inside the call frame of kb_service.cpp. Errors a client sees never carry the
+// server's file paths (bank errors do: those go to CallNote::server_error, for the log).
+#include <unordered_set>
+
+#include "bank/bank.hpp"
+#include "mnemo/error.hpp"
+#include "mnemo/io/printable.hpp"
+#include "mnemo/tokenizer/tokenizer.hpp"
+#include "serve/call_io.hpp"
+#include "serve/kb_service.hpp"
+#include "serve/reply_text.hpp"
+#include "serve/request_checks.hpp"
+
+namespace mnemo::kb {
+namespace {
+
+using grpc::Status;
+using grpc::StatusCode;
+
+std::string version_prefix(const Bank& bank) { return "bank version " + std::to_string(bank.version()) + ": "; }
+
+void fill_bank_info(const Bank& bank, v1::BankInfo* info) {
+    const MemoryFolderModel& m = bank.model();
+    info->set_bank_version(bank.version());
+    info->set_model_type(utf8_for_reply(m.model_type));
+    info->set_model_fingerprint(utf8_for_reply(m.fingerprint));
+    info->set_model_json(utf8_for_reply(memory_model_to_json(m).dump()));
+    info->set_key_codebook_sha256(bank.codec().keys.sha256);
+    info->set_value_codebook_sha256(bank.codec().values.sha256);
+    info->set_record_bytes(bank.record_bytes());
+    info->set_count(bank.count());
+    info->set_segments(bank.segments());
+    info->set_has_tokenizer(bank.tokenizer() != nullptr);
+}
+
+// A unary method's one reply; when it cannot be sent, why the call ends.
+Status reply(CallIo& io, const google::protobuf::Message& m) {
+    if (io.send(m)) return Status::OK;
+    const Status state = io.state();
+    return state.ok() ? Status(StatusCode::CANCELLED, "the reply could not be sent (the client went away)") : state;
+}
+
+// A record the bank refused to serve (its checks failed): the client learns which id and that
+// nothing damaged was sent; the bank's message, with the server's paths, goes to the log.
+Status damaged_record(CallIo& io, const Bank& bank, uint32_t id, const std::exception& e) {
+    io.note().server_error = e.what();
+    return Status(StatusCode::DATA_LOSS, version_prefix(bank) + "record " + std::to_string(id) +
+                                             " failed the server's integrity check and was not sent (the server's log has the details)");
+}
+
+}  // namespace
+
+Status KbService::info(const v1::InfoRequest&, CallIo& io) {
+    const std::shared_ptr<const Bank> bank = bank_.current();
+    v1::InfoReply out;
+    fill_bank_info(*bank, out.mutable_bank());
+    out.set_server_version(utf8_for_reply(config_.server_version));
+    for (const auto& [name, value] : counters_.snapshot()) (*out.mutable_counters())[name] = value;
+    out.set_max_k(config_.limits.max_k);
+    out.set_max_ids_per_request(config_.limits.max_ids_per_request);
+    out.set_max_streams_per_client(config_.limits.max_streams_per_client);
+    out.set_max_receive_message_bytes(config_.limits.max_receive_bytes);
+    out.set_max_call_seconds(config_.limits.max_call_seconds);
+    return reply(io, out);
+}
+
+Status KbService::health(const v1::HealthRequest&, CallIo& io) {
+    const std::shared_ptr<const Bank> bank = bank_.current();
+    v1::HealthReply out;
+    out.set_status(bank ? v1::HealthReply::SERVING : v1::HealthReply::NOT_SERVING);
+    if (bank) out.set_bank_version(bank->version());
+    return reply(io, out);
+}
+
+Status KbService::retrieve_into(CallIo& io, const Bank& bank, const v1::RetrieveRequest& req, v1::RetrieveReply* out) const {
+    Status st = check_retrieve(req, shape_of(bank), config_.limits);
+    if (!st.ok()) return st;
+    std::vector<float> vector(req.vector().begin(), req.vector().end());
+    std::vector<int32_t> tokens(req.tokens().begin(), req.tokens().end());
+    if (!req.text().empty()) {
+        tokens = bank.tokenizer()->encode(req.text(), false);
+        if (tokens.empty() && vector.empty()) return Status(StatusCode::INVALID_ARGUMENT, "the text gives no tokens and there is no vector");
+    }
+    BankQuery q;
+    q.vector = vector.empty() ? nullptr : &vector;
+    q.tokens = tokens.empty() ? nullptr : &tokens;
+    q.k = static_cast<int32_t>(req.k());
+    q.sources.assign(req.filter().sources().begin(), req.filter().sources().end());
+    q.source_prefix = req.filter().source_prefix();
+    q.min_relative_score = req.min_relative_score();
+    // A retrieval passes over the whole bank: it stops when the call must (cap, deadline, cancel).
+    q.should_stop = [&io] { return io.should_stop(); };
+    std::vector<BankHit> hits;
+    try {
+        hits = bank.retrieve(q);
+    } catch (const QueryStopped&) {
+        const Status state = io.state();
+        return state.ok() ? Status(StatusCode::CANCELLED, "the retrieval was stopped") : state;
+    } catch (const std::exception& e) {
+        io.note().server_error = e.what();
+        return Status(StatusCode::INTERNAL, version_prefix(bank) + "retrieval failed (the server's log has the details)");
+    }
+    for (const BankHit& h : hits) {
+        v1::Hit* hit = out->add_hits();
+        hit->set_id(h.id);
+        hit->set_score(static_cast<float>(h.score));
+        const BankReference& ref = bank.reference(h.id);
+        hit->set_doc_id(utf8_for_reply(ref.doc_id));
+        if (!req.omit_texts()) {
+            hit->set_text(utf8_for_reply(ref.text));
+            hit->set_title(utf8_for_reply(ref.title));
+            hit->set_source(utf8_for_reply(ref.source));
+        }
+    }
+    out->set_bank_version(bank.version());
+    io.note().detail = "k=" + std::to_string(req.k()) + " query=" + (vector.empty() ? "" : "v") + (tokens.empty() ? "" : "t") +
+                       " hits=" + std::to_string(hits.size());
+    return Status::OK;
+}
+
+Status KbService::retrieve(const v1::RetrieveRequest& req, CallIo& io) {
+    const std::shared_ptr<const Bank> bank = bank_.current();
+    v1::RetrieveReply out;
+    const Status st = retrieve_into(io, *bank, req, &out);
+    return st.ok() ? reply(io, out) : st;
+}
+
+Status KbService::fetch_memories(const v1::FetchRequest& req, CallIo& io) {
+    const std::shared_ptr<const Bank> bank = bank_.current();
+    io.note().detail = "ids=" + std::to_string(req.ids_size());
+    Status st = check_fetch(req, shape_of(*bank), config_.limits);
+    if (!st.ok()) return st;
+    v1::MemoryRecord msg;
+    for (const uint32_t id : req.ids()) {
+        st = io.state();
+        if (!st.ok()) return st;
+        msg.set_id(id);
+        try {
+            msg.set_record(bank->record(id));
+        } catch (const std::exception& e) {
+            return damaged_record(io, *bank, id, e);
+        }
+        // A write to a client that stopped reading blocks here until the watchdog cancels it.
+        if (!io.send(msg)) {
+            st = io.state();
+            return st.ok() ? Status(StatusCode::CANCELLED, "the client went away during the stream") : st;
+        }
+        ++io.note().records;
+    }
+    return Status::OK;
+}
+
+Status KbService::retrieve_memories(const v1::RetrieveRequest& req, CallIo& io) {
+    const std::shared_ptr<const Bank> bank = bank_.current();
+    v1::RetrieveMemoriesReply out;
+    Status st = retrieve_into(io, *bank, req, out.mutable_retrieval());
+    if (!st.ok()) return st;
+    // Which hits the client holds: one pass over have_ids against the (at most max_k) hits, so a
+    // long have_ids costs a scan, never a hash set as large as the request.
+    std::unordered_set<uint32_t> held;
+    std::unordered_set<uint32_t> hit_ids;
+    for (const v1::Hit& h : out.retrieval().hits()) hit_ids.insert(h.id());
+    for (const uint32_t id : req.have_ids())
+        if (hit_ids.count(id)) held.insert(id);
+    for (const v1::Hit& h : out.retrieval().hits()) {
+        if (held.count(h.id())) continue;
+        // Up to max_k records read from storage: the call's cap and cancellation still apply.
+        if (st = io.state(); !st.ok()) return st;
+        v1::MemoryRecord* rec = out.add_records();
+        rec->set_id(h.id());
+        try {
+            rec->set_record(bank->record(h.id()));
+        } catch (const std::exception& e) {
+            return damaged_record(io, *bank, h.id(), e);
+        }
+        ++io.note().records;
+    }
+    return reply(io, out);
+}
+
+Status KbService::get_codebook(const v1::CodebookRequest& req, CallIo& io) {
+    const std::shared_ptr<const Bank> bank = bank_.current();
+    Status st = check_codebook(req, shape_of(*bank));
+    if (!st.ok()) return st;
+    std::string sha = req.sha256();
+    for (char& c : sha) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    const std::vector<uint8_t>* bytes = bank->codebook_bytes(sha);
+    if (bytes == nullptr) return Status(StatusCode::NOT_FOUND, version_prefix(*bank) + "no codebook " + sha);
+    const size_t chunk = req.chunk_bytes() == 0 ? ServeLimits::kDefaultCodebookChunk : req.chunk_bytes();
+    v1::CodebookChunk msg;
+    size_t offset = 0;
+    do {
+        st = io.state();
+        if (!st.ok()) return st;
+        const size_t n = std::min(chunk, bytes->size() - offset);
+        msg.set_offset(offset);
+        msg.set_total_bytes(bytes->size());
+        msg.set_data(reinterpret_cast<const char*>(bytes->data()) + offset, n);
+        if (!io.send(msg)) {
+            st = io.state();
+            return st.ok() ? Status(StatusCode::CANCELLED, "the client went away during the stream") : st;
+        }
+        offset += n;
+    } while (offset < bytes->size());
+    io.note().detail = "codebook_bytes=" + std::to_string(bytes->size());
+    return Status::OK;
+}
+
+Status KbService::reload(const v1::ReloadRequest&, CallIo& io) {
+    ReloadOutcome outcome;
+    try {
+        outcome = reload_bank();
+    } catch (const std::exception& e) {
+        // Admin scope only: the operator's own message, paths included (docs/kb-protocol.md).
+        return Status(StatusCode::FAILED_PRECONDITION, e.what());
+    }
+    v1::ReloadReply out;
+    out.set_previous_version(outcome.previous_version);
+    out.set_bank_version(outcome.version);
+    io.note().detail = "version=" + std::to_string(outcome.version);
+    return reply(io, out);
+}
+
+}  // namespace mnemo::kb

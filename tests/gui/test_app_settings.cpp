@@ -1,0 +1,125 @@
+// The settings file (AppSettings): what is kept comes back, and a path that is not a settings file
+// to read whole — a symlink to /dev/zero, a FIFO, a file over the cap — is refused with its name
+// before QSettings reads it, and left exactly as it was (nothing is written over it).
+#include <QFile>
+#include <QFileInfo>
+#include <QSettings>
+#include <QTemporaryDir>
+#include <QTest>
+#include <QUrl>
+#include <sys/stat.h>
+
+#include "mnemo/io/file_read.hpp"
+#include "settings/app_settings.hpp"
+
+using namespace mnemo::gui;
+
+namespace {
+
+// Uses the settings as the app does at start and on a change.
+void useSettings(AppSettings& s) {
+    s.addRecent(QStringLiteral("/models/a"));
+    ModelSettings m;
+    m.topK = 7;
+    s.setModel(QStringLiteral("/models/a"), m);
+    s.setKbServer({QStringLiteral("grpc://127.0.0.1:1"), {}, {}});
+}
+
+}  // namespace
+
+class TestAppSettings : public QObject {
+    Q_OBJECT
+private Q_SLOTS:
+    void keepsWhatItIsGiven() {
+        QTemporaryDir dir;
+        const QString ini = dir.filePath(QStringLiteral("settings.ini"));
+        {
+            AppSettings s(ini);
+            QCOMPARE(s.problem(), QString());
+            useSettings(s);
+        }
+        AppSettings s(ini);
+        QCOMPARE(s.problem(), QString());
+        QCOMPARE(s.recentModels(), QStringList{QStringLiteral("/models/a")});
+        QCOMPARE(s.model(QStringLiteral("/models/a"))->topK, 7);
+        QCOMPARE(s.kbServer().url, QStringLiteral("grpc://127.0.0.1:1"));
+    }
+
+    // A settings file written before the glossary renamed its groups (knowledge/ -> kb/,
+    // auto_device/ -> fastest_device/) keeps what it held: the last server, and the Fastest
+    // device's figures, so the benchmark does not run again. The old groups are gone after.
+    void movesTheGroupsOfAnOlderFile() {
+        QTemporaryDir dir;
+        const QString ini = dir.filePath(QStringLiteral("settings.ini"));
+        const QString key = QStringLiteral("/models/a\ncpu:0 CPU");
+        const QString figures = QStringLiteral("cpu\t0\t12.5\t\tCPU 0");
+        {
+            QSettings old(ini, QSettings::IniFormat);
+            old.setValue(QStringLiteral("knowledge/url"), QStringLiteral("grpc://127.0.0.1:7"));
+            old.setValue(QStringLiteral("knowledge/token_file"), QStringLiteral("/tokens/t"));
+            old.setValue(QStringLiteral("auto_device/") + QString::fromLatin1(QUrl::toPercentEncoding(key)), figures);
+        }
+        {
+            AppSettings s(ini);
+            QCOMPARE(s.problem(), QString());
+            QCOMPARE(s.kbServer().url, QStringLiteral("grpc://127.0.0.1:7"));
+            QCOMPARE(s.kbServer().tokenFile, QStringLiteral("/tokens/t"));
+            QCOMPARE(s.fastestDeviceFigures(key), figures);
+        }
+        QSettings after(ini, QSettings::IniFormat);
+        QVERIFY(!after.contains(QStringLiteral("knowledge/url")));
+        QVERIFY(after.childGroups().contains(QStringLiteral("kb")));
+        QVERIFY(!after.childGroups().contains(QStringLiteral("auto_device")));
+        QVERIFY(!after.childGroups().contains(QStringLiteral("knowledge")));
+        QCOMPARE(AppSettings(ini).fastestDeviceFigures(key), figures);  // and stays there
+    }
+
+    void refusesASymlinkToDevZero() {
+        QTemporaryDir dir;
+        const QString ini = dir.filePath(QStringLiteral("settings.ini"));
+        QVERIFY(QFile::link(QStringLiteral("/dev/zero"), ini));
+        AppSettings s(ini);
+        // Checked before anything is written: QSettings would replace the link's target, and run as
+        // root that is /dev/zero itself (QSaveFile renames its new file over it).
+        QVERIFY2(s.problem().startsWith(ini + QStringLiteral(": ")) && s.problem().contains(QStringLiteral("character device")),
+                 qPrintable(s.problem()));
+        useSettings(s);  // kept for this run only
+        QCOMPARE(s.recentModels(), QStringList{QStringLiteral("/models/a")});
+        QCOMPARE(QFileInfo(ini).symLinkTarget(), QStringLiteral("/dev/zero"));
+    }
+
+    void refusesAFifoWithoutWaitingForAWriter() {
+        QTemporaryDir dir;
+        const QString ini = dir.filePath(QStringLiteral("settings.ini"));
+        QCOMPARE(::mkfifo(QFile::encodeName(ini).constData(), 0600), 0);
+        AppSettings s(ini);
+        QVERIFY2(s.problem().startsWith(ini + QStringLiteral(": ")) && s.problem().contains(QStringLiteral("FIFO")), qPrintable(s.problem()));
+        useSettings(s);
+        struct stat st {};
+        QCOMPARE(::lstat(QFile::encodeName(ini).constData(), &st), 0);
+        QVERIFY(S_ISFIFO(st.st_mode));  // still the FIFO, not replaced by a file
+    }
+
+    void refusesAFileOverTheCapAndLeavesItAsItIs() {
+        QTemporaryDir dir;
+        const QString ini = dir.filePath(QStringLiteral("settings.ini"));
+        const qint64 size = static_cast<qint64>(mnemo::kMaxSmallFileBytes) + 1;
+        {
+            QFile f(ini);  // sparse after its first line
+            QVERIFY(f.open(QIODevice::WriteOnly));
+            f.write("[mine]\nkeep=1\n");
+            QVERIFY(f.resize(size));
+        }
+        AppSettings s(ini);
+        QVERIFY2(s.problem().startsWith(ini + QStringLiteral(": ")) && s.problem().contains(QStringLiteral("more than")),
+                 qPrintable(s.problem()));
+        useSettings(s);
+        QCOMPARE(QFileInfo(ini).size(), size);
+        QFile f(ini);
+        QVERIFY(f.open(QIODevice::ReadOnly));
+        QCOMPARE(f.read(14), QByteArray("[mine]\nkeep=1\n"));
+    }
+};
+
+QTEST_GUILESS_MAIN(TestAppSettings)
+#include "test_app_settings.moc"
