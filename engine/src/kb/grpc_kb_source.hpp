@@ -6,7 +6,6 @@
 
 #include <chrono>
 #include <condition_variable>
-#include <deque>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -104,7 +103,10 @@ private:
     // Prefetch: one worker runs announced queries in order.
     std::mutex pmu_;
     std::condition_variable pcv_;
-    std::deque<std::shared_ptr<Pending>> pending_;  // announced, oldest first (any state)
+    // Announced, oldest first (any state; at most 64). A vector, not a deque: clang exports the
+    // deque iterator's friend operators instantiated on this internal type from libmnemo
+    // (libmnemo.exports_public_api_only fails in the sanitizer build).
+    std::vector<std::shared_ptr<Pending>> pending_;
     bool stop_ = false;
     std::thread worker_;
 };
