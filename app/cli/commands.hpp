@@ -15,5 +15,7 @@ int cmd_plugins(int argc, char** argv);
 int cmd_memorize(int argc, char** argv);
 int cmd_eval(int argc, char** argv);
 int cmd_ask(int argc, char** argv);
+int cmd_tokenize(int argc, char** argv);
+int cmd_quantize(int argc, char** argv);
 
 }  // namespace mnemo::cli

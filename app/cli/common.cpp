@@ -10,13 +10,14 @@
 #include "app/default_model.hpp"
 #include "backend/auto_backend.hpp"
 #include "mnemo/error.hpp"
+#include "mnemo/io/gguf.hpp"
 
 namespace mnemo::cli {
 
 namespace fs = std::filesystem;
 
 void add_model_flags(app::ArgParser& p, ModelFlags& f) {
-    p.string_opt("-m,--model", "DIR", "model folder (default: the bundled default model)", &f.model)
+    p.string_opt("-m,--model", "DIR|FILE", "model folder or GGUF file (default: the bundled default model)", &f.model)
         .string_opt("--backend", "NAME", "backend module to run on, or auto: the fastest kind of device that opens the "
                                          "model (GPUs first, then the CPU backend; --device is then ignored) (default: cpu)",
                     &f.backend)
@@ -29,8 +30,9 @@ void add_model_flags(app::ArgParser& p, ModelFlags& f) {
 std::string resolve_model_dir(const ModelFlags& f) {
     if (!f.model.empty()) {
         std::error_code ec;
-        if (!fs::exists(f.model, ec)) throw Error("model folder '" + f.model + "' does not exist");
-        if (!fs::is_directory(f.model, ec)) throw Error("model path '" + f.model + "' is not a folder");
+        if (!fs::exists(f.model, ec)) throw Error("model '" + f.model + "' does not exist");
+        if (!fs::is_directory(f.model, ec) && !looks_like_gguf(f.model))
+            throw Error("model '" + f.model + "' is neither a folder nor a GGUF file");
         return f.model;
     }
     const std::string found = app::find_default_model();
@@ -78,6 +80,7 @@ std::unique_ptr<Tokenizer> open_tokenizer(const std::string& model_dir) {
 
 std::string tokenizer_kind(const std::string& model_dir) {
     std::error_code ec;
+    if (looks_like_gguf(model_dir)) return "from the GGUF file's metadata";
     if (fs::is_regular_file(fs::path(model_dir) / "tokenizer.json", ec)) return "byte-level BPE (tokenizer.json)";
     if (fs::is_regular_file(fs::path(model_dir) / "tokenizer.model", ec)) return "SentencePiece (tokenizer.model)";
     return "none found";

@@ -17,6 +17,8 @@ const Command kCommands[] = {
     {"bench", mnemo::cli::cmd_bench, "measure prompt and generation speed (llama-bench style)"},
     {"compare", mnemo::cli::cmd_compare, "run one prompt on several backends: speed, memory, logit differences"},
     {"info", mnemo::cli::cmd_info, "describe a model: architecture, sizes, tokenizer, template"},
+    {"quantize", mnemo::cli::cmd_quantize, "write a model folder as one GGUF file: f32, f16, bf16, q8_0 or q4_0 weights"},
+    {"tokenize", mnemo::cli::cmd_tokenize, "print the token ids of a text (model folder or GGUF file, vocab-only is enough)"},
     {"devices", mnemo::cli::cmd_devices, "list backend modules and their devices"},
     {"plugins", mnemo::cli::cmd_plugins, "list model plugins and the model types they load"},
 };

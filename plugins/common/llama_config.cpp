@@ -66,6 +66,18 @@ LlamaConfig read_config(const plugin::Host& h) {
         }
         require(s.factor > 0, "rope_scaling.factor must be > 0");
     }
+    c.rope_interleaved = h.get_bool("rope_interleaved", false);
+    if (h.has("rope_freq_factors")) {
+        require(h.has("rope_freq_factors.0"), "rope_freq_factors must be a non-empty list of numbers");
+        for (size_t i = 0; h.has(("rope_freq_factors." + std::to_string(i)).c_str()); ++i) {
+            const double f = h.get_float(("rope_freq_factors." + std::to_string(i)).c_str());
+            require(f > 0, "rope_freq_factors." + std::to_string(i) + " must be > 0");
+            c.rope_scaling.freq_factors.push_back(f);
+        }
+        require(static_cast<int64_t>(c.rope_scaling.freq_factors.size()) == c.head_dim / 2,
+                "rope_freq_factors has " + std::to_string(c.rope_scaling.freq_factors.size()) + " factors (expected head_dim / 2 = " +
+                    std::to_string(c.head_dim / 2) + ")");
+    }
     return c;
 }
 
@@ -73,6 +85,8 @@ std::string describe(const LlamaConfig& c) {
     std::ostringstream s;
     s << c.model_type << " (" << c.layers << " layers, dim " << c.hidden << ", heads " << c.heads << "/" << c.kv_heads
       << ", head_dim " << c.head_dim << ", ffn " << c.ffn << ", RoPE " << c.rope_scaling.type;
+    if (!c.rope_scaling.freq_factors.empty()) s << " with frequency factors";
+    if (c.rope_interleaved) s << ", interleaved";
     if (c.tied_embeddings) s << ", tied embeddings";
     if (c.qk_norm) s << ", QK-norm";
     s << ")";

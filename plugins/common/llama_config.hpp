@@ -17,6 +17,9 @@ struct RopeScaling {
     double low_freq_factor = 1.0;
     double high_freq_factor = 4.0;
     double original_max_positions = 8192;
+    // Per-frequency divisors (GGUF's rope_freqs tensor, config field rope_freq_factors, head_dim/2
+    // of them): frequency j is divided by factor j after the scaling above.
+    std::vector<double> freq_factors;
 };
 
 struct LlamaConfig {
@@ -39,6 +42,10 @@ struct LlamaConfig {
     bool mlp_bias = false;
     bool qk_norm = false;   // OLMo-2: RMSNorm over the whole q / k projections
     bool post_norms = false;  // OLMo-2: norms after attention / MLP instead of before
+    // RoPE rotates adjacent pairs (2i, 2i+1) instead of halves (i, i + d/2): the weights of a
+    // GGUF `llama` file, whose W_q / W_k rows are stored permuted for it (config field
+    // rope_interleaved, written by the GGUF reader).
+    bool rope_interleaved = false;
 };
 
 // Reads and checks config.json; errors name the field and the expected value.

@@ -25,6 +25,7 @@ std::vector<float> rope_inverse_frequencies(int64_t d, double theta, const RopeS
                 f = (1.0 - smooth) * f / s.factor + smooth * f;
             }
         }
+        if (!s.freq_factors.empty()) f /= s.freq_factors[static_cast<size_t>(j)];
         out[static_cast<size_t>(j)] = static_cast<float>(f);
     }
     return out;

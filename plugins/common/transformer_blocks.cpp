@@ -80,6 +80,7 @@ T attention_heads(const Graph& g, const llama::LlamaConfig& c, const Attention& 
         q = g.rms_norm(q, g.param(a.q_norm), eps);
         k = g.rms_norm(k, g.param(a.k_norm), eps);
     }
+    if (c.rope_interleaved) rope_mode = 1;  // GGUF llama weights (llama_config.hpp)
     q = g.rope(g.reshape(q, {n, c.heads, c.head_dim}), p.pos, p.inv_freq, rope_mode, c.head_dim);
     k = g.rope(g.reshape(k, {n, c.kv_heads, c.head_dim}), p.pos, p.inv_freq, rope_mode, c.head_dim);
     v = g.reshape(v, {n, c.kv_heads, c.head_dim});

@@ -336,6 +336,18 @@ Checkpoint Checkpoint::open(const std::string& dir) {
     return cp;
 }
 
+Checkpoint Checkpoint::from_views(std::vector<TensorView> tensors, std::vector<std::shared_ptr<const void>> owners,
+                                  std::vector<std::string> files) {
+    Checkpoint cp;
+    for (TensorView& t : tensors) {
+        if (!cp.index_.emplace(t.name, cp.tensors_.size()).second) throw Error(t.file + ": tensor '" + t.name + "' appears twice");
+        cp.tensors_.push_back(std::move(t));
+    }
+    cp.owners_ = std::move(owners);
+    cp.files_ = std::move(files);
+    return cp;
+}
+
 const TensorView* Checkpoint::find(const std::string& name) const {
     const auto it = index_.find(name);
     return it == index_.end() ? nullptr : &tensors_[it->second];

@@ -9,6 +9,8 @@
 #include <map>
 #include <sstream>
 
+#include "gguf/gguf_model.hpp"
+#include "mnemo/io/gguf.hpp"
 #include "session/context_budget.hpp"
 #include "session/session_impl.hpp"
 #include "session/session_memory_host.hpp"
@@ -18,11 +20,20 @@ namespace fs = std::filesystem;
 namespace mnemo {
 
 void Session::Impl::load() {
+    // A model is a folder (config.json + safetensors) or one GGUF file.
     const std::string& dir = options.model_dir;
-    if (!fs::is_directory(dir)) throw Error("model folder '" + dir + "' does not exist or is not a folder");
-    const std::string config_path = (fs::path(dir) / "config.json").string();
-    if (!fs::exists(config_path)) throw Error("model folder '" + dir + "' has no config.json");
-    config = json::parse_file(config_path);
+    const bool gguf = !fs::is_directory(dir) && looks_like_gguf(dir);
+    if (!gguf && !fs::is_directory(dir))
+        throw Error("model '" + dir + "' is neither a model folder nor a GGUF file" + (fs::exists(dir) ? "" : " (it does not exist)"));
+    const std::string config_path = gguf ? dir : (fs::path(dir) / "config.json").string();
+    if (gguf) {
+        detail::GgufModel m = detail::open_gguf_model(dir);
+        config = std::move(m.config);
+        checkpoint = std::move(m.checkpoint);
+    } else {
+        if (!fs::exists(config_path)) throw Error("model folder '" + dir + "' has no config.json");
+        config = json::parse_file(config_path);
+    }
     if (!config.is_object()) throw Error(config_path + ": expected a JSON object at the top level");
     const json::Value* type = config.find("model_type");
     if (!type || !type->is_string())
@@ -37,7 +48,7 @@ void Session::Impl::load() {
     summary.plugin = plugin->name;
     const BackendModule& backend = backends.require(options.backend);
 
-    checkpoint = Checkpoint::open(dir);
+    if (!gguf) checkpoint = Checkpoint::open(dir);
 
     n_seq = options.n_seq;
     if (n_seq < 1) throw Error("the number of sequences must be >= 1, got " + std::to_string(n_seq));

@@ -89,6 +89,7 @@ BpeTokenizer::BpeTokenizer(BpeConfig config) : cfg_(std::move(config)) {
     };
     for (const auto& [piece, id] : cfg_.vocab) check_range(id, "model.vocab['" + piece + "']");
     for (const auto& a : cfg_.added) check_range(a.id, "added_tokens '" + a.content + "'");
+    if (!cfg_.id_pieces.empty()) check_range(static_cast<int64_t>(cfg_.id_pieces.size()) - 1, "token list");
     if (size == 0) throw Error(src + ": model.vocab is empty");
 
     pieces_.assign(size, std::string());
@@ -100,6 +101,9 @@ BpeTokenizer::BpeTokenizer(BpeConfig config) : cfg_(std::move(config)) {
         used[id] = 1;
         pieces_[id] = piece;
     }
+    for (size_t id = 0; id < cfg_.id_pieces.size(); ++id) pieces_[id] = std::move(cfg_.id_pieces[id]);
+    cfg_.id_pieces.clear();
+    cfg_.id_pieces.shrink_to_fit();
 
     bytes_.assign(size, std::string());
     for (int32_t id = 0; id < size; ++id) {
@@ -155,6 +159,9 @@ BpeTokenizer::BpeTokenizer(BpeConfig config) : cfg_(std::move(config)) {
         byte_ids_[b] = it == cfg_.vocab.end() ? -1 : it->second;
     }
 
+    if (!cfg_.merge_ranks.empty() && cfg_.merge_ranks.size() != cfg_.merges.size())
+        throw Error(src + ": " + std::to_string(cfg_.merge_ranks.size()) + " merge ranks for " +
+                    std::to_string(cfg_.merges.size()) + " merges");
     merges_.reserve(cfg_.merges.size());
     for (size_t rank = 0; rank < cfg_.merges.size(); ++rank) {
         const auto& [a, b] = cfg_.merges[rank];
@@ -168,12 +175,14 @@ BpeTokenizer::BpeTokenizer(BpeConfig config) : cfg_(std::move(config)) {
         auto ir = cfg_.vocab.find(a + b);
         if (ir == cfg_.vocab.end())
             throw Error(where + ": merged token '" + a + b + "' is not in model.vocab");
-        merges_.emplace(pair_key(ia->second, ib->second),
-                        Merge{static_cast<int32_t>(rank), ir->second});  // first rank wins
+        const int32_t r = cfg_.merge_ranks.empty() ? static_cast<int32_t>(rank) : cfg_.merge_ranks[rank];
+        merges_.emplace(pair_key(ia->second, ib->second), Merge{r, ir->second});  // first wins
     }
     // The parsed lists are not needed any more except the vocab (token_id, ignore_merges).
     cfg_.merges.clear();
     cfg_.merges.shrink_to_fit();
+    cfg_.merge_ranks.clear();
+    cfg_.merge_ranks.shrink_to_fit();
 }
 
 void BpeTokenizer::check_id(int32_t id) const {

@@ -4,7 +4,8 @@
 //     byte is mapped to a printable character and words are merged from single bytes;
 //   * metaspace (Llama-2 / Mistral tokenizer.json): spaces become U+2581, the text is merged from
 //     single characters, characters missing from the vocab fall back to <0xNN> byte tokens.
-// Parsing lives in tokenizer_bpe_json.cpp, encoding/decoding in tokenizer_bpe.cpp.
+// Parsing lives in bpe_json.cpp (tokenizer.json) and gguf_vocab.cpp (GGUF metadata),
+// encoding/decoding in bpe.cpp.
 #pragma once
 
 #include <array>
@@ -46,6 +47,12 @@ struct BpeConfig {
 
     std::unordered_map<std::string, int32_t> vocab;  // piece as written in the vocab -> id
     std::vector<std::pair<std::string, std::string>> merges;  // by rank
+    // When not empty, the rank of each merge (else its index): equal ranks are a tie, which the
+    // leftmost pair wins (SentencePiece scores turned into merges, tokenizer/gguf_vocab.cpp).
+    std::vector<int32_t> merge_ranks;
+    // When not empty, the piece of every id: a list such as GGUF's may hold one text under
+    // several ids, which `vocab` (piece -> id) cannot say.
+    std::vector<std::string> id_pieces;
     std::vector<AddedToken> added;
 };
 

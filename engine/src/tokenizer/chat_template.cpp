@@ -11,6 +11,7 @@
 #include <filesystem>
 
 #include "mnemo/error.hpp"
+#include "mnemo/io/gguf.hpp"
 #include "mnemo/io/json.hpp"
 #include "mnemo/tokenizer/tokenizer.hpp"
 #include "tokenizer/tokenizer_config.hpp"
@@ -138,9 +139,8 @@ std::vector<int32_t> ChatTemplate::render_tokens(const Tokenizer& tokenizer, con
 }
 
 ChatTemplate detect_chat_template(const std::string& model_dir, std::string* note) {
-    auto say = [&](const std::string& s) { if (note) *note = s; };
     if (note) note->clear();
-    ChatTemplate t;
+    if (looks_like_gguf(model_dir)) return gguf_chat_template(GgufFile(model_dir), note);
     const fs::path tc = fs::path(model_dir) / "tokenizer_config.json";
     std::optional<json::Value> cfg;
     if (fs::exists(tc)) cfg = json::parse_file(tc.string());
@@ -165,16 +165,23 @@ ChatTemplate detect_chat_template(const std::string& model_dir, std::string* not
             }
         }
     }
+    const std::string bos = cfg ? token_text(*cfg, "bos_token").value_or("") : "";
+    const std::string eos = cfg ? token_text(*cfg, "eos_token").value_or("") : "";
+    return chat_template_from_source(source, bos, eos, "tokenizer_config.json", note);
+}
+
+ChatTemplate chat_template_from_source(const std::string& source, const std::string& bos, const std::string& eos,
+                                       const std::string& where, std::string* note) {
+    auto say = [&](const std::string& s) { if (note) *note = s; };
+    if (note) note->clear();
+    ChatTemplate t;
     if (source.empty()) {
         t.format = ChatFormat::Plain;
         t.name = "plain";
         t.stop_strings = {"\nUser:"};
-        say("no chat template in tokenizer_config.json; using a plain 'User: ... / Assistant:' "
-            "format");
+        say("no chat template in " + where + "; using a plain 'User: ... / Assistant:' format");
         return t;
     }
-    const std::string bos = cfg ? token_text(*cfg, "bos_token").value_or("") : "";
-    const std::string eos = cfg ? token_text(*cfg, "eos_token").value_or("") : "";
     const bool uses_bos = source.find("bos_token") != std::string::npos;
     if (source.find("<|start_header_id|>") != std::string::npos) {
         t.format = ChatFormat::Llama3;
@@ -201,8 +208,7 @@ ChatTemplate detect_chat_template(const std::string& model_dir, std::string* not
     } else {
         t.format = ChatFormat::Raw;
         t.name = "raw";
-        say("tokenizer_config.json has a chat template Mnemo does not recognise; chatting in raw "
-            "mode");
+        say(where + " has a chat template Mnemo does not recognise; chatting in raw mode");
     }
     return t;
 }

@@ -1,10 +1,12 @@
 // load_tokenizer(): picks tokenizer.json or tokenizer.model in a model folder and fills in the
-// BOS/EOS facts that live in tokenizer_config.json and config.json.
+// BOS/EOS facts that live in tokenizer_config.json and config.json; a GGUF file goes to
+// load_gguf_tokenizer (gguf_vocab.cpp).
 #include <algorithm>
 #include <filesystem>
 
 #include "mnemo/error.hpp"
 #include "mnemo/io/file_read.hpp"
+#include "mnemo/io/gguf.hpp"
 #include "mnemo/io/json.hpp"
 #include "mnemo/tokenizer/tokenizer.hpp"
 #include "tokenizer/tokenizer_config.hpp"
@@ -47,6 +49,11 @@ void check_vocabulary(const Tokenizer& tok, const std::string& file) {
 }  // namespace
 
 std::unique_ptr<Tokenizer> load_tokenizer(const std::string& model_dir) {
+    if (looks_like_gguf(model_dir)) {  // a GGUF file holds its tokenizer in its metadata
+        std::unique_ptr<Tokenizer> tok = load_gguf_tokenizer(GgufFile(model_dir));
+        check_vocabulary(*tok, model_dir);
+        return tok;
+    }
     const fs::path dir(model_dir);
     std::unique_ptr<Tokenizer> tok;
     std::string file;

@@ -1,6 +1,9 @@
 // Hand-written equivalents of the split regexes. Each matcher mirrors the regex alternatives in
 // order (the regex engine takes the first alternative that matches at the current position), so
 // the behaviour including backtracking corner cases such as \s+(?!\S) is reproduced exactly.
+// The sequences (SplitPattern::Default and after) run one matcher per step over every piece the
+// previous step produced, keeping both the matches and the text between them, as llama.cpp's
+// regex lists do; tools/reference/pretokenize_reference.py writes the goldens with Python's regex.
 #include "tokenizer/pretokenize.hpp"
 
 #include <array>
@@ -130,6 +133,92 @@ size_t next_llama3(const Chars& c, size_t i, size_t max_digits) {
     return match_trailing_spaces(c, i);
 }
 
+// ---- Steps of the split sequences. Each returns the end of the step's match at i (a match is
+// never empty), or i when the regex does not match there.
+
+bool is_p(char32_t c) { return c != unicode::kInvalid && unicode::category(c) == unicode::kPunct; }
+bool is_ascii_digit(char32_t c) { return c >= '0' && c <= '9'; }
+
+// [\p{P}\$\+<=>\^~\|]+  (with_backtick: and `)
+size_t punct_run(const Chars& c, size_t i, bool with_backtick) {
+    auto in_class = [&](char32_t ch) {
+        switch (ch) {
+            case '$': case '+': case '<': case '=': case '>': case '^': case '~': case '|': return true;
+            case '`': return with_backtick;
+            default: return is_p(ch);
+        }
+    };
+    size_t j = i;
+    while (j < c.cp.size() && in_class(c.cp[j])) ++j;
+    return j;
+}
+size_t step_punct_default(const Chars& c, size_t i) { return punct_run(c, i, false); }
+size_t step_punct_falcon(const Chars& c, size_t i) { return punct_run(c, i, true); }
+size_t step_gpt2(const Chars& c, size_t i) { return next_gpt2(c, i); }
+size_t step_numbers(const Chars& c, size_t i) { return run(c, i, is_n); }                      // \p{N}+
+size_t step_number(const Chars& c, size_t i) { return is_n(c.cp[i]) ? i + 1 : i; }            // \p{N}
+size_t step_crlf(const Chars& c, size_t i) { return is_crlf(c.cp[i]) ? i + 1 : i; }          // [\r\n]
+size_t step_three_digits(const Chars& c, size_t i) {                                           // [0-9]{3}
+    if (i + 3 > c.cp.size()) return i;
+    for (size_t k = i; k < i + 3; ++k)
+        if (!is_ascii_digit(c.cp[k])) return i;
+    return i + 3;
+}
+// \s?X+ : the optional whitespace is taken only when X follows it (else the match must start at i).
+size_t space_then_run(const Chars& c, size_t i, bool (*pred)(char32_t)) {
+    if (is_s(c.cp[i]) && i + 1 < c.cp.size() && pred(c.cp[i + 1])) return run(c, i + 1, pred);
+    return run(c, i, pred);
+}
+size_t step_space_letters(const Chars& c, size_t i) { return space_then_run(c, i, is_l); }
+size_t step_space_punct(const Chars& c, size_t i) { return space_then_run(c, i, is_p); }
+bool is_cjk_hangul(char32_t c) {  // [一-龥ࠀ-一가-퟿]
+    return (c >= 0x4E00 && c <= 0x9FA5) || (c >= 0x0800 && c <= 0x4E00) || (c >= 0xAC00 && c <= 0xD7FF);
+}
+size_t step_cjk(const Chars& c, size_t i) { return run(c, i, is_cjk_hangul); }
+
+using Step = size_t (*)(const Chars&, size_t);
+
+struct Sequence {
+    std::vector<Step> steps;
+    const char* text;  // the steps' regexes, for messages
+};
+
+const Sequence* sequence_of(SplitPattern p) {
+    static const Sequence kDefault{{step_punct_default, step_gpt2, step_numbers, step_three_digits},
+                                   R"([\p{P}\$\+<=>\^~\|]+ ; 's|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S) ; \p{N}+ ; [0-9][0-9][0-9])"};
+    static const Sequence kStarcoder{{step_number, step_gpt2},
+                                     R"(\p{N} ; 's|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S))"};
+    static const Sequence kFalcon{{step_punct_falcon, step_gpt2, step_three_digits},
+                                  R"([\p{P}\$\+<=>\^~\|`]+ ; 's|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S) ; [0-9][0-9][0-9])"};
+    static const Sequence kDeepseekCoder{{step_crlf, step_space_letters, step_space_punct, step_cjk, step_number},
+                                         "[\\r\\n] ; \\s?\\p{L}+ ; \\s?\\p{P}+ ; [\u4E00-\u9FA5\u0800-\u4E00\uAC00-\uD7FF]+ ; \\p{N}"};
+    switch (p) {
+        case SplitPattern::Default: return &kDefault;
+        case SplitPattern::Starcoder: return &kStarcoder;
+        case SplitPattern::Falcon: return &kFalcon;
+        case SplitPattern::DeepseekCoder: return &kDeepseekCoder;
+        default: return nullptr;
+    }
+}
+
+// One step over one piece: the matches, found left to right without overlap, and the runs of
+// text between them, in order.
+void split_step(std::string_view piece, Step step, std::vector<std::string_view>& out) {
+    const Chars c = decode_all(piece);
+    size_t gap = 0;  // first code point not yet emitted
+    for (size_t i = 0; i < c.cp.size();) {
+        const size_t j = step(c, i);
+        if (j <= i) {
+            ++i;
+            continue;
+        }
+        if (gap < i) out.push_back(piece.substr(c.off[gap], c.off[i] - c.off[gap]));
+        out.push_back(piece.substr(c.off[i], c.off[j] - c.off[i]));
+        i = gap = j;
+    }
+    if (gap < c.cp.size()) out.push_back(piece.substr(c.off[gap]));
+}
+
 }  // namespace
 
 std::optional<SplitPattern> recognise_split_pattern(std::string_view regex) {
@@ -145,6 +234,7 @@ const char* split_pattern_regex(SplitPattern p) {
         case SplitPattern::Llama3: return kLlama3Regex;
         case SplitPattern::Qwen2: return kQwen2Regex;
         case SplitPattern::None: break;
+        default: return sequence_of(p)->text;
     }
     return "";
 }
@@ -154,6 +244,16 @@ std::vector<std::string_view> split_words(std::string_view text, SplitPattern pa
     if (text.empty()) return words;
     if (pattern == SplitPattern::None) {
         words.push_back(text);
+        return words;
+    }
+    if (const Sequence* seq = sequence_of(pattern)) {
+        words.push_back(text);
+        std::vector<std::string_view> next;
+        for (Step step : seq->steps) {
+            next.clear();
+            for (std::string_view piece : words) split_step(piece, step, next);
+            words.swap(next);
+        }
         return words;
     }
     const Chars c = decode_all(text);

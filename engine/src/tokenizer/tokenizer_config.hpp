@@ -1,11 +1,12 @@
 // Small readers shared by the tokenizer loader and the chat-template detector, both of which
-// look at tokenizer_config.json.
+// look at tokenizer_config.json (or a GGUF file's tokenizer metadata).
 #pragma once
 
 #include <optional>
 #include <string>
 
 #include "mnemo/io/json.hpp"
+#include "mnemo/tokenizer/tokenizer.hpp"
 
 namespace mnemo {
 
@@ -18,5 +19,10 @@ inline std::optional<std::string> token_text(const json::Value& cfg, const char*
         if (const json::Value* c = v->find("content"); c && c->is_string()) return c->as_string();
     return std::nullopt;
 }
+
+// The chat format of a template text (chat_template.cpp): `bos` / `eos` are the texts of the
+// model's BOS/EOS tokens, `where` names the template's place in the notes ("tokenizer_config.json").
+ChatTemplate chat_template_from_source(const std::string& source, const std::string& bos, const std::string& eos,
+                                       const std::string& where, std::string* note);
 
 }  // namespace mnemo

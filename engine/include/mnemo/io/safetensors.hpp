@@ -70,6 +70,12 @@ public:
     // lacks a tensor the index promises, a tensor present in two shards...).
     static Checkpoint open(const std::string& dir);
 
+    // A checkpoint whose tensors live in memory someone else owns: a GGUF file's mapping, or
+    // buffers converted at load time. `owners` keep that memory alive as long as the checkpoint;
+    // `files` name where the tensors came from, for messages. Names must be unique.
+    static Checkpoint from_views(std::vector<TensorView> tensors, std::vector<std::shared_ptr<const void>> owners,
+                                 std::vector<std::string> files);
+
     const TensorView* find(const std::string& name) const;  // nullptr if absent
     const std::vector<TensorView>& tensors() const { return tensors_; }
     uint64_t total_bytes() const;
@@ -77,6 +83,7 @@ public:
 
 private:
     std::vector<std::shared_ptr<MappedFile>> maps_;
+    std::vector<std::shared_ptr<const void>> owners_;
     std::vector<TensorView> tensors_;
     std::map<std::string, size_t> index_;
     std::vector<std::string> files_;

@@ -1,5 +1,6 @@
-// Tokenizers: byte-level BPE from tokenizer.json (GPT-2 / Llama-3 / OLMo / Qwen style) and
-// SentencePiece tokenizer.model (through Debian's libsentencepiece). Both give the same interface.
+// Tokenizers: byte-level BPE from tokenizer.json (GPT-2 / Llama-3 / OLMo / Qwen style),
+// SentencePiece tokenizer.model (through Debian's libsentencepiece) and the tokenizer.ggml.* metadata
+// of a GGUF file (docs/gguf.md, "Tokenizer"). All give the same interface.
 #pragma once
 
 #include <cstdint>
@@ -11,6 +12,8 @@
 #include "mnemo/api.hpp"
 
 namespace mnemo {
+
+class GgufFile;
 
 class MNEMO_API Tokenizer {
 public:
@@ -34,10 +37,13 @@ public:
     std::optional<int32_t> eos_id;
     std::vector<int32_t> eos_ids;   // every id that ends generation (eos + eot...)
     bool add_bos = false;           // prepend bos when encoding a prompt
+    bool add_eos = false;           // append eos to an encoded text (GGUF tokenizer.ggml.add_eos_token)
 };
 
 // Loads from a model folder: tokenizer.json (preferred) or tokenizer.model, plus
-// tokenizer_config.json / config.json for bos/eos/add_bos. Errors name the file and field.
+// tokenizer_config.json / config.json for bos/eos/add_bos; or, when `model_dir` is a GGUF file
+// (it starts with the GGUF magic), from that file's metadata (load_gguf_tokenizer). Errors name
+// the file and field.
 MNEMO_API std::unique_ptr<Tokenizer> load_tokenizer(const std::string& model_dir);
 
 // Exposed for tests and the fuzz target: parse a tokenizer.json document.
@@ -85,8 +91,18 @@ struct MNEMO_API ChatTemplate {
     std::vector<int32_t> render_tokens(const Tokenizer& tokenizer, const std::vector<ChatMessage>& messages) const;
 };
 
-// Detect the template for a model folder. `note` receives a human-readable reason when falling
-// back to Raw ("unknown chat_template in tokenizer_config.json; using raw mode").
+// Detect the template for a model folder, or a GGUF file (its tokenizer.chat_template). `note`
+// receives a human-readable reason when falling back to Raw ("unknown chat_template in
+// tokenizer_config.json; using raw mode").
 MNEMO_API ChatTemplate detect_chat_template(const std::string& model_dir, std::string* note);
+
+// A GGUF file's tokenizer (tokenizer.ggml.*: "llama" SentencePiece vocabularies with scores and
+// byte fallback, "gpt2" byte-level BPE with the pre-tokenizer tokenizer.ggml.pre names; special,
+// control and user-defined tokens; bos/eos/eot/eom ids, add-BOS/EOS flags). A vocab-only file
+// (no tensors) is enough. Every missing or malformed key is a mnemo::Error naming the file and
+// the key. The keys and what Mnemo does with each: docs/gguf.md, section "Tokenizer".
+MNEMO_API std::unique_ptr<Tokenizer> load_gguf_tokenizer(const GgufFile& file);
+// The chat format of the file's tokenizer.chat_template (Plain when there is none).
+MNEMO_API ChatTemplate gguf_chat_template(const GgufFile& file, std::string* note);
 
 }  // namespace mnemo

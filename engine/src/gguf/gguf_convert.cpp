@@ -1,0 +1,220 @@
+// Model folder -> GGUF (mnemo/io/gguf_convert.hpp).
+#include "mnemo/io/gguf_convert.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <thread>
+#include <cstring>
+#include <optional>
+#include <filesystem>
+#include <vector>
+
+#include "gguf/gguf_llama_names.hpp"
+#include "mnemo/error.hpp"
+#include "mnemo/io/gguf.hpp"
+#include "mnemo/io/json.hpp"
+#include "mnemo/io/safetensors.hpp"
+#include "mnemo/ops/dtype.hpp"
+#include "mnemo/quant/ggml_quants.hpp"
+
+namespace mnemo {
+namespace {
+
+namespace fs = std::filesystem;
+using detail::GgufLlamaArch;
+
+struct Config {
+    const json::Value& root;
+    std::string file;
+    const json::Value& need(const char* field) const {
+        const json::Value* v = root.find(field);
+        if (!v || v->is_null()) throw Error(file + ": field '" + std::string(field) + "' is missing");
+        return *v;
+    }
+    int64_t i(const char* field) const {
+        const json::Value& v = need(field);
+        if (!v.is_integer()) throw Error(file + ": field '" + std::string(field) + "' is not an integer");
+        return v.as_int();
+    }
+    int64_t i(const char* field, int64_t fallback) const { return has(field) ? i(field) : fallback; }
+    double f(const char* field, double fallback) const {
+        if (!has(field)) return fallback;
+        const json::Value& v = need(field);
+        if (!v.is_number()) throw Error(file + ": field '" + std::string(field) + "' is not a number");
+        return v.as_double();
+    }
+    bool has(const char* field) const {
+        const json::Value* v = root.find(field);
+        return v && !v->is_null();
+    }
+};
+
+// Llama 3.1's RoPE scaling as per-frequency divisors (what llama.cpp stores in rope_freqs): the
+// same wavelength bands as the llama plugin's rope_frequencies.cpp (plugins/common), expressed as
+// original frequency / scaled frequency.
+std::vector<float> llama3_rope_factors(const json::Value& s, const std::string& file, int64_t head_dim, double theta) {
+    auto num = [&](const char* k) {
+        const json::Value* v = s.find(k);
+        if (!v || !v->is_number()) throw Error(file + ": field 'rope_scaling." + std::string(k) + "' is missing or not a number");
+        return v->as_double();
+    };
+    const double factor = num("factor"), lo = num("low_freq_factor"), hi = num("high_freq_factor");
+    const double orig = num("original_max_position_embeddings");
+    const double pi = 3.14159265358979323846;
+    std::vector<float> out;
+    for (int64_t j = 0; j < head_dim / 2; ++j) {
+        const double f = 1.0 / std::pow(theta, static_cast<double>(2 * j) / static_cast<double>(head_dim));
+        const double wavelen = 2.0 * pi / f;
+        double scaled = f;
+        if (wavelen > orig / lo) {
+            scaled = f / factor;
+        } else if (wavelen >= orig / hi) {
+            const double smooth = (orig / wavelen - lo) / (hi - lo);
+            scaled = (1.0 - smooth) * f / factor + smooth * f;
+        }
+        out.push_back(static_cast<float>(f / scaled));
+    }
+    return out;
+}
+
+uint32_t file_type_code(uint32_t t) {  // general.file_type, llama.cpp's llama_ftype
+    switch (t) {
+        case ggml_type::F32: return 0;
+        case ggml_type::F16: return 1;
+        case ggml_type::Q4_0: return 2;
+        case ggml_type::Q8_0: return 7;
+        case ggml_type::BF16: return 32;
+        default: return 0;
+    }
+}
+
+struct OwnedTensor {
+    std::string name;
+    uint32_t type;
+    std::vector<int64_t> shape;
+    std::vector<uint8_t> bytes;
+};
+
+// Rows are independent blocks: split them over threads.
+void quantize_rows(uint32_t type, const float* src, uint8_t* dst, int64_t rows, int64_t cols, int threads) {
+    const GgmlTypeInfo* ti = ggml_type_info(type);
+    const int64_t row_bytes = cols / ti->block_elems * ti->block_bytes;
+    const int64_t per = std::max<int64_t>(1, (rows + threads - 1) / threads);
+    std::vector<std::thread> pool;
+    for (int64_t r0 = 0; r0 < rows; r0 += per) {
+        const int64_t r1 = std::min(rows, r0 + per);
+        auto work = [=] { quantize_row(type, src + r0 * cols, dst + r0 * row_bytes, (r1 - r0) * cols); };
+        if (r1 == rows) work();
+        else pool.emplace_back(work);
+    }
+    for (std::thread& t : pool) t.join();
+}
+
+}  // namespace
+
+bool gguf_write_type_from_name(const std::string& name, uint32_t* type) {
+    static const std::pair<const char*, uint32_t> kNames[] = {{"f32", ggml_type::F32},   {"f16", ggml_type::F16},
+                                                              {"bf16", ggml_type::BF16}, {"q8_0", ggml_type::Q8_0},
+                                                              {"q4_0", ggml_type::Q4_0}};
+    for (const auto& [n, t] : kNames)
+        if (name == n) {
+            *type = t;
+            return true;
+        }
+    return false;
+}
+
+void convert_to_gguf(const std::string& dir, const std::string& out, const GgufConvertOptions& o) {
+    if (!can_quantize(o.type)) throw Error("cannot write " + ggml_type_label(o.type) + " (Mnemo writes f32, f16, bf16, q8_0 and q4_0)");
+    const std::string config_path = (fs::path(dir) / "config.json").string();
+    const json::Value root = json::parse_file(config_path);
+    if (!root.is_object()) throw Error(config_path + ": expected a JSON object");
+    const Config c{root, config_path};
+    const json::Value& mt = c.need("model_type");
+    const std::string model_type = mt.is_string() ? mt.as_string() : "";
+    const GgufLlamaArch* arch = detail::gguf_llama_arch_for_model_type(model_type);
+    if (!arch) throw Error(config_path + ": model_type '" + model_type + "' cannot be written as GGUF yet (Mnemo writes " + detail::gguf_llama_arch_names() + ")");
+
+    const std::string a = arch->gguf_name;
+    auto key = [&](const char* k) { return a + "." + k; };
+    const int64_t hidden = c.i("hidden_size"), heads = c.i("num_attention_heads");
+    const int64_t kv_heads = c.i("num_key_value_heads", heads), head_dim = c.i("head_dim", hidden / heads);
+    const double theta = c.f("rope_theta", 10000.0);
+    GgufMetadata md = {
+        {"general.architecture", gguf_string(a)},
+        {"general.name", gguf_string(fs::path(dir).filename().string())},
+        {"general.file_type", gguf_u32(file_type_code(o.type))},
+        {key("context_length"), gguf_u32(static_cast<uint32_t>(c.i("max_position_embeddings", 2048)))},
+        {key("embedding_length"), gguf_u32(static_cast<uint32_t>(hidden))},
+        {key("block_count"), gguf_u32(static_cast<uint32_t>(c.i("num_hidden_layers")))},
+        {key("feed_forward_length"), gguf_u32(static_cast<uint32_t>(c.i("intermediate_size")))},
+        {key("attention.head_count"), gguf_u32(static_cast<uint32_t>(heads))},
+        {key("attention.head_count_kv"), gguf_u32(static_cast<uint32_t>(kv_heads))},
+        {key("attention.layer_norm_rms_epsilon"), gguf_f32(static_cast<float>(c.f("rms_norm_eps", 1e-6)))},
+        {key("rope.freq_base"), gguf_f32(static_cast<float>(theta))},
+        {key("rope.dimension_count"), gguf_u32(static_cast<uint32_t>(head_dim))},
+        {key("vocab_size"), gguf_u32(static_cast<uint32_t>(c.i("vocab_size")))},
+    };
+    if (head_dim * heads != hidden) {
+        md.emplace_back(key("attention.key_length"), gguf_u32(static_cast<uint32_t>(head_dim)));
+        md.emplace_back(key("attention.value_length"), gguf_u32(static_cast<uint32_t>(head_dim)));
+    }
+    std::vector<OwnedTensor> extra;
+    if (c.has("rope_scaling")) {
+        const json::Value& s = c.need("rope_scaling");
+        const json::Value* t = s.find("rope_type");
+        if (!t) t = s.find("type");
+        const std::string type = t && t->is_string() ? t->as_string() : "";
+        if (type == "linear") {
+            md.emplace_back(key("rope.scaling.type"), gguf_string("linear"));
+            const json::Value* f = s.find("factor");
+            if (!f || !f->is_number()) throw Error(config_path + ": field 'rope_scaling.factor' is missing or not a number");
+            md.emplace_back(key("rope.scaling.factor"), gguf_f32(static_cast<float>(f->as_double())));
+        } else if (type == "llama3") {
+            const std::vector<float> factors = llama3_rope_factors(s, config_path, head_dim, theta);
+            OwnedTensor r{"rope_freqs.weight", ggml_type::F32, {static_cast<int64_t>(factors.size())}, {}};
+            r.bytes.resize(factors.size() * 4);
+            std::memcpy(r.bytes.data(), factors.data(), r.bytes.size());
+            extra.push_back(std::move(r));
+        } else if (type != "default") {
+            throw Error(config_path + ": rope_scaling type '" + type + "' cannot be written as GGUF (Mnemo writes linear and llama3)");
+        }
+    }
+
+    const int threads = o.threads > 0 ? o.threads : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+    const Checkpoint cp = Checkpoint::open(dir);
+    std::vector<OwnedTensor> tensors;
+    size_t done = 0;
+    const size_t total = cp.tensors().size();
+    for (const TensorView& t : cp.tensors()) {
+        const std::optional<std::string> name = detail::gguf_tensor_name(t.name);
+        if (!name) throw Error(t.file + ": tensor '" + t.name + "' has no GGUF name in a " + a + " model");
+        if (t.dtype == DType::I32) throw Error(t.file + ": tensor '" + t.name + "' is I32 (expected a float tensor)");
+        const size_t n = static_cast<size_t>(t.nbytes / dtype_size(t.dtype));
+        // Rows of q / k (a bias is a column of them) are reordered for interleaved RoPE.
+        const bool permute = arch->permuted_qk && (name->ends_with(".attn_q.weight") || name->ends_with(".attn_k.weight") ||
+                                                   name->ends_with(".attn_q.bias") || name->ends_with(".attn_k.bias"));
+        const int64_t cols = t.shape.size() < 2 ? 1 : t.shape.back();
+        const int64_t rows = cols == 0 ? 0 : static_cast<int64_t>(n) / cols;
+        std::vector<float> v(n);
+        for (int64_t r = 0; r < rows; ++r) {
+            const int64_t src = permute ? detail::hf_row_of_gguf_row(r, head_dim) : r;
+            for (int64_t k = 0; k < cols; ++k)
+                v[static_cast<size_t>(r * cols + k)] = load_as_f32(t.data, t.dtype, static_cast<size_t>(src * cols + k));
+        }
+        uint32_t type = t.shape.size() < 2 ? ggml_type::F32 : o.type;
+        if (type == ggml_type::Q4_0 && *name == "output.weight") type = ggml_type::Q8_0;
+        if (t.shape.back() % ggml_type_info(type)->block_elems != 0) type = ggml_type::F16;
+        const GgmlTypeInfo* ti = ggml_type_info(type);
+        OwnedTensor w{*name, type, t.shape, std::vector<uint8_t>(static_cast<size_t>(n / ti->block_elems * ti->block_bytes))};
+        quantize_rows(type, v.data(), w.bytes.data(), rows, static_cast<int64_t>(n) / std::max<int64_t>(rows, 1), threads);
+        tensors.push_back(std::move(w));
+        if (o.progress) o.progress(++done, total, t.name);
+    }
+    for (OwnedTensor& e : extra) tensors.push_back(std::move(e));
+    std::vector<GgufTensorToWrite> views;
+    for (const OwnedTensor& t : tensors) views.push_back({t.name, t.type, t.shape, t.bytes.data(), t.bytes.size()});
+    write_gguf(out, md, views);
+}
+
+}  // namespace mnemo
