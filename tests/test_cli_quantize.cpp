@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <filesystem>
+#include <fstream>
 #include <string>
 
 #include "fixtures/error_checks.hpp"
@@ -70,8 +71,10 @@ TEST_F(CliQuantize, WhatItCannotWriteIsRefusedWithTheReason) {
     EXPECT_TRUE(exited_with(quantize(shell_quote(folder) + " " + shell_quote(out) + " --type q3"), 2, {"--type 'q3'"}));
     EXPECT_TRUE(exited_with(quantize(shell_quote(folder) + " " + shell_quote(out)), 2, {"--type is required"}));
     EXPECT_TRUE(exited_with(quantize("--type q8_0"), 2, {"expected IN and OUT first"}));
-    EXPECT_TRUE(exited_with(quantize(shell_quote(mnemo::test::model_dir("pkm-tiny-f32")) + " " + shell_quote(out) + " --type f16"), 1,
-                            {"model_type 'pkm' cannot be written as GGUF yet"}));
+    fs::create_directories(path("typeless"));
+    std::ofstream(path("typeless/config.json")) << "{\"hidden_size\": 8}";
+    EXPECT_TRUE(exited_with(quantize(shell_quote(path("typeless")) + " " + shell_quote(out) + " --type f16"), 1,
+                            {"config.json: field 'model_type' is missing"}));
     EXPECT_TRUE(exited_with(quantize(shell_quote(path("missing")) + " " + shell_quote(out) + " --type f16"), 1, {"missing"}));
     EXPECT_FALSE(fs::exists(out)) << "a failed run left " << out;
     const auto help = quantize("--help");

@@ -71,7 +71,7 @@ TEST_F(GgufModel, WhatTheFileLacksIsNamed) {
     const std::string bad_arch = (dir_ / "bert.gguf").string();
     write_gguf(bad_arch, {{"general.architecture", gguf_string("bert")}}, {});
     EXPECT_MENTIONS(required_error("a bert file", [&] { open_model(bad_arch); }),
-                    "key 'general.architecture' is 'bert': Mnemo reads the GGUF architectures llama, qwen2");
+                    "key 'general.architecture' is 'bert': Mnemo reads the GGUF architectures llama, qwen2 and its own mnemo_<model_type>");
     const std::string no_layers = (dir_ / "nolayers.gguf").string();
     write_gguf(no_layers, {{"general.architecture", gguf_string("llama")}, {"llama.embedding_length", gguf_u32(64)}}, {});
     EXPECT_MENTIONS(required_error("a file without block_count", [&] { open_model(no_layers); }),
@@ -96,4 +96,41 @@ TEST_F(GgufModel, TensorTypesMnemoCannotReadAreNamed) {
     write_gguf(iq, md, tensors);
     EXPECT_MENTIONS(required_error("an IQ2_XXS tensor", [&] { open_model(iq); }),
                     "tensor 'blk.0.extra.weight' is IQ2_XXS (16), which Mnemo cannot read");
+}
+
+// Every tiny test model, Mnemo's own architectures included (mnemo_<model_type>: config.json
+// whole, tensors under the plugin's names), gives its golden logits from an F32 GGUF.
+TEST_F(GgufModel, EveryTestModelGivesItsGoldenLogitsFromAnF32File) {
+    int checked = 0;
+    for (const std::string& name : tiny_model_folders()) {
+        const std::string folder = model_dir(name);
+        if (!fs::exists(folder + "/golden_logits.npy")) continue;
+        SCOPED_TRACE(name);
+        const std::string out = (dir_ / (name + ".gguf")).string();
+        GgufConvertOptions o;
+        o.type = ggml_type::F32;
+        try {
+            convert_to_gguf(folder, out, o);
+            expect_golden_logits(out, load_golden(folder));
+            // Mnemo's own architectures keep the folder's config and, with F32 weights from an F32
+            // folder, its fingerprint: memories made with the folder still fit.
+            if (GgufFile(out).get_string("general.architecture").rfind("mnemo_", 0) == 0 && name.ends_with("-f32")) {
+                EXPECT_EQ(open_model(out)->model_fingerprint(), open_model(folder)->model_fingerprint());
+            }
+        } catch (const std::exception& e) {
+            ADD_FAILURE() << e.what();
+        }
+        ++checked;
+    }
+    EXPECT_GE(checked, 15);
+}
+
+TEST_F(GgufModel, AMnemoArchitectureMustCarryItsConfig) {
+    const std::string f = (dir_ / "pkm.gguf").string();
+    write_gguf(f, {{"general.architecture", gguf_string("mnemo_pkm")}}, {});
+    EXPECT_MENTIONS(required_error("no config", [&] { open_model(f); }), "key 'mnemo.config_json' is missing");
+    write_gguf(f, {{"general.architecture", gguf_string("mnemo_pkm")}, {"mnemo.config_json", gguf_string("{\"model_type\": \"moe\"}")}}, {});
+    EXPECT_MENTIONS(required_error("another model_type", [&] { open_model(f); }), "model_type 'pkm'");
+    write_gguf(f, {{"general.architecture", gguf_string("mnemo_pkm")}, {"mnemo.config_json", gguf_string("{\"model_type\": ")}}, {});
+    EXPECT_MENTIONS(required_error("broken JSON", [&] { open_model(f); }), "key 'mnemo.config_json'");
 }

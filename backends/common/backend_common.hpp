@@ -9,6 +9,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <mutex>
+#include <stdexcept>
 #include <string>
 
 #include "mnemo/abi/backend_abi.h"
@@ -55,8 +56,47 @@ inline uint64_t numel(const mnemo_tensor& t) {
     for (int32_t i = 0; i < t.ndim; ++i) n *= static_cast<uint64_t>(t.shape[i]);
     return n;
 }
-inline uint64_t dtype_bytes(int32_t dtype) { return dtype == MNEMO_DTYPE_F16 || dtype == MNEMO_DTYPE_BF16 ? 2 : 4; }
-inline uint64_t nbytes(const mnemo_tensor& t) { return numel(t) * dtype_bytes(t.dtype); }
+
+// A dtype's storage unit: `elems` consecutive elements of the innermost dimension in `bytes` bytes
+// (one element for the element types, a block for the block-quantized ones of mnemo_abi.h; the
+// same table as mnemo::dtype_block, checked in node_support.hpp). {0, 0} for no dtype.
+struct DTypeBlock {
+    uint64_t elems, bytes;
+};
+constexpr DTypeBlock dtype_block(int32_t dtype) {
+    switch (dtype) {
+        case MNEMO_DTYPE_F32: return {1, 4};
+        case MNEMO_DTYPE_F16: return {1, 2};
+        case MNEMO_DTYPE_BF16: return {1, 2};
+        case MNEMO_DTYPE_I32: return {1, 4};
+        case MNEMO_DTYPE_Q8_0: return {32, 34};
+        case MNEMO_DTYPE_Q4_0: return {32, 18};
+        case MNEMO_DTYPE_Q4_K: return {256, 144};
+        case MNEMO_DTYPE_Q5_K: return {256, 176};
+        case MNEMO_DTYPE_Q6_K: return {256, 210};
+        default: return {0, 0};
+    }
+}
+constexpr bool dtype_is_quantized(int32_t dtype) { return dtype >= MNEMO_DTYPE_QUANT_FIRST_ && dtype < MNEMO_DTYPE_QUANT_END_; }
+
+// Bytes of one element of an element type (f32/f16/bf16/i32). A block-quantized type has no
+// per-element size: asking is a kernel bug (it must refuse or handle the type first), so it
+// throws rather than answer a wrong size.
+inline uint64_t dtype_bytes(int32_t dtype) {
+    const DTypeBlock b = dtype_block(dtype);
+    if (b.elems != 1) throw std::logic_error("dtype_bytes: dtype " + std::to_string(dtype) + " has no per-element size");
+    return b.bytes;
+}
+// Bytes of a contiguous tensor: its rows of the innermost dimension, each a whole number of blocks
+// (node_error checked that, and that the size fits 64 bits).
+inline uint64_t nbytes(const mnemo_tensor& t) {
+    if (t.ndim < 1) return 0;
+    const DTypeBlock b = dtype_block(t.dtype);
+    if (b.elems == 0) return 0;
+    uint64_t rows = 1;
+    for (int32_t i = 0; i + 1 < t.ndim; ++i) rows *= static_cast<uint64_t>(t.shape[i]);
+    return rows * (static_cast<uint64_t>(t.shape[t.ndim - 1]) / b.elems) * b.bytes;
+}
 
 // One op's kernel: supports() may refuse shapes the kernels do not handle (the engine has already
 // checked the op's shape rules); scratch_bytes() (optional) sizes per-node scratch; build() turns
@@ -66,6 +106,9 @@ struct KernelT {
     bool (*supports)(const Props&, const mnemo_node&) = nullptr;
     uint64_t (*scratch_bytes)(const Props&, const mnemo_node&) = nullptr;
     void (*build)(Builder&) = nullptr;
+    // The kernel reads block-quantized inputs (q8_0 ... q6_k). Without it, a node with one is
+    // refused before supports() runs, naming the op and the dtype (node_support.hpp).
+    bool reads_quantized = false;
 };
 
 // The kernel of each op, filled once by `fill` (which calls every family's register function:

@@ -11,6 +11,35 @@
 
 namespace mnemo_backend {
 
+// The modules' block table (backend_common.hpp, C++17 for nvcc) is the engine's.
+constexpr bool dtype_blocks_agree() {
+    for (int32_t d = 0; d < MNEMO_DTYPE_QUANT_END_; ++d) {
+        if (!mnemo::dtype_valid(d)) continue;
+        const mnemo::DTypeBlock e = mnemo::dtype_block(static_cast<mnemo::DType>(d));
+        const DTypeBlock m = dtype_block(d);
+        if (m.elems != static_cast<uint64_t>(e.elems) || m.bytes != static_cast<uint64_t>(e.bytes) ||
+            dtype_is_quantized(d) != mnemo::dtype_is_quantized(static_cast<mnemo::DType>(d)))
+            return false;
+    }
+    return true;
+}
+static_assert(dtype_blocks_agree(), "backend_common.hpp's dtype_block differs from mnemo::dtype_block");
+
+// Why a kernel that reads no block-quantized input refuses a node that has one: "MATMUL: weight
+// dtype q4_k is not supported by the Vulkan backend yet" ("" when no input is quantized).
+inline std::string quantized_refusal(const mnemo_node& node, const char* backend_title) {
+    for (int32_t i = 0; i < node.n_inputs; ++i) {
+        const int32_t dt = node.inputs[i].dtype;
+        if (!dtype_is_quantized(dt)) continue;
+        std::string op = mnemo_op_name(node.op);
+        for (char& c : op) c = static_cast<char>(c >= 'a' && c <= 'z' ? c - 'a' + 'A' : c);
+        const char* role = node.op == MNEMO_OP_GET_ROWS ? "table" : "weight";
+        return op + ": " + role + " dtype " + std::string(mnemo::dtype_name(static_cast<mnemo::DType>(dt))) +
+               " is not supported by the " + backend_title + " backend yet";
+    }
+    return "";
+}
+
 // A node runs on a context when it passes the op's rules (mnemo::node_error: the module is a C ABI
 // boundary, so nothing unchecked reaches a kernel), its op has a kernel, every tensor lives in
 // that context's buffers, and the kernel accepts its dtypes and shapes. "" when it runs, else why
@@ -22,6 +51,11 @@ std::string node_refusal(const Context& ctx, const Kernel* k, const Props& props
     for (int32_t i = 0; i < node.n_inputs; ++i)
         if (!ctx.owns(node.inputs[i].buffer)) return "input " + std::to_string(i) + " is not in a buffer of this context";
     if (!ctx.owns(node.output.buffer)) return "the output is not in a buffer of this context";
+    // Block-quantized inputs reach only kernels that say they read them (a GPU kernel table's
+    // reads_quantized; the CPU module's kernels read every dtype the op's rule takes).
+    if constexpr (requires { k->reads_quantized; Context::kTitle; })
+        if (!k->reads_quantized)
+            if (std::string why = quantized_refusal(node, Context::kTitle); !why.empty()) return why;
     if constexpr (requires { k->supports; })
         if (k->supports && !k->supports(props, node)) return "not supported on this device";
     return "";

@@ -8,7 +8,7 @@ namespace mnemo::blocks {
 
 Linear declare_linear(const Host& h, const std::string& name, int64_t out, int64_t in, bool bias) {
     Linear l;
-    l.w = h.weight(name + ".weight", {out, in});
+    l.w = h.weight(name + ".weight", {out, in}, plugin::kLinearDTypes);  // only ever MATMUL's W
     if (bias) l.b = h.weight(name + ".bias", {out});
     return l;
 }
@@ -125,9 +125,11 @@ T mlp(const Graph& g, const Mlp& m, T x) { return linear(g, g.swiglu(linear(g, x
 
 DecoderEnds declare_ends(const Host& h, const llama::LlamaConfig& c, const EndNames& names) {
     DecoderEnds e;
-    e.embed = h.weight(names.embed, {c.vocab, c.hidden});
+    // The embedding feeds GET_ROWS (and MATMUL when tied), the head MATMUL: both may stay packed.
+    e.embed = h.weight(names.embed, {c.vocab, c.hidden}, plugin::kLinearDTypes);
     e.final_norm = h.weight(names.norm, {c.hidden});
-    e.lm_head = (c.tied_embeddings && !h.has_weight(names.head)) ? e.embed : h.weight(names.head, {c.vocab, c.hidden});
+    e.lm_head = (c.tied_embeddings && !h.has_weight(names.head)) ? e.embed
+                                                                  : h.weight(names.head, {c.vocab, c.hidden}, plugin::kLinearDTypes);
     e.inv_freq =
         h.constant_f32("rope.inv_freq", llama::rope_inverse_frequencies(c.head_dim, c.rope_theta, c.rope_scaling));
     return e;

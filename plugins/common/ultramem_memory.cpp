@@ -67,7 +67,8 @@ MemoryLayer declare_memory_layer(const Host& h, const llama::LlamaConfig& b, con
     const std::string p = "model.mem_blocks." + num(l) + ".";
     MemoryLayer m;
     m.index = l;
-    m.query_proj = h.weight(p + "query_proj.weight", {2 * c.query_blocks * c.kdim, D});
+    // The projections only feed MATMUL (may stay block-quantized); the tables feed EMBEDDING_BAG.
+    m.query_proj = h.weight(p + "query_proj.weight", {2 * c.query_blocks * c.kdim, D}, plugin::kLinearDTypes);
     m.query_norm = h.weight(p + "query_norm.weight", {c.kdim});
     m.keys = h.weight(p + "keys", {2 * c.heads, c.sub_keys, c.kdim, c.rank});
     m.keys_norm = h.weight(p + "keys_norm.weight", {c.kdim});
@@ -77,8 +78,8 @@ MemoryLayer declare_memory_layer(const Host& h, const llama::LlamaConfig& b, con
     m.shuffle = h.weight(p + "shuffle_index", {c.virtual_values}, plugin::dtype_bit(MNEMO_DTYPE_I32));
     check_permutation(h, m.shuffle, p + "shuffle_index", c.virtual_values);
     if (!c.v2()) m.values = h.weight(p + "values_for_look_up", {c.table_rows, c.vdim});
-    if (c.v2() && c.pre_vdim > 0) m.pre_values_proj = h.weight(p + "pre_values_proj.weight", {c.pre_vdim, D});
-    m.values_proj = h.weight(p + "values_proj.weight", {D, c.values_proj_in()});
+    if (c.v2() && c.pre_vdim > 0) m.pre_values_proj = h.weight(p + "pre_values_proj.weight", {c.pre_vdim, D}, plugin::kLinearDTypes);
+    m.values_proj = h.weight(p + "values_proj.weight", {D, c.values_proj_in()}, plugin::kLinearDTypes);
     return m;
 }
 

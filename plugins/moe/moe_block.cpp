@@ -22,7 +22,7 @@ MoeBlock declare_moe(const Host& h, const MoeConfig& c, const std::string& prefi
         throw plugin::PluginError("the checkpoint holds '" + extra + "', but config.json says there are " +
                                   std::to_string(c.experts) + " experts per layer");
     MoeBlock b;
-    b.router = h.weight(block + "gate.weight", {c.experts, d});
+    b.router = h.weight(block + "gate.weight", {c.experts, d}, plugin::kLinearDTypes);  // MATMUL's W
     b.gate = h.weight_stack(expert_names(c.names.gate), {f, d});
     b.up = h.weight_stack(expert_names(c.names.up), {f, d});
     b.down = h.weight_stack(expert_names(c.names.down), {d, f});

@@ -14,11 +14,12 @@ inline mnemo_tid declare_bias(const plugin::Host& h, const std::string& name, in
     return h.weight(name, {n}, plugin::dtype_bit(MNEMO_DTYPE_F32));
 }
 
-// <name>.weight [out, in] (any float dtype) and, with `bias`, <name>.bias [out] (F32).
+// <name>.weight [out, in] (any float or block-quantized dtype: MATMUL's W) and, with `bias`,
+// <name>.bias [out] (F32).
 inline blocks::Linear declare_linear(const plugin::Host& h, const std::string& name, int64_t out, int64_t in,
                                      bool bias) {
     blocks::Linear l;
-    l.w = h.weight(name + ".weight", {out, in});
+    l.w = h.weight(name + ".weight", {out, in}, plugin::kLinearDTypes);
     if (bias) l.b = declare_bias(h, name + ".bias", out);
     return l;
 }

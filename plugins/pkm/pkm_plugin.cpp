@@ -102,8 +102,9 @@ private:
 
     void declare(Host& h, const mnemo_context_params& ctx) {
         const PkmConfig& c = cfg_;
-        embed_ = h.weight("embeddings.weight", {c.vocab, c.dim});
-        pos_embed_ = h.weight("position_embeddings.weight", {c.max_positions, c.dim});
+        // GET_ROWS tables (and, tied, the prediction's MATMUL): they may stay block-quantized.
+        embed_ = h.weight("embeddings.weight", {c.vocab, c.dim}, plugin::kLinearDTypes);
+        pos_embed_ = h.weight("position_embeddings.weight", {c.max_positions, c.dim}, plugin::kLinearDTypes);
         if (c.lang_id >= 0) {
             // Every token carries the same language: its embedding row is one constant vector.
             const mnemo_tid table = h.weight("lang_embeddings.weight", {c.n_langs, c.dim});
@@ -137,7 +138,7 @@ private:
         }
         // XLM ties pred_layer.proj.weight to the embeddings (share_inout_emb) but its state dict
         // still holds the tied copy; use the embeddings unless the model is untied.
-        pred_w_ = c.tied ? embed_ : h.weight("pred_layer.proj.weight", {c.vocab, c.dim});
+        pred_w_ = c.tied ? embed_ : h.weight("pred_layer.proj.weight", {c.vocab, c.dim}, plugin::kLinearDTypes);
         pred_b_ = declare_bias(h, "pred_layer.proj.bias", c.vocab);
     }
 

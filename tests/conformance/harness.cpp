@@ -250,7 +250,14 @@ bool run_on_backend(const mnemo_backend_api* api, void* ctx, const OpCase& c, co
     }
     node.output = tensor_of(out_buf->handle(), kGuardBytes, out_shape);
 
-    if (!api->supports_node(ctx, &node)) return false;
+    if (!api->supports_node(ctx, &node)) {
+        // supports_node answers yes or no; preparing the node says why not.
+        mnemo_error err{};
+        void* graph = nullptr;
+        if (api->graph_prepare(ctx, &node, 1, &graph, &err) == MNEMO_OK) api->graph_release(ctx, graph);
+        else result.unsupported = err.message;
+        return false;
+    }
     for (size_t i = 0; i < inputs.size(); ++i) bufs[i]->upload(inputs[i]);
     if (!in_place) out_buf->upload({});
 

@@ -46,6 +46,7 @@ struct CaseResult {
     std::vector<std::string> failures;  // every problem found (guards, inputs, output)
     double nmse = 0.0;                  // float outputs
     double run_ns = 0.0;                // mean graph_run time over `repeats` runs
+    std::string unsupported;            // Unsupported: why, as the backend's graph_prepare says it
 };
 
 // The CPU thread counts every case runs at: $MNEMO_CONFORMANCE_CPU_THREADS, a comma-separated

@@ -13,12 +13,15 @@
 #include <cmath>
 #include <cstdint>
 #include <cstring>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "mnemo/ops/dtype.hpp"
 #include "mnemo/error.hpp"
+#include "mnemo/io/ggml_type.hpp"
 #include "mnemo/ops/op_table.hpp"
+#include "mnemo/quant/ggml_quants.hpp"
 
 namespace mnemo::conformance {
 
@@ -26,7 +29,11 @@ struct InputSpec {
     DType dtype = DType::F32;
     std::vector<int64_t> shape;
     // Float inputs: pseudo-normal values with this mean and standard deviation, unless `values` is
-    // given. I32 inputs always come from `ints`.
+    // given. I32 inputs always come from `ints`. Block-quantized inputs (q8_0 ... q6_k): q8_0 and
+    // q4_0 are such values quantized with the format's reference rounding (quantize_row); the
+    // K-quants, which Mnemo does not write, are random block bytes (every bit pattern of codes,
+    // packed scales and minima occurs) with finite f16 d (and dmin) of about stddev / 16 (d, dmin
+    // positive for q4_k / q5_k, as tools/reference/quant_golden.py makes them).
     float mean = 0.0f;
     float stddev = 1.0f;
     std::vector<float> values;
@@ -78,6 +85,39 @@ inline uint64_t name_seed(const std::string& name) {
     return h;
 }
 
+// The bytes of a block-quantized input (see InputSpec).
+inline std::vector<uint8_t> quantized_input(const InputSpec& s, const TensorShape& shape, CaseRng& rng) {
+    const int64_t cols = shape.shape[shape.ndim - 1];
+    const int64_t rows = cols > 0 ? shape.numel() / cols : 0;
+    const DTypeBlock b = dtype_block(s.dtype);
+    std::vector<uint8_t> bytes(shape.nbytes());
+    if (s.dtype == DType::Q8_0 || s.dtype == DType::Q4_0) {
+        std::vector<float> row(static_cast<size_t>(cols));
+        for (int64_t r = 0; r < rows; ++r) {
+            for (float& v : row) v = s.mean + s.stddev * rng.normalish();
+            quantize_row(ggml_type_of_dtype(s.dtype), row.data(), bytes.data() + static_cast<uint64_t>(r) * dtype_bytes(s.dtype, cols), cols);
+        }
+        return bytes;
+    }
+    for (uint8_t& v : bytes) v = static_cast<uint8_t>(rng.next() >> 56);
+    // The f16 scales: q4_k / q5_k d and dmin at bytes 0 and 2, q6_k d at byte 208 (signed).
+    auto scale = [&](uint8_t* p, bool positive) {
+        const double u = 0.25 + 1.75 * rng.uniform();  // |scale| in [0.25, 2) x stddev / 16
+        const float v = static_cast<float>((positive || rng.uniform() < 0.5 ? 1.0 : -1.0) * u * s.stddev / 16.0);
+        const uint16_t h = f32_to_f16(v);
+        std::memcpy(p, &h, 2);
+    };
+    for (uint64_t off = 0; off < bytes.size(); off += static_cast<uint64_t>(b.bytes)) {
+        if (s.dtype == DType::Q6_K) {
+            scale(bytes.data() + off + 208, false);
+        } else {
+            scale(bytes.data() + off, true);
+            scale(bytes.data() + off + 2, true);
+        }
+    }
+    return bytes;
+}
+
 inline TensorShape spec_shape(const InputSpec& s) {
     TensorShape t;
     t.dtype = s.dtype;
@@ -97,6 +137,8 @@ inline std::vector<std::vector<uint8_t>> make_inputs(const OpCase& c) {
         if (s.dtype == DType::I32) {
             if (s.ints.size() != n) throw Error(c.name + ": i32 input needs " + std::to_string(n) + " values");
             if (n > 0) std::memcpy(bytes.data(), s.ints.data(), n * 4);  // (empty vectors may hold null)
+        } else if (dtype_is_quantized(s.dtype)) {
+            bytes = quantized_input(s, shape, rng);
         } else {
             if (!s.values.empty() && s.values.size() != n)
                 throw Error(c.name + ": explicit input needs " + std::to_string(n) + " values");
@@ -113,6 +155,14 @@ inline std::vector<std::vector<uint8_t>> make_inputs(const OpCase& c) {
         out.push_back(std::move(bytes));
     }
     return out;
+}
+
+// The first block-quantized input of a case (its dtype), or nullopt: backends without kernels
+// for these types (the GPU modules, for now) may refuse such a case.
+inline std::optional<DType> quantized_input_dtype(const OpCase& c) {
+    for (const InputSpec& s : c.inputs)
+        if (dtype_is_quantized(s.dtype)) return s.dtype;
+    return std::nullopt;
 }
 
 inline TensorShape case_output_shape(const OpCase& c) {
@@ -155,6 +205,8 @@ inline std::string dims_name(const std::vector<int64_t>& shape) {
 }
 
 constexpr DType kWeightTypes[] = {DType::F32, DType::F16, DType::BF16};
+// The block-quantized weight types MATMUL and GET_ROWS take (mnemo/abi/mnemo_abi.h).
+constexpr DType kQuantizedTypes[] = {DType::Q8_0, DType::Q4_0, DType::Q4_K, DType::Q5_K, DType::Q6_K};
 
 // A batch of (sequence, position) rows: each listed sequence contributes `count` consecutive
 // positions starting at `first`.

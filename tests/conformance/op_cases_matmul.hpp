@@ -65,9 +65,68 @@ inline void matmul_tails(std::vector<OpCase>& out) {
         }
 }
 
+// Block-quantized W (q8_0, q4_0, q4_k, q5_k, q6_k). The reference dequantizes W exactly and sums
+// in double; a backend may quantize x to 8 bits per block of 32 for integer dot products (the CPU's
+// decode path: arch/x86/matmul_quant_x86.inl), which moves each output by x's rounding error: an
+// NMSE of about dx^2 / 12 / var(x) ~ 2e-5 for normal x (dx = max|x| / 127 of a block), times how
+// much the weights vary inside a block relative to their values (K-quant codes are centred first;
+// measured medians 0.6-2.2e-5, largest 1.6-5.4e-5 over cases of 33 outputs or more). The bound per
+// type is about 3x its largest. A case of fewer than 32 outputs measures a ratio of few squares,
+// which swings by 10x (a single output of 768 weights: 5e-4 seen): it gets 10x the bound. A path that
+// dequantizes W (prefill, the portable kernels) stays near 1e-12.
+inline double quantized_matmul_nmse(DType dt, int64_t outputs) {
+    double bound = 1e-7;
+    switch (dt) {
+        case DType::Q8_0: bound = 1e-4; break;
+        case DType::Q4_0: bound = 1.6e-4; break;
+        case DType::Q4_K: bound = 5e-5; break;
+        case DType::Q5_K: bound = 7e-5; break;
+        case DType::Q6_K: bound = 1.2e-4; break;
+        default: break;
+    }
+    return outputs < 32 ? 10 * bound : bound;
+}
+
+inline void matmul_quantized(std::vector<OpCase>& out) {
+    auto add = [&](DType dt, const std::vector<int64_t>& x, int64_t m, const std::string& name) {
+        OpCase c;
+        c.name = name + "_" + dt_name(dt);
+        c.op = MNEMO_OP_MATMUL;
+        c.inputs = {f32(x), weight(dt, {m, x.back()}, 0.05f)};
+        int64_t outputs = m;
+        for (size_t i = 0; i + 1 < x.size(); ++i) outputs *= x[i];
+        c.max_nmse = quantized_matmul_nmse(dt, outputs);
+        out.push_back(c);
+    };
+    // Decode (N = 1, 2; N = 5 takes two groups of x rows per W row) and prefill (N = 9, just past
+    // the switch, and 37: several 32-row blocks), K = 256 and 512 (one and two K-quant blocks) and
+    // 2304 (past the prefill's 1024-column K blocks, with a 256-column tail), M not a multiple of 4
+    // nor of the prefill's 48-row bands (33, 259).
+    for (DType dt : kQuantizedTypes)
+        for (int64_t n : {1, 2, 5, 9, 37})
+            for (int64_t k : {256, 512, 2304})
+                for (int64_t m : {33, 259})
+                    add(dt, {n, k}, m, "matmul_q_N" + std::to_string(n) + "_K" + std::to_string(k) + "_M" + std::to_string(m));
+    // Leading dimensions, one row of W (against the most rows decode takes), and an odd number of
+    // blocks (the decode kernels pair them).
+    for (DType dt : kQuantizedTypes) {
+        add(dt, {2, 1, 3, 256}, 17, "matmul_q_x2x1x3x256_M17");
+        add(dt, {8, 768}, 1, "matmul_q_N8_K768_M1");
+    }
+    // The 32-weight types: one block, three blocks, and K = 0 (an empty sum: zeros).
+    for (DType dt : {DType::Q8_0, DType::Q4_0}) {
+        add(dt, {1, 32}, 5, "matmul_q_N1_K32_M5");
+        add(dt, {3, 96}, 7, "matmul_q_N3_K96_M7");
+        add(dt, {12, 160}, 70, "matmul_q_N12_K160_M70");
+        add(dt, {1, 0}, 3, "matmul_q_N1_K0_M3");
+        add(dt, {12, 0}, 70, "matmul_q_N12_K0_M70");
+    }
+}
+
 inline void matmul_cases(std::vector<OpCase>& out) {
     matmul(out);
     matmul_tails(out);
+    matmul_quantized(out);
 }
 
 }  // namespace mnemo::conformance::detail

@@ -32,6 +32,26 @@ inline void get_rows(std::vector<OpCase>& out) {
     }
 }
 
+// A block-quantized table: the rows are the reference dequantizer's, so the result is exact.
+inline void get_rows_quantized(std::vector<OpCase>& out) {
+    struct Shape { int64_t rows, cols, n; };
+    for (DType dt : kQuantizedTypes)
+        for (Shape sh : {Shape{40, 256, 3}, Shape{1000, 512, 7}, Shape{11, 2304, 9}, Shape{5, 32, 4}}) {
+            if (sh.cols % dtype_block(dt).elems != 0) continue;
+            OpCase c;
+            c.name = "get_rows_R" + std::to_string(sh.rows) + "_C" + std::to_string(sh.cols) + "_N" + std::to_string(sh.n) + "_" +
+                     dt_name(dt);
+            c.op = MNEMO_OP_GET_ROWS;
+            CaseRng rng(name_seed(c.name) ^ 1);
+            std::vector<int32_t> idx;
+            for (int64_t i = 0; i < sh.n; ++i)
+                idx.push_back(i == 0 ? static_cast<int32_t>(sh.rows - 1) : i == 1 ? 0 : rng.below(static_cast<int32_t>(sh.rows)));
+            c.inputs = {weight(dt, {sh.rows, sh.cols}), i32(idx)};
+            c.max_nmse = std::numeric_limits<double>::denorm_min();
+            out.push_back(c);
+        }
+}
+
 inline void kv_store(std::vector<OpCase>& out) {
     struct Cfg { int64_t s, h, ctx, d; std::vector<SeqRun> runs; };
     // Every (sequence, position) pair is written once per node: duplicates would make the result
@@ -85,6 +105,7 @@ inline void kv_store_scattered(std::vector<OpCase>& out) {
 
 inline void rows_cases(std::vector<OpCase>& out) {
     get_rows(out);
+    get_rows_quantized(out);
     kv_store(out);
     kv_store_scattered(out);
 }

@@ -47,6 +47,9 @@ CpuFeatures detect() {
         __cpuid_count(7, 0, a, b, c, d);
         f.avx2 = (b >> 5) & 1u;
         f.avx512f = zmm_state && ((b >> 16) & 1u);
+        f.avx512vl = f.avx512f && ((b >> 31) & 1u);
+        f.avx512bw = f.avx512f && ((b >> 30) & 1u);
+        f.avx512vnni = f.avx512f && ((c >> 11) & 1u);
     }
 #elif defined(__aarch64__)
 #if defined(__linux__)
@@ -78,6 +81,13 @@ Isa best_isa() {
     return isa;
 }
 
+bool use_avx512_vnni() {
+    const CpuFeatures& f = cpu_features();
+    if (!(f.avx2 && f.fma && f.f16c && f.avx512vl && f.avx512bw && f.avx512vnni)) return false;
+    const char* want = std::getenv("MNEMO_CPU_ISA");
+    return !(want && (std::strcmp(want, "scalar") == 0 || std::strcmp(want, "avx2") == 0));
+}
+
 const char* isa_name(Isa isa) {
     switch (isa) {
         case Isa::Scalar: return "scalar";
@@ -99,6 +109,9 @@ std::string feature_list(const CpuFeatures& f) {
     add(f.fma, "fma");
     add(f.f16c, "f16c");
     add(f.avx512f, "avx512f");
+    add(f.avx512vl, "avx512vl");
+    add(f.avx512bw, "avx512bw");
+    add(f.avx512vnni, "avx512vnni");
     add(f.neon, "neon");
     return s.empty() ? std::string("baseline") : s;
 }

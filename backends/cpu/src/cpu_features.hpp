@@ -18,6 +18,9 @@ struct CpuFeatures {
     bool fma = false;
     bool f16c = false;
     bool avx512f = false;
+    bool avx512vl = false;    // AVX-512 instructions on 256-bit registers
+    bool avx512bw = false;    // AVX-512 byte and word instructions
+    bool avx512vnni = false;  // VPDPBUSD: 8-bit integer dot products (with avx512vl on ymm)
     bool neon = false;
 };
 
@@ -27,6 +30,11 @@ const CpuFeatures& cpu_features();  // detected once, then cached
 // "avx2", "neon") can only lower the choice: it exists so the portable path can be tested on
 // a machine that has the vector units.
 Isa best_isa();
+
+// Whether the quantized MATMUL kernels may use AVX-512 VNNI's VPDPBUSD on 256-bit registers
+// (AVX-512 VNNI + VL + BW, and the OS saving the AVX-512 state) on top of the AVX2 kernel set.
+// MNEMO_CPU_ISA=avx2 (or scalar) turns it off, so the plain AVX2 path can be tested here too.
+bool use_avx512_vnni();
 
 const char* isa_name(Isa isa);
 std::string feature_list(const CpuFeatures& f);  // "avx2 fma f16c"

@@ -54,7 +54,8 @@ void fill_device_info(mnemo_device_info* out) {
     copy_text(out->name, sizeof(out->name), cpu_model_name());
     const unsigned threads = std::thread::hardware_concurrency();
     const std::string desc = std::to_string(threads ? threads : 1) + " hardware threads; features: " +
-                             feature_list(cpu_features()) + "; kernels: " + isa_name(best_isa());
+                             feature_list(cpu_features()) + "; kernels: " + isa_name(best_isa()) +
+                             (best_isa() == Isa::Avx2 && use_avx512_vnni() ? " (quantized matmul: avx512-vnni)" : "");
     copy_text(out->description, sizeof(out->description), desc);
     out->type = MNEMO_DEVICE_CPU;
     out->caps = MNEMO_CAP_HOST_MEMORY | MNEMO_CAP_F16 | MNEMO_CAP_BF16 | MNEMO_CAP_PROFILE;

@@ -35,6 +35,9 @@ public:
     Context(const Context&) = delete;
     Context& operator=(const Context&) = delete;
 
+    // How messages name this backend ("... is not supported by the CUDA backend yet").
+    static constexpr const char* kTitle = "CUDA";
+
     const DeviceProps& props() const { return *props_; }
     cudaStream_t stream() const { return stream_; }
     // Makes this context's device current for the calling thread.

@@ -52,6 +52,9 @@ public:
     Context(const Context&) = delete;
     Context& operator=(const Context&) = delete;
 
+    // How messages name this backend ("... is not supported by the Vulkan backend yet").
+    static constexpr const char* kTitle = "Vulkan";
+
     const PhysicalDevice& physical() const { return *physical_; }
     const DeviceFeatures& features() const { return physical_->features; }
     const DeviceFunctions& vk() const { return vk_; }

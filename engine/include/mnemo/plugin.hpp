@@ -33,6 +33,14 @@ public:
 
 constexpr uint32_t dtype_bit(mnemo_dtype t) { return 1u << static_cast<uint32_t>(t); }
 constexpr uint32_t kFloatDTypes = dtype_bit(MNEMO_DTYPE_F32) | dtype_bit(MNEMO_DTYPE_F16) | dtype_bit(MNEMO_DTYPE_BF16);
+// The block-quantized types (GGUF's Q8_0, Q4_0, Q4_K, Q5_K, Q6_K). A weight declared with a mask
+// that does not take them is still loaded from a quantized file: the engine decodes it to a float
+// type of the mask at load (4 bytes a weight for f32).
+constexpr uint32_t kQuantizedDTypes = dtype_bit(MNEMO_DTYPE_Q8_0) | dtype_bit(MNEMO_DTYPE_Q4_0) | dtype_bit(MNEMO_DTYPE_Q4_K) |
+                                      dtype_bit(MNEMO_DTYPE_Q5_K) | dtype_bit(MNEMO_DTYPE_Q6_K);
+// For a weight that only ever feeds MATMUL (as W) or GET_ROWS (as the table), the ops that read
+// quantized blocks: it stays packed in memory.
+constexpr uint32_t kLinearDTypes = kFloatDTypes | kQuantizedDTypes;
 
 // Model-creation services: config lookups and tensor declarations.
 class Host {

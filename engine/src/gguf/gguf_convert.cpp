@@ -10,7 +10,10 @@
 #include <vector>
 
 #include "gguf/gguf_llama_names.hpp"
+#include "gguf/gguf_mnemo_arch.hpp"
+#include "gguf/gguf_tokenizer_export.hpp"
 #include "mnemo/error.hpp"
+#include "mnemo/io/file_read.hpp"
 #include "mnemo/io/gguf.hpp"
 #include "mnemo/io/json.hpp"
 #include "mnemo/io/safetensors.hpp"
@@ -95,6 +98,12 @@ struct OwnedTensor {
     std::vector<uint8_t> bytes;
 };
 
+// W_q / W_k (and their biases) of a `llama` file: rows reordered for interleaved RoPE.
+bool permute_name(const GgufLlamaArch* arch, const std::string& name) {
+    return arch && arch->permuted_qk &&
+           (name.ends_with(".attn_q.weight") || name.ends_with(".attn_k.weight") || name.ends_with(".attn_q.bias") || name.ends_with(".attn_k.bias"));
+}
+
 // Rows are independent blocks: split them over threads.
 void quantize_rows(uint32_t type, const float* src, uint8_t* dst, int64_t rows, int64_t cols, int threads) {
     const GgmlTypeInfo* ti = ggml_type_info(type);
@@ -124,26 +133,17 @@ bool gguf_write_type_from_name(const std::string& name, uint32_t* type) {
     return false;
 }
 
-void convert_to_gguf(const std::string& dir, const std::string& out, const GgufConvertOptions& o) {
-    if (!can_quantize(o.type)) throw Error("cannot write " + ggml_type_label(o.type) + " (Mnemo writes f32, f16, bf16, q8_0 and q4_0)");
-    const std::string config_path = (fs::path(dir) / "config.json").string();
-    const json::Value root = json::parse_file(config_path);
-    if (!root.is_object()) throw Error(config_path + ": expected a JSON object");
-    const Config c{root, config_path};
-    const json::Value& mt = c.need("model_type");
-    const std::string model_type = mt.is_string() ? mt.as_string() : "";
-    const GgufLlamaArch* arch = detail::gguf_llama_arch_for_model_type(model_type);
-    if (!arch) throw Error(config_path + ": model_type '" + model_type + "' cannot be written as GGUF yet (Mnemo writes " + detail::gguf_llama_arch_names() + ")");
+namespace {
 
-    const std::string a = arch->gguf_name;
+// The keys llama.cpp reads for the Llama family, and Llama 3 RoPE scaling as rope_freqs.weight.
+void llama_metadata(const Config& c, const GgufLlamaArch& arch, GgufMetadata& md, std::vector<OwnedTensor>& extra) {
+    const std::string a = arch.gguf_name;
     auto key = [&](const char* k) { return a + "." + k; };
+    const std::string& config_path = c.file;
     const int64_t hidden = c.i("hidden_size"), heads = c.i("num_attention_heads");
     const int64_t kv_heads = c.i("num_key_value_heads", heads), head_dim = c.i("head_dim", hidden / heads);
     const double theta = c.f("rope_theta", 10000.0);
-    GgufMetadata md = {
-        {"general.architecture", gguf_string(a)},
-        {"general.name", gguf_string(fs::path(dir).filename().string())},
-        {"general.file_type", gguf_u32(file_type_code(o.type))},
+    md.insert(md.end(), {
         {key("context_length"), gguf_u32(static_cast<uint32_t>(c.i("max_position_embeddings", 2048)))},
         {key("embedding_length"), gguf_u32(static_cast<uint32_t>(hidden))},
         {key("block_count"), gguf_u32(static_cast<uint32_t>(c.i("num_hidden_layers")))},
@@ -154,32 +154,69 @@ void convert_to_gguf(const std::string& dir, const std::string& out, const GgufC
         {key("rope.freq_base"), gguf_f32(static_cast<float>(theta))},
         {key("rope.dimension_count"), gguf_u32(static_cast<uint32_t>(head_dim))},
         {key("vocab_size"), gguf_u32(static_cast<uint32_t>(c.i("vocab_size")))},
-    };
+    });
     if (head_dim * heads != hidden) {
         md.emplace_back(key("attention.key_length"), gguf_u32(static_cast<uint32_t>(head_dim)));
         md.emplace_back(key("attention.value_length"), gguf_u32(static_cast<uint32_t>(head_dim)));
     }
-    std::vector<OwnedTensor> extra;
-    if (c.has("rope_scaling")) {
-        const json::Value& s = c.need("rope_scaling");
-        const json::Value* t = s.find("rope_type");
-        if (!t) t = s.find("type");
-        const std::string type = t && t->is_string() ? t->as_string() : "";
-        if (type == "linear") {
-            md.emplace_back(key("rope.scaling.type"), gguf_string("linear"));
-            const json::Value* f = s.find("factor");
-            if (!f || !f->is_number()) throw Error(config_path + ": field 'rope_scaling.factor' is missing or not a number");
-            md.emplace_back(key("rope.scaling.factor"), gguf_f32(static_cast<float>(f->as_double())));
-        } else if (type == "llama3") {
-            const std::vector<float> factors = llama3_rope_factors(s, config_path, head_dim, theta);
-            OwnedTensor r{"rope_freqs.weight", ggml_type::F32, {static_cast<int64_t>(factors.size())}, {}};
-            r.bytes.resize(factors.size() * 4);
-            std::memcpy(r.bytes.data(), factors.data(), r.bytes.size());
-            extra.push_back(std::move(r));
-        } else if (type != "default") {
-            throw Error(config_path + ": rope_scaling type '" + type + "' cannot be written as GGUF (Mnemo writes linear and llama3)");
-        }
+    if (!c.has("rope_scaling")) return;
+    const json::Value& s = c.need("rope_scaling");
+    const json::Value* t = s.find("rope_type");
+    if (!t) t = s.find("type");
+    const std::string type = t && t->is_string() ? t->as_string() : "";
+    if (type == "linear") {
+        md.emplace_back(key("rope.scaling.type"), gguf_string("linear"));
+        const json::Value* f = s.find("factor");
+        if (!f || !f->is_number()) throw Error(config_path + ": field 'rope_scaling.factor' is missing or not a number");
+        md.emplace_back(key("rope.scaling.factor"), gguf_f32(static_cast<float>(f->as_double())));
+    } else if (type == "llama3") {
+        const std::vector<float> factors = llama3_rope_factors(s, config_path, head_dim, theta);
+        OwnedTensor r{"rope_freqs.weight", ggml_type::F32, {static_cast<int64_t>(factors.size())}, {}};
+        r.bytes.resize(factors.size() * 4);
+        std::memcpy(r.bytes.data(), factors.data(), r.bytes.size());
+        extra.push_back(std::move(r));
+    } else if (type != "default") {
+        throw Error(config_path + ": rope_scaling type '" + type + "' cannot be written as GGUF (Mnemo writes linear and llama3)");
     }
+}
+
+// Mnemo's own architectures (docs/gguf.md): the folder's config.json and generation_config.json
+// travel whole, and the tensors keep the names the plugin declares.
+void mnemo_metadata(const std::string& dir, const std::string& model_type, GgufMetadata& md) {
+    md.emplace_back(std::string(detail::kGgufMnemoConfigKey), gguf_string(read_file_capped((fs::path(dir) / "config.json").string(), kMaxSmallFileBytes, "config")));
+    const std::string generation = (fs::path(dir) / "generation_config.json").string();
+    std::error_code ec;
+    if (fs::exists(generation, ec))
+        md.emplace_back(std::string(detail::kGgufMnemoGenerationConfigKey), gguf_string(read_file_capped(generation, kMaxSmallFileBytes, "generation config")));
+    (void)model_type;
+}
+
+}  // namespace
+
+void convert_to_gguf(const std::string& dir, const std::string& out, const GgufConvertOptions& o) {
+    if (!can_quantize(o.type)) throw Error("cannot write " + ggml_type_label(o.type) + " (Mnemo writes f32, f16, bf16, q8_0 and q4_0)");
+    const std::string config_path = (fs::path(dir) / "config.json").string();
+    const json::Value root = json::parse_file(config_path);
+    if (!root.is_object()) throw Error(config_path + ": expected a JSON object");
+    const Config c{root, config_path};
+    const json::Value& mt = c.need("model_type");
+    if (!mt.is_string() || mt.as_string().empty()) throw Error(config_path + ": field 'model_type' is not a non-empty string");
+    const std::string model_type = mt.as_string();
+    const GgufLlamaArch* arch = detail::gguf_llama_arch_for_model_type(model_type);
+    const std::string a = arch ? arch->gguf_name : detail::mnemo_gguf_arch(model_type);
+    GgufMetadata md = {
+        {"general.architecture", gguf_string(a)},
+        {"general.name", gguf_string(fs::path(dir).filename().string())},
+        {"general.file_type", gguf_u32(file_type_code(o.type))},
+    };
+    std::vector<OwnedTensor> extra;
+    if (arch) llama_metadata(c, *arch, md, extra);
+    else mnemo_metadata(dir, model_type, md);
+    // The folder's tokenizer (tokenizer.ggml.*, tokenizer.chat_template), so the file stands alone
+    // (llama.cpp refuses a model without one). A tokenizer GGUF cannot represent is an error here,
+    // before any tensor is converted.
+    for (auto& kv : detail::tokenizer_gguf_metadata(dir)) md.push_back(std::move(kv));
+    const int64_t head_dim = arch ? c.i("head_dim", c.i("hidden_size") / c.i("num_attention_heads")) : 0;
 
     const int threads = o.threads > 0 ? o.threads : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
     const Checkpoint cp = Checkpoint::open(dir);
@@ -187,13 +224,20 @@ void convert_to_gguf(const std::string& dir, const std::string& out, const GgufC
     size_t done = 0;
     const size_t total = cp.tensors().size();
     for (const TensorView& t : cp.tensors()) {
-        const std::optional<std::string> name = detail::gguf_tensor_name(t.name);
+        const std::optional<std::string> name = arch ? detail::gguf_tensor_name(t.name) : std::optional<std::string>(t.name);
         if (!name) throw Error(t.file + ": tensor '" + t.name + "' has no GGUF name in a " + a + " model");
-        if (t.dtype == DType::I32) throw Error(t.file + ": tensor '" + t.name + "' is I32 (expected a float tensor)");
+        if (t.shape.size() > 4) throw Error(t.file + ": tensor '" + t.name + "' has " + std::to_string(t.shape.size()) + " dimensions (GGUF holds at most 4)");
+        if (t.dtype == DType::I32) {  // indices (a memory layer's shuffle): copied as they are
+            if (permute_name(arch, *name)) throw Error(t.file + ": tensor '" + t.name + "' is I32 (expected a float tensor)");
+            OwnedTensor w{*name, ggml_type::I32, t.shape.empty() ? std::vector<int64_t>{1} : t.shape,
+                          std::vector<uint8_t>(static_cast<const uint8_t*>(t.data), static_cast<const uint8_t*>(t.data) + t.nbytes)};
+            tensors.push_back(std::move(w));
+            if (o.progress) o.progress(++done, total, t.name);
+            continue;
+        }
         const size_t n = static_cast<size_t>(t.nbytes / dtype_size(t.dtype));
         // Rows of q / k (a bias is a column of them) are reordered for interleaved RoPE.
-        const bool permute = arch->permuted_qk && (name->ends_with(".attn_q.weight") || name->ends_with(".attn_k.weight") ||
-                                                   name->ends_with(".attn_q.bias") || name->ends_with(".attn_k.bias"));
+        const bool permute = permute_name(arch, *name);
         const int64_t cols = t.shape.size() < 2 ? 1 : t.shape.back();
         const int64_t rows = cols == 0 ? 0 : static_cast<int64_t>(n) / cols;
         std::vector<float> v(n);
@@ -202,11 +246,12 @@ void convert_to_gguf(const std::string& dir, const std::string& out, const GgufC
             for (int64_t k = 0; k < cols; ++k)
                 v[static_cast<size_t>(r * cols + k)] = load_as_f32(t.data, t.dtype, static_cast<size_t>(src * cols + k));
         }
-        uint32_t type = t.shape.size() < 2 ? ggml_type::F32 : o.type;
-        if (type == ggml_type::Q4_0 && *name == "output.weight") type = ggml_type::Q8_0;
-        if (t.shape.back() % ggml_type_info(type)->block_elems != 0) type = ggml_type::F16;
+        const std::vector<int64_t> shape = t.shape.empty() ? std::vector<int64_t>{1} : t.shape;  // a scalar is [1]
+        uint32_t type = shape.size() < 2 ? ggml_type::F32 : o.type;
+        if (type == ggml_type::Q4_0 && (*name == "output.weight" || *name == "lm_head.weight")) type = ggml_type::Q8_0;
+        if (shape.back() % ggml_type_info(type)->block_elems != 0) type = ggml_type::F16;
         const GgmlTypeInfo* ti = ggml_type_info(type);
-        OwnedTensor w{*name, type, t.shape, std::vector<uint8_t>(static_cast<size_t>(n / ti->block_elems * ti->block_bytes))};
+        OwnedTensor w{*name, type, shape, std::vector<uint8_t>(static_cast<size_t>(n / ti->block_elems * ti->block_bytes))};
         quantize_rows(type, v.data(), w.bytes.data(), rows, static_cast<int64_t>(n) / std::max<int64_t>(rows, 1), threads);
         tensors.push_back(std::move(w));
         if (o.progress) o.progress(++done, total, t.name);

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "gguf/gguf_llama_names.hpp"
+#include "gguf/gguf_mnemo_arch.hpp"
 #include "mnemo/error.hpp"
 #include "mnemo/io/gguf.hpp"
 #include "mnemo/io/printable.hpp"
@@ -78,6 +79,18 @@ std::optional<DType> in_place_dtype(uint32_t type) {
     }
 }
 
+// A Mnemo architecture's config: the folder's config.json, stored whole; its model_type must be
+// the one the architecture names.
+Value mnemo_config(const GgufFile& f, const std::string& model_type) {
+    const std::string key(kGgufMnemoConfigKey);
+    Value config = json::parse(f.get_string(key), f.path() + ": key '" + key + "'");
+    const Value* mt = config.is_object() ? config.find("model_type") : nullptr;
+    if (!mt || !mt->is_string() || mt->as_string() != model_type)
+        throw Error(f.path() + ": key '" + key + "' does not hold a config.json object with model_type '" + printable(model_type, 64) +
+                    "' (general.architecture says so)");
+    return config;
+}
+
 }  // namespace
 
 GgufModel open_gguf_model(const std::string& path) {
@@ -85,38 +98,42 @@ GgufModel open_gguf_model(const std::string& path) {
     const GgufHeader& h = file->header();
     const std::string arch_name = file->get_string("general.architecture");
     const GgufLlamaArch* arch = gguf_llama_arch(arch_name);
-    if (!arch)
+    const std::optional<std::string> mnemo_type = model_type_of_mnemo_arch(arch_name);
+    if (!arch && !mnemo_type)
         throw Error(path + ": key 'general.architecture' is '" + printable(arch_name, 64) + "': Mnemo reads the GGUF architectures " +
-                    gguf_llama_arch_names());
-    Members config = llama_config(*file, *arch, h);
-    add_rope_factors(*file, h, config);
+                    gguf_llama_arch_names() + " and its own mnemo_<model_type> (docs/gguf.md)");
+    Value config_value;
+    if (arch) {
+        Members config = llama_config(*file, *arch, h);
+        add_rope_factors(*file, h, config);
+        config_value = Value::make_object(std::move(config));
+    } else {
+        config_value = mnemo_config(*file, *mnemo_type);
+    }
 
     std::vector<TensorView> views;
     std::vector<std::shared_ptr<const void>> owners{file};
     for (const GgufTensorInfo& t : h.tensors) {
         if (t.name == "rope_freqs.weight") continue;  // in the config
         TensorView v;
-        v.name = hf_tensor_name(t.name).value_or(t.name);
+        v.name = arch ? hf_tensor_name(t.name).value_or(t.name) : t.name;
         v.shape = t.shape();
         v.file = path;
-        if (const auto dt = in_place_dtype(t.type)) {
+        // Float, I32 and block-quantized tensors are all used in place, inside the mapping: a
+        // quantized weight stays packed (the model host widens one to a float type only where the
+        // plugin's declaration does not take its type).
+        const std::optional<DType> dt = in_place_dtype(t.type) ? in_place_dtype(t.type) : dtype_of_ggml_type(t.type);
+        if (dt) {
             v.dtype = *dt;
             v.data = file->tensor_data(t);
             v.nbytes = t.nbytes;
-        } else if (can_dequantize(t.type)) {
-            auto buf = std::make_shared<std::vector<float>>(static_cast<size_t>(t.elements()));
-            dequantize_row(t.type, file->tensor_data(t), buf->data(), t.elements());
-            v.dtype = DType::F32;
-            v.data = buf->data();
-            v.nbytes = buf->size() * sizeof(float);
-            owners.push_back(std::move(buf));
         } else {
             throw Error(path + ": tensor '" + printable(t.name, 80) + "' is " + ggml_type_label(t.type) +
                         ", which Mnemo cannot read (it reads F32, F16, BF16, Q8_0, Q4_0, Q4_K, Q5_K and Q6_K)");
         }
         views.push_back(std::move(v));
     }
-    return {Value::make_object(std::move(config)), Checkpoint::from_views(std::move(views), std::move(owners), {path})};
+    return {std::move(config_value), Checkpoint::from_views(std::move(views), std::move(owners), {path})};
 }
 
 }  // namespace mnemo::detail

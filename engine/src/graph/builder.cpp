@@ -103,6 +103,10 @@ mnemo_tid GraphBuilder::api_reshape(void* self_, mnemo_tid t, int32_t ndim, cons
     if (n.shape.numel() != self->nodes_[t].shape.numel())
         return self->fail("reshape: " + self->nodes_[t].shape.str() + " cannot become " + n.shape.str() +
                           " (element counts differ)");
+    // A block-quantized tensor's rows stay whole blocks (blocks are laid out along the last dimension).
+    if (const int64_t block = dtype_block(n.shape.dtype).elems; n.shape.shape[ndim - 1] % block != 0)
+        return self->fail("reshape: " + self->nodes_[t].shape.str() + " cannot become " + n.shape.str() + " (its rows would split " +
+                          std::string(dtype_name(n.shape.dtype)) + " blocks of " + std::to_string(block) + ")");
     n.inputs = {t};
     self->nodes_.push_back(n);
     return static_cast<mnemo_tid>(self->nodes_.size() - 1);

@@ -51,6 +51,18 @@ static_assert(kTypes[2].block_bytes == 18 && kTypes[6].block_bytes == 34, "Q4_0 
 static_assert(kTypes[10].block_bytes == 144 && kTypes[11].block_bytes == 176 && kTypes[12].block_bytes == 210,
               "Q4_K / Q5_K / Q6_K block sizes");
 
+// Mnemo's dtypes (mnemo/ops/dtype.hpp) describe the same blocks as the ggml types they map to.
+constexpr bool dtype_blocks_agree() {
+    for (const GgmlTypeInfo& t : kTypes) {
+        const std::optional<DType> d = dtype_of_ggml_type(t.id);
+        if (!d) continue;
+        const DTypeBlock b = dtype_block(*d);
+        if (b.elems != t.block_elems || b.bytes != t.block_bytes || ggml_type_of_dtype(*d) != t.id || !t.computes) return false;
+    }
+    return true;
+}
+static_assert(dtype_blocks_agree(), "dtype_block and the ggml type table disagree");
+
 }  // namespace
 
 const GgmlTypeInfo* ggml_type_info(uint32_t id) {

@@ -61,6 +61,7 @@ const char* safetensors_dtype_name(DType t) {
         case DType::F16: return "F16";
         case DType::BF16: return "BF16";
         case DType::I32: return "I32";
+        default: break;  // block-quantized types are GGUF's; safetensors has no name for them
     }
     return "?";
 }
@@ -402,6 +403,8 @@ void write_safetensors(const std::string& path, const std::vector<TensorToWrite>
                         " dimensions");
         for (const int64_t d : t.shape)
             if (d < 0) throw Error(ctx + "shape " + shape_text(t.shape) + " has a negative dimension");
+        if (dtype_is_quantized(t.dtype))
+            throw Error(ctx + std::string(dtype_name(t.dtype)) + " is a block-quantized type, which safetensors cannot hold");
         const uint64_t n = checked_nbytes(t.shape, t.dtype, ctx);
         if (n > 0 && t.data == nullptr) throw Error(ctx + "data is null");
         if (offset + n < offset || offset + n > static_cast<uint64_t>(INT64_MAX))

@@ -5,6 +5,8 @@
 #include <filesystem>
 
 #include "mnemo/error.hpp"
+#include "gguf/gguf_mnemo_arch.hpp"
+#include "mnemo/io/gguf.hpp"
 #include "mnemo/io/json.hpp"
 #include "mnemo/kb/kb_source.hpp"
 
@@ -27,11 +29,22 @@ RetrievalAdvice recommended_retrieval(const std::string& model_dir) {
     // In generation_config.json, not config.json: it is a default for running the model, like the
     // sampling defaults there, and config.json is part of the model's fingerprint (retuning the cut
     // must not orphan every memory bank made for the model).
-    const std::filesystem::path file = std::filesystem::path(model_dir) / "generation_config.json";
+    // A GGUF model carries its generation_config.json as a string key (docs/gguf.md).
     RetrievalAdvice a;
-    if (!std::filesystem::exists(file)) return a;
-    const std::string path = file.string();
-    const json::Value config = json::parse_file(path);
+    json::Value config;
+    std::string path;
+    if (looks_like_gguf(model_dir)) {
+        const GgufFile f(model_dir);
+        const std::string key(detail::kGgufMnemoGenerationConfigKey);
+        if (!f.has(key)) return a;
+        path = model_dir + ": key '" + key + "'";
+        config = json::parse(f.get_string(key), path);
+    } else {
+        const std::filesystem::path file = std::filesystem::path(model_dir) / "generation_config.json";
+        if (!std::filesystem::exists(file)) return a;
+        path = file.string();
+        config = json::parse_file(path);
+    }
     const json::Value* r = config.find("mnemo_retrieval");
     if (!r) return a;
     const std::string where = path + ": mnemo_retrieval";

@@ -4,8 +4,11 @@
 #include <cstdio>
 #include <cstring>
 #include <algorithm>
+#include <optional>
 
 #include "mnemo/error.hpp"
+#include "mnemo/io/ggml_type.hpp"
+#include "mnemo/quant/ggml_quants.hpp"
 
 namespace mnemo::detail {
 
@@ -23,6 +26,10 @@ TensorShape make_shape(int32_t dtype, int32_t ndim, const int64_t* shape, const 
         if (shape[i] < 0) throw Error(what + ": negative dimension");
         s.shape[i] = shape[i];
     }
+    const int64_t block = dtype_block(s.dtype).elems;
+    if (s.shape[ndim - 1] % block != 0)
+        throw Error(what + ": " + s.str() + " is not a whole number of " + std::string(dtype_name(s.dtype)) + " blocks of " +
+                    std::to_string(block) + " along its last dimension");
     return s;
 }
 
@@ -36,9 +43,44 @@ std::string shape_text(const std::vector<int64_t>& v) {
 
 std::string mask_text(uint32_t mask) {
     std::string s;
-    for (int32_t t = 0; t < MNEMO_DTYPE_COUNT_; ++t)
-        if (mask & (1u << t)) s += (s.empty() ? "" : "/") + std::string(dtype_name(static_cast<DType>(t)));
+    for (int32_t t = 0; t < 32; ++t)
+        if (dtype_valid(t) && (mask & (1u << t))) s += (s.empty() ? "" : "/") + std::string(dtype_name(static_cast<DType>(t)));
     return s;
+}
+
+bool in_mask(uint32_t mask, DType t) { return (mask & (1u << static_cast<uint32_t>(t))) != 0; }
+
+// The float type a block-quantized weight is widened to when the plugin's mask does not take its
+// type (a norm gain, a bias, a weight of an op without quantized kernels): f32 when the mask
+// allows it, else f16, else bf16; nullopt when it takes no float type.
+std::optional<DType> widened_dtype(uint32_t mask) {
+    for (DType t : {DType::F32, DType::F16, DType::BF16})
+        if (in_mask(mask, t)) return t;
+    return std::nullopt;
+}
+
+// The weights of a block-quantized tensor decoded (reference dequantizer) into `to`.
+std::vector<uint8_t> dequantized(const TensorView& t, DType to) {
+    const int64_t inner = t.shape.empty() ? 1 : t.shape.back();
+    int64_t rows = 1;
+    for (size_t i = 0; i + 1 < t.shape.size(); ++i) rows *= t.shape[i];
+    std::vector<uint8_t> out(dtype_bytes(to, rows * inner));
+    std::vector<float> row(static_cast<size_t>(inner));
+    const uint64_t row_bytes = dtype_bytes(t.dtype, inner);
+    for (int64_t r = 0; r < rows; ++r) {
+        dequantize_row(ggml_type_of_dtype(t.dtype), static_cast<const uint8_t*>(t.data) + static_cast<uint64_t>(r) * row_bytes,
+                       row.data(), inner);
+        uint8_t* dst = out.data() + static_cast<uint64_t>(r) * dtype_bytes(to, inner);
+        if (to == DType::F32) {
+            std::memcpy(dst, row.data(), row.size() * sizeof(float));
+            continue;
+        }
+        for (int64_t j = 0; j < inner; ++j) {
+            const uint16_t h = to == DType::F16 ? f32_to_f16(row[static_cast<size_t>(j)]) : f32_to_bf16(row[static_cast<size_t>(j)]);
+            std::memcpy(dst + 2 * j, &h, 2);
+        }
+    }
+    return out;
 }
 
 ModelHost* self_of(void* p) { return static_cast<ModelHost*>(p); }
@@ -190,10 +232,27 @@ const TensorView& ModelHost::checked_weight(const char* name, uint32_t dtype_mas
     if (t->shape != expected)
         throw Error(t->file + ": tensor '" + std::string(name) + "' has shape " + shape_text(t->shape) + ", expected " +
                     shape_text(expected) + " for this config.json");
-    if (!(dtype_mask & (1u << static_cast<uint32_t>(t->dtype))))
+    // A block-quantized tensor is also accepted where the plugin takes a float type: it is
+    // widened at load (ModelHost::declared).
+    if (!in_mask(dtype_mask, t->dtype) && !(dtype_is_quantized(t->dtype) && widened_dtype(dtype_mask)))
         throw Error(t->file + ": tensor '" + std::string(name) + "' is " + std::string(dtype_name(t->dtype)) +
                     ", expected " + mask_text(dtype_mask));
     return *t;
+}
+
+ParamDecl ModelHost::declared(const std::string& name, const TensorView& t, uint32_t dtype_mask, int32_t ndim, const int64_t* shape) {
+    ParamDecl d;
+    d.name = name;
+    d.kind = ParamKind::Weight;
+    if (dtype_is_quantized(t.dtype) && !in_mask(dtype_mask, t.dtype)) {
+        const DType to = *widened_dtype(dtype_mask);
+        d.shape = make_shape(static_cast<int32_t>(to), ndim, shape, name);
+        d.owned = dequantized(t, to);
+    } else {
+        d.shape = make_shape(static_cast<int32_t>(t.dtype), ndim, shape, name);
+        d.weight = &t;
+    }
+    return d;
 }
 
 mnemo_status ModelHost::declare_weight(void* self_, const char* name, uint32_t dtype_mask, int32_t ndim,
@@ -201,12 +260,7 @@ mnemo_status ModelHost::declare_weight(void* self_, const char* name, uint32_t d
     ModelHost* self = self_of(self_);
     try {
         const TensorView& t = self->checked_weight(name, dtype_mask, ndim, shape);
-        ParamDecl d;
-        d.name = name;
-        d.kind = ParamKind::Weight;
-        d.shape = make_shape(static_cast<int32_t>(t.dtype), ndim, shape, name);
-        d.weight = &t;
-        return self->add(std::move(d), out);
+        return self->add(declared(name, t, dtype_mask, ndim, shape), out);
     } catch (const std::exception& e) {
         set_error(err, e.what());
         return MNEMO_ERR_INVALID;
@@ -235,11 +289,21 @@ mnemo_status ModelHost::declare_weight_stack(void* self_, const char* const* nam
         ParamDecl d;
         d.name = std::string(names[0]) + (count > 1 ? " (+" + std::to_string(count - 1) + " stacked)" : "");
         d.kind = ParamKind::Weight;
-        d.shape = make_shape(static_cast<int32_t>(parts[0]->dtype), ndim + 1, stacked.data(), d.name);
+        // Parts of a quantized type the mask does not take are widened, like a single weight.
+        const bool widen = dtype_is_quantized(parts[0]->dtype) && !in_mask(dtype_mask, parts[0]->dtype);
+        const DType dtype = widen ? *widened_dtype(dtype_mask) : parts[0]->dtype;
+        d.shape = make_shape(static_cast<int32_t>(dtype), ndim + 1, stacked.data(), d.name);
         const uint64_t part_bytes = d.shape.nbytes() / static_cast<uint64_t>(count);
         d.owned.resize(d.shape.nbytes());
-        for (int32_t i = 0; i < count; ++i)
-            std::memcpy(d.owned.data() + part_bytes * static_cast<uint64_t>(i), parts[i]->data, part_bytes);
+        for (int32_t i = 0; i < count; ++i) {
+            uint8_t* dst = d.owned.data() + part_bytes * static_cast<uint64_t>(i);
+            if (widen) {
+                const std::vector<uint8_t> part = dequantized(*parts[static_cast<size_t>(i)], dtype);
+                std::memcpy(dst, part.data(), part_bytes);
+            } else {
+                std::memcpy(dst, parts[static_cast<size_t>(i)]->data, part_bytes);
+            }
+        }
         return self->add(std::move(d), out);
     } catch (const std::exception& e) {
         set_error(err, e.what());
@@ -267,7 +331,14 @@ mnemo_status ModelHost::read_weight(void* self_, mnemo_tid id, int32_t dtype, vo
         } else if (dtype == MNEMO_DTYPE_F32) {
             if (from == DType::I32) throw Error("read_weight: '" + p.name + "' is i32, not a float tensor");
             auto* out = static_cast<float*>(dst);
-            for (int64_t i = 0; i < count; ++i) out[i] = load_as_f32(src, from, static_cast<size_t>(i));
+            if (dtype_is_quantized(from)) {  // whole rows of blocks, through the reference dequantizer
+                const int64_t inner = p.shape.shape[p.shape.ndim - 1];
+                const int64_t rows = inner > 0 ? count / inner : 0;
+                for (int64_t r = 0; r < rows; ++r)
+                    dequantize_row(ggml_type_of_dtype(from), src + static_cast<uint64_t>(r) * dtype_bytes(from, inner), out + r * inner, inner);
+            } else {
+                for (int64_t i = 0; i < count; ++i) out[i] = load_as_f32(src, from, static_cast<size_t>(i));
+            }
         } else {
             throw Error("read_weight: can only convert to f32 or i32");
         }

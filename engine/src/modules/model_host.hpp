@@ -22,8 +22,10 @@ struct ParamDecl {
     std::string name;
     ParamKind kind = ParamKind::Weight;
     TensorShape shape;
-    const TensorView* weight = nullptr;  // Weight: the checkpoint tensor (mmapped); null when stacked
-    std::vector<uint8_t> owned;          // Constant: the plugin's data; stacked Weight: the engine's copy
+    const TensorView* weight = nullptr;  // Weight: the checkpoint tensor (mmapped); null when stacked or decoded
+    // Constant: the plugin's data; stacked Weight, or a block-quantized one declared with a dtype
+    // mask that does not take its type (decoded at load to a float type of the mask): the engine's copy.
+    std::vector<uint8_t> owned;
 
     // Where the tensor's bytes are on the host (Weight and Constant).
     const void* host_data() const { return weight ? weight->data : owned.data(); }
@@ -64,6 +66,10 @@ private:
     // The checkpoint tensor `name`, checked against the expected shape and dtypes; throws with
     // the file and tensor named.
     const TensorView& checked_weight(const char* name, uint32_t dtype_mask, int32_t ndim, const int64_t* shape) const;
+
+    // The declaration of checkpoint tensor t (checked by checked_weight): in place, or widened to a
+    // float type when t is block-quantized and the mask does not take its type.
+    static ParamDecl declared(const std::string& name, const TensorView& t, uint32_t dtype_mask, int32_t ndim, const int64_t* shape);
 
     // The config value at `path`, or an error naming the field.
     const json::Value* field(const char* path, mnemo_error* err, const char* expected) const;

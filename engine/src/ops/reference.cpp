@@ -7,11 +7,23 @@
 #include <string>
 
 #include "mnemo/error.hpp"
+#include "mnemo/io/ggml_type.hpp"
 #include "mnemo/ops/op_table.hpp"
+#include "mnemo/quant/ggml_quants.hpp"
 #include "ops/reference_detail.hpp"
 
 namespace mnemo {
 namespace reference {
+
+void In::row_f32(int64_t r, float* out) const {
+    const int64_t len = last();
+    if (dtype_is_quantized(dtype)) {
+        const char* row = static_cast<const char*>(data) + static_cast<uint64_t>(r) * dtype_bytes(dtype, len);
+        dequantize_row(ggml_type_of_dtype(dtype), row, out, len);
+        return;
+    }
+    for (int64_t j = 0; j < len; ++j) out[j] = f(r * len + j);
+}
 
 void check_seq_pos(const Ctx& c, const In& seq, const In& pos, int64_t n, int64_t n_seq, int64_t ctx_len) {
     const int64_t s = seq.i32(n), p = pos.i32(n);

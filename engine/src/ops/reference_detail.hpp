@@ -20,7 +20,12 @@ struct In {
     DType dtype;
     TensorShape shape;
 
+    // Element i of an element-typed tensor (F32/F16/BF16; I32 converted). A block-quantized
+    // tensor is read a row at a time with row_f32.
     float f(int64_t i) const { return load_as_f32(data, dtype, static_cast<size_t>(i)); }
+    // Row r of the innermost dimension as floats (len elements): any float or block-quantized
+    // dtype, quantized rows through the reference dequantizer (mnemo/quant/ggml_quants.hpp).
+    void row_f32(int64_t r, float* out) const;
     int32_t i32(int64_t i) const { return static_cast<const int32_t*>(data)[i]; }
     int64_t dim(int32_t d) const { return shape.shape[d]; }
     int64_t last() const { return shape.shape[shape.ndim - 1]; }

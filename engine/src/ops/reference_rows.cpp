@@ -1,4 +1,5 @@
-// References of the rows family: GET_ROWS (the embedding lookup) and KV_STORE (the cache write).
+// References of the rows family: GET_ROWS (the embedding lookup; a block-quantized table's rows
+// decoded by the reference dequantizer) and KV_STORE (the cache write).
 #include <cstring>
 #include <string>
 
@@ -15,7 +16,7 @@ void get_rows(const Ctx& c) {
         if (r < 0 || r >= rows)
             c.fail("index " + std::to_string(n) + " is row " + std::to_string(r) + ", table has " +
                    std::to_string(rows) + " rows");
-        for (int64_t j = 0; j < cols; ++j) c.out[n * cols + j] = table.f(r * cols + j);
+        table.row_f32(r, c.out + n * cols);  // a quantized table row through the dequantizer
     }
 }
 

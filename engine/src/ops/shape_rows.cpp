@@ -4,7 +4,7 @@
 namespace mnemo::shape {
 
 TensorShape shape_get_rows(const Rule& r) {
-    const TensorShape& table = r.weight(0, 2, "table [R, C]");
+    const TensorShape& table = r.packed_weight(0, 2, "table [R, C]");
     const TensorShape& idx = r.i32_vec(1, -1, "row indices");
     TensorShape out;
     out.ndim = 2;

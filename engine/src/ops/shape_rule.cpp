@@ -32,6 +32,17 @@ const TensorShape& Rule::weight(size_t i, int32_t ndim, const char* what) const 
     return t;
 }
 
+const TensorShape& Rule::packed_weight(size_t i, int32_t ndim, const char* what) const {
+    const TensorShape& t = in_[i];
+    if (!dtype_is_quantized(t.dtype)) return weight(i, ndim, what);
+    if (t.ndim != ndim) fail_input(i, std::to_string(ndim) + "-D f32/f16/bf16 or block-quantized " + what);
+    const int64_t block = dtype_block(t.dtype).elems;
+    if (t.shape[ndim - 1] % block != 0)
+        fail("input " + std::to_string(i) + ": " + t.str() + " has rows of " + std::to_string(t.shape[ndim - 1]) +
+             " weights, not a whole number of " + std::string(dtype_name(t.dtype)) + " blocks of " + std::to_string(block));
+    return t;
+}
+
 const TensorShape& Rule::of_dtype(size_t i, DType dt, const char* what) const {
     const TensorShape& t = in_[i];
     if (t.dtype != dt) fail_input(i, std::string(dtype_name(dt)) + " " + what);
@@ -120,14 +131,23 @@ TensorShape infer_output(int32_t op, std::span<const TensorShape> in, std::span<
 
 namespace {
 
-// A tensor a kernel may index: a known dtype, rank 1..4, dimensions >= 0 and a byte size that
-// fits 64 bits.
-bool well_formed(const mnemo_tensor& t) {
-    if (t.dtype < 0 || t.dtype >= MNEMO_DTYPE_COUNT_ || t.ndim < 1 || t.ndim > MNEMO_MAX_DIMS) return false;
-    uint64_t bytes = dtype_size(static_cast<DType>(t.dtype));
-    for (int32_t i = 0; i < t.ndim; ++i)
-        if (t.shape[i] < 0 || __builtin_mul_overflow(bytes, static_cast<uint64_t>(t.shape[i]), &bytes)) return false;
-    return true;
+// "" for a tensor a kernel may index: a known dtype, rank 1..4, dimensions >= 0, a quantized
+// tensor's innermost dimension a whole number of its blocks, and a byte size that fits 64 bits.
+std::string malformed(const mnemo_tensor& t) {
+    static const std::string invalid = "has an invalid dtype, rank or size";
+    if (!dtype_valid(t.dtype) || t.ndim < 1 || t.ndim > MNEMO_MAX_DIMS) return invalid;
+    const DType dt = static_cast<DType>(t.dtype);
+    const DTypeBlock b = dtype_block(dt);
+    const int64_t inner = t.shape[t.ndim - 1];
+    if (inner < 0) return invalid;
+    if (inner % b.elems != 0)
+        return "is " + shape_of(t).str() + ": a " + std::string(dtype_name(dt)) + " row is a whole number of " +
+               std::to_string(b.elems) + "-element blocks";
+    uint64_t bytes = static_cast<uint64_t>(b.bytes);
+    if (__builtin_mul_overflow(bytes, static_cast<uint64_t>(inner / b.elems), &bytes)) return invalid;
+    for (int32_t i = 0; i + 1 < t.ndim; ++i)
+        if (t.shape[i] < 0 || __builtin_mul_overflow(bytes, static_cast<uint64_t>(t.shape[i]), &bytes)) return invalid;
+    return "";
 }
 
 }  // namespace
@@ -140,10 +160,10 @@ std::string node_error(const mnemo_node& node, InPlace in_place) {
     if (std::string why = arity_error(op_info(node.op), static_cast<size_t>(node.n_inputs)); !why.empty()) return name + ": " + why;
     std::array<TensorShape, MNEMO_MAX_INPUTS> shapes;
     for (int32_t i = 0; i < node.n_inputs; ++i) {
-        if (!well_formed(node.inputs[i])) return name + ": input " + std::to_string(i) + " has an invalid dtype, rank or size";
+        if (std::string why = malformed(node.inputs[i]); !why.empty()) return name + ": input " + std::to_string(i) + " " + why;
         shapes[static_cast<size_t>(i)] = shape_of(node.inputs[i]);
     }
-    if (!well_formed(node.output)) return name + ": output has an invalid dtype, rank or size";
+    if (std::string why = malformed(node.output); !why.empty()) return name + ": output " + why;
     TensorShape want;
     try {
         want = infer_output(node.op, std::span(shapes.data(), static_cast<size_t>(node.n_inputs)), node.iparams, node.fparams);

@@ -45,6 +45,9 @@ public:
     const TensorShape& f32(size_t i, int32_t ndim_min, int32_t ndim_max, const char* what) const;
     // Input i as a weight (f32/f16/bf16) of exactly ndim dimensions.
     const TensorShape& weight(size_t i, int32_t ndim, const char* what) const;
+    // Input i as a weight of exactly ndim dimensions that may also be block-quantized (q8_0 ...
+    // q6_k; MATMUL's W, GET_ROWS's table): its innermost dimension a whole number of blocks.
+    const TensorShape& packed_weight(size_t i, int32_t ndim, const char* what) const;
     // Input i of dtype dt, any rank.
     const TensorShape& of_dtype(size_t i, DType dt, const char* what) const;
     // Input i as an i32 vector of length n (any length when n < 0).

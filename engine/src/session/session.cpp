@@ -149,7 +149,7 @@ Session::Impl::WeightTraffic Session::Impl::weight_traffic(const PlannedGraph& p
         const TensorShape& s = params[i].shape;
         const int64_t elements = streamed[i] ? s.numel() : std::min(s.numel(), gathered[i]);
         t.params += elements;
-        t.bytes += static_cast<uint64_t>(elements) * dtype_size(s.dtype);
+        t.bytes += dtype_bytes(s.dtype, elements);  // whole rows, so whole blocks of a quantized weight
     }
     return t;
 }
@@ -214,9 +214,16 @@ void Session::Impl::prepare(PlannedGraph& p) {
         n.output = bind(p, static_cast<int32_t>(i));
         std::copy(std::begin(g.iparams), std::end(g.iparams), n.iparams);
         std::copy(std::begin(g.fparams), std::end(g.fparams), n.fparams);
-        if (!device->api()->supports_node(device->ctx(), &n))
+        if (!device->api()->supports_node(device->ctx(), &n)) {
+            // supports_node only answers yes or no; preparing the node alone says why not.
+            std::string why;
+            mnemo_error err{};
+            void* g = nullptr;
+            if (device->api()->graph_prepare(device->ctx(), &n, 1, &g, &err) != MNEMO_OK) why = std::string(": ") + err.message;
+            else device->api()->graph_release(device->ctx(), g);
             throw Error("backend '" + device->name() + "' cannot run op '" + op_info(n.op).name + "' with output " +
-                        p.nodes[i].shape.str());
+                        p.nodes[i].shape.str() + why);
+        }
         nodes.push_back(n);
         p.op_of_node.push_back(n.op);
     }

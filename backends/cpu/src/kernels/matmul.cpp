@@ -1,4 +1,5 @@
-// MATMUL y[N, M] = x[N, K] W[M, K]^T with W in f32/f16/bf16, accumulated in f32.
+// MATMUL y[N, M] = x[N, K] W[M, K]^T with W in f32/f16/bf16, accumulated in f32 (a block-quantized
+// W goes to matmul_quant.cpp).
 //
 // Decode (a few rows of x) is bound by how fast W streams from memory: each thread takes a
 // contiguous band of output rows (so every thread reads its own contiguous part of W), and a
@@ -13,6 +14,7 @@
 #include "arch/x86/simd_avx2.hpp"
 #include "dot.hpp"
 #include "kernel_api.hpp"
+#include "matmul_quant.hpp"
 #include "scalar_math.hpp"
 
 namespace mnemo_cpu {
@@ -200,6 +202,7 @@ struct PickNeon {
 
 KernelFn select_matmul(PreparedNode& p, Isa isa) {
     const int32_t dtype = p.node.inputs[1].dtype;
+    if (mnemo::dtype_is_quantized(static_cast<mnemo::DType>(dtype))) return select_matmul_quant(p, isa);
     const int64_t n = outer_rows(p.node.inputs[0]);
     const int64_t k = p.node.inputs[1].shape[1];
     if (n <= 2) {

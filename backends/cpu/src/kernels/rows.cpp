@@ -1,11 +1,14 @@
-// GET_ROWS (embedding lookup, table rows widened to f32) and KV_STORE (copy new keys/values into
-// the cache). Both move whole rows; the indices are data, so check_rows_indices validates them
-// before every run: a bad token id or position must produce an error, never a wild write.
+// GET_ROWS (embedding lookup, table rows widened to f32; block-quantized rows dequantized) and
+// KV_STORE (copy new keys/values into the cache). Both move whole rows; the indices are data, so
+// check_rows_indices validates them before every run: a bad token id or position must produce an
+// error, never a wild write.
 #include <cstdio>
 #include <cstring>
 
 #include "arch/x86/simd_avx2.hpp"
 #include "kernel_api.hpp"
+#include "mnemo/io/ggml_type.hpp"
+#include "mnemo/quant/ggml_quants.hpp"
 #include "scalar_math.hpp"
 
 namespace mnemo_cpu {
@@ -30,6 +33,15 @@ void get_rows_kernel(const KernelCall& call, int ith, int nth) {
     float* y = static_cast<float*>(p.out);
     int64_t r0, r1;
     get_rows_range(p, ith, nth, &r0, &r1);
+    if (mnemo::dtype_is_quantized(static_cast<mnemo::DType>(table.dtype))) {
+        // A block-quantized table: each selected row through the reference dequantizer.
+        const auto dt = static_cast<mnemo::DType>(table.dtype);
+        const uint64_t row_bytes = mnemo::dtype_bytes(dt, c);
+        for (int64_t r = r0; r < r1; ++r)
+            mnemo::dequantize_row(mnemo::ggml_type_of_dtype(dt), static_cast<const char*>(p.in[0]) + static_cast<uint64_t>(idx[r]) * row_bytes,
+                                  y + r * c, c);
+        return;
+    }
     const size_t esize = table.dtype == MNEMO_DTYPE_F32 ? 4 : 2;
     for (int64_t r = r0; r < r1; ++r) {
         const void* src = static_cast<const char*>(p.in[0]) + static_cast<size_t>(idx[r]) * static_cast<size_t>(c) * esize;

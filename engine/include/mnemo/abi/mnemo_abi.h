@@ -16,7 +16,7 @@
 extern "C" {
 #endif
 
-#define MNEMO_ABI_VERSION 5u
+#define MNEMO_ABI_VERSION 6u
 
 #if defined(_WIN32)
 #define MNEMO_EXPORT __declspec(dllexport)
@@ -24,13 +24,35 @@ extern "C" {
 #define MNEMO_EXPORT __attribute__((visibility("default")))
 #endif
 
-/* Element types. Room is left for block-quantized types (values >= 16). */
+/*
+ * Element types (0 .. MNEMO_DTYPE_COUNT_ - 1) and block-quantized types (MNEMO_DTYPE_QUANT_FIRST_ ..
+ * MNEMO_DTYPE_QUANT_END_ - 1). A block-quantized tensor stores its innermost dimension in blocks
+ * of consecutive weights, so that dimension is always a whole number of blocks and a row of n
+ * weights takes n / (weights per block) * (bytes per block) bytes. The layouts are GGUF's (ggml's
+ * ggml-common.h; engine/include/mnemo/quant/ggml_quants.hpp says how each block decodes); blocks
+ * are packed, so an f16 inside a block may sit on any 2-byte boundary.
+ */
 typedef enum mnemo_dtype {
     MNEMO_DTYPE_F32 = 0,
     MNEMO_DTYPE_F16 = 1,
     MNEMO_DTYPE_BF16 = 2,
     MNEMO_DTYPE_I32 = 3,
-    MNEMO_DTYPE_COUNT_ = 4
+    MNEMO_DTYPE_COUNT_ = 4, /* one past the element types */
+    /* 32 weights in 34 bytes: f16 d, 32 x int8 q; w = d * q */
+    MNEMO_DTYPE_Q8_0 = 16,
+    /* 32 weights in 18 bytes: f16 d, 16 bytes of nibbles (byte j: weight j low, j + 16 high);
+     * w = d * (q - 8) */
+    MNEMO_DTYPE_Q4_0 = 17,
+    /* 256 weights in 144 bytes: f16 d, f16 dmin, 12 bytes of 6-bit scales and mins of 8 sub-blocks
+     * of 32, 128 bytes of nibbles; w = d * sc * q - dmin * m */
+    MNEMO_DTYPE_Q4_K = 18,
+    /* 256 weights in 176 bytes: Q4_K's layout with 32 bytes of fifth (high) bits before the nibbles */
+    MNEMO_DTYPE_Q5_K = 19,
+    /* 256 weights in 210 bytes: 128 bytes of low nibbles, 64 bytes of 2-bit highs, 16 x int8 scales
+     * of sub-blocks of 16, f16 d; w = d * sc * (q - 32) */
+    MNEMO_DTYPE_Q6_K = 20,
+    MNEMO_DTYPE_QUANT_FIRST_ = MNEMO_DTYPE_Q8_0,
+    MNEMO_DTYPE_QUANT_END_ = 21 /* one past the block-quantized types */
 } mnemo_dtype;
 
 typedef enum mnemo_status {

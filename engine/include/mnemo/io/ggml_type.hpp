@@ -6,9 +6,11 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 
 #include "mnemo/api.hpp"
+#include "mnemo/ops/dtype.hpp"
 
 namespace mnemo {
 
@@ -32,5 +34,38 @@ inline constexpr uint32_t F32 = 0, F16 = 1, Q4_0 = 2, Q4_1 = 3, Q5_0 = 6, Q5_1 =
                           Q2_K = 10, Q3_K = 11, Q4_K = 12, Q5_K = 13, Q6_K = 14, Q8_K = 15, I8 = 24,
                           I16 = 25, I32 = 26, I64 = 27, F64 = 28, BF16 = 30;
 }  // namespace ggml_type
+
+// Mnemo's dtype of a ggml type id, for the types Mnemo holds as they are (the float types, I32
+// and the block-quantized types of mnemo/abi/mnemo_abi.h); nullopt for the others.
+constexpr std::optional<DType> dtype_of_ggml_type(uint32_t id) {
+    switch (id) {
+        case ggml_type::F32: return DType::F32;
+        case ggml_type::F16: return DType::F16;
+        case ggml_type::BF16: return DType::BF16;
+        case ggml_type::I32: return DType::I32;
+        case ggml_type::Q8_0: return DType::Q8_0;
+        case ggml_type::Q4_0: return DType::Q4_0;
+        case ggml_type::Q4_K: return DType::Q4_K;
+        case ggml_type::Q5_K: return DType::Q5_K;
+        case ggml_type::Q6_K: return DType::Q6_K;
+        default: return std::nullopt;
+    }
+}
+
+// The ggml type id of a dtype (every dtype has one).
+constexpr uint32_t ggml_type_of_dtype(DType t) {
+    switch (t) {
+        case DType::F32: return ggml_type::F32;
+        case DType::F16: return ggml_type::F16;
+        case DType::BF16: return ggml_type::BF16;
+        case DType::I32: return ggml_type::I32;
+        case DType::Q8_0: return ggml_type::Q8_0;
+        case DType::Q4_0: return ggml_type::Q4_0;
+        case DType::Q4_K: return ggml_type::Q4_K;
+        case DType::Q5_K: return ggml_type::Q5_K;
+        case DType::Q6_K: return ggml_type::Q6_K;
+    }
+    throw std::logic_error("ggml_type_of_dtype: not a dtype");
+}
 
 }  // namespace mnemo

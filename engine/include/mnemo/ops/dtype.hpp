@@ -4,6 +4,7 @@
 #include <cstdint>
 #include <cstring>
 #include <optional>
+#include <stdexcept>
 #include <string_view>
 
 #include "mnemo/api.hpp"
@@ -16,16 +17,66 @@ enum class DType : int32_t {
     F16 = MNEMO_DTYPE_F16,
     BF16 = MNEMO_DTYPE_BF16,
     I32 = MNEMO_DTYPE_I32,
+    // Block-quantized weights (layouts: mnemo/abi/mnemo_abi.h, mnemo/quant/ggml_quants.hpp): the
+    // innermost dimension is a whole number of blocks; MATMUL's W and GET_ROWS's table take them.
+    Q8_0 = MNEMO_DTYPE_Q8_0,
+    Q4_0 = MNEMO_DTYPE_Q4_0,
+    Q4_K = MNEMO_DTYPE_Q4_K,
+    Q5_K = MNEMO_DTYPE_Q5_K,
+    Q6_K = MNEMO_DTYPE_Q6_K,
 };
 
+constexpr bool dtype_is_quantized(DType t) {
+    const int32_t raw = static_cast<int32_t>(t);
+    return raw >= MNEMO_DTYPE_QUANT_FIRST_ && raw < MNEMO_DTYPE_QUANT_END_;
+}
+
+// A dtype's storage unit: `elems` consecutive elements of the innermost dimension in `bytes`
+// bytes (one element for the element types). {0, 0} for a value that is no dtype.
+struct DTypeBlock {
+    int64_t elems = 0;
+    int64_t bytes = 0;
+};
+
+constexpr DTypeBlock dtype_block(DType t) {
+    switch (t) {
+        case DType::F32: return {1, 4};
+        case DType::F16: return {1, 2};
+        case DType::BF16: return {1, 2};
+        case DType::I32: return {1, 4};
+        case DType::Q8_0: return {32, 34};
+        case DType::Q4_0: return {32, 18};
+        case DType::Q4_K: return {256, 144};
+        case DType::Q5_K: return {256, 176};
+        case DType::Q6_K: return {256, 210};
+    }
+    return {0, 0};
+}
+
+// Bytes of `elements` consecutive elements: a whole number of blocks for a quantized type (a part
+// block counts whole, so a buffer sized by this is never short). 0 for a value that is no dtype.
+constexpr uint64_t dtype_bytes(DType t, int64_t elements) {
+    const DTypeBlock b = dtype_block(t);
+    if (b.elems <= 0 || elements <= 0) return 0;
+    return static_cast<uint64_t>((elements + b.elems - 1) / b.elems) * static_cast<uint64_t>(b.bytes);
+}
+
+// Bytes of one element, for the element types only. A block-quantized type has no per-element
+// size: asking is a bug, and it throws instead of answering a wrong number (use dtype_bytes or
+// dtype_block).
 constexpr size_t dtype_size(DType t) {
     switch (t) {
         case DType::F32: return 4;
         case DType::F16: return 2;
         case DType::BF16: return 2;
         case DType::I32: return 4;
+        case DType::Q8_0:
+        case DType::Q4_0:
+        case DType::Q4_K:
+        case DType::Q5_K:
+        case DType::Q6_K: break;
     }
-    return 0;
+    throw std::logic_error("dtype_size: a block-quantized or unknown dtype has no element size (use dtype_bytes)");
 }
 
 constexpr std::string_view dtype_name(DType t) {
@@ -34,14 +85,22 @@ constexpr std::string_view dtype_name(DType t) {
         case DType::F16: return "f16";
         case DType::BF16: return "bf16";
         case DType::I32: return "i32";
+        case DType::Q8_0: return "q8_0";
+        case DType::Q4_0: return "q4_0";
+        case DType::Q4_K: return "q4_k";
+        case DType::Q5_K: return "q5_k";
+        case DType::Q6_K: return "q6_k";
     }
     return "?";
 }
 
-// Accepts our names ("f16") and safetensors names ("F16", "BF16", "F32", "I32").
+// Accepts our names ("f16", "q4_k"), safetensors names ("F16", "BF16", "F32", "I32") and GGUF's
+// spelling of the quantized types ("Q4_K").
 MNEMO_API std::optional<DType> dtype_from_name(std::string_view name);
 
-constexpr bool dtype_valid(int32_t raw) { return raw >= 0 && raw < MNEMO_DTYPE_COUNT_; }
+constexpr bool dtype_valid(int32_t raw) {
+    return (raw >= 0 && raw < MNEMO_DTYPE_COUNT_) || (raw >= MNEMO_DTYPE_QUANT_FIRST_ && raw < MNEMO_DTYPE_QUANT_END_);
+}
 
 // IEEE half <-> float, round to nearest even, with subnormals, inf and NaN.
 inline float f16_to_f32(uint16_t h) {
@@ -110,15 +169,17 @@ inline uint16_t f32_to_bf16(float f) {
     return static_cast<uint16_t>((x + rounding) >> 16);
 }
 
-// Read element i of a float-typed buffer (F32/F16/BF16) as f32.
+// Read element i of an element-typed buffer (F32/F16/BF16, or I32 converted) as f32. A quantized
+// element is only readable with its block (mnemo/quant/ggml_quants.hpp): asking here throws.
 inline float load_as_f32(const void* data, DType t, size_t i) {
     switch (t) {
         case DType::F32: return static_cast<const float*>(data)[i];
         case DType::F16: return f16_to_f32(static_cast<const uint16_t*>(data)[i]);
         case DType::BF16: return bf16_to_f32(static_cast<const uint16_t*>(data)[i]);
         case DType::I32: return static_cast<float>(static_cast<const int32_t*>(data)[i]);
+        default: break;
     }
-    return 0.0f;
+    throw std::logic_error("load_as_f32: a block-quantized dtype is read a block at a time (dequantize_row)");
 }
 
 }  // namespace mnemo

@@ -31,7 +31,14 @@ struct MNEMO_API TensorShape {
         for (int32_t i = 0; i < ndim && i < MNEMO_MAX_DIMS; ++i) n *= shape[i];
         return n;
     }
-    uint64_t nbytes() const { return static_cast<uint64_t>(numel()) * dtype_size(dtype); }
+    // Rows of the innermost dimension times that dimension's bytes: block-aware, so a quantized
+    // tensor (innermost dimension a whole number of blocks) is sized exactly.
+    uint64_t nbytes() const {
+        if (ndim < 1) return dtype_bytes(dtype, 1);
+        int64_t rows = 1;
+        for (int32_t i = 0; i + 1 < ndim && i < MNEMO_MAX_DIMS; ++i) rows *= shape[i];
+        return static_cast<uint64_t>(rows) * dtype_bytes(dtype, shape[(ndim <= MNEMO_MAX_DIMS ? ndim : MNEMO_MAX_DIMS) - 1]);
+    }
     std::string str() const;  // "f32[4, 8]"
 };
 

@@ -1,0 +1,61 @@
+// MATMUL with a block-quantized W (q8_0, q4_0, q4_k, q5_k, q6_k): what matmul.cpp's dispatch and
+// the ISA paths of matmul_quant.cpp (arch/x86/matmul_quant_avx2.cpp, matmul_quant_vnni.cpp) share.
+//
+// Decode (a few rows of x) streams the packed weights once: each x row is first quantized to
+// 8-bit blocks of 32 (QuantizedRows, in the thread's scratch), then every 32-weight block of W is
+// an integer dot product with the matching x block, scaled by both blocks' scales. Prefill (many
+// rows of x) dequantizes a band of W rows to floats once and runs the f32 register tiles of
+// dot.hpp over every x row.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+#include "kernel_api.hpp"
+
+namespace mnemo_cpu {
+
+// Chooses the kernel of a MATMUL node whose W is block-quantized (and sets plan / scratch).
+KernelFn select_matmul_quant(PreparedNode& p, Isa isa);
+
+namespace quant {
+
+// Decode takes the integer path up to this many rows of x; above it the rows share dequantized
+// bands of W (prefill).
+constexpr int64_t kDecodeMaxRows = 8;
+
+// Rows of x quantized for the integer dot products, one after another in a thread's scratch. Row
+// n of K elements (K a multiple of 32) is `row_bytes(K)` bytes at n * row_bytes(K):
+//   int8 q[K]          x / d rounded to nearest, per block of 32 (|q| <= 127)
+//   float d[K / 32]    the block's scale max|x| / 127 (0 for an all-zero block)
+//   float s[K / 32]    the block's sum of x, exact in f32 (the K-quants' offsets and minima use it)
+//   float r[K / 32]    the rounding residual of that sum: s - d * sum(q)
+//   float h[K / 16]    d * sum(q) over each half block of 16 (Q6_K's sub-blocks)
+struct QuantizedRow {
+    const int8_t* q;
+    const float* d;
+    const float* s;
+    const float* r;
+    const float* h;
+};
+constexpr size_t row_bytes(int64_t k) { return static_cast<size_t>(k) + 5 * sizeof(float) * static_cast<size_t>(k / 32); }
+inline QuantizedRow row_at(const void* base, int64_t k, int64_t n) {
+    const auto* p = static_cast<const uint8_t*>(base) + static_cast<size_t>(n) * row_bytes(k);
+    const auto* d = reinterpret_cast<const float*>(p + k);
+    return {reinterpret_cast<const int8_t*>(p), d, d + k / 32, d + 2 * (k / 32), d + 3 * (k / 32)};
+}
+
+// n weights of a row (whole blocks) from src to floats.
+using DequantizeFn = void (*)(const void* src, float* dst, int64_t n);
+
+#if defined(__x86_64__) || defined(__i386__)
+// The decode kernels of arch/x86/: AVX2 (VPMADDUBSW) and AVX-512 VNNI (VPDPBUSD on ymm); nullptr
+// for a dtype they do not handle.
+KernelFn decode_kernel_avx2(int32_t dtype);
+KernelFn decode_kernel_vnni(int32_t dtype);
+// The AVX2 dequantizers (arch/x86/matmul_quant_avx2.cpp) the prefill decodes bands of W with.
+DequantizeFn dequantize_avx2(int32_t dtype);
+#endif
+
+}  // namespace quant
+}  // namespace mnemo_cpu
