@@ -7,6 +7,20 @@
 
 namespace mnemo::conformance::detail {
 
+// One GET_ROWS case: a [rows, cols] table of dt and n indices, the first and last row always (to
+// catch off-by-one row addressing), the rest random with repeats.
+inline OpCase get_rows_case(DType dt, int64_t rows, int64_t cols, int64_t n) {
+    OpCase c;
+    c.name = "get_rows_R" + std::to_string(rows) + "_C" + std::to_string(cols) + "_N" + std::to_string(n) + "_" + dt_name(dt);
+    c.op = MNEMO_OP_GET_ROWS;
+    CaseRng rng(name_seed(c.name) ^ 1);
+    std::vector<int32_t> idx;
+    for (int64_t i = 0; i < n; ++i)
+        idx.push_back(i == 0 ? static_cast<int32_t>(rows - 1) : i == 1 ? 0 : rng.below(static_cast<int32_t>(rows)));
+    c.inputs = {weight(dt, {rows, cols}), i32(idx)};
+    return c;
+}
+
 inline void get_rows(std::vector<OpCase>& out) {
     struct Shape { int64_t rows, cols, n; bool exact = false; };
     // C = 1030: rows of no vector width (4 or 8) spanning several 256-wide blocks.
@@ -14,16 +28,7 @@ inline void get_rows(std::vector<OpCase>& out) {
     for (Shape sh : {Shape{32, 64, 1}, Shape{1000, 17, 7}, Shape{50, 4096, 5}, Shape{3, 1, 4}, Shape{40, 1030, 3},
                      Shape{11, 13, 9, true}, Shape{11, 4099, 9, true}}) {
         for (DType dt : kWeightTypes) {
-            OpCase c;
-            c.name = "get_rows_R" + std::to_string(sh.rows) + "_C" + std::to_string(sh.cols) + "_N" +
-                     std::to_string(sh.n) + "_" + dt_name(dt);
-            c.op = MNEMO_OP_GET_ROWS;
-            CaseRng rng(name_seed(c.name) ^ 1);
-            std::vector<int32_t> idx;
-            // First and last row always, to catch off-by-one row addressing; repeats allowed.
-            for (int64_t i = 0; i < sh.n; ++i)
-                idx.push_back(i == 0 ? static_cast<int32_t>(sh.rows - 1) : i == 1 ? 0 : rng.below(static_cast<int32_t>(sh.rows)));
-            c.inputs = {weight(dt, {sh.rows, sh.cols}), i32(idx)};
+            OpCase c = get_rows_case(dt, sh.rows, sh.cols, sh.n);
             // A copy (16-bit weights widen exactly): the two shapes from the CPU module's former
             // self-test must match bit for bit, as it required.
             if (sh.exact) c.max_nmse = std::numeric_limits<double>::denorm_min();
@@ -38,15 +43,7 @@ inline void get_rows_quantized(std::vector<OpCase>& out) {
     for (DType dt : kQuantizedTypes)
         for (Shape sh : {Shape{40, 256, 3}, Shape{1000, 512, 7}, Shape{11, 2304, 9}, Shape{5, 32, 4}}) {
             if (sh.cols % dtype_block(dt).elems != 0) continue;
-            OpCase c;
-            c.name = "get_rows_R" + std::to_string(sh.rows) + "_C" + std::to_string(sh.cols) + "_N" + std::to_string(sh.n) + "_" +
-                     dt_name(dt);
-            c.op = MNEMO_OP_GET_ROWS;
-            CaseRng rng(name_seed(c.name) ^ 1);
-            std::vector<int32_t> idx;
-            for (int64_t i = 0; i < sh.n; ++i)
-                idx.push_back(i == 0 ? static_cast<int32_t>(sh.rows - 1) : i == 1 ? 0 : rng.below(static_cast<int32_t>(sh.rows)));
-            c.inputs = {weight(dt, {sh.rows, sh.cols}), i32(idx)};
+            OpCase c = get_rows_case(dt, sh.rows, sh.cols, sh.n);
             c.max_nmse = std::numeric_limits<double>::denorm_min();
             out.push_back(c);
         }
