@@ -160,7 +160,9 @@ TEST_F(GgufTokenizerExport, EveryFixtureTokenizesAsItsFolder) {
                 ++compared;
             }
     }
-    EXPECT_GT(compared, 1000u);
+    // 1,104 with the SentencePiece fixtures; the byte-level ones alone (a build without
+    // libsentencepiece, such as the sanitizer build) give 974.
+    EXPECT_GT(compared, sp ? 1000u : 900u);
     EXPECT_GT(not_nfc, 0u);  // the Qwen2 goldens hold texts NFC changes
 }
 
