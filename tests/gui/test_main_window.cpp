@@ -168,9 +168,9 @@ private Q_SLOTS:
 
         QObject* menu = engine_->rootObjects().first()->findChild<QObject*>(QStringLiteral("modelMenu"));
         QVERIFY(menu);
-        QCOMPARE(menu->property("count").toInt(), 3);  // open a folder, a separator, the default model
+        QCOMPARE(menu->property("count").toInt(), 4);  // open a folder, open a GGUF file, a separator, the default model
         QQuickItem* recent = nullptr;
-        QVERIFY(QMetaObject::invokeMethod(menu, "itemAt", Q_RETURN_ARG(QQuickItem*, recent), Q_ARG(int, 2)));
+        QVERIFY(QMetaObject::invokeMethod(menu, "itemAt", Q_RETURN_ARG(QQuickItem*, recent), Q_ARG(int, 3)));
         QVERIFY(recent);
         QCOMPARE(recent->property("text").toString(), defaultModelDir());
     }
@@ -211,7 +211,7 @@ private Q_SLOTS:
     // The dialogs are QML too (Qt's own, from QtQuick.Dialogs): they load only when every module
     // they import is installed, which is seen only when they open.
     void opensTheFileDialogs() {
-        for (const char* name : {"modelDialog", "exportDialog"}) {
+        for (const char* name : {"modelDialog", "ggufDialog", "exportDialog"}) {
             QStringList problems;
             const auto c = connect(engine_.get(), &QQmlEngine::warnings, this, [&](const QList<QQmlError>& ws) {
                 for (const QQmlError& w : ws) problems << w.toString();

@@ -6,6 +6,7 @@
 #include <QTest>
 #include <QThread>
 
+#include "mnemo/io/gguf_convert.hpp"
 #include "engine/model_worker.hpp"
 #include "gui_test_util.hpp"
 
@@ -199,6 +200,33 @@ private Q_SLOTS:
         QVERIFY(!failed.isEmpty());
         QVERIFY2(failed.at(1).toString().contains(QStringLiteral("tokenizer.json or tokenizer.model")),
                  qPrintable(failed.at(1).toString()));
+    }
+
+    // A GGUF file is a model too (mnemo quantize writes the default model as one, tokenizer and
+    // chat template included): the same trained answer; a file that is not GGUF is named.
+    void answersFromAGgufFileOfTheDefaultModel() {
+        QTemporaryDir dir;
+        const std::string gguf = dir.filePath(QStringLiteral("default.gguf")).toStdString();
+        mnemo::GgufConvertOptions o;
+        o.type = mnemo::ggml_type::F32;
+        mnemo::convert_to_gguf(defaultModelDir().toStdString(), gguf, o);
+        WorkerThread thread;
+        ModelWorker* w = thread.worker();
+        const QList<QVariant> loaded = load(w, modelAt(QString::fromStdString(gguf)), true);
+        QVERIFY(!loaded.isEmpty());
+        const ModelInfo info = loaded.at(1).value<ModelInfo>();
+        QCOMPARE(info.modelType, QStringLiteral("memory3"));
+        QCOMPARE(info.chatTemplate, QStringLiteral("chatml"));
+        const Question q = trainedQuestion();
+        QCOMPARE(generate(w, ask(q.question), greedy()).text.trimmed(), q.answer);
+
+        QFile text(dir.filePath(QStringLiteral("notes.txt")));
+        QVERIFY(text.open(QIODevice::WriteOnly));
+        text.write("not a model");
+        text.close();
+        const QList<QVariant> failed = load(w, modelAt(text.fileName()), false);
+        QVERIFY(!failed.isEmpty());
+        QVERIFY2(failed.at(1).toString().contains(QStringLiteral("is neither a folder nor a GGUF file")), qPrintable(failed.at(1).toString()));
     }
 
     void failedDeviceLoadKeepsThePreviousModel() {

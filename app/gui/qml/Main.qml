@@ -31,6 +31,13 @@ ApplicationWindow {
         title: "Open a model folder"
         onAccepted: chat.model.loadModel(selectedFolder)
     }
+    FileDialog {
+        id: ggufDialog
+        objectName: "ggufDialog"
+        title: "Open a GGUF model file"
+        nameFilters: ["GGUF model (*.gguf)", "All files (*)"]
+        onAccepted: chat.model.loadModel(selectedFile)
+    }
     FolderDialog {
         id: memoryDialog
         title: "Open a memory folder (made by mnemo memorize)"
@@ -65,6 +72,7 @@ ApplicationWindow {
             ModelBar {
                 Layout.fillWidth: true
                 onOpenModel: modelDialog.open()
+                onOpenGguf: ggufDialog.open()
                 onOpenMemories: memoryDialog.open()
                 onOpenSettings: settings.open()
                 onOpenCompare: compareView.open()

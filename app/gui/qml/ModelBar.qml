@@ -7,6 +7,7 @@ import QtQuick.Layouts
 ToolBar {
     id: bar
     signal openModel()
+    signal openGguf()
     signal openMemories()
     signal openSettings()
     signal openCompare()
@@ -24,15 +25,16 @@ ToolBar {
                 text: "Model ▾"
                 Accessible.name: "Open a model"
                 ToolTip.visible: hovered
-                ToolTip.text: "Open a model folder (Ctrl+O) or a recent one"
+                ToolTip.text: "Open a model folder (Ctrl+O), a GGUF file or a recent one"
                 onClicked: modelMenu.open()
                 Menu {
                     id: modelMenu
                     objectName: "modelMenu"
                     width: 480
                     MenuItem { text: "Open a model folder…"; onTriggered: bar.openModel() }
+                    MenuItem { text: "Open a GGUF file…"; onTriggered: bar.openGguf() }
                     MenuSeparator { visible: chat.model.recentModels.length > 0 }
-                    // The recent model folders, after the separator.
+                    // The recent models, after the two items and the separator.
                     Instantiator {
                         model: chat.model.recentModels
                         delegate: MenuItem {
@@ -51,7 +53,7 @@ ToolBar {
                             Accessible.name: "Open the recent model " + modelData
                             onTriggered: chat.model.loadModel(modelData)
                         }
-                        onObjectAdded: function(index, object) { modelMenu.insertItem(index + 2, object) }
+                        onObjectAdded: function(index, object) { modelMenu.insertItem(index + 3, object) }
                         onObjectRemoved: function(index, object) { modelMenu.removeItem(object) }
                     }
                 }

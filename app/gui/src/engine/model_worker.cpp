@@ -6,6 +6,7 @@
 
 #include "app/generate.hpp"
 #include "engine/chat_tokens.hpp"
+#include "mnemo/io/gguf.hpp"
 #include "mnemo/error.hpp"
 #include "mnemo/kb/kb_source.hpp"
 #include "mnemo/memory/memory_folder.hpp"
@@ -25,12 +26,16 @@ std::string utf8(const QString& s) { return s.toUtf8().toStdString(); }
     throw Error(what + ": " + e.what());
 }
 
+// A model is a folder with config.json or one GGUF file (docs/gguf.md).
 void checkModelFolder(const std::string& dir) {
     namespace fs = std::filesystem;
     std::error_code ec;
     if (dir.empty()) throw Error("no model folder was given");
-    if (!fs::exists(dir, ec)) throw Error("model folder '" + dir + "' does not exist");
-    if (!fs::is_directory(dir, ec)) throw Error("'" + dir + "' is not a folder (a model is a folder with config.json)");
+    if (!fs::exists(dir, ec)) throw Error("model '" + dir + "' does not exist");
+    if (!fs::is_directory(dir, ec)) {
+        if (looks_like_gguf(dir)) return;
+        throw Error("'" + dir + "' is neither a folder nor a GGUF file (a model is a folder with config.json, or a .gguf file)");
+    }
     if (!fs::is_regular_file(fs::path(dir) / "config.json", ec))
         throw Error("model folder '" + dir + "' has no config.json (a Hugging Face model folder has config.json, "
                     "model.safetensors and tokenizer.json or tokenizer.model)");
