@@ -106,3 +106,23 @@ TEST_F(AtomicFile, LinksPlantedAtTheTemporaryNamesAreNotFollowed) {
     EXPECT_EQ(read(victim), "untouched");
     EXPECT_EQ(entries(), before + 17 + 1) << "the planted links stay, the target is added, no temporary file is left";
 }
+
+// The piecewise writer (GGUF conversion): pieces arrive in order, and a writer destroyed before
+// commit() (an error while converting) leaves the old file and no temporary one.
+TEST_F(AtomicFile, APiecewiseWriteLandsWholeOrNotAtAll) {
+    const std::string p = path("model.gguf");
+    {
+        mnemo::AtomicFileWriter w(p);
+        w.write("first ");
+        w.write("second");
+        EXPECT_FALSE(fs::exists(p)) << "visible before commit";
+        w.commit();
+    }
+    EXPECT_EQ(read(p), "first second");
+    {
+        mnemo::AtomicFileWriter w(p);
+        w.write("half of a new file");
+    }  // no commit
+    EXPECT_EQ(read(p), "first second");
+    EXPECT_EQ(entries(), 1u);
+}

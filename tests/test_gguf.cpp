@@ -269,3 +269,24 @@ TEST(Gguf, FuzzSeedsAreTheWritersFiles) {
         EXPECT_NO_THROW(parse(bytes));
     }
 }
+
+// The streaming writer writes what gguf_bytes builds, and refuses a tensor of another size than
+// announced, or a commit before every tensor came (then no file is left).
+TEST(Gguf, TheStreamingWriterWritesTheSameFileAndChecksWhatComes) {
+    const fs::path dir = fs::temp_directory_path() / ("mnemo-gguf-stream-" + std::to_string(::getpid()));
+    fs::create_directories(dir);
+    const Sample s;
+    const std::string p = (dir / "s.gguf").string();
+    write_gguf(p, s.metadata, s.tensors);
+    std::ifstream in(p, std::ios::binary);
+    EXPECT_EQ(std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()), s.bytes());
+    const std::string q = (dir / "partial.gguf").string();
+    {
+        GgufWriter w(q, s.metadata, s.tensors);
+        EXPECT_MENTIONS(required_error("a short tensor", [&] { w.write_tensor(s.w.data(), 8); }),
+                        "tensor 'token_embd.weight': 8 bytes written, 256 announced");
+        EXPECT_MENTIONS(required_error("an early commit", [&] { w.commit(); }), "0 of the 2 announced tensors written");
+    }
+    EXPECT_FALSE(fs::exists(q));
+    fs::remove_all(dir);
+}

@@ -220,46 +220,64 @@ void convert_to_gguf(const std::string& dir, const std::string& out, const GgufC
 
     const int threads = o.threads > 0 ? o.threads : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
     const Checkpoint cp = Checkpoint::open(dir);
-    std::vector<OwnedTensor> tensors;
-    size_t done = 0;
-    const size_t total = cp.tensors().size();
+
+    // First every tensor's name, type and shape (the header needs them all), then the tensors one
+    // at a time: converted, written, freed. Peak memory is one tensor, not the model.
+    struct Planned {
+        const TensorView* source = nullptr;  // nullptr: one of `extra`
+        GgufTensorToWrite out;
+        bool permute = false;
+    };
+    std::vector<Planned> plan;
     for (const TensorView& t : cp.tensors()) {
         const std::optional<std::string> name = arch ? detail::gguf_tensor_name(t.name) : std::optional<std::string>(t.name);
         if (!name) throw Error(t.file + ": tensor '" + t.name + "' has no GGUF name in a " + a + " model");
         if (t.shape.size() > 4) throw Error(t.file + ": tensor '" + t.name + "' has " + std::to_string(t.shape.size()) + " dimensions (GGUF holds at most 4)");
-        if (t.dtype == DType::I32) {  // indices (a memory layer's shuffle): copied as they are
-            if (permute_name(arch, *name)) throw Error(t.file + ": tensor '" + t.name + "' is I32 (expected a float tensor)");
-            OwnedTensor w{*name, ggml_type::I32, t.shape.empty() ? std::vector<int64_t>{1} : t.shape,
-                          std::vector<uint8_t>(static_cast<const uint8_t*>(t.data), static_cast<const uint8_t*>(t.data) + t.nbytes)};
-            tensors.push_back(std::move(w));
-            if (o.progress) o.progress(++done, total, t.name);
-            continue;
-        }
-        const size_t n = static_cast<size_t>(t.nbytes / dtype_size(t.dtype));
-        // Rows of q / k (a bias is a column of them) are reordered for interleaved RoPE.
-        const bool permute = permute_name(arch, *name);
-        const int64_t cols = t.shape.size() < 2 ? 1 : t.shape.back();
-        const int64_t rows = cols == 0 ? 0 : static_cast<int64_t>(n) / cols;
-        std::vector<float> v(n);
-        for (int64_t r = 0; r < rows; ++r) {
-            const int64_t src = permute ? detail::hf_row_of_gguf_row(r, head_dim) : r;
-            for (int64_t k = 0; k < cols; ++k)
-                v[static_cast<size_t>(r * cols + k)] = load_as_f32(t.data, t.dtype, static_cast<size_t>(src * cols + k));
-        }
         const std::vector<int64_t> shape = t.shape.empty() ? std::vector<int64_t>{1} : t.shape;  // a scalar is [1]
-        uint32_t type = shape.size() < 2 ? ggml_type::F32 : o.type;
-        if (type == ggml_type::Q4_0 && (*name == "output.weight" || *name == "lm_head.weight")) type = ggml_type::Q8_0;
-        if (shape.back() % ggml_type_info(type)->block_elems != 0) type = ggml_type::F16;
-        const GgmlTypeInfo* ti = ggml_type_info(type);
-        OwnedTensor w{*name, type, shape, std::vector<uint8_t>(static_cast<size_t>(n / ti->block_elems * ti->block_bytes))};
-        quantize_rows(type, v.data(), w.bytes.data(), rows, static_cast<int64_t>(n) / std::max<int64_t>(rows, 1), threads);
-        tensors.push_back(std::move(w));
-        if (o.progress) o.progress(++done, total, t.name);
+        Planned p{&t, {*name, ggml_type::I32, shape, nullptr, 0}, permute_name(arch, *name)};
+        if (t.dtype == DType::I32) {  // indices (a memory layer's shuffle): copied as they are
+            if (p.permute) throw Error(t.file + ": tensor '" + t.name + "' is I32 (expected a float tensor)");
+            p.out.nbytes = t.nbytes;
+        } else {
+            uint32_t type = shape.size() < 2 ? ggml_type::F32 : o.type;
+            if (type == ggml_type::Q4_0 && (*name == "output.weight" || *name == "lm_head.weight")) type = ggml_type::Q8_0;
+            if (shape.back() % ggml_type_info(type)->block_elems != 0) type = ggml_type::F16;
+            const GgmlTypeInfo* ti = ggml_type_info(type);
+            p.out.type = type;
+            p.out.nbytes = static_cast<uint64_t>(t.nbytes / dtype_size(t.dtype)) / ti->block_elems * ti->block_bytes;
+        }
+        plan.push_back(std::move(p));
     }
-    for (OwnedTensor& e : extra) tensors.push_back(std::move(e));
-    std::vector<GgufTensorToWrite> views;
-    for (const OwnedTensor& t : tensors) views.push_back({t.name, t.type, t.shape, t.bytes.data(), t.bytes.size()});
-    write_gguf(out, md, views);
+    for (const OwnedTensor& e : extra) plan.push_back({nullptr, {e.name, e.type, e.shape, e.bytes.data(), e.bytes.size()}, false});
+
+    std::vector<GgufTensorToWrite> infos;
+    for (const Planned& p : plan) infos.push_back(p.out);
+    GgufWriter writer(out, md, infos);
+    size_t done = 0;
+    for (const Planned& p : plan) {
+        const TensorView* t = p.source;
+        if (!t) {
+            writer.write_tensor(p.out.data, p.out.nbytes);
+        } else if (t->dtype == DType::I32) {
+            writer.write_tensor(t->data, t->nbytes);
+        } else {
+            const size_t n = static_cast<size_t>(t->nbytes / dtype_size(t->dtype));
+            // Rows of q / k (a bias is a column of them) are reordered for interleaved RoPE.
+            const int64_t cols = t->shape.size() < 2 ? 1 : t->shape.back();
+            const int64_t rows = cols == 0 ? 0 : static_cast<int64_t>(n) / cols;
+            std::vector<float> v(n);
+            for (int64_t r = 0; r < rows; ++r) {
+                const int64_t src = p.permute ? detail::hf_row_of_gguf_row(r, head_dim) : r;
+                for (int64_t k = 0; k < cols; ++k)
+                    v[static_cast<size_t>(r * cols + k)] = load_as_f32(t->data, t->dtype, static_cast<size_t>(src * cols + k));
+            }
+            std::vector<uint8_t> bytes(static_cast<size_t>(p.out.nbytes));
+            quantize_rows(p.out.type, v.data(), bytes.data(), rows, static_cast<int64_t>(n) / std::max<int64_t>(rows, 1), threads);
+            writer.write_tensor(bytes.data(), bytes.size());
+        }
+        if (o.progress && t) o.progress(++done, cp.tensors().size(), t->name);
+    }
+    writer.commit();
 }
 
 }  // namespace mnemo

@@ -70,10 +70,10 @@ void put_value(std::string& out, const GgufValue& v) {
 
 uint64_t align_up(uint64_t n, uint64_t a) { return (n + a - 1) / a * a; }
 
-}  // namespace
-
-std::string gguf_bytes(const GgufMetadata& metadata, const std::vector<GgufTensorToWrite>& tensors) {
-    uint64_t alignment = 32;
+// The header, the metadata and the tensor infos, padded to the alignment: everything before the
+// first tensor's bytes. Checks each tensor's size against its type and shape.
+std::string header_bytes(const GgufMetadata& metadata, const std::vector<GgufTensorToWrite>& tensors, uint64_t& alignment) {
+    alignment = 32;
     for (const auto& [key, v] : metadata)
         if (key == "general.alignment" && v.type == GgufValueType::U32 && v.i > 0) alignment = static_cast<uint64_t>(v.i);
     std::string out;
@@ -102,6 +102,14 @@ std::string gguf_bytes(const GgufMetadata& metadata, const std::vector<GgufTenso
         offset = align_up(offset + t.nbytes, alignment);
     }
     out.resize(align_up(out.size(), alignment), '\0');
+    return out;
+}
+
+}  // namespace
+
+std::string gguf_bytes(const GgufMetadata& metadata, const std::vector<GgufTensorToWrite>& tensors) {
+    uint64_t alignment = 32;
+    std::string out = header_bytes(metadata, tensors, alignment);
     for (const GgufTensorToWrite& t : tensors) {
         out.append(static_cast<const char*>(t.data), t.nbytes);
         out.resize(align_up(out.size(), alignment), '\0');
@@ -110,7 +118,35 @@ std::string gguf_bytes(const GgufMetadata& metadata, const std::vector<GgufTenso
 }
 
 void write_gguf(const std::string& path, const GgufMetadata& metadata, const std::vector<GgufTensorToWrite>& tensors) {
-    write_file_atomically(path, gguf_bytes(metadata, tensors));
+    GgufWriter w(path, metadata, tensors);
+    for (const GgufTensorToWrite& t : tensors) w.write_tensor(t.data, t.nbytes);
+    w.commit();
+}
+
+GgufWriter::GgufWriter(const std::string& path, const GgufMetadata& metadata, const std::vector<GgufTensorToWrite>& tensors)
+    : tensors_(tensors) {
+    const std::string header = header_bytes(metadata, tensors, alignment_);
+    file_ = std::make_unique<AtomicFileWriter>(path);
+    file_->write(header);
+}
+
+GgufWriter::~GgufWriter() = default;
+
+void GgufWriter::write_tensor(const void* data, uint64_t nbytes) {
+    if (next_ >= tensors_.size()) throw Error("writing GGUF: more tensors written than announced (" + std::to_string(tensors_.size()) + ")");
+    const GgufTensorToWrite& t = tensors_[next_];
+    if (nbytes != t.nbytes)
+        throw Error("writing GGUF: tensor '" + t.name + "': " + std::to_string(nbytes) + " bytes written, " + std::to_string(t.nbytes) + " announced");
+    ++next_;
+    file_->write(std::string_view(static_cast<const char*>(data), nbytes));
+    const uint64_t pad = align_up(nbytes, alignment_) - nbytes;
+    if (pad) file_->write(std::string(pad, '\0'));
+}
+
+void GgufWriter::commit() {
+    if (next_ != tensors_.size())
+        throw Error("writing GGUF: " + std::to_string(next_) + " of the " + std::to_string(tensors_.size()) + " announced tensors written");
+    file_->commit();
 }
 
 GgufValue gguf_int(GgufValueType type, int64_t v) {

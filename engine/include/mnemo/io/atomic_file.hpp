@@ -20,4 +20,22 @@ namespace mnemo {
 // "cannot write PATH: why".
 MNEMO_API void write_file_atomically(const std::string& path, std::string_view content, unsigned mode = 0644);
 
+// The same for a file written in pieces (a GGUF file of gigabytes, converted tensor by tensor):
+// the constructor creates the temporary file (same checks as above), write() appends, commit()
+// flushes and renames it over `path`. Destroyed without commit() (an error on the way), the
+// temporary file is removed and `path` is left as it was.
+class MNEMO_API AtomicFileWriter {
+public:
+    explicit AtomicFileWriter(const std::string& path, unsigned mode = 0644);
+    ~AtomicFileWriter();
+    AtomicFileWriter(const AtomicFileWriter&) = delete;
+    AtomicFileWriter& operator=(const AtomicFileWriter&) = delete;
+    void write(std::string_view data);
+    void commit();
+
+private:
+    std::string path_, tmp_;
+    int fd_ = -1;
+};
+
 }  // namespace mnemo

@@ -118,6 +118,27 @@ using GgufMetadata = std::vector<std::pair<std::string, GgufValue>>;
 MNEMO_API std::string gguf_bytes(const GgufMetadata& metadata, const std::vector<GgufTensorToWrite>& tensors);
 MNEMO_API void write_gguf(const std::string& path, const GgufMetadata& metadata, const std::vector<GgufTensorToWrite>& tensors);
 
+// Writing a GGUF file tensor by tensor, so a converter holds one tensor at a time: the header and
+// the tensor infos are written first (from `tensors`' names, types, shapes and sizes: their data
+// pointers are not read), then each tensor's bytes, in order, through write_tensor(); commit()
+// puts the file in place (mnemo/io/atomic_file.hpp's AtomicFileWriter: no partial file on error).
+class AtomicFileWriter;
+class MNEMO_API GgufWriter {
+public:
+    GgufWriter(const std::string& path, const GgufMetadata& metadata, const std::vector<GgufTensorToWrite>& tensors);
+    ~GgufWriter();
+    GgufWriter(const GgufWriter&) = delete;
+    GgufWriter& operator=(const GgufWriter&) = delete;
+    void write_tensor(const void* data, uint64_t nbytes);
+    void commit();
+
+private:
+    std::unique_ptr<AtomicFileWriter> file_;
+    std::vector<GgufTensorToWrite> tensors_;
+    size_t next_ = 0;
+    uint64_t alignment_ = 32;
+};
+
 // Metadata values for writers: gguf_u32(7), gguf_string("llama"), gguf_strings({...}).
 MNEMO_API GgufValue gguf_int(GgufValueType type, int64_t v);
 inline GgufValue gguf_u32(uint32_t v) { return gguf_int(GgufValueType::U32, v); }
