@@ -236,7 +236,6 @@ void convert_to_gguf(const std::string& dir, const std::string& out, const GgufC
         const std::vector<int64_t> shape = t.shape.empty() ? std::vector<int64_t>{1} : t.shape;  // a scalar is [1]
         Planned p{&t, {*name, ggml_type::I32, shape, nullptr, 0}, permute_name(arch, *name)};
         if (t.dtype == DType::I32) {  // indices (a memory layer's shuffle): copied as they are
-            if (p.permute) throw Error(t.file + ": tensor '" + t.name + "' is I32 (expected a float tensor)");
             p.out.nbytes = t.nbytes;
         } else {
             uint32_t type = shape.size() < 2 ? ggml_type::F32 : o.type;

@@ -10,7 +10,6 @@
 #include "mnemo/error.hpp"
 #include "mnemo/io/gguf.hpp"
 #include "mnemo/io/printable.hpp"
-#include "mnemo/quant/ggml_quants.hpp"
 
 namespace mnemo::detail {
 namespace {
@@ -69,16 +68,6 @@ void add_rope_factors(const GgufFile& f, const GgufHeader& h, Members& m) {
     m.emplace_back("rope_freq_factors", Value::make_array(std::move(factors)));
 }
 
-std::optional<DType> in_place_dtype(uint32_t type) {
-    switch (type) {
-        case ggml_type::F32: return DType::F32;
-        case ggml_type::F16: return DType::F16;
-        case ggml_type::BF16: return DType::BF16;
-        case ggml_type::I32: return DType::I32;
-        default: return std::nullopt;
-    }
-}
-
 // A Mnemo architecture's config: the folder's config.json, stored whole; its model_type must be
 // the one the architecture names.
 Value mnemo_config(const GgufFile& f, const std::string& model_type) {
@@ -122,7 +111,7 @@ GgufModel open_gguf_model(const std::string& path) {
         // Float, I32 and block-quantized tensors are all used in place, inside the mapping: a
         // quantized weight stays packed (the model host widens one to a float type only where the
         // plugin's declaration does not take its type).
-        const std::optional<DType> dt = in_place_dtype(t.type) ? in_place_dtype(t.type) : dtype_of_ggml_type(t.type);
+        const std::optional<DType> dt = dtype_of_ggml_type(t.type);
         if (dt) {
             v.dtype = *dt;
             v.data = file->tensor_data(t);
