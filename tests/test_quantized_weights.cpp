@@ -199,14 +199,17 @@ protected:
     // A copy of a GGUF file with its block-quantized tensors decoded to F32 (the reference
     // dequantizer): what Mnemo loaded before quantized weights stayed packed. With `quantize`, the
     // F32 tensors named there are written Q8_0 instead (tensors the plugin declares as float).
-    std::string rewritten(const std::string& gguf, const std::string& name, bool widen, const std::vector<std::string>& quantize = {}) {
+    // With `only`, just the quantized tensors named there are decoded.
+    std::string rewritten(const std::string& gguf, const std::string& name, bool widen, const std::vector<std::string>& quantize = {},
+                          const std::vector<std::string>& only = {}) {
         const GgufFile f(gguf);
         std::vector<std::vector<uint8_t>> keep;
         std::vector<GgufTensorToWrite> ts;
         for (const GgufTensorInfo& t : f.header().tensors) {
             GgufTensorToWrite w{t.name, t.type, t.shape(), f.tensor_data(t), t.nbytes};
             const std::optional<DType> dt = dtype_of_ggml_type(t.type);
-            if (widen && dt && dtype_is_quantized(*dt)) {
+            const bool named = only.empty() || std::find(only.begin(), only.end(), t.name) != only.end();
+            if (widen && named && dt && dtype_is_quantized(*dt)) {
                 keep.emplace_back(static_cast<size_t>(t.elements()) * sizeof(float));
                 dequantize_row(t.type, f.tensor_data(t), reinterpret_cast<float*>(keep.back().data()), t.elements());
                 w = {t.name, ggml_type::F32, t.shape(), keep.back().data(), keep.back().size()};
@@ -314,6 +317,47 @@ TEST_F(QuantizedModel, PackedWeightsGiveTheLogitsOfTheF32DecodedOnesInFewerBytes
             std::printf("%s: weights %llu bytes packed, %llu decoded to f32 (%s); max relative logit error prefill %.2g, decode %.2g\n",
                         label.c_str(), static_cast<unsigned long long>(a.weight_bytes), static_cast<unsigned long long>(b.weight_bytes),
                         a.weight_dtypes.c_str(), prefill_err, decode_err);
+        }
+}
+
+// A memory layer's value tables (EMBEDDING_BAG's, PEER_GATE's) stay packed: the model's weights
+// take exactly the tables' f32 bytes fewer than with those tables decoded, and the logits are the
+// decoded file's (to f32 rounding on the portable kernels, which decode each row exactly; within
+// the decode path's activation rounding on the vector kernels).
+TEST_F(QuantizedModel, MemoryValueTablesStayPackedAndGiveTheDecodedTablesLogits) {
+    struct Case {
+        const char* model;
+        std::vector<std::string> tables;
+    };
+    const Case cases[] = {
+        {"pkm-tiny-f32", {"memories.0_after.values.weight", "memories.1_in.values.weight"}},
+        {"memory_plus_peer-tiny-f32", {"layers.0.feed_forward.values_u.weight", "layers.0.feed_forward.values_v.weight"}},
+    };
+    for (const Case& c : cases)
+        for (uint32_t type : {ggml_type::Q8_0, ggml_type::Q4_0}) {
+            SCOPED_TRACE(std::string(c.model) + " " + ggml_type_info(type)->name);
+            const std::string packed = convert(c.model, type);
+            const std::string tables_f32 = rewritten(packed, "tables-f32.gguf", /*widen=*/true, {}, c.tables);
+            const std::string all_f32 = rewritten(packed, "all-f32.gguf", /*widen=*/true);
+            uint64_t table_f32_bytes = 0, table_packed_bytes = 0;
+            const GgufFile f(packed);
+            for (const GgufTensorInfo& t : f.header().tensors)
+                if (std::find(c.tables.begin(), c.tables.end(), t.name) != c.tables.end()) {
+                    ASSERT_EQ(t.type, type) << t.name;
+                    table_packed_bytes += t.nbytes;
+                    table_f32_bytes += static_cast<uint64_t>(t.elements()) * 4;
+                }
+            auto sp = open_model(packed);
+            auto st = open_model(tables_f32);
+            EXPECT_EQ(sp->summary().weight_bytes + table_f32_bytes - table_packed_bytes, st->summary().weight_bytes);
+            {
+                const CpuIsa portable("scalar");
+                EXPECT_LT(max_rel_error(logits_of(*open_model(packed)).decode, logits_of(*open_model(all_f32)).decode), 1e-6);
+            }
+            const Logits lp = logits_of(*sp), lt = logits_of(*st);
+            ASSERT_TRUE(all_finite(lp.prefill) && all_finite(lp.decode));
+            EXPECT_LT(max_rel_error(lp.prefill, lt.prefill), 1e-5);
+            EXPECT_LT(max_rel_error(lp.decode, lt.decode), 1e-5);
         }
 }
 

@@ -33,7 +33,9 @@ inline std::string quantized_refusal(const mnemo_node& node, const char* backend
         if (!dtype_is_quantized(dt)) continue;
         std::string op = mnemo_op_name(node.op);
         for (char& c : op) c = static_cast<char>(c >= 'a' && c <= 'z' ? c - 'a' + 'A' : c);
-        const char* role = node.op == MNEMO_OP_GET_ROWS ? "table" : "weight";
+        const bool table = node.op == MNEMO_OP_GET_ROWS || node.op == MNEMO_OP_EMBEDDING_BAG || node.op == MNEMO_OP_PEER_GATE ||
+                           node.op == MNEMO_OP_HIVE;
+        const char* role = table ? "table" : "weight";
         return op + ": " + role + " dtype " + std::string(mnemo::dtype_name(static_cast<mnemo::DType>(dt))) +
                " is not supported by the " + backend_title + " backend yet";
     }

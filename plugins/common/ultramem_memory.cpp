@@ -77,7 +77,7 @@ MemoryLayer declare_memory_layer(const Host& h, const llama::LlamaConfig& b, con
     m.v = rank1_buffer(h, c, p + "tucker_core_v");
     m.shuffle = h.weight(p + "shuffle_index", {c.virtual_values}, plugin::dtype_bit(MNEMO_DTYPE_I32));
     check_permutation(h, m.shuffle, p + "shuffle_index", c.virtual_values);
-    if (!c.v2()) m.values = h.weight(p + "values_for_look_up", {c.table_rows, c.vdim});
+    if (!c.v2()) m.values = h.weight(p + "values_for_look_up", {c.table_rows, c.vdim}, plugin::kTableDTypes);
     if (c.v2() && c.pre_vdim > 0) m.pre_values_proj = h.weight(p + "pre_values_proj.weight", {c.pre_vdim, D}, plugin::kLinearDTypes);
     m.values_proj = h.weight(p + "values_proj.weight", {D, c.values_proj_in()}, plugin::kLinearDTypes);
     return m;
@@ -86,9 +86,9 @@ MemoryLayer declare_memory_layer(const Host& h, const llama::LlamaConfig& b, con
 SharedTables declare_shared_tables(const Host& h, const MemoryLayersConfig& c) {
     SharedTables s;
     if (!c.v2() || c.memories.empty()) return s;
-    s.values = h.weight("model.full_memory_layer.values_for_look_up", {c.table_rows, c.vdim});
+    s.values = h.weight("model.full_memory_layer.values_for_look_up", {c.table_rows, c.vdim}, plugin::kTableDTypes);
     if (c.pre_vdim > 0)
-        s.pre_values = h.weight("model.full_memory_layer.pre_values_for_look_up", {c.table_rows, c.pre_vdim});
+        s.pre_values = h.weight("model.full_memory_layer.pre_values_for_look_up", {c.table_rows, c.pre_vdim}, plugin::kTableDTypes);
     return s;
 }
 

@@ -22,10 +22,10 @@ ValueTables declare_tables(const Host& h, const MemoryPlusConfig& c, const std::
     const int64_t rows = c.n_keys * c.n_keys;
     ValueTables t;
     if (c.peer) {
-        t.values_u = h.weight(prefix + "values_u.weight", {rows, c.base.hidden});
-        t.values_v = h.weight(prefix + "values_v.weight", {rows, c.base.hidden});
+        t.values_u = h.weight(prefix + "values_u.weight", {rows, c.base.hidden}, plugin::kTableDTypes);
+        t.values_v = h.weight(prefix + "values_v.weight", {rows, c.base.hidden}, plugin::kTableDTypes);
     } else {
-        t.values = h.weight(prefix + "values.weight", {rows, c.v_dim});
+        t.values = h.weight(prefix + "values.weight", {rows, c.v_dim}, plugin::kTableDTypes);
     }
     return t;
 }

@@ -13,7 +13,7 @@ MemoryBlock declare_memory_block(const Host& h, const MidusConfig& c, size_t j, 
     m.norm = h.weight(p + "input_layernorm.weight", {b.hidden});
     m.attn = blocks::declare_attention_heads(h, b, p, ctx);
     m.keys = h.weight(p + "hml.keys", {b.heads, 2, c.n_keys, c.head_half()});
-    m.values = h.weight(p + "hml.values", {c.n_keys * c.n_keys, c.latent_dim});
+    m.values = h.weight(p + "hml.values", {c.n_keys * c.n_keys, c.latent_dim}, plugin::kTableDTypes);
     m.value_proj = h.weight(p + "hml.value_proj", {b.heads, c.latent_dim, b.head_dim});
     return m;
 }

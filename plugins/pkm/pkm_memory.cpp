@@ -53,7 +53,7 @@ Memory declare_memory(const Host& h, const PkmConfig& c, const std::string& key)
         declare_linear(h, p + "query_proj.query_mlps.0", c.mem_heads * c.mem_k_dim, c.dim, c.mem_query_bias);
     if (c.mem_query_batchnorm) fold_batchnorm(h, c, p, m);
     m.keys = h.weight(p + "keys", {c.mem_heads, 2, c.mem_n_keys, c.mem_k_dim / 2});
-    m.values = h.weight(p + "values.weight", {c.mem_n_keys * c.mem_n_keys, c.mem_v_dim});
+    m.values = h.weight(p + "values.weight", {c.mem_n_keys * c.mem_n_keys, c.mem_v_dim}, plugin::kTableDTypes);
     return m;
 }
 

@@ -215,6 +215,62 @@ inline void embedding_bag_tails(std::vector<OpCase>& out) {
         }
 }
 
+// Block-quantized tables (q8_0 ... q6_k): the reference reads each row through the reference
+// dequantizer, so a backend that decodes the blocks exactly differs only by summation order, as
+// with float tables. Widths are whole blocks (256 for the K-quants); the per-core split puts a core
+// boundary inside a block (q8_0 / q4_0: C = 96 in 2 cores of 48; K-quants: C = 256 in 8 cores of 32).
+inline void lookup_quantized(std::vector<OpCase>& out) {
+    for (DType dt : kQuantizedTypes) {
+        const bool k_quant = dtype_block(dt).elems == 256;
+        const int64_t wide = k_quant ? 512 : 384, narrow = k_quant ? 256 : 64;
+        struct Bag { int64_t n, m, cols, rows, groups, cores; };
+        const Bag bags[] = {
+            {1, 16, wide, 4096, 1, 1},     // decode: one bag, columns split between threads
+            {1, 160, wide, 1024, 4, 2},    // UltraMem V1 decode: 4 groups, 2 cores
+            {9, 7, narrow, 300, 1, 1},     // a batch: more bags than threads
+            {2, 600, narrow, 64, 1, 1},    // a long bag
+            {3, 5, k_quant ? 256 : 96, 50, 2, k_quant ? 8 : 2},  // cores of 32 / 48 columns inside blocks
+        };
+        for (const Bag& k : bags) {
+            OpCase c;
+            c.op = MNEMO_OP_EMBEDDING_BAG;
+            c.name = "embedding_bag_q_R" + std::to_string(k.rows) + "_C" + std::to_string(k.cols) + "_N" + std::to_string(k.n) +
+                     "_m" + std::to_string(k.m) + "_G" + std::to_string(k.groups) + "_P" + std::to_string(k.cores) + "_" + dt_name(dt);
+            CaseRng rng(name_seed(c.name) ^ 21);
+            const std::vector<int32_t> idx = edge_indices(rng, k.n * k.m, k.groups * k.rows, k.rows);
+            InputSpec w = k.cores > 1 ? f32({k.n, k.m, k.cores}, 0.5f) : f32({k.n, k.m}, 0.5f);
+            c.inputs = {weight(dt, {k.rows, k.cols}), i32_shaped({k.n, k.m}, idx), w};
+            c.iparams[0] = k.groups;
+            out.push_back(c);
+        }
+        for (int64_t n : {1, 5}) {
+            OpCase c;
+            c.op = MNEMO_OP_PEER_GATE;
+            const int64_t width = narrow, rows = 500, m = 8;
+            c.name = "peer_gate_q_R" + std::to_string(rows) + "_P" + std::to_string(width) + "_N" + std::to_string(n) + "_" + dt_name(dt);
+            CaseRng rng(name_seed(c.name) ^ 22);
+            const float row_sd = 1.5f / std::sqrt(static_cast<float>(width));
+            c.inputs = {weight(dt, {rows, width}, row_sd), i32_shaped({n, m}, edge_indices(rng, n * m, 2 * rows, rows)),
+                        f32({n, width}), f32({n, m, 2})};
+            c.iparams[0] = 1;
+            // The K-quants' random test blocks subtract large minima: the dot products cancel, so
+            // f32 partial sums sit further from the double reference than with float rows.
+            if (k_quant) c.max_nmse = 1e-6;
+            out.push_back(c);
+        }
+        {
+            OpCase c;
+            c.op = MNEMO_OP_HIVE;
+            const int64_t n = 3, heads = 4, m = 16, rows = 200, rank = narrow, dh = 48;
+            c.name = "hive_q_R" + std::to_string(rows) + "_r" + std::to_string(rank) + "_H" + std::to_string(heads) + "_" + dt_name(dt);
+            CaseRng rng(name_seed(c.name) ^ 23);
+            c.inputs = {weight(dt, {rows, rank}), i32_shaped({n, heads, m}, edge_indices(rng, n * heads * m, rows)),
+                        f32({n, heads, m}, 0.5f), weight(DType::F16, {heads, rank, dh}, 1.0f / std::sqrt(static_cast<float>(rank)))};
+            out.push_back(c);
+        }
+    }
+}
+
 inline void lookup_cases(std::vector<OpCase>& out) {
     embedding_bag(out);
     embedding_bag_tails(out);
@@ -222,6 +278,7 @@ inline void lookup_cases(std::vector<OpCase>& out) {
     mem_index(out);
     peer_gate(out);
     hive(out);
+    lookup_quantized(out);
 }
 
 }  // namespace mnemo::conformance::detail

@@ -41,6 +41,10 @@ constexpr uint32_t kQuantizedDTypes = dtype_bit(MNEMO_DTYPE_Q8_0) | dtype_bit(MN
 // For a weight that only ever feeds MATMUL (as W) or GET_ROWS (as the table), the ops that read
 // quantized blocks: it stays packed in memory.
 constexpr uint32_t kLinearDTypes = kFloatDTypes | kQuantizedDTypes;
+// For a memory layer's table that only ever feeds EMBEDDING_BAG, PEER_GATE or HIVE (which read
+// quantized rows too): the same set, named for what it declares. A memory model's value tables
+// are its largest tensors, so this is where a quantized file saves the most.
+constexpr uint32_t kTableDTypes = kFloatDTypes | kQuantizedDTypes;
 
 // Model-creation services: config lookups and tensor declarations.
 class Host {

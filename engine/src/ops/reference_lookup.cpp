@@ -1,5 +1,6 @@
 // References of the lookup family (memory values): EMBEDDING_BAG (the fused gather-weight-sum),
 // UltraMem's index pipeline, the PEER gate and HIVE (MEM_INDEX, PEER_GATE, HIVE).
+// A block-quantized table is read a row at a time through the reference dequantizer.
 // Written from the op table in mnemo_abi.h; the official code they follow is described in
 // shared/notes/memory-layers-reference-code.md (sections 1.3, 2.2 and 7).
 #include <algorithm>
@@ -33,13 +34,15 @@ void embedding_bag(const Ctx& c) {
                                 : " is index " + std::to_string(idx.i32(i)) + ", outside 0.." + std::to_string(limit - 1) +
                                       " (" + std::to_string(groups) + " groups x " + std::to_string(rows) + " table rows)"));
     std::vector<double> acc(static_cast<size_t>(groups * cols));
+    std::vector<float> vals(static_cast<size_t>(cols));
     for (int64_t n = 0; n < n_bags; ++n) {
         std::fill(acc.begin(), acc.end(), 0.0);
         for (int64_t j = 0; j < m; ++j) {
             const int64_t v = idx.i32(n * m + j), g = v / rows, row = v % rows;
+            table.row_f32(row, vals.data());  // a block-quantized row through the dequantizer
             for (int64_t col = 0; col < cols; ++col) {
                 const double wj = w.f((n * m + j) * cores + col / core_cols);
-                acc[static_cast<size_t>(g * cols + col)] += wj * table.f(row * cols + col);
+                acc[static_cast<size_t>(g * cols + col)] += wj * vals[static_cast<size_t>(col)];
             }
         }
         for (int64_t i = 0; i < groups * cols; ++i)
@@ -99,12 +102,14 @@ void peer_gate(const Ctx& c) {
                    std::to_string(idx.i32(i)) + "; indices must be >= 0");
         if (rows == 0) c.fail("the pre-value table has no rows, but the indices name entries");
     }
+    std::vector<float> vals(static_cast<size_t>(width));
     for (int64_t n = 0; n < n_tok; ++n)
         for (int64_t j = 0; j < m; ++j) {
             const int64_t row = idx.i32(n * m + j) % rows;
+            table.row_f32(row, vals.data());
             double dot = 0.0;
             for (int64_t d = 0; d < width; ++d)
-                dot += static_cast<double>(table.f(row * width + d)) * static_cast<double>(x.f(n * width + d));
+                dot += static_cast<double>(vals[static_cast<size_t>(d)]) * static_cast<double>(x.f(n * width + d));
             const double a = act == 1 ? gelu_erf(dot) : act == 2 ? gelu_tanh(dot) : dot;
             for (int64_t k = 0; k < per_entry; ++k) {
                 const int64_t i = (n * m + j) * per_entry + k;
@@ -127,14 +132,15 @@ void hive(const Ctx& c) {
                    std::to_string(i % m) + " is row " + std::to_string(idx.i32(i)) + ", the bank has " +
                    std::to_string(rows) + " rows");
     std::vector<double> latent(static_cast<size_t>(rank));
+    std::vector<float> vals(static_cast<size_t>(rank));
     for (int64_t n = 0; n < n_tok; ++n)
         for (int64_t h = 0; h < heads; ++h) {
             std::fill(latent.begin(), latent.end(), 0.0);
             for (int64_t j = 0; j < m; ++j) {
                 const int64_t e = (n * heads + h) * m + j;
                 const double wj = w.f(e);
-                const int64_t row = idx.i32(e);
-                for (int64_t k = 0; k < rank; ++k) latent[static_cast<size_t>(k)] += wj * bank.f(row * rank + k);
+                bank.row_f32(idx.i32(e), vals.data());
+                for (int64_t k = 0; k < rank; ++k) latent[static_cast<size_t>(k)] += wj * vals[static_cast<size_t>(k)];
             }
             for (int64_t d = 0; d < dh; ++d) {
                 double acc = 0.0;

@@ -1,5 +1,6 @@
 // Shape rules of the lookup family (memory values: index pipeline, bags, gates, HIVE):
-// EMBEDDING_BAG, MEM_INDEX, PEER_GATE, HIVE.
+// EMBEDDING_BAG, MEM_INDEX, PEER_GATE, HIVE. The tables (value table, pre-value table, latent
+// bank) may be block-quantized like MATMUL's W: they are where a memory layer spends its bytes.
 #include <algorithm>
 #include <climits>
 
@@ -8,7 +9,7 @@
 namespace mnemo::shape {
 
 TensorShape shape_embedding_bag(const Rule& r) {
-    const TensorShape& table = r.weight(0, 2, "table [R, C]");
+    const TensorShape& table = r.packed_weight(0, 2, "table [R, C]");
     const TensorShape& idx = r.of_dtype(1, DType::I32, "bag indices [N, m]");
     if (idx.ndim != 2) r.fail_input(1, "2-D i32 bag indices [N, m]");
     const TensorShape& w = r.f32(2, 2, 3, "bag weights [N, m] or per-core [N, m, P]");
@@ -49,7 +50,7 @@ TensorShape shape_mem_index(const Rule& r) {
 }
 
 TensorShape shape_peer_gate(const Rule& r) {
-    const TensorShape& table = r.weight(0, 2, "pre-value table [R, P]");
+    const TensorShape& table = r.packed_weight(0, 2, "pre-value table [R, P]");
     const TensorShape& idx = r.of_dtype(1, DType::I32, "indices [N, m]");
     if (idx.ndim != 2) r.fail_input(1, "2-D i32 indices [N, m]");
     const TensorShape& x = r.f32(2, 2, 2, "pre-value query [N, P]");
@@ -64,7 +65,7 @@ TensorShape shape_peer_gate(const Rule& r) {
 }
 
 TensorShape shape_hive(const Rule& r) {
-    const TensorShape& bank = r.weight(0, 2, "latent bank [R, r]");
+    const TensorShape& bank = r.packed_weight(0, 2, "latent bank [R, r]");
     const TensorShape& idx = r.of_dtype(1, DType::I32, "indices [N, H, m]");
     if (idx.ndim != 3) r.fail_input(1, "3-D i32 indices [N, H, m]");
     const TensorShape& w = r.f32(2, 3, 3, "weights [N, H, m]");

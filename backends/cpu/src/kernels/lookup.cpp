@@ -175,6 +175,32 @@ void peer_gate_kernel(const KernelCall& call, int ith, int nth) {
     }
 }
 
+// A block-quantized pre-value table: each selected row's blocks decoded and dotted with the query
+// (lookup_quant.hpp).
+template <bool VECTOR>
+void peer_gate_quant_kernel(const KernelCall& call, int ith, int nth) {
+    const PreparedNode& p = *call.node;
+    const mnemo_tensor& table = p.node.inputs[0];
+    const mnemo_tensor& sc = p.node.inputs[3];
+    const int64_t rows = table.shape[0], width = table.shape[1];
+    const int64_t m = p.node.inputs[1].shape[1], per_entry = sc.ndim == 3 ? sc.shape[2] : 1;
+    const int64_t act = p.node.iparams[0];
+    const size_t row_bytes = table_row_bytes(table.dtype, width);
+    const char* base = static_cast<const char*>(p.in[0]);
+    const int32_t* idx = static_cast<const int32_t*>(p.in[1]);
+    const float* x = static_cast<const float*>(p.in[2]);
+    const float* s = static_cast<const float*>(p.in[3]);
+    float* out = static_cast<float*>(p.out);
+    int64_t e0, e1;
+    split_range(numel(p.node.inputs[1]), ith, nth, 1, &e0, &e1);
+    for (int64_t e = e0; e < e1; ++e) {
+        if (e + 1 < e1) __builtin_prefetch(base + static_cast<size_t>(idx[e + 1] % rows) * row_bytes);
+        const float dot = row_dot_quant(VECTOR, table.dtype, base + static_cast<size_t>(idx[e] % rows) * row_bytes, x + (e / m) * width, width);
+        const float a = activate(dot, act);
+        for (int64_t k = 0; k < per_entry; ++k) out[e * per_entry + k] = a * s[e * per_entry + k];
+    }
+}
+
 bool check_peer_gate(const PreparedNode& p, char* message, size_t cap) {
     const int32_t* idx = static_cast<const int32_t*>(p.in[1]);
     const int64_t count = numel(p.node.inputs[1]), m = p.node.inputs[1].shape[1];
@@ -222,7 +248,7 @@ void hive_kernel(const KernelCall& call, int ith, int nth) {
     const mnemo_tensor& proj = p.node.inputs[3];
     const int64_t rank = bank.shape[1], n_tok = p.node.inputs[1].shape[0], heads = p.node.inputs[1].shape[1];
     const int64_t m = p.node.inputs[1].shape[2], dh = proj.shape[2];
-    const size_t bank_row_bytes = static_cast<size_t>(rank) * (bank.dtype == MNEMO_DTYPE_F32 ? 4 : 2);
+    const size_t bank_row_bytes = table_row_bytes(bank.dtype, rank);
     const size_t proj_row_bytes = static_cast<size_t>(dh) * (proj.dtype == MNEMO_DTYPE_F32 ? 4 : 2);
     const char* bank_base = static_cast<const char*>(p.in[0]);
     const char* proj_base = static_cast<const char*>(p.in[3]);
@@ -279,6 +305,8 @@ struct PeerGate {
 KernelFn select_mem_index(PreparedNode&, Isa) { return mem_index_kernel; }
 
 KernelFn select_peer_gate(PreparedNode& p, Isa isa) {
+    if (mnemo::dtype_is_quantized(static_cast<mnemo::DType>(p.node.inputs[0].dtype)))
+        return has_vector_kernels(isa) ? peer_gate_quant_kernel<true> : peer_gate_quant_kernel<false>;
     if (has_vector_kernels(isa)) return by_dtype<PeerGate, true>(p.node.inputs[0].dtype);
     return by_dtype<PeerGate, false>(p.node.inputs[0].dtype);
 }

@@ -22,8 +22,9 @@ namespace {
 // one 32-column pass of the bag loop (bag.hpp: a cache line of f16/bf16, two of f32), and the
 // per-column sum order (entries in bag order) is the same for any split, so results never depend
 // on the thread count.
-int64_t column_block(int64_t segments, int64_t cols, int nth) {
-    constexpr int64_t min_block = 32;
+// A block-quantized table's blocks are never split between tasks (a q4_k block is 256 columns).
+int64_t column_block(int64_t segments, int64_t cols, int nth, int64_t table_block) {
+    const int64_t min_block = std::max<int64_t>(32, table_block);
     if (segments >= nth || cols <= min_block) return cols > 0 ? cols : 1;
     const int64_t per_segment = (static_cast<int64_t>(nth) * 2 + segments - 1) / segments;  // ~2 tasks per thread
     const int64_t block = (cols + per_segment - 1) / per_segment;
@@ -62,8 +63,8 @@ void embedding_bag_kernel(const KernelCall& call, int ith, int nth) {
     const int64_t groups = bag_groups(p.node);
     const int64_t cores = wt.ndim == 3 ? wt.shape[2] : 1, core_cols = cols / cores;
     const int32_t dtype = table.dtype;
-    const size_t row_bytes = static_cast<size_t>(cols) * (dtype == MNEMO_DTYPE_F32 ? 4 : 2);
-    const int64_t block = column_block(n_bags * groups, cols, nth);
+    const size_t row_bytes = table_row_bytes(dtype, cols);
+    const int64_t block = column_block(n_bags * groups, cols, nth, mnemo::dtype_block(static_cast<mnemo::DType>(dtype)).elems);
     const int64_t blocks = (cols + block - 1) / block;
     int64_t t0, t1;
     split_range(n_bags * groups * blocks, ith, nth, 1, &t0, &t1);

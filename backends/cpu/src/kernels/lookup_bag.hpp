@@ -15,6 +15,8 @@
 
 #include "dot.hpp"
 #include "kernel_api.hpp"
+#include "lookup_quant.hpp"
+#include "mnemo/ops/dtype.hpp"
 #include "vector_isa.hpp"
 
 namespace mnemo_cpu {
@@ -166,8 +168,9 @@ inline void bag_columns_any(int32_t dtype, const BagRows& b, int64_t c0, int64_t
 #endif  // MNEMO_HAVE_NEON_KERNELS
 
 // The vector or the portable loop, as chosen for the node (has_vector_kernels(isa)) when it was
-// prepared.
+// prepared; block-quantized rows block by block (lookup_quant.hpp).
 inline void bag_columns_for(bool use_vector, int32_t dtype, const BagRows& b, int64_t c0, int64_t c1, float* y) {
+    if (mnemo::dtype_is_quantized(static_cast<mnemo::DType>(dtype))) return bag_columns_quant(use_vector, dtype, b, c0, c1, y);
 #if defined(MNEMO_HAVE_AVX2_KERNELS)
     if (use_vector) return avx2::bag_columns_any(dtype, b, c0, c1, y);
 #elif defined(MNEMO_HAVE_NEON_KERNELS)
