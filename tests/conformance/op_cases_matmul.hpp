@@ -67,13 +67,13 @@ inline void matmul_tails(std::vector<OpCase>& out) {
 
 // Block-quantized W (q8_0, q4_0, q4_k, q5_k, q6_k). The reference dequantizes W exactly and sums
 // in double; a backend may quantize x to 8 bits per block of 32 for integer dot products (the CPU's
-// decode path: arch/x86/matmul_quant_x86.inl), which moves each output by x's rounding error: an
+// x86 decode, and prefill with AVX-512 VNNI: arch/x86/matmul_quant_x86.inl), which moves each output by x's rounding error: an
 // NMSE of about dx^2 / 12 / var(x) ~ 2e-5 for normal x (dx = max|x| / 127 of a block), times how
 // much the weights vary inside a block relative to their values (K-quant codes are centred first;
 // measured medians 0.6-2.2e-5, largest 1.6-5.4e-5 over cases of 33 outputs or more). The bound per
 // type is about 3x its largest. A case of fewer than 32 outputs measures a ratio of few squares,
 // which swings by 10x (a single output of 768 weights: 5e-4 seen): it gets 10x the bound. A path that
-// dequantizes W (prefill, the portable kernels) stays near 1e-12.
+// dequantizes W (AVX2 prefill, the portable kernels) stays near 1e-12.
 inline double quantized_matmul_nmse(DType dt, int64_t outputs) {
     double bound = 1e-7;
     switch (dt) {

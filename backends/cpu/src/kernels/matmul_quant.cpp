@@ -7,12 +7,13 @@
 //  - portable: B rows of W at a time are dequantized (the reference dequantizer, bit-exact) into
 //    the thread's scratch and every row of x is dotted with them in f32: for decode B = 4, for
 //    prefill B = 16, so a band is decoded once and reused by all rows of x;
-//  - AVX2 prefill (N > quant::kDecodeMaxRows): bands of 48 W rows x 1024 columns are dequantized
+//  - AVX2 prefill without VNNI (N > quant::kDecodeMaxRows): bands of 48 W rows x 1024 columns are dequantized
 //    once (AVX2 dequantizers, the reference's products) and the f32 register tiles of dot.hpp (3 W
 //    rows x 4 x rows) run over blocks of 32 x rows against them, so the x block stays in L2 while
 //    a tile of W sits in L1;
-//  - x86 decode (N <= quant::kDecodeMaxRows): x is quantized to 8-bit blocks of 32 and each block of
-//    W is an integer dot product (arch/x86/).
+//  - x86 integer kernels (decode, N <= quant::kDecodeMaxRows; and prefill where the CPU has AVX-512
+//    VNNI): x is quantized to 8-bit blocks of 32 and each block of W is an integer dot product
+//    (arch/x86/); prefill takes x in chunks that stay in L2 and two W rows at a time.
 #include <algorithm>
 #include <cstring>
 
@@ -144,8 +145,11 @@ KernelFn select_matmul_quant(PreparedNode& p, Isa isa) {
     const bool decode = n <= quant::kDecodeMaxRows;
 #if defined(MNEMO_HAVE_AVX2_KERNELS)
     if (isa == Isa::Avx2) {
-        if (decode) {
-            if (KernelFn f = use_avx512_vnni() ? quant::decode_kernel_vnni(dtype) : quant::decode_kernel_avx2(dtype)) {
+        // With AVX-512 VNNI the integer kernels win at prefill too (1B shape, pp128: q4_0 87 -> 117
+        // t/s, q4_k_m 87 -> 109); with AVX2's VPMADDUBSW they do not (q4_0 +5 %, q4_k -10 %), so
+        // AVX2 prefill keeps the dequantized bands and the f32 GEMM.
+        if (decode || use_avx512_vnni()) {
+            if (KernelFn f = use_avx512_vnni() ? quant::integer_kernel_vnni(dtype) : quant::integer_kernel_avx2(dtype)) {
                 p.scratch_floats = (static_cast<size_t>(n) * quant::row_bytes(k) + sizeof(float) - 1) / sizeof(float);
                 return f;
             }

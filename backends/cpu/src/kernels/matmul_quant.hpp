@@ -4,8 +4,8 @@
 // Decode (a few rows of x) streams the packed weights once: each x row is first quantized to
 // 8-bit blocks of 32 (QuantizedRows, in the thread's scratch), then every 32-weight block of W is
 // an integer dot product with the matching x block, scaled by both blocks' scales. Prefill (many
-// rows of x) dequantizes a band of W rows to floats once and runs the f32 register tiles of
-// dot.hpp over every x row.
+// rows of x) does the same where the CPU has AVX-512 VNNI; on AVX2 alone it dequantizes a band of
+// W rows to floats once and runs the f32 register tiles of dot.hpp over every x row.
 #pragma once
 
 #include <cstddef>
@@ -49,10 +49,10 @@ inline QuantizedRow row_at(const void* base, int64_t k, int64_t n) {
 using DequantizeFn = void (*)(const void* src, float* dst, int64_t n);
 
 #if defined(__x86_64__) || defined(__i386__)
-// The decode kernels of arch/x86/: AVX2 (VPMADDUBSW) and AVX-512 VNNI (VPDPBUSD on ymm); nullptr
-// for a dtype they do not handle.
-KernelFn decode_kernel_avx2(int32_t dtype);
-KernelFn decode_kernel_vnni(int32_t dtype);
+// The integer kernels of arch/x86/ (x quantized to 8 bits, integer dot products per block): AVX2
+// (VPMADDUBSW) and AVX-512 VNNI (VPDPBUSD on ymm); nullptr for a dtype they do not handle.
+KernelFn integer_kernel_avx2(int32_t dtype);
+KernelFn integer_kernel_vnni(int32_t dtype);
 // The AVX2 dequantizers (arch/x86/matmul_quant_avx2.cpp) the prefill decodes bands of W with.
 DequantizeFn dequantize_avx2(int32_t dtype);
 #endif

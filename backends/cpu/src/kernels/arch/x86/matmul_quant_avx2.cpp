@@ -1,5 +1,5 @@
-// The AVX2 decode kernels of MATMUL with a block-quantized W: 8-bit dot products with VPMADDUBSW
-// and VPMADDWD (the body: matmul_quant_x86.inl); and the AVX2 dequantizers of the prefill, which
+// The AVX2 integer (decode) kernels of MATMUL with a block-quantized W: 8-bit dot products with
+// VPMADDUBSW and VPMADDWD (the body: matmul_quant_x86.inl); and the AVX2 dequantizers of the prefill, which
 // decode bands of W to f32 with the reference dequantizer's products (the same floats but for
 // fused multiply-adds the compiler may form).
 #if !defined(__x86_64__) && !defined(__i386__)
@@ -9,7 +9,7 @@
 #define QK_NS avx2_decode
 #define QK_TARGET __attribute__((target("avx2,fma,f16c")))
 #define QK_VNNI 0
-#define QK_ENTRY decode_kernel_avx2
+#define QK_ENTRY integer_kernel_avx2
 #include "matmul_quant_x86.inl"
 
 namespace mnemo_cpu::quant::avx2_decode {

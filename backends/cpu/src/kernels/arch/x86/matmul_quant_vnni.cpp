@@ -1,5 +1,5 @@
-// The AVX-512 VNNI decode kernels of MATMUL with a block-quantized W: VPDPBUSD on 256-bit
-// registers (AVX-512 VL), chosen at run time where the CPU has it (use_avx512_vnni(); the body:
+// The AVX-512 VNNI integer kernels of MATMUL (decode and prefill) with a block-quantized W:
+// VPDPBUSD on 256-bit registers (AVX-512 VL), chosen at run time where the CPU has it (use_avx512_vnni(); the body:
 // matmul_quant_x86.inl). Nothing else in the module is built for AVX-512.
 #if !defined(__x86_64__) && !defined(__i386__)
 #error "arch/x86/ files are compiled for x86 targets only"
@@ -8,5 +8,5 @@
 #define QK_NS vnni_decode
 #define QK_TARGET __attribute__((target("avx2,fma,f16c,avx512f,avx512vl,avx512bw,avx512vnni")))
 #define QK_VNNI 1
-#define QK_ENTRY decode_kernel_vnni
+#define QK_ENTRY integer_kernel_vnni
 #include "matmul_quant_x86.inl"

@@ -1,15 +1,15 @@
-// The decode kernels of MATMUL with a block-quantized W on x86, written once and compiled twice:
+// The integer kernels of MATMUL with a block-quantized W on x86, written once and compiled twice:
 // by matmul_quant_avx2.cpp (AVX2: VPMADDUBSW + VPMADDWD) and by matmul_quant_vnni.cpp (AVX-512
 // VNNI's VPDPBUSD on ymm registers). The including file defines
 //   QK_NS      the namespace of this copy (inside mnemo_cpu::quant)
 //   QK_TARGET  the function attribute of every function here (the copy's target ISA)
 //   QK_VNNI    1 to use VPDPBUSD, 0 for VPMADDUBSW + VPMADDWD
-//   QK_ENTRY   the name of the entry point, quant::decode_kernel_<isa>(dtype)
+//   QK_ENTRY   the name of the entry point, quant::integer_kernel_<isa>(dtype)
 // and nothing here is compiled for another target: the two copies never share a function.
 //
 // Each thread quantizes every row of x into its scratch (quant::QuantizedRow: 8-bit blocks of 32
 // with their scale, their exact f32 sum and its rounding residual), then streams its band of W
-// rows once: for every block of 32 weights the integer dot product with the matching x block (8
+// rows once per chunk of x rows (decode: one chunk): for every block of 32 weights the integer dot product with the matching x block (8
 // int32 lanes, each the sum of 4 consecutive products), converted to f32 and scaled by the weight
 // block's and the x block's scales (eight blocks' scales at once where the layout allows).
 // Q8_0's signed weights go through VPMADDUBSW's unsigned operand as |w| with x's signs flipped
@@ -142,60 +142,73 @@ QK_TARGET void interleave_pairs(void* rows_base, int64_t rows, int64_t k) {
 // Q8_0 (34 bytes per 32 weights: f16 d, 32 int8; w = d q) and Q4_0 (18 bytes: f16 d, 16 bytes of
 // which byte j holds weights j (low nibble) and j + 16 (high nibble); w = d (q - 8)): block b of a
 // row into acc.
-template <int DT, int NR>
-QK_INLINE void block32(const uint8_t* w, int64_t b, const QuantizedRow* x, __m256* acc) {
-    const uint8_t* p = w + (DT == MNEMO_DTYPE_Q8_0 ? 34 : 18) * b;
-    __m256i q;
-    if constexpr (DT == MNEMO_DTYPE_Q8_0) {
-        q = load32(p + 2);
-    } else {
-        const __m128i qs = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p + 2));
-        q = _mm256_sub_epi8(_mm256_and_si256(_mm256_set_m128i(_mm_srli_epi16(qs, 4), qs), _mm256_set1_epi8(0x0f)),
-                            _mm256_set1_epi8(8));
+template <int DT, int MW, int NR>
+QK_INLINE void block32(const uint8_t* const* w, int64_t b, const QuantizedRow* x, __m256 (*acc)[NR]) {
+    for (int mw = 0; mw < MW; ++mw) {
+        const uint8_t* p = w[mw] + (DT == MNEMO_DTYPE_Q8_0 ? 34 : 18) * b;
+        __m256i q;
+        if constexpr (DT == MNEMO_DTYPE_Q8_0) {
+            q = load32(p + 2);
+        } else {
+            const __m128i qs = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p + 2));
+            q = _mm256_sub_epi8(_mm256_and_si256(_mm256_set_m128i(_mm_srli_epi16(qs, 4), qs), _mm256_set1_epi8(0x0f)),
+                                _mm256_set1_epi8(8));
+        }
+        const __m256i u = _mm256_sign_epi8(q, q);
+        const float d = f16_at(p);
+        for (int n = 0; n < NR; ++n)
+            acc[mw][n] = _mm256_fmadd_ps(dot_signed(u, q, x[n].q + 32 * b), _mm256_set1_ps(d * x[n].d[b]), acc[mw][n]);
     }
-    const __m256i u = _mm256_sign_epi8(q, q);
-    const float d = f16_at(p);
-    for (int n = 0; n < NR; ++n)
-        acc[n] = _mm256_fmadd_ps(dot_signed(u, q, x[n].q + 32 * b), _mm256_set1_ps(d * x[n].d[b]), acc[n]);
 }
 
-template <int DT, int NR>
-QK_INLINE void row_32(const uint8_t* w, int64_t k, const QuantizedRow* x, float* out) {
+template <int DT, int MW, int NR>
+QK_INLINE void row_32(const uint8_t* const* w, int64_t k, const QuantizedRow* x, float (*out)[4]) {
     constexpr int64_t kBytes = DT == MNEMO_DTYPE_Q8_0 ? 34 : 18;
-    __m256 acc[2][NR], offset[NR];
-    for (int n = 0; n < NR; ++n) acc[0][n] = acc[1][n] = offset[n] = _mm256_setzero_ps();
+    // With one W row, even and odd blocks go to two accumulators (two FMA chains in flight); with
+    // more, the rows are the independent chains.
+    constexpr int kChains = MW == 1 ? 2 : 1;
+    __m256 acc[kChains][MW][NR], offset[MW][NR];
+    for (int mw = 0; mw < MW; ++mw)
+        for (int n = 0; n < NR; ++n) {
+            offset[mw][n] = _mm256_setzero_ps();
+            for (int c = 0; c < kChains; ++c) acc[c][mw][n] = _mm256_setzero_ps();
+        }
     const int64_t nb = k / 32;
     int64_t b = 0;
     // Eight blocks at a time: their scales in one vector (the f16s gathered), multiplied by the x
     // blocks' scales at once. Q4_0's codes go in unsigned, its -8 restored from x's block sums:
     // d (q - 8) . x~ = d (dx q . qx - 8 dx sum(qx)), dx sum(qx) = s - r.
     for (; b + 8 <= nb; b += 8) {
-        const uint8_t* p = w + kBytes * b;
-        __m128i dh = _mm_setzero_si128();
-        dh = _mm_insert_epi16(dh, u16_at(p), 0);
-        dh = _mm_insert_epi16(dh, u16_at(p + kBytes), 1);
-        dh = _mm_insert_epi16(dh, u16_at(p + 2 * kBytes), 2);
-        dh = _mm_insert_epi16(dh, u16_at(p + 3 * kBytes), 3);
-        dh = _mm_insert_epi16(dh, u16_at(p + 4 * kBytes), 4);
-        dh = _mm_insert_epi16(dh, u16_at(p + 5 * kBytes), 5);
-        dh = _mm_insert_epi16(dh, u16_at(p + 6 * kBytes), 6);
-        dh = _mm_insert_epi16(dh, u16_at(p + 7 * kBytes), 7);
-        const __m256 dw = _mm256_cvtph_ps(dh);
-        __m256 scale[NR];
-        for (int n = 0; n < NR; ++n) {
-            scale[n] = _mm256_mul_ps(dw, _mm256_loadu_ps(x[n].d + b));
-            if constexpr (DT == MNEMO_DTYPE_Q4_0)
-                offset[n] = _mm256_fnmadd_ps(_mm256_mul_ps(dw, _mm256_set1_ps(8.0f)),
-                                             _mm256_sub_ps(_mm256_loadu_ps(x[n].s + b), _mm256_loadu_ps(x[n].r + b)), offset[n]);
+        __m256 scale[MW][NR];
+        for (int mw = 0; mw < MW; ++mw) {
+            const uint8_t* p = w[mw] + kBytes * b;
+            __m128i dh = _mm_setzero_si128();
+            dh = _mm_insert_epi16(dh, u16_at(p), 0);
+            dh = _mm_insert_epi16(dh, u16_at(p + kBytes), 1);
+            dh = _mm_insert_epi16(dh, u16_at(p + 2 * kBytes), 2);
+            dh = _mm_insert_epi16(dh, u16_at(p + 3 * kBytes), 3);
+            dh = _mm_insert_epi16(dh, u16_at(p + 4 * kBytes), 4);
+            dh = _mm_insert_epi16(dh, u16_at(p + 5 * kBytes), 5);
+            dh = _mm_insert_epi16(dh, u16_at(p + 6 * kBytes), 6);
+            dh = _mm_insert_epi16(dh, u16_at(p + 7 * kBytes), 7);
+            const __m256 dw = _mm256_cvtph_ps(dh);
+            for (int n = 0; n < NR; ++n) {
+                scale[mw][n] = _mm256_mul_ps(dw, _mm256_loadu_ps(x[n].d + b));
+                if constexpr (DT == MNEMO_DTYPE_Q4_0)
+                    offset[mw][n] = _mm256_fnmadd_ps(_mm256_mul_ps(dw, _mm256_set1_ps(8.0f)),
+                                                     _mm256_sub_ps(_mm256_loadu_ps(x[n].s + b), _mm256_loadu_ps(x[n].r + b)), offset[mw][n]);
+            }
         }
         if constexpr (DT == MNEMO_DTYPE_Q8_0) {
 #pragma GCC unroll 8
-            for (int j = 0; j < 8; ++j) {
-                const __m256i q = load32(p + kBytes * j + 2);
-                const __m256i u = _mm256_sign_epi8(q, q);
-                for (int n = 0; n < NR; ++n)
-                    acc[j & 1][n] = _mm256_fmadd_ps(dot_signed(u, q, x[n].q + 32 * (b + j)), lane(scale[n], j), acc[j & 1][n]);
-            }
+            for (int j = 0; j < 8; ++j)
+                for (int mw = 0; mw < MW; ++mw) {
+                    const __m256i q = load32(w[mw] + kBytes * (b + j) + 2);
+                    const __m256i u = _mm256_sign_epi8(q, q);
+                    for (int n = 0; n < NR; ++n)
+                        acc[j % kChains][mw][n] =
+                            _mm256_fmadd_ps(dot_signed(u, q, x[n].q + 32 * (b + j)), lane(scale[mw][n], j), acc[j % kChains][mw][n]);
+                }
         } else {
             // Two blocks per register: their 16 bytes side by side, so the low nibbles are the two
             // blocks' first halves and the high nibbles their second halves; x's blocks were
@@ -203,21 +216,34 @@ QK_INLINE void row_32(const uint8_t* w, int64_t k, const QuantizedRow* x, float*
             // belong to the first / second block.
 #pragma GCC unroll 4
             for (int j = 0; j < 8; j += 2) {
-                const __m256i v = _mm256_loadu2_m128i(reinterpret_cast<const __m128i*>(p + kBytes * (j + 1) + 2),
-                                                      reinterpret_cast<const __m128i*>(p + kBytes * j + 2));
-                const __m256i lo = _mm256_and_si256(v, _mm256_set1_epi8(0x0f));
-                const __m256i hi = _mm256_and_si256(_mm256_srli_epi16(v, 4), _mm256_set1_epi8(0x0f));
+                __m256i lo[MW], hi[MW];
+                for (int mw = 0; mw < MW; ++mw) {
+                    const uint8_t* p = w[mw] + kBytes * b;
+                    const __m256i v = _mm256_loadu2_m128i(reinterpret_cast<const __m128i*>(p + kBytes * (j + 1) + 2),
+                                                          reinterpret_cast<const __m128i*>(p + kBytes * j + 2));
+                    lo[mw] = _mm256_and_si256(v, _mm256_set1_epi8(0x0f));
+                    hi[mw] = _mm256_and_si256(_mm256_srli_epi16(v, 4), _mm256_set1_epi8(0x0f));
+                }
                 for (int n = 0; n < NR; ++n) {
-                    const __m256 pair = _mm256_permutevar8x32_ps(scale[n], _mm256_setr_epi32(j, j, j, j, j + 1, j + 1, j + 1, j + 1));
                     const int8_t* xp = x[n].q + 32 * (b + j);
-                    acc[0][n] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(dot4(lo, load32(xp))), pair, acc[0][n]);
-                    acc[1][n] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(dot4(hi, load32(xp + 32))), pair, acc[1][n]);
+                    const __m256i x0 = load32(xp), x1 = load32(xp + 32);
+                    for (int mw = 0; mw < MW; ++mw) {
+                        const __m256 pair =
+                            _mm256_permutevar8x32_ps(scale[mw][n], _mm256_setr_epi32(j, j, j, j, j + 1, j + 1, j + 1, j + 1));
+                        acc[0][mw][n] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(dot4(lo[mw], x0)), pair, acc[0][mw][n]);
+                        acc[kChains - 1][mw][n] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(dot4(hi[mw], x1)), pair, acc[kChains - 1][mw][n]);
+                    }
                 }
             }
         }
     }
-    for (; b < nb; ++b) block32<DT, NR>(w, b, x, acc[b & 1]);
-    for (int n = 0; n < NR; ++n) out[n] = hsum(_mm256_add_ps(_mm256_add_ps(acc[0][n], acc[1][n]), offset[n]));
+    for (; b < nb; ++b) block32<DT, MW, NR>(w, b, x, acc[b % kChains]);
+    for (int mw = 0; mw < MW; ++mw)
+        for (int n = 0; n < NR; ++n) {
+            __m256 t = _mm256_add_ps(acc[0][mw][n], offset[mw][n]);
+            if constexpr (kChains == 2) t = _mm256_add_ps(t, acc[1][mw][n]);
+            out[mw][n] = hsum(t);
+        }
 }
 
 // The 6-bit scales and mins of the 8 sub-blocks of a Q4_K / Q5_K block from its 12 bytes, as
@@ -242,47 +268,67 @@ QK_INLINE void k4_scales(const uint8_t* p, __m256& sc, __m256& mn) {
 // x's rounding moves it by how the weights vary inside a sub-block, not by their common offset:
 // d sc (q - c) . x~ + (d sc c - dmin m) sum(x) = d sc (dx q . qx + c (sum(x) - dx sum(qx))) - dmin m sum(x),
 // the last terms from the x block's exact sum and rounding residual, eight sub-blocks at once.
-template <int NR, bool Q5>
-QK_INLINE void row_k4(const uint8_t* w, int64_t k, const QuantizedRow* x, float* out) {
+template <int MW, int NR, bool Q5>
+QK_INLINE void row_k4(const uint8_t* const* w, int64_t k, const QuantizedRow* x, float (*out)[4]) {
     constexpr int64_t kBytes = Q5 ? 176 : 144;
     constexpr float kCentre = Q5 ? 16.0f : 8.0f;
-    __m256 acc[2][NR], offset[NR];
-    for (int n = 0; n < NR; ++n) acc[0][n] = acc[1][n] = offset[n] = _mm256_setzero_ps();
+    constexpr int kChains = MW == 1 ? 2 : 1;  // as row_32
+    __m256 acc[kChains][MW][NR], offset[MW][NR];
+    for (int mw = 0; mw < MW; ++mw)
+        for (int n = 0; n < NR; ++n) {
+            offset[mw][n] = _mm256_setzero_ps();
+            for (int c = 0; c < kChains; ++c) acc[c][mw][n] = _mm256_setzero_ps();
+        }
     const __m256i low = _mm256_set1_epi8(0x0f), bit4 = _mm256_set1_epi8(0x10);
     for (int64_t sb = 0; sb < k / 256; ++sb) {
-        const uint8_t* p = w + kBytes * sb;
-        const float d = f16_at(p), dmin = f16_at(p + 2);
-        __m256 sc, mn;
-        k4_scales(p + 4, sc, mn);
-        const __m256 dsc = _mm256_mul_ps(sc, _mm256_set1_ps(d));
-        const __m256 centred = _mm256_mul_ps(dsc, _mm256_set1_ps(kCentre)), dmn = _mm256_mul_ps(mn, _mm256_set1_ps(dmin));
-        __m256 scale[NR];  // d sc dx of each sub-block
-        for (int n = 0; n < NR; ++n) {
-            const float* xd = x[n].d + 8 * sb;
-            scale[n] = _mm256_mul_ps(dsc, _mm256_loadu_ps(xd));
-            offset[n] = _mm256_fmadd_ps(centred, _mm256_loadu_ps(x[n].r + 8 * sb), offset[n]);
-            offset[n] = _mm256_fnmadd_ps(dmn, _mm256_loadu_ps(x[n].s + 8 * sb), offset[n]);
+        __m256 scale[MW][NR];  // d sc dx of each sub-block
+        const uint8_t* qs[MW];
+        __m256i qh[MW];
+        for (int mw = 0; mw < MW; ++mw) {
+            const uint8_t* p = w[mw] + kBytes * sb;
+            const float d = f16_at(p), dmin = f16_at(p + 2);
+            __m256 sc, mn;
+            k4_scales(p + 4, sc, mn);
+            const __m256 dsc = _mm256_mul_ps(sc, _mm256_set1_ps(d));
+            const __m256 centred = _mm256_mul_ps(dsc, _mm256_set1_ps(kCentre)), dmn = _mm256_mul_ps(mn, _mm256_set1_ps(dmin));
+            for (int n = 0; n < NR; ++n) {
+                scale[mw][n] = _mm256_mul_ps(dsc, _mm256_loadu_ps(x[n].d + 8 * sb));
+                offset[mw][n] = _mm256_fmadd_ps(centred, _mm256_loadu_ps(x[n].r + 8 * sb), offset[mw][n]);
+                offset[mw][n] = _mm256_fnmadd_ps(dmn, _mm256_loadu_ps(x[n].s + 8 * sb), offset[mw][n]);
+            }
+            qs[mw] = p + (Q5 ? 48 : 16);
+            qh[mw] = Q5 ? load32(p + 16) : _mm256_setzero_si256();
         }
-        const uint8_t* qs = p + (Q5 ? 48 : 16);
-        const __m256i qh = Q5 ? load32(p + 16) : _mm256_setzero_si256();
         for (int i = 0; i < 4; ++i) {
-            const __m256i bytes = load32(qs + 32 * i);
-            __m256i lo = _mm256_and_si256(bytes, low);
-            __m256i hi = _mm256_and_si256(_mm256_srli_epi16(bytes, 4), low);
-            if constexpr (Q5) {
-                const __m256i m0 = _mm256_set1_epi8(static_cast<char>(1 << (2 * i)));
-                const __m256i m1 = _mm256_set1_epi8(static_cast<char>(1 << (2 * i + 1)));
-                lo = _mm256_or_si256(lo, _mm256_and_si256(_mm256_cmpeq_epi8(_mm256_and_si256(qh, m0), m0), bit4));
-                hi = _mm256_or_si256(hi, _mm256_and_si256(_mm256_cmpeq_epi8(_mm256_and_si256(qh, m1), m1), bit4));
+            __m256i lo[MW], hi[MW];
+            for (int mw = 0; mw < MW; ++mw) {
+                const __m256i bytes = load32(qs[mw] + 32 * i);
+                lo[mw] = _mm256_and_si256(bytes, low);
+                hi[mw] = _mm256_and_si256(_mm256_srli_epi16(bytes, 4), low);
+                if constexpr (Q5) {
+                    const __m256i m0 = _mm256_set1_epi8(static_cast<char>(1 << (2 * i)));
+                    const __m256i m1 = _mm256_set1_epi8(static_cast<char>(1 << (2 * i + 1)));
+                    lo[mw] = _mm256_or_si256(lo[mw], _mm256_and_si256(_mm256_cmpeq_epi8(_mm256_and_si256(qh[mw], m0), m0), bit4));
+                    hi[mw] = _mm256_or_si256(hi[mw], _mm256_and_si256(_mm256_cmpeq_epi8(_mm256_and_si256(qh[mw], m1), m1), bit4));
+                }
             }
             const int64_t xq = 32 * (8 * sb + 2 * i);
             for (int n = 0; n < NR; ++n) {
-                acc[0][n] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(dot4(lo, load32(x[n].q + xq))), lane(scale[n], 2 * i), acc[0][n]);
-                acc[1][n] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(dot4(hi, load32(x[n].q + xq + 32))), lane(scale[n], 2 * i + 1), acc[1][n]);
+                const __m256i x0 = load32(x[n].q + xq), x1 = load32(x[n].q + xq + 32);
+                for (int mw = 0; mw < MW; ++mw) {
+                    acc[0][mw][n] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(dot4(lo[mw], x0)), lane(scale[mw][n], 2 * i), acc[0][mw][n]);
+                    acc[kChains - 1][mw][n] =
+                        _mm256_fmadd_ps(_mm256_cvtepi32_ps(dot4(hi[mw], x1)), lane(scale[mw][n], 2 * i + 1), acc[kChains - 1][mw][n]);
+                }
             }
         }
     }
-    for (int n = 0; n < NR; ++n) out[n] = hsum(_mm256_add_ps(_mm256_add_ps(acc[0][n], acc[1][n]), offset[n]));
+    for (int mw = 0; mw < MW; ++mw)
+        for (int n = 0; n < NR; ++n) {
+            __m256 t = _mm256_add_ps(acc[0][mw][n], offset[mw][n]);
+            if constexpr (kChains == 2) t = _mm256_add_ps(t, acc[1][mw][n]);
+            out[mw][n] = hsum(t);
+        }
 }
 
 // Q6_K (210 bytes per 256 weights): 128 bytes of low nibbles, 64 bytes of 2-bit highs, 16 int8
@@ -291,51 +337,72 @@ QK_INLINE void row_k4(const uint8_t* w, int64_t k, const QuantizedRow* x, float*
 // bits from bits 2g of the half's 32 qh bytes; weights l < 16 of the group use scale 2g of the
 // half's 8, the others scale 2g + 1: sub-block j of 16 weights has scale j. w = d sc (q - 32): the
 // unsigned codes go into the dot products, the -32 comes from x's sums over each 16 weights.
-template <int NR>
-QK_INLINE void row_q6_k(const uint8_t* w, int64_t k, const QuantizedRow* x, float* out) {
-    __m256 acc[2][NR], offset[NR];
-    for (int n = 0; n < NR; ++n) acc[0][n] = acc[1][n] = offset[n] = _mm256_setzero_ps();
-    const __m256i low = _mm256_set1_epi8(0x0f), high = _mm256_set1_epi8(0x30);
-    for (int64_t sb = 0; sb < k / 256; ++sb) {
-        const uint8_t* p = w + 210 * sb;
-        const __m128i sc8 = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p + 192));
-        const __m256 d = _mm256_set1_ps(f16_at(p + 208));
-        const __m256 sc[2] = {_mm256_mul_ps(d, _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(sc8))),
-                              _mm256_mul_ps(d, _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_srli_si128(sc8, 8))))};
-        const __m256 minus32 = _mm256_set1_ps(-32.0f);
+template <int MW, int NR>
+QK_INLINE void row_q6_k(const uint8_t* const* w, int64_t k, const QuantizedRow* x, float (*out)[4]) {
+    constexpr int kChains = MW == 1 ? 2 : 1;  // as row_32
+    __m256 acc[kChains][MW][NR], offset[MW][NR];
+    for (int mw = 0; mw < MW; ++mw)
         for (int n = 0; n < NR; ++n) {
-            const float* hx = x[n].h + 16 * sb;
-            offset[n] = _mm256_fmadd_ps(_mm256_mul_ps(sc[0], minus32), _mm256_loadu_ps(hx), offset[n]);
-            offset[n] = _mm256_fmadd_ps(_mm256_mul_ps(sc[1], minus32), _mm256_loadu_ps(hx + 8), offset[n]);
+            offset[mw][n] = _mm256_setzero_ps();
+            for (int c = 0; c < kChains; ++c) acc[c][mw][n] = _mm256_setzero_ps();
+        }
+    const __m256i low = _mm256_set1_epi8(0x0f), high = _mm256_set1_epi8(0x30);
+    const __m256 minus32 = _mm256_set1_ps(-32.0f);
+    for (int64_t sb = 0; sb < k / 256; ++sb) {
+        __m256 sc[MW][2];
+        for (int mw = 0; mw < MW; ++mw) {
+            const uint8_t* p = w[mw] + 210 * sb;
+            const __m128i sc8 = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p + 192));
+            const __m256 d = _mm256_set1_ps(f16_at(p + 208));
+            sc[mw][0] = _mm256_mul_ps(d, _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(sc8)));
+            sc[mw][1] = _mm256_mul_ps(d, _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_srli_si128(sc8, 8))));
+            for (int n = 0; n < NR; ++n) {
+                const float* hx = x[n].h + 16 * sb;
+                offset[mw][n] = _mm256_fmadd_ps(_mm256_mul_ps(sc[mw][0], minus32), _mm256_loadu_ps(hx), offset[mw][n]);
+                offset[mw][n] = _mm256_fmadd_ps(_mm256_mul_ps(sc[mw][1], minus32), _mm256_loadu_ps(hx + 8), offset[mw][n]);
+            }
         }
         for (int h = 0; h < 2; ++h) {
-            const __m256i a = load32(p + 64 * h), b = load32(p + 64 * h + 32), qh = load32(p + 128 + 32 * h);
-            __m256i q[4];
-            q[0] = _mm256_or_si256(_mm256_and_si256(a, low), _mm256_and_si256(_mm256_slli_epi16(qh, 4), high));
-            q[1] = _mm256_or_si256(_mm256_and_si256(b, low), _mm256_and_si256(_mm256_slli_epi16(qh, 2), high));
-            q[2] = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(a, 4), low), _mm256_and_si256(qh, high));
-            q[3] = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(b, 4), low), _mm256_and_si256(_mm256_srli_epi16(qh, 2), high));
+            __m256i q[MW][4];
+            for (int mw = 0; mw < MW; ++mw) {
+                const uint8_t* p = w[mw] + 210 * sb;
+                const __m256i a = load32(p + 64 * h), b = load32(p + 64 * h + 32), qh = load32(p + 128 + 32 * h);
+                q[mw][0] = _mm256_or_si256(_mm256_and_si256(a, low), _mm256_and_si256(_mm256_slli_epi16(qh, 4), high));
+                q[mw][1] = _mm256_or_si256(_mm256_and_si256(b, low), _mm256_and_si256(_mm256_slli_epi16(qh, 2), high));
+                q[mw][2] = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(a, 4), low), _mm256_and_si256(qh, high));
+                q[mw][3] = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(b, 4), low), _mm256_and_si256(_mm256_srli_epi16(qh, 2), high));
+            }
 #pragma GCC unroll 4
             for (int g = 0; g < 4; ++g) {
                 // Lanes 0-3 of the dot product sum weights 0..15 of the group, lanes 4-7 weights 16..31.
-                const __m256 pair = _mm256_permutevar8x32_ps(sc[h], _mm256_setr_epi32(2 * g, 2 * g, 2 * g, 2 * g, 2 * g + 1, 2 * g + 1,
-                                                                                      2 * g + 1, 2 * g + 1));
+                const __m256i sel = _mm256_setr_epi32(2 * g, 2 * g, 2 * g, 2 * g, 2 * g + 1, 2 * g + 1, 2 * g + 1, 2 * g + 1);
                 const int64_t xb = 8 * sb + 4 * h + g;
-                for (int n = 0; n < NR; ++n)
-                    acc[g & 1][n] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(dot4(q[g], load32(x[n].q + 32 * xb))),
-                                                    _mm256_mul_ps(pair, _mm256_broadcast_ss(x[n].d + xb)), acc[g & 1][n]);
+                for (int n = 0; n < NR; ++n) {
+                    const __m256i xv = load32(x[n].q + 32 * xb);
+                    const __m256 dx = _mm256_broadcast_ss(x[n].d + xb);
+                    for (int mw = 0; mw < MW; ++mw)
+                        acc[g % kChains][mw][n] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(dot4(q[mw][g], xv)),
+                                                                  _mm256_mul_ps(_mm256_permutevar8x32_ps(sc[mw][h], sel), dx),
+                                                                  acc[g % kChains][mw][n]);
+                }
             }
         }
     }
-    for (int n = 0; n < NR; ++n) out[n] = hsum(_mm256_add_ps(_mm256_add_ps(acc[0][n], acc[1][n]), offset[n]));
+    for (int mw = 0; mw < MW; ++mw)
+        for (int n = 0; n < NR; ++n) {
+            __m256 t = _mm256_add_ps(acc[0][mw][n], offset[mw][n]);
+            if constexpr (kChains == 2) t = _mm256_add_ps(t, acc[1][mw][n]);
+            out[mw][n] = hsum(t);
+        }
 }
 
-template <int DT, int NR>
-QK_INLINE void row(const uint8_t* w, int64_t k, const QuantizedRow* x, float* out) {
-    if constexpr (DT == MNEMO_DTYPE_Q8_0 || DT == MNEMO_DTYPE_Q4_0) row_32<DT, NR>(w, k, x, out);
-    else if constexpr (DT == MNEMO_DTYPE_Q4_K) row_k4<NR, false>(w, k, x, out);
-    else if constexpr (DT == MNEMO_DTYPE_Q5_K) row_k4<NR, true>(w, k, x, out);
-    else row_q6_k<NR>(w, k, x, out);
+// out[mw][n] = W row w[mw] . x row n, for MW rows of W and NR rows of x.
+template <int DT, int MW, int NR>
+QK_INLINE void rows(const uint8_t* const* w, int64_t k, const QuantizedRow* x, float (*out)[4]) {
+    if constexpr (DT == MNEMO_DTYPE_Q8_0 || DT == MNEMO_DTYPE_Q4_0) row_32<DT, MW, NR>(w, k, x, out);
+    else if constexpr (DT == MNEMO_DTYPE_Q4_K) row_k4<MW, NR, false>(w, k, x, out);
+    else if constexpr (DT == MNEMO_DTYPE_Q5_K) row_k4<MW, NR, true>(w, k, x, out);
+    else row_q6_k<MW, NR>(w, k, x, out);
 }
 
 // Bytes of one row of W: K / block weights x block bytes.
@@ -347,8 +414,13 @@ constexpr uint64_t w_row_bytes(int DT, int64_t k) {
                                     : static_cast<uint64_t>(k / 256) * 210;
 }
 
+// x rows whose quantized blocks a W row meets while it sits in L1: as many as fit in half of a
+// core's L2 (the chunk is reused by every W row of the thread's band), at most kChunkRows.
+constexpr int64_t kChunkRows = 64;
+constexpr uint64_t kChunkBytes = 256 * 1024;
+
 template <int DT>
-QK_TARGET void decode(const KernelCall& call, int ith, int nth) {
+QK_TARGET void integer_matmul(const KernelCall& call, int ith, int nth) {
     const PreparedNode& p = *call.node;
     const mnemo_node& nd = p.node;
     const int64_t m = nd.inputs[1].shape[0], k = nd.inputs[1].shape[1], n = outer_rows(nd.inputs[0]);
@@ -361,24 +433,47 @@ QK_TARGET void decode(const KernelCall& call, int ith, int nth) {
     void* xq = call.scratch + static_cast<size_t>(ith) * call.scratch_stride;
     quantize_rows(x, n, k, xq);
     if constexpr (DT == MNEMO_DTYPE_Q4_0) interleave_pairs(xq, n, k);
-    QuantizedRow rows[kDecodeMaxRows];
-    for (int64_t r = 0; r < n; ++r) rows[r] = row_at(xq, k, r);
     const uint64_t wrow = w_row_bytes(DT, k);
-    float out[4];
-    for (int64_t i = m0; i < m1; ++i) {
-        const uint8_t* wr = w + static_cast<uint64_t>(i) * wrow;
-        for (int64_t r = 0; r < n; r += 4) {
-            const int64_t nr = std::min<int64_t>(4, n - r);
-            switch (nr) {
-                case 1: row<DT, 1>(wr, k, rows + r, out); break;
-                case 2: row<DT, 2>(wr, k, rows + r, out); break;
-                case 3: row<DT, 3>(wr, k, rows + r, out); break;
-                default: row<DT, 4>(wr, k, rows + r, out); break;
+    const int64_t chunk = std::clamp<int64_t>(static_cast<int64_t>(kChunkBytes / std::max<uint64_t>(1, row_bytes(k))) / 4 * 4, 4, kChunkRows);
+    QuantizedRow xrows[kChunkRows];
+    float out[2][4];
+    // Decode (n <= 8) is one chunk: W streams from memory once, a row at a time. Prefill takes the
+    // x rows a chunk at a time, and the thread's band of W once per chunk, two W rows at a time
+    // where the copy has the registers for it (AVX-512VL's 32): each x block loaded from L2 then
+    // serves both.
+    constexpr int kMw = QK_VNNI ? 2 : 1;
+    const bool pair_rows = kMw == 2 && n > kDecodeMaxRows;
+    for (int64_t c0 = 0; c0 < n; c0 += chunk) {
+        const int64_t c1 = std::min(n, c0 + chunk);
+        for (int64_t r = c0; r < c1; ++r) xrows[r - c0] = row_at(xq, k, r);
+        for (int64_t i = m0; i < m1; i += pair_rows ? 2 : 1) {
+            const bool two = pair_rows && i + 1 < m1;
+            const uint8_t* wr[2] = {w + static_cast<uint64_t>(i) * wrow, w + static_cast<uint64_t>(i + (two ? 1 : 0)) * wrow};
+            for (int64_t r = c0; r < c1; r += 4) {
+                const int64_t nr = std::min<int64_t>(4, c1 - r);
+                const QuantizedRow* xr = xrows + (r - c0);
+                if (two) {
+                    switch (nr) {
+                        case 1: rows<DT, kMw, 1>(wr, k, xr, out); break;
+                        case 2: rows<DT, kMw, 2>(wr, k, xr, out); break;
+                        case 3: rows<DT, kMw, 3>(wr, k, xr, out); break;
+                        default: rows<DT, kMw, 4>(wr, k, xr, out); break;
+                    }
+                } else {
+                    switch (nr) {
+                        case 1: rows<DT, 1, 1>(wr, k, xr, out); break;
+                        case 2: rows<DT, 1, 2>(wr, k, xr, out); break;
+                        case 3: rows<DT, 1, 3>(wr, k, xr, out); break;
+                        default: rows<DT, 1, 4>(wr, k, xr, out); break;
+                    }
+                }
+                for (int mw = 0; mw < (two ? 2 : 1); ++mw)
+                    for (int64_t j = 0; j < nr; ++j) y[(r + j) * m + i + mw] = out[mw][j];
             }
-            for (int64_t j = 0; j < nr; ++j) y[(r + j) * m + i] = out[j];
         }
     }
 }
+
 
 }  // namespace
 }  // namespace mnemo_cpu::quant::QK_NS
@@ -387,11 +482,11 @@ namespace mnemo_cpu::quant {
 
 KernelFn QK_ENTRY(int32_t dtype) {
     switch (dtype) {
-        case MNEMO_DTYPE_Q8_0: return QK_NS::decode<MNEMO_DTYPE_Q8_0>;
-        case MNEMO_DTYPE_Q4_0: return QK_NS::decode<MNEMO_DTYPE_Q4_0>;
-        case MNEMO_DTYPE_Q4_K: return QK_NS::decode<MNEMO_DTYPE_Q4_K>;
-        case MNEMO_DTYPE_Q5_K: return QK_NS::decode<MNEMO_DTYPE_Q5_K>;
-        case MNEMO_DTYPE_Q6_K: return QK_NS::decode<MNEMO_DTYPE_Q6_K>;
+        case MNEMO_DTYPE_Q8_0: return QK_NS::integer_matmul<MNEMO_DTYPE_Q8_0>;
+        case MNEMO_DTYPE_Q4_0: return QK_NS::integer_matmul<MNEMO_DTYPE_Q4_0>;
+        case MNEMO_DTYPE_Q4_K: return QK_NS::integer_matmul<MNEMO_DTYPE_Q4_K>;
+        case MNEMO_DTYPE_Q5_K: return QK_NS::integer_matmul<MNEMO_DTYPE_Q5_K>;
+        case MNEMO_DTYPE_Q6_K: return QK_NS::integer_matmul<MNEMO_DTYPE_Q6_K>;
         default: return nullptr;
     }
 }
