@@ -7,7 +7,10 @@ For each of Q8_0, Q4_0, Q4_K, Q5_K, Q6_K: <type>_blocks.bin, random block bytes 
 scales (every bit pattern of the quants and packed scales occurs), and <type>_dequant.npy, their
 values by tools/reference/ggml_quants.py. For Q8_0 and Q4_0 also quant_input.npy (float32 rows:
 Gaussian, with ties at .5, zeros, one all-zero block and one with a single value) and
-<type>_quantized.bin, what the format's reference rounding writes for them.
+<type>_quantized.bin, what the format's reference rounding writes for them. For Q4_K, Q5_K and
+Q6_K: quant_k_input.npy (six blocks of 256: Gaussian, Gaussian with outliers, all zero, constant,
+magnitudes near 1e-3 and near 1e3) and <type>_quantized.bin, what the quantizers of
+ggml_quants.py (the search described in engine/src/quant/quantize_k.cpp) write for them.
 """
 
 from __future__ import annotations
@@ -55,6 +58,16 @@ def main() -> None:
     for name in ("Q8_0", "Q4_0"):
         with open(os.path.join(out, f"{name.lower()}_quantized.bin"), "wb") as f:
             f.write(gq.quantize(name, x))
+    k = rng.standard_normal((6, 256)).astype(np.float32)
+    k[1, ::37] *= 12.0                                # outliers
+    k[2, :] = 0.0                                     # all zero
+    k[3, :] = 0.75                                    # constant
+    k[4, :] *= 1e-3                                   # tiny
+    k[5, :] *= 1e3                                    # large
+    np.save(os.path.join(out, "quant_k_input.npy"), k.reshape(-1))
+    for name in ("Q4_K", "Q5_K", "Q6_K"):
+        with open(os.path.join(out, f"{name.lower()}_quantized.bin"), "wb") as f:
+            f.write(gq.quantize(name, k))
 
 
 if __name__ == "__main__":

@@ -1,5 +1,5 @@
-// `mnemo quantize IN OUT --type T`: a model folder written as one GGUF file with its weights in
-// type T (mnemo/io/gguf_convert.hpp says which tensors keep a higher precision).
+// `mnemo quantize IN OUT --type T`: a model folder or GGUF file written as one GGUF file in the
+// mix T (mnemo/io/gguf_convert.hpp and docs/gguf.md say which tensors keep a higher precision).
 #include <unistd.h>
 
 #include <cstdio>
@@ -15,11 +15,11 @@
 namespace mnemo::cli {
 namespace {
 
-// Types llama.cpp users ask for that Mnemo cannot write yet, with what to use instead.
-const char* not_yet(const std::string& t) {
-    if (t == "q4_k_m" || t == "q4_k_s" || t == "q4_k" || t == "q5_k_m" || t == "q5_k_s" || t == "q5_k" || t == "q6_k")
-        return "Mnemo reads K-quant files (Q4_K, Q5_K, Q6_K, e.g. made by llama.cpp's llama-quantize) but does not write them yet; "
-               "use q8_0 or q4_0, or llama-quantize on a GGUF that `mnemo quantize --type f16` writes";
+// Names llama.cpp users may try that Mnemo does not write, with the reason.
+const char* not_written(const std::string& t) {
+    if (t == "q4_k" || t == "q5_k") return "name the mix: q4_k_s / q4_k_m (or q5_k_s / q5_k_m), as llama-quantize does";
+    if (t == "q2_k" || t.starts_with("q3_k") || t.starts_with("iq") || t == "q4_1" || t == "q5_0" || t == "q5_1" || t.starts_with("tq"))
+        return "Mnemo reads and writes only the types of its mixes; llama-quantize writes this one from a GGUF that `mnemo quantize` writes";
     return nullptr;
 }
 
@@ -38,13 +38,18 @@ void draw_progress(size_t done, size_t total, const std::string& name) {
 }  // namespace
 
 int cmd_quantize(int argc, char** argv) {
-    app::ArgParser p("quantize", "mnemo quantize IN OUT --type TYPE [--threads N]",
-                     "Write the model folder IN as the GGUF file OUT with its weights in TYPE: f32, f16, bf16, q8_0 or q4_0. "
-                     "1-D tensors stay f32; with q4_0 the output head is q8_0. OUT is written whole or not at all.");
+    const std::string types = gguf_mix_names();
+    app::ArgParser p("quantize", "mnemo quantize IN OUT --type TYPE [--threads N] [--allow-requantize]",
+                     "Write the model folder or GGUF file IN as the GGUF file OUT in the mix TYPE: " + types +
+                         ". 1-D tensors stay f32; the output head keeps q6_k (q8_0 with q8_0); the _m mixes keep attn_v and "
+                         "ffn_down at q6_k on a third of the layers, as llama.cpp does (docs/gguf.md, \"Mixes\"). A GGUF IN that "
+                         "holds quantized tensors needs --allow-requantize. OUT is written whole or not at all.");
     std::string type_name;
     int32_t threads = 0;
-    p.string_opt("--type", "TYPE", "weight type: f32, f16, bf16, q8_0, q4_0", &type_name)
-        .int_opt("-t,--threads", "N", "threads that quantize (default: all cores)", &threads, 0, 4096);
+    bool allow_requantize = false;
+    p.string_opt("--type", "TYPE", "mix: " + types, &type_name)
+        .int_opt("-t,--threads", "N", "threads that quantize (default: all cores)", &threads, 0, 4096)
+        .flag("--allow-requantize", "allow a quantized GGUF IN (quality is lost: say so, then do it)", &allow_requantize);
     // IN and OUT come first, before the options (or --help alone).
     if (argc >= 3 && (std::strcmp(argv[2], "--help") == 0 || std::strcmp(argv[2], "-h") == 0)) {
         p.parse(argc, argv, 2);
@@ -53,12 +58,17 @@ int cmd_quantize(int argc, char** argv) {
     if (argc < 4 || argv[2][0] == '-' || argv[3][0] == '-') throw app::UsageError("expected IN and OUT first: mnemo quantize IN OUT --type TYPE");
     const std::string in = argv[2], out = argv[3];
     if (!p.parse(argc, argv, 4)) return 0;
-    if (type_name.empty()) throw app::UsageError("--type is required (f32, f16, bf16, q8_0 or q4_0)");
+    if (type_name.empty()) throw app::UsageError("--type is required (" + types + ")");
     GgufConvertOptions o;
-    if (!gguf_write_type_from_name(type_name, &o.type)) {
-        if (const char* why = not_yet(type_name)) throw Error("--type " + type_name + ": " + why);
-        throw app::UsageError("--type '" + printable(type_name, 40) + "' is not one of f32, f16, bf16, q8_0, q4_0");
+    GgufMix mix;
+    if (!gguf_mix_from_name(type_name, &mix)) {
+        const std::string accepted = "accepted: " + types;
+        if (const char* why = not_written(type_name)) throw app::UsageError("--type " + type_name + " cannot be written: " + why + "; " + accepted);
+        throw app::UsageError("--type '" + printable(type_name, 40) + "' is not a mix Mnemo writes; " + accepted);
     }
+    o.mix = mix;
+    o.allow_requantize = allow_requantize;
+    o.warn = [](const std::string& w) { std::fprintf(stderr, "warning: %s\n", printable(w, 400).c_str()); };
     o.threads = threads;
     o.progress = draw_progress;
     convert_to_gguf(in, out, o);

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "gguf/gguf_llama_names.hpp"
+#include "gguf/gguf_mix.hpp"
 #include "gguf/gguf_mnemo_arch.hpp"
 #include "gguf/gguf_tokenizer_export.hpp"
 #include "mnemo/error.hpp"
@@ -80,17 +81,6 @@ std::vector<float> llama3_rope_factors(const json::Value& s, const std::string& 
     return out;
 }
 
-uint32_t file_type_code(uint32_t t) {  // general.file_type, llama.cpp's llama_ftype
-    switch (t) {
-        case ggml_type::F32: return 0;
-        case ggml_type::F16: return 1;
-        case ggml_type::Q4_0: return 2;
-        case ggml_type::Q8_0: return 7;
-        case ggml_type::BF16: return 32;
-        default: return 0;
-    }
-}
-
 struct OwnedTensor {
     std::string name;
     uint32_t type;
@@ -102,6 +92,30 @@ struct OwnedTensor {
 bool permute_name(const GgufLlamaArch* arch, const std::string& name) {
     return arch && arch->permuted_qk &&
            (name.ends_with(".attn_q.weight") || name.ends_with(".attn_k.weight") || name.ends_with(".attn_q.bias") || name.ends_with(".attn_k.bias"));
+}
+
+}  // namespace
+
+bool gguf_write_type_from_name(const std::string& name, uint32_t* type) {
+    static const std::pair<const char*, uint32_t> kNames[] = {{"f32", ggml_type::F32},   {"f16", ggml_type::F16},
+                                                              {"bf16", ggml_type::BF16}, {"q8_0", ggml_type::Q8_0},
+                                                              {"q4_0", ggml_type::Q4_0}, {"q6_k", ggml_type::Q6_K}};
+    for (const auto& [n, t] : kNames)
+        if (name == n) {
+            *type = t;
+            return true;
+        }
+    return false;
+}
+
+namespace detail {
+
+GgufMix gguf_mix_of(const GgufConvertOptions& o) {
+    if (o.mix) return *o.mix;
+    const std::string label = ggml_type_label(o.type);
+    for (const GgufMix m : {GgufMix::F32, GgufMix::F16, GgufMix::BF16, GgufMix::Q8_0, GgufMix::Q4_0, GgufMix::Q6_K})
+        if (gguf_mix_base_type(m) == o.type) return m;
+    throw Error("cannot write " + label + " as a single type: Mnemo writes the mixes " + gguf_mix_names());
 }
 
 // Rows are independent blocks: split them over threads.
@@ -119,19 +133,7 @@ void quantize_rows(uint32_t type, const float* src, uint8_t* dst, int64_t rows, 
     for (std::thread& t : pool) t.join();
 }
 
-}  // namespace
-
-bool gguf_write_type_from_name(const std::string& name, uint32_t* type) {
-    static const std::pair<const char*, uint32_t> kNames[] = {{"f32", ggml_type::F32},   {"f16", ggml_type::F16},
-                                                              {"bf16", ggml_type::BF16}, {"q8_0", ggml_type::Q8_0},
-                                                              {"q4_0", ggml_type::Q4_0}};
-    for (const auto& [n, t] : kNames)
-        if (name == n) {
-            *type = t;
-            return true;
-        }
-    return false;
-}
+}  // namespace detail
 
 namespace {
 
@@ -194,7 +196,8 @@ void mnemo_metadata(const std::string& dir, const std::string& model_type, GgufM
 }  // namespace
 
 void convert_to_gguf(const std::string& dir, const std::string& out, const GgufConvertOptions& o) {
-    if (!can_quantize(o.type)) throw Error("cannot write " + ggml_type_label(o.type) + " (Mnemo writes f32, f16, bf16, q8_0 and q4_0)");
+    const GgufMix mix = detail::gguf_mix_of(o);
+    if (looks_like_gguf(dir)) return detail::requantize_gguf(dir, out, mix, o);
     const std::string config_path = (fs::path(dir) / "config.json").string();
     const json::Value root = json::parse_file(config_path);
     if (!root.is_object()) throw Error(config_path + ": expected a JSON object");
@@ -207,7 +210,7 @@ void convert_to_gguf(const std::string& dir, const std::string& out, const GgufC
     GgufMetadata md = {
         {"general.architecture", gguf_string(a)},
         {"general.name", gguf_string(fs::path(dir).filename().string())},
-        {"general.file_type", gguf_u32(file_type_code(o.type))},
+        {"general.file_type", gguf_u32(detail::gguf_mix_file_type(mix))},
     };
     std::vector<OwnedTensor> extra;
     if (arch) llama_metadata(c, *arch, md, extra);
@@ -229,18 +232,24 @@ void convert_to_gguf(const std::string& dir, const std::string& out, const GgufC
         bool permute = false;
     };
     std::vector<Planned> plan;
+    detail::GgufMixModel mix_model{static_cast<int>(c.i("num_hidden_layers", 0)), false};
+    std::vector<std::string> names;
     for (const TensorView& t : cp.tensors()) {
         const std::optional<std::string> name = arch ? detail::gguf_tensor_name(t.name) : std::optional<std::string>(t.name);
         if (!name) throw Error(t.file + ": tensor '" + t.name + "' has no GGUF name in a " + a + " model");
+        if (*name == "output.weight" || *name == "lm_head.weight") mix_model.has_output = true;
+        names.push_back(*name);
+    }
+    size_t index = 0;
+    for (const TensorView& t : cp.tensors()) {
+        const std::optional<std::string> name = names[index++];
         if (t.shape.size() > 4) throw Error(t.file + ": tensor '" + t.name + "' has " + std::to_string(t.shape.size()) + " dimensions (GGUF holds at most 4)");
         const std::vector<int64_t> shape = t.shape.empty() ? std::vector<int64_t>{1} : t.shape;  // a scalar is [1]
         Planned p{&t, {*name, ggml_type::I32, shape, nullptr, 0}, permute_name(arch, *name)};
         if (t.dtype == DType::I32) {  // indices (a memory layer's shuffle): copied as they are
             p.out.nbytes = t.nbytes;
         } else {
-            uint32_t type = shape.size() < 2 ? ggml_type::F32 : o.type;
-            if (type == ggml_type::Q4_0 && (*name == "output.weight" || *name == "lm_head.weight")) type = ggml_type::Q8_0;
-            if (shape.back() % ggml_type_info(type)->block_elems != 0) type = ggml_type::F16;
+            const uint32_t type = detail::gguf_mix_tensor_type(mix, *name, shape, mix_model);
             const GgmlTypeInfo* ti = ggml_type_info(type);
             p.out.type = type;
             p.out.nbytes = static_cast<uint64_t>(t.nbytes / dtype_size(t.dtype)) / ti->block_elems * ti->block_bytes;
@@ -271,7 +280,7 @@ void convert_to_gguf(const std::string& dir, const std::string& out, const GgufC
                     v[static_cast<size_t>(r * cols + k)] = load_as_f32(t->data, t->dtype, static_cast<size_t>(src * cols + k));
             }
             std::vector<uint8_t> bytes(static_cast<size_t>(p.out.nbytes));
-            quantize_rows(p.out.type, v.data(), bytes.data(), rows, static_cast<int64_t>(n) / std::max<int64_t>(rows, 1), threads);
+            detail::quantize_rows(p.out.type, v.data(), bytes.data(), rows, static_cast<int64_t>(n) / std::max<int64_t>(rows, 1), threads);
             writer.write_tensor(bytes.data(), bytes.size());
         }
         if (o.progress && t) o.progress(++done, cp.tensors().size(), t->name);

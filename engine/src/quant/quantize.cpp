@@ -2,7 +2,8 @@
 // Mnemo writes matches what llama.cpp's reference quantizer writes from the same floats):
 //   Q8_0: d = max|x| / 127, q = round(x / d) (halves away from zero);
 //   Q4_0: d = -m / 8 where m is the value of largest magnitude (sign kept), q = min(15,
-//         trunc(x / d + 8.5)), so m itself maps to 0 and the grid spans [-8d, 7d].
+//         trunc(x / d + 8.5)), so m itself maps to 0 and the grid spans [-8d, 7d];
+//   Q4_K, Q5_K, Q6_K: an error-minimising search per block (quantize_k.cpp).
 // The scale is stored as f16 but the quants are computed with the f32 scale, as the format's
 // reference does.
 #include <algorithm>
@@ -14,6 +15,7 @@
 #include "mnemo/io/ggml_type.hpp"
 #include "mnemo/ops/dtype.hpp"
 #include "mnemo/quant/ggml_quants.hpp"
+#include "quant/quantize_k.hpp"
 
 namespace mnemo {
 namespace {
@@ -54,12 +56,12 @@ void quantize_q4_0(const float* x, uint8_t* b) {
 
 bool can_quantize(uint32_t t) {
     using namespace ggml_type;
-    return t == F32 || t == F16 || t == BF16 || t == Q8_0 || t == Q4_0;
+    return t == F32 || t == F16 || t == BF16 || t == Q8_0 || t == Q4_0 || t == Q4_K || t == Q5_K || t == Q6_K;
 }
 
 void quantize_row(uint32_t type, const float* src, void* dst, int64_t n) {
     const GgmlTypeInfo* ti = ggml_type_info(type);
-    if (!ti || !can_quantize(type)) throw Error("cannot write " + ggml_type_label(type) + ": Mnemo writes F32, F16, BF16, Q8_0 and Q4_0");
+    if (!ti || !can_quantize(type)) throw Error("cannot write " + ggml_type_label(type) + ": Mnemo writes F32, F16, BF16, Q8_0, Q4_0, Q4_K, Q5_K and Q6_K");
     if (n < 0 || n % ti->block_elems != 0)
         throw Error("cannot quantize " + std::to_string(n) + " elements to " + ti->name + ": not a whole number of blocks of " + std::to_string(ti->block_elems));
     uint8_t* p = static_cast<uint8_t*>(dst);
@@ -71,6 +73,9 @@ void quantize_row(uint32_t type, const float* src, void* dst, int64_t n) {
             case ggml_type::BF16: put_u16(p, f32_to_bf16(*src)); break;
             case ggml_type::Q8_0: quantize_q8_0(src, p); break;
             case ggml_type::Q4_0: quantize_q4_0(src, p); break;
+            case ggml_type::Q4_K: detail::quantize_block_q4_k(src, p); break;
+            case ggml_type::Q5_K: detail::quantize_block_q5_k(src, p); break;
+            case ggml_type::Q6_K: detail::quantize_block_q6_k(src, p); break;
         }
     }
 }

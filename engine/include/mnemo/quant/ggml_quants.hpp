@@ -25,8 +25,9 @@ MNEMO_API bool can_dequantize(uint32_t ggml_type);
 // `n` that is not a whole number of blocks.
 MNEMO_API void dequantize_row(uint32_t ggml_type, const void* src, float* dst, int64_t n);
 
-// True for the types quantize_row writes (Q8_0 and Q4_0 with the format's reference rounding,
-// and the float types).
+// True for the types quantize_row writes: Q8_0 and Q4_0 with the format's reference rounding,
+// Q4_K, Q5_K and Q6_K by an error-minimising search (src/quant/quantize_k.cpp), and the float
+// types. Inputs must be finite.
 MNEMO_API bool can_quantize(uint32_t ggml_type);
 MNEMO_API void quantize_row(uint32_t ggml_type, const float* src, void* dst, int64_t n);
 
