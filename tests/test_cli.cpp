@@ -185,7 +185,8 @@ TEST_F(Cli, LogitsMatchGolden) {
     std::string list;
     for (int32_t id : ids) list += (list.empty() ? "" : ",") + std::to_string(id);
     const std::string out = temp_path("logits.npy");
-    Result r = run_mnemo("logits -m " + quote(tiny_model()) + " --ids " + list + " --out " + quote(out));
+    // f32 KV caches: the golden is the f32 reference (the f16 default is tested in test_cache_type.cpp).
+    Result r = run_mnemo("logits -m " + quote(tiny_model()) + " --ids " + list + " --out " + quote(out) + " --cache-type f32");
     ASSERT_EQ(r.code, 0) << r.output;
 
     const auto got = mnemo::test::load_npy(out);

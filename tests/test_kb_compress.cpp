@@ -383,6 +383,40 @@ TEST_P(KbDeviceDecode, MatchesTheHostDecode) {
     EXPECT_LT(test::max_rel_error(on_device, on_host), 1e-5);
 }
 
+// With an f16 KV cache the explicit memories are f16 too: decoded on the device into f32 scratch
+// and rounded into the state by KV_STORE, or decoded on the host and rounded there
+// (memory_rows.hpp). Both round the same values, so the logits agree as closely as in f32; and
+// they stay within f16's error of the f32 run.
+TEST_P(KbDeviceDecode, MatchesTheHostDecodeWithAnF16Cache) {
+    const BackendModule* b = test::backends().find(GetParam());
+    if (!b) GTEST_SKIP() << "backend " << GetParam() << " was not built";
+    if (b->api->device_count() == 0) GTEST_SKIP() << "backend " << GetParam() << " has no device";
+    std::vector<int32_t> prompt(40);  // 3 chunks of 16: three blocks
+    std::mt19937 rng(7);
+    std::uniform_int_distribution<int32_t> token(3, 319);
+    for (int32_t& t : prompt) t = token(rng);
+    auto logits = [&](std::shared_ptr<MemorySource> src, int32_t cache_dtype) {
+        SessionOptions o;
+        o.model_dir = test::model_dir("memory3-tiny-f32");
+        o.backend = GetParam();
+        o.n_ctx = 128;
+        o.n_threads = 2;
+        o.cache_dtype = cache_dtype;
+        o.backends = &test::backends();
+        o.plugins = &test::plugins();
+        auto s = Session::open(o);
+        s->set_memory_source(std::move(src));
+        return s->append(0, prompt, /*all_logits=*/true);
+    };
+    auto vq = std::make_shared<FolderMemorySource>(vq_dir(), *model_, RetrievalMode::Vector);
+    const auto on_device = logits(vq, MNEMO_DTYPE_F16);
+    const auto on_host = logits(std::make_shared<HostDecoded>(vq), MNEMO_DTYPE_F16);
+    const auto f32 = logits(vq, MNEMO_DTYPE_F32);
+    EXPECT_LT(test::max_rel_error(on_device, on_host), 1e-5);
+    EXPECT_LT(test::max_rel_error(on_device, f32), 2e-3);
+    EXPECT_GT(test::max_rel_error(on_device, f32), 0.0) << "the f16 cache was not used";
+}
+
 INSTANTIATE_TEST_SUITE_P(Backends, KbDeviceDecode, ::testing::Values("cpu", "vulkan", "cuda"),
                          [](const auto& info) { return info.param; });
 

@@ -158,7 +158,13 @@ TEST(Memory3Layout, StatesThatBreakTheContractAreRefused) {
     {
         FakeHost host;
         host.states["memory.k.0"] = shape(DType::F32, {6, 2, 22});
-        EXPECT_HAS(error_of(schedule(), host), "state 'memory.k.0' is f32[6, 2, 22]; the contract needs f32 [blocks, kv_heads, slots, dim]");
+        EXPECT_HAS(error_of(schedule(), host),
+                   "state 'memory.k.0' is f32[6, 2, 22]; the contract needs f32/f16/q8_0 [blocks, kv_heads, slots, dim]");
+    }
+    {
+        FakeHost host;  // the memories are one cache type (layer 0's keys say which)
+        host.states["memory.v.0"] = shape(DType::F16, {6, 2, 22, 16});
+        EXPECT_HAS(error_of(schedule(), host), "state 'memory.v.0' is f16[6, 2, 22, 16]; the contract needs f32[6, 2, 22, 16]");
     }
 }
 

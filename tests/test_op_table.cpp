@@ -153,8 +153,14 @@ TEST(OpTable, KvStore) {
                    "input 2");
     EXPECT_REJECTS(rejection(MNEMO_OP_KV_STORE, {F({2, 4, 128, 64}), F({3, 4, 64}), I({3}), F({3})}), "kv_store",
                    "input 3");
-    EXPECT_REJECTS(rejection(MNEMO_OP_KV_STORE, {T(DType::F16, {2, 4, 128, 64}), F({3, 4, 64}), I({3}), I({3})}),
+    // The cache may be f16 or q8_0 (the --cache-type; test_cache_type.cpp), never bf16, and a
+    // q8_0 cache's rows are whole blocks of 32.
+    EXPECT_EQ(infer(MNEMO_OP_KV_STORE, {T(DType::F16, {2, 4, 128, 64}), F({3, 4, 64}), I({3}), I({3})}).str(),
+              "f16[2, 4, 128, 64]");
+    EXPECT_REJECTS(rejection(MNEMO_OP_KV_STORE, {T(DType::BF16, {2, 4, 128, 64}), F({3, 4, 64}), I({3}), I({3})}),
                    "kv_store", "input 0");
+    EXPECT_REJECTS(rejection(MNEMO_OP_KV_STORE, {T(DType::Q8_0, {2, 4, 128, 48}), F({3, 4, 48}), I({3}), I({3})}),
+                   "kv_store", "input 0", "multiple of 32");
 }
 
 TEST(OpTable, Attention) {

@@ -73,7 +73,7 @@ public:
         checkpoint_ = Checkpoint::open(dir);
         plugin_ = &plugins().for_model_type("memory3");
         host_ = std::make_unique<detail::ModelHost>(config_, "config.json", checkpoint_, plugin_->name, dir);
-        const mnemo_context_params cp{64, n_seq};
+        const mnemo_context_params cp{64, n_seq, MNEMO_DTYPE_F32};
         mnemo_error err{};
         if (plugin_->api->create(host_->api(), &cp, &info_, &model_, &err) != MNEMO_OK) throw Error(err.message);
     }

@@ -25,6 +25,19 @@ void add_model_flags(app::ArgParser& p, ModelFlags& f) {
         .int_opt("-t,--threads", "N", "worker threads (default: backend's choice)", &f.threads, 0, 4096)
         .int_opt("-c,--ctx-size", "N", "context length in tokens (default: min(trained, 4096))", &f.ctx, 0,
                  1 << 24);
+    add_cache_type_flag(p, &f.cache_dtype);
+}
+
+void add_cache_type_flag(app::ArgParser& p, int32_t* dtype) {
+    p.custom_opt("--cache-type", "TYPE",
+                 "KV cache (and explicit-memory) element type: f32, f16 or q8_0 (q8_0 needs head dims that are "
+                 "multiples of 32) (default: f16)",
+                 [dtype](const std::string& v) {
+                     if (v == "f32") *dtype = MNEMO_DTYPE_F32;
+                     else if (v == "f16") *dtype = MNEMO_DTYPE_F16;
+                     else if (v == "q8_0") *dtype = MNEMO_DTYPE_Q8_0;
+                     else throw app::UsageError("--cache-type: '" + v + "' is not a cache type; expected f32, f16 or q8_0");
+                 });
 }
 
 std::string resolve_model_dir(const ModelFlags& f) {
@@ -49,6 +62,7 @@ SessionOptions session_options(const ModelFlags& f, const std::string& model_dir
     o.device = f.device;
     o.n_threads = f.threads;
     o.n_ctx = f.ctx;
+    o.cache_dtype = f.cache_dtype;
     return o;
 }
 

@@ -20,10 +20,15 @@ struct ModelFlags {
     int32_t device = 0;
     int32_t threads = 0;
     int32_t ctx = 0;
+    int32_t cache_dtype = MNEMO_DTYPE_F16;
 };
 
-// -m/--model, --backend, --device, -t/--threads, -c/--ctx-size.
+// -m/--model, --backend, --device, -t/--threads, -c/--ctx-size, --cache-type.
 void add_model_flags(app::ArgParser& p, ModelFlags& f);
+
+// --cache-type f32|f16|q8_0 into *dtype (a mnemo dtype); any other value is a UsageError
+// listing the accepted ones. For commands that do not take the whole set of model flags.
+void add_cache_type_flag(app::ArgParser& p, int32_t* dtype);
 
 // The folder to load: -m when given (must exist), else the bundled default model
 // (app::find_default_model).

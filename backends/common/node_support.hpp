@@ -35,9 +35,10 @@ inline std::string quantized_refusal(const mnemo_node& node, const char* backend
         for (char& c : op) c = static_cast<char>(c >= 'a' && c <= 'z' ? c - 'a' + 'A' : c);
         const bool table = node.op == MNEMO_OP_GET_ROWS || node.op == MNEMO_OP_EMBEDDING_BAG || node.op == MNEMO_OP_PEER_GATE ||
                            node.op == MNEMO_OP_HIVE;
-        const char* role = table ? "table" : "weight";
+        const bool cache = node.op == MNEMO_OP_KV_STORE || node.op == MNEMO_OP_ATTENTION;
+        const char* role = table ? "table" : cache ? "KV cache" : "weight";
         return op + ": " + role + " dtype " + std::string(mnemo::dtype_name(static_cast<mnemo::DType>(dt))) +
-               " is not supported by the " + backend_title + " backend yet";
+               " is not supported by the " + backend_title + " backend yet" + (cache ? " (use cache type f16 or f32)" : "");
     }
     return "";
 }

@@ -13,6 +13,14 @@ Linear declare_linear(const Host& h, const std::string& name, int64_t out, int64
     return l;
 }
 
+mnemo_tid declare_kv_cache(const Host& h, const std::string& name, const mnemo_context_params& ctx, int64_t heads,
+                           int64_t head_dim) {
+    if (ctx.cache_dtype == MNEMO_DTYPE_Q8_0 && head_dim % 32 != 0)
+        throw plugin::PluginError("KV cache '" + name + "': a q8_0 cache needs a head dim that is a multiple of 32 (its block), this model's is " +
+                                  std::to_string(head_dim) + ": use cache type f16 or f32");
+    return h.state(name, static_cast<mnemo_dtype>(ctx.cache_dtype), {ctx.n_seq, heads, ctx.n_ctx, head_dim});
+}
+
 T linear(const Graph& g, T x, const Linear& l) {
     T y = g.matmul(x, g.param(l.w));
     return l.b >= 0 ? g.add(y, g.param(l.b)) : y;
@@ -36,8 +44,8 @@ Attention declare_projections(const Host& h, const llama::LlamaConfig& c, const 
     a.k = declare_linear(h, n.k, kv_dim, c.hidden, c.qkv_bias);
     a.v = declare_linear(h, n.v, kv_dim, c.hidden, c.qkv_bias);
     if (!n.o.empty()) a.o = declare_linear(h, n.o, c.hidden, q_dim, c.o_bias);
-    a.k_cache = h.state(n.cache + "k_cache", MNEMO_DTYPE_F32, {ctx.n_seq, c.kv_heads, ctx.n_ctx, c.head_dim});
-    a.v_cache = h.state(n.cache + "v_cache", MNEMO_DTYPE_F32, {ctx.n_seq, c.kv_heads, ctx.n_ctx, c.head_dim});
+    a.k_cache = declare_kv_cache(h, n.cache + "k_cache", ctx, c.kv_heads, c.head_dim);
+    a.v_cache = declare_kv_cache(h, n.cache + "v_cache", ctx, c.kv_heads, c.head_dim);
     return a;
 }
 

@@ -31,6 +31,12 @@ struct Attention {
     mnemo_tid k_cache = -1, v_cache = -1;
 };
 
+// A K/V cache state [sequences, heads, positions, head_dim] of the context's cache dtype
+// (f32/f16/q8_0). A q8_0 cache stores each head's row in blocks of 32, so a head dim that is not a
+// multiple of 32 is refused here with a message that says what to pick instead.
+mnemo_tid declare_kv_cache(const Host& h, const std::string& name, const mnemo_context_params& ctx, int64_t heads,
+                           int64_t head_dim);
+
 // Tensors `<prefix>self_attn.{q,k,v,o}_proj.*` (+ q_norm/k_norm for OLMo-2) and this layer's KV
 // cache "<prefix>k_cache" / "<prefix>v_cache" [sequences, kv heads, positions, head dim].
 Attention declare_attention(const Host& h, const llama::LlamaConfig& c, const std::string& prefix,

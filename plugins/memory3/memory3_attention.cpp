@@ -23,23 +23,23 @@ Projections project(const Graph& g, const llama::LlamaConfig& c, const blocks::A
 }
 
 Prefix declare_prefix(const Host& h, const Memory3Config& c, int64_t layer, int64_t blocks, mnemo_tid len,
-                      mnemo_tid bos_len) {
+                      mnemo_tid bos_len, int32_t cache_dtype) {
     const llama::LlamaConfig& b = c.base;
     const std::string l = std::to_string(layer);
     Prefix p;
     if (c.is_memory_layer(layer)) {
         // Slots [0, b) the reference BOS, then up to references_per_chunk memories of
         // tokens_per_head keys each; "memory.len" says how many slots of a block are filled.
-        p.k = h.state("memory.k." + l, MNEMO_DTYPE_F32, {blocks, b.kv_heads, c.memory_slots(), b.head_dim});
-        p.v = h.state("memory.v." + l, MNEMO_DTYPE_F32, {blocks, b.kv_heads, c.memory_slots(), b.head_dim});
+        p.k = h.state("memory.k." + l, static_cast<mnemo_dtype>(cache_dtype), {blocks, b.kv_heads, c.memory_slots(), b.head_dim});
+        p.v = h.state("memory.v." + l, static_cast<mnemo_dtype>(cache_dtype), {blocks, b.kv_heads, c.memory_slots(), b.head_dim});
         p.len = len;
         p.per_block = true;
     } else {
         // §3.2: the reference BOS "is placed at every head at every layer", the memories only at
         // the memory layers: one block shared by every query. An empty BOS (b = 0) keeps the
         // contract's (empty) states but reads nothing: plain causal attention.
-        p.k = h.state("memory.k." + l, MNEMO_DTYPE_F32, {1, b.kv_heads, c.n_prefix(), b.head_dim});
-        p.v = h.state("memory.v." + l, MNEMO_DTYPE_F32, {1, b.kv_heads, c.n_prefix(), b.head_dim});
+        p.k = h.state("memory.k." + l, static_cast<mnemo_dtype>(cache_dtype), {1, b.kv_heads, c.n_prefix(), b.head_dim});
+        p.v = h.state("memory.v." + l, static_cast<mnemo_dtype>(cache_dtype), {1, b.kv_heads, c.n_prefix(), b.head_dim});
         p.len = bos_len;
     }
     return p;
@@ -72,11 +72,11 @@ T read_attention(const Graph& g, const Memory3Config& c, const blocks::Attention
 }
 
 EncodeCache declare_encode_cache(const Host& h, const Memory3Config& c, int64_t layer, int64_t sequences,
-                                 int64_t slots) {
+                                 int64_t slots, int32_t cache_dtype) {
     const llama::LlamaConfig& b = c.base;
     const std::string l = std::to_string(layer);
-    return EncodeCache{h.state("encode.k." + l, MNEMO_DTYPE_F32, {sequences, b.kv_heads, slots, b.head_dim}),
-                       h.state("encode.v." + l, MNEMO_DTYPE_F32, {sequences, b.kv_heads, slots, b.head_dim})};
+    return EncodeCache{h.state("encode.k." + l, static_cast<mnemo_dtype>(cache_dtype), {sequences, b.kv_heads, slots, b.head_dim}),
+                       h.state("encode.v." + l, static_cast<mnemo_dtype>(cache_dtype), {sequences, b.kv_heads, slots, b.head_dim})};
 }
 
 T write_attention(const Graph& g, const Memory3Config& c, const blocks::Attention& a, const EncodeCache* cache,

@@ -42,9 +42,10 @@ struct Prefix {
 
 // The states of Prefix for layer `layer` ("memory.k.<l>" / "memory.v.<l>" for every layer, as
 // mnemo_memory_spec says). `blocks` is the memory layers' block count, `len` the id of
-// "memory.len", `bos_len` that of the constant {b} (-1 when b = 0).
+// "memory.len", `bos_len` that of the constant {b} (-1 when b = 0), `cache_dtype` the context's
+// K/V cache dtype (the prefix is read by ATTENTION alongside the cache, in the same dtype).
 Prefix declare_prefix(const Host& h, const Memory3Config& c, int64_t layer, int64_t blocks, mnemo_tid len,
-                      mnemo_tid bos_len);
+                      mnemo_tid bos_len, int32_t cache_dtype);
 
 // LOGITS: the attention sub-layer output [N, hidden] with the context at RoPE positions R + t.
 T read_attention(const Graph& g, const Memory3Config& c, const blocks::Attention& a, const Prefix& p, T x,
@@ -56,7 +57,7 @@ struct EncodeCache {
     mnemo_tid k = -1, v = -1;
 };
 EncodeCache declare_encode_cache(const Host& h, const Memory3Config& c, int64_t layer, int64_t sequences,
-                                 int64_t slots);
+                                 int64_t slots, int32_t cache_dtype);
 
 // ENCODE: marks "k.<l>" (keys at RoPE position slot - b), "v.<l>" and, for a memory layer,
 // "mass.<l>" (§3.3's selection weights). With a cache, also returns the causal attention output

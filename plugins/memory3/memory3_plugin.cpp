@@ -97,9 +97,9 @@ private:
             l.ffn_norm = h.weight(p + "post_attention_layernorm.weight", {c.base.hidden});
             l.attn = blocks::declare_attention(h, c.base, p, ctx);
             l.mlp = blocks::declare_mlp(h, c.base, p);
-            l.prefix = declare_prefix(h, c, i, blocks_, memory_len_, bos_len_);
+            l.prefix = declare_prefix(h, c, i, blocks_, memory_len_, bos_len_, ctx.cache_dtype);
             if (i < encode_attention_layers())
-                l.encode = declare_encode_cache(h, c, i, kEncodeSequences, encode_slots());
+                l.encode = declare_encode_cache(h, c, i, kEncodeSequences, encode_slots(), ctx.cache_dtype);
             layers_.push_back(l);
         }
         if (c.ultramem) {

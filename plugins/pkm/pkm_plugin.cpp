@@ -122,8 +122,8 @@ private:
             l.k = declare_linear(h, att + "k_lin", c.dim, c.dim, true);
             l.v = declare_linear(h, att + "v_lin", c.dim, c.dim, true);
             l.o = declare_linear(h, att + "out_lin", c.dim, c.dim, true);
-            l.k_cache = h.state(att + "k_cache", MNEMO_DTYPE_F32, {ctx.n_seq, c.heads, ctx.n_ctx, c.head_dim});
-            l.v_cache = h.state(att + "v_cache", MNEMO_DTYPE_F32, {ctx.n_seq, c.heads, ctx.n_ctx, c.head_dim});
+            l.k_cache = blocks::declare_kv_cache(h, att + "k_cache", ctx, c.heads, c.head_dim);
+            l.v_cache = blocks::declare_kv_cache(h, att + "v_cache", ctx, c.heads, c.head_dim);
             l.ln1 = declare_norm(h, "layer_norm1." + id, c.dim);
             l.ln2 = declare_norm(h, "layer_norm2." + id, c.dim);
             if (c.has_memory(i, MemWhere::In)) {

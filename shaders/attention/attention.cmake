@@ -6,3 +6,8 @@ mnemo_shader(attention_shmem attention.comp)
 mnemo_shader(attention_split attention.comp USE_SUBGROUPS=1 SPLIT=1)
 mnemo_shader(attention_split_shmem attention.comp SPLIT=1)
 mnemo_shader(attention_combine attention_combine.comp)
+# The same over f16 caches (--cache-type f16).
+mnemo_shader(attention_f16 attention.comp USE_SUBGROUPS=1 CACHE_F16=1)
+mnemo_shader(attention_f16_shmem attention.comp CACHE_F16=1)
+mnemo_shader(attention_f16_split attention.comp USE_SUBGROUPS=1 SPLIT=1 CACHE_F16=1)
+mnemo_shader(attention_f16_split_shmem attention.comp SPLIT=1 CACHE_F16=1)

@@ -21,6 +21,11 @@
 // sum) then include it and the combine merges it like any key). A bad block or length is
 // reported and the query skipped; workgroup 0 also checks every length, read or not, as the
 // CPU does.
+//
+// CACHE_F16: the caches and the prefix hold f16. A slab is addressed by its first word and the
+// parity of its first half (kh / vh: odd only for odd head dims). With D even, keys are read a
+// word (two halves) at a time through unpackHalf2x16, and with DV even values too (VW = 2);
+// odd sizes read each half of its word (VW = 1).
 #include "common.glsl"
 #if defined(USE_SUBGROUPS)
 #extension GL_KHR_shader_subgroup_basic : require
@@ -33,7 +38,7 @@ layout(constant_id = 2) const uint DV = 64;      // value head dim
 layout(constant_id = 3) const uint LANES = 64;   // lanes per key group (a power of two <= WG)
 layout(constant_id = 4) const uint ACC = 1;      // output units per lane: ceil(DV / VW / LANES), >= 1
 layout(constant_id = 5) const bool K_VEC4 = false;  // keys read as vec4 (D % 4 == 0, 16-byte aligned)
-layout(constant_id = 6) const uint VW = 1;       // floats per value load: 4 (vec4) or 1
+layout(constant_id = 6) const uint VW = 1;       // floats per value load: 4 (vec4) or 1; 2 (a word of halves) with CACHE_F16
 
 const uint WG = gl_WorkGroupSize.x;  // a power of two
 const uint GROUPS = WG / LANES;
@@ -102,9 +107,40 @@ float m_run, l_run;
 vec4 acc[ACC];
 
 // scale-free q.k for key row j of the (sequence, kv head) slab at kb.
-float score(uvec2 kb, uint j) {
+#if defined(CACHE_F16)
+// Half h of the f16 slab whose first word is at b.
+float half_at(uvec2 b, uint h) {
+    const uint w = Words(b).v[h >> 1];
+    return unpackHalf2x16((h & 1u) != 0u ? (w >> 16) : w).x;
+}
+
+// The word address and half parity of element `first` of an f16 tensor at base (first < 2^32).
+uvec2 half_base(uvec2 base, uint first, out uint parity) {
+    parity = first & 1u;
+    return offset_address(base, first >> 1, 4u);
+}
+#endif
+
+float score(uvec2 kb, uint kh, uint j) {
     vec4 s4 = vec4(0.0);
     float s = 0.0;
+#if defined(CACHE_F16)
+    if (D % 2u != 0u) {  // odd head dim (a specialization constant: the branch folds)
+        for (uint i = 0; i < D; ++i) s += q_s[i] * half_at(kb, kh + j * D + i);
+        return s;
+    }
+    const uint row = j * (D / 2);
+    uint w = 0;
+    for (; w + 2 <= D / 2; w += 2) {
+        const vec2 k0 = unpackHalf2x16(Words(kb).v[row + w]);
+        const vec2 k1 = unpackHalf2x16(Words(kb).v[row + w + 1]);
+        s4 += vec4(q_s[2 * w], q_s[2 * w + 1], q_s[2 * w + 2], q_s[2 * w + 3]) * vec4(k0, k1);
+    }
+    if (w < D / 2) {
+        const vec2 k0 = unpackHalf2x16(Words(kb).v[row + w]);
+        s += q_s[2 * w] * k0.x + q_s[2 * w + 1] * k0.y;
+    }
+#else
     if (K_VEC4) {
         const uint row = j * (D / 4);
         for (uint i = 0; i < D / 4; ++i) {
@@ -123,17 +159,18 @@ float score(uvec2 kb, uint j) {
         }
         for (; i < D; ++i) s += q_s[i] * Floats(kb).v[row + i];
     }
+#endif
     return (s4.x + s4.y) + (s4.z + s4.w) + s;
 }
 
 // Keys begin..end-1 of the slab at kb (values at vb) join the running softmax, in tiles of WG.
-void attend(uvec2 kb, uvec2 vb, uint begin, uint end) {
+void attend(uvec2 kb, uint kh, uvec2 vb, uint vh, uint begin, uint end) {
     const uint tid = gl_LocalInvocationID.x;
     const uint lane = tid % LANES, group = tid / LANES;
     for (uint base = begin; base < end; base += WG) {
         const uint j = base + tid;
         float s = NEG_INF;
-        if (j < end) s = pc.scale * score(kb, j);  // a branch, never a select: j may lie past the cache
+        if (j < end) s = pc.scale * score(kb, kh, j);  // a branch, never a select: j may lie past the cache
         // The tile holds at least one key, so m_new is finite for finite scores and the first
         // tile's factor exp(-inf) is 0.
         const float m_new = max(m_run, workgroup_max(s));
@@ -150,8 +187,13 @@ void attend(uvec2 kb, uvec2 vb, uint begin, uint end) {
             for (uint a = 0; a < ACC; ++a) {
                 const uint col = lane + a * LANES;
                 if (col < COLS) {
+#if defined(CACHE_F16)
+                    if (VW == 2) acc[a].xy += p * unpackHalf2x16(Words(vb).v[row + col]);
+                    else acc[a].x += p * half_at(vb, vh + (base + jj) * DV + col);
+#else
                     if (VW == 4) acc[a] += p * Vec4s(vb).v[row + col];
                     else acc[a].x += p * Floats(vb).v[row + col];
+#endif
                 }
             }
         }
@@ -221,8 +263,15 @@ void main() {
     // Query head h reads kv head h / (Hq / Hkv); its slab holds C rows of the sequence.
     const uint kvh = h / (pc.hq / pc.hkv);
     const uint slab = (uint(sq) * pc.hkv + kvh) * pc.ctx;
+#if defined(CACHE_F16)
+    uint kh, vh;  // the host keeps every f16 tensor under 2^32 elements
+    const uvec2 kb = half_base(pc.k, slab * D, kh);
+    const uvec2 vb = half_base(pc.v, slab * DV, vh);
+#else
+    const uint kh = 0u, vh = 0u;
     const uvec2 kb = offset_address(pc.k, slab, D * 4u);
     const uvec2 vb = offset_address(pc.v, slab, DV * 4u);
+#endif
     barrier();
 
     const uint lane = tid % LANES, group = tid / LANES;
@@ -231,9 +280,16 @@ void main() {
     for (uint a = 0; a < ACC; ++a) acc[a] = vec4(0.0);
     if (split == 0 && plen > 0) {
         const uint pslab = (uint(blk) * pc.hkv + kvh) * pc.slots;
-        attend(offset_address(pc.pk, pslab, D * 4u), offset_address(pc.pv, pslab, DV * 4u), 0u, uint(plen));
+#if defined(CACHE_F16)
+        uint pkh, pvh;
+        const uvec2 pkb = half_base(pc.pk, pslab * D, pkh);
+        const uvec2 pvb = half_base(pc.pv, pslab * DV, pvh);
+        attend(pkb, pkh, pvb, pvh, 0u, uint(plen));
+#else
+        attend(offset_address(pc.pk, pslab, D * 4u), 0u, offset_address(pc.pv, pslab, DV * 4u), 0u, 0u, uint(plen));
+#endif
     }
-    attend(kb, vb, begin, end);
+    attend(kb, kh, vb, vh, begin, end);
     const float m = m_run;
     const float l = l_run;
 
@@ -247,6 +303,9 @@ void main() {
                 merge_s[at + 1] = acc[a].y;
                 merge_s[at + 2] = acc[a].z;
                 merge_s[at + 3] = acc[a].w;
+            } else if (VW == 2) {
+                merge_s[at] = acc[a].x;
+                merge_s[at + 1] = acc[a].y;
             } else {
                 merge_s[at] = acc[a].x;
             }

@@ -10,7 +10,9 @@
 #include <sstream>
 
 #include "mnemo/error.hpp"
+#include "mnemo/io/ggml_type.hpp"
 #include "mnemo/ops/op_table.hpp"
+#include "mnemo/quant/ggml_quants.hpp"
 
 namespace mnemo::conformance {
 
@@ -91,6 +93,19 @@ mnemo_tensor tensor_of(void* buffer, uint64_t offset, const TensorShape& s) {
 std::vector<float> as_floats(const std::vector<uint8_t>& bytes) {
     std::vector<float> v(bytes.size() / 4);
     if (!v.empty()) std::memcpy(v.data(), bytes.data(), v.size() * 4);
+    return v;
+}
+
+// An output of `s`'s dtype as floats: f32 as is; f16 / q8_0 (KV_STORE into such a cache) as the
+// values it holds, through the reference dequantizer, so both sides are compared as numbers.
+std::vector<float> output_floats(const std::vector<uint8_t>& bytes, const TensorShape& s) {
+    if (s.dtype == DType::F32 || s.ndim < 1) return as_floats(bytes);
+    const int64_t last = s.shape[s.ndim - 1];
+    const int64_t rows = last > 0 ? s.numel() / last : 0;
+    const uint64_t row_bytes = dtype_bytes(s.dtype, last);
+    std::vector<float> v(static_cast<size_t>(s.numel()));
+    for (int64_t r = 0; r < rows && static_cast<uint64_t>(r + 1) * row_bytes <= bytes.size(); ++r)
+        dequantize_row(ggml_type_of_dtype(s.dtype), bytes.data() + static_cast<uint64_t>(r) * row_bytes, v.data() + r * last, last);
     return v;
 }
 
@@ -295,7 +310,8 @@ bool run_on_backend(const mnemo_backend_api* api, void* ctx, const OpCase& c, co
         const std::string failure = compare_exact_i32(out_buf->data_of(all), want_bytes);
         if (!failure.empty()) fail(failure);
     } else {
-        const Comparison cmp = compare_floats(as_floats(out_buf->data_of(all)), as_floats(want_bytes), c.max_nmse, c.nan_expected);
+        const Comparison cmp = compare_floats(output_floats(out_buf->data_of(all), out_shape), output_floats(want_bytes, out_shape),
+                                                c.max_nmse, c.nan_expected);
         result.nmse = std::max(result.nmse, cmp.nmse);
         if (!cmp.failure.empty()) fail(cmp.failure);
     }

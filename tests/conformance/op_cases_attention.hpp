@@ -5,6 +5,7 @@
 #pragma once
 
 #include "conformance/op_case.hpp"
+#include "conformance/op_cases_kv_types.hpp"
 #include "conformance/op_cases_rows.hpp"
 
 namespace mnemo::conformance::detail {
@@ -132,6 +133,7 @@ inline void attention_cases(std::vector<OpCase>& out) {
     attention(out);
     attention_prefix(out);
     attention_scattered(out);
+    kv_type_cases(out);  // KV_STORE and ATTENTION with f16 / q8_0 caches
 }
 
 }  // namespace mnemo::conformance::detail

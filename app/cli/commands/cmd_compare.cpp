@@ -176,7 +176,7 @@ int cmd_compare(int argc, char** argv) {
     bool prompt_given = false;
     std::vector<int32_t> ids;
     std::vector<BackendSpec> backends;
-    int32_t n = 16, threads = 0, ctx = 0;
+    int32_t n = 16, threads = 0, ctx = 0, cache_dtype = MNEMO_DTYPE_F16;
     bool json = false, no_warmup = false;
 
     app::ArgParser p("compare", "mnemo compare [-m DIR] (-p TEXT | --ids LIST) [-n 16] --backends cpu,vulkan[:I],... [--json]",
@@ -205,8 +205,9 @@ int cmd_compare(int argc, char** argv) {
                         }
                     })
         .int_opt("-t,--threads", "N", "worker threads (default: backend's choice)", &threads, 0, 4096)
-        .int_opt("-c,--ctx-size", "N", "context length (default: the prompt plus -n)", &ctx, 0, 1 << 24)
-        .flag("--no-warmup", "count graph planning and pipeline creation in the first timed run", &no_warmup)
+        .int_opt("-c,--ctx-size", "N", "context length (default: the prompt plus -n)", &ctx, 0, 1 << 24);
+    add_cache_type_flag(p, &cache_dtype);
+    p.flag("--no-warmup", "count graph planning and pipeline creation in the first timed run", &no_warmup)
         .flag("--json", "print one JSON document instead of the table", &json);
     if (!p.parse(argc, argv, 2)) return 0;
     if (prompt_given == p.given("--ids")) throw app::UsageError("give the prompt as -p TEXT or as --ids LIST (one of them)");
@@ -229,6 +230,7 @@ int cmd_compare(int argc, char** argv) {
     o.backends = backends;
     o.n_threads = threads;
     o.n_ctx = ctx;
+    o.cache_dtype = cache_dtype;
     o.warmup = !no_warmup;
     install_interrupt_handler();
     o.cancel = &interrupt_flag();

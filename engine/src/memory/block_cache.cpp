@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <chrono>
 
+#include "memory/memory_rows.hpp"
 #include "mnemo/error.hpp"
 
 namespace mnemo::detail {
@@ -47,8 +48,10 @@ BlockCache::BlockCache(const MemoryLayout& layout, MemoryHost& host, MemoryStats
         for (int64_t blk = 0; blk < L.blocks; ++blk)
             for (bool keys : {true, false}) {
                 const int32_t id = keys ? L.k : L.v;
-                const std::vector<float> block = block_of(layout, L, keys ? prefix_.k[l] : prefix_.v[l], nullptr, keys);
-                host.write(host.state_buffer(id), static_cast<uint64_t>(blk) * block.size() * 4, block.data(), block.size() * 4,
+                const std::vector<uint8_t> block = encode_rows(
+                    layout.dtype, block_of(layout, L, keys ? prefix_.k[l] : prefix_.v[l], nullptr, keys),
+                    keys ? layout.spec.head_dim : layout.spec.value_dim);
+                host.write(host.state_buffer(id), static_cast<uint64_t>(blk) * block.size(), block.data(), block.size(),
                            std::string("state 'memory.") + (keys ? "k." : "v.") + std::to_string(l) + "'");
             }
     }
@@ -75,9 +78,10 @@ void BlockCache::upload(int32_t block, const MemorySet& set) {
             const MemoryLayout::Layer& L = layout_.layers[l];
             if (L.memory_index < 0) continue;
             for (bool keys : {true, false}) {
-                const std::vector<float> data = block_of(layout_, L, keys ? prefix_.k[l] : prefix_.v[l], &set, keys);
-                host_.write(host_.state_buffer(keys ? L.k : L.v), static_cast<uint64_t>(block) * data.size() * 4, data.data(),
-                            data.size() * 4, "memory block");
+                const std::vector<uint8_t> data = encode_rows(layout_.dtype, block_of(layout_, L, keys ? prefix_.k[l] : prefix_.v[l], &set, keys),
+                                                              keys ? layout_.spec.head_dim : layout_.spec.value_dim);
+                host_.write(host_.state_buffer(keys ? L.k : L.v), static_cast<uint64_t>(block) * data.size(), data.data(),
+                            data.size(), "memory block");
             }
         }
     }

@@ -34,6 +34,24 @@ CompressedDecoder::CompressedDecoder(const MemoryLayout& layout, MemoryHost& hos
             return buf;
         };
         const size_t n_mem = sp.memory_layers.size();
+        const bool direct = layout.dtype == DType::F32;  // else VQ_DECODE -> f32 scratch -> KV_STORE
+        const int64_t H = sp.kv_heads;
+        std::vector<mnemo_node> stores;
+        void* store_pos = nullptr;
+        if (!direct) {
+            // Store row i of a layer's scratch [Hkv * M] goes to cache row (block * Hkv + i / M,
+            // slot b + i % M) of the state viewed as [blocks * Hkv, 1, slots, dim].
+            std::vector<int32_t> seq(static_cast<size_t>(sp.blocks * H * M)), pos(static_cast<size_t>(H * M));
+            for (int64_t i = 0; i < static_cast<int64_t>(seq.size()); ++i)
+                seq[static_cast<size_t>(i)] = static_cast<int32_t>(i / M);  // (block * H * M + h * M + m) / M
+            for (int64_t i = 0; i < H * M; ++i) pos[static_cast<size_t>(i)] = static_cast<int32_t>(b + i % M);
+            store_seq_ = host_.alloc(seq.size() * 4, "memory decoder rows");
+            buffers_.push_back(store_seq_);
+            host_.write(store_seq_, 0, seq.data(), seq.size() * 4, "memory decoder rows");
+            store_pos = host_.alloc(pos.size() * 4, "memory decoder slots");
+            buffers_.push_back(store_pos);
+            host_.write(store_pos, 0, pos.data(), pos.size() * 4, "memory decoder slots");
+        }
         for (int kv = 0; kv < 2; ++kv) {
             const VqCodebook& cb = kv == 0 ? mc.keys : mc.values;
             const int32_t dim = kv == 0 ? sp.head_dim : sp.value_dim;
@@ -50,6 +68,11 @@ CompressedDecoder::CompressedDecoder(const MemoryLayout& layout, MemoryHost& hos
             buffers_.push_back(codes);
             (kv == 0 ? key_codes_ : value_codes_) = codes;
             (kv == 0 ? key_words_ : value_words_) = words;
+            void* scratch = nullptr;  // [L_mem][Hkv][M][dim] f32, decoded rows before rounding
+            if (!direct) {
+                scratch = host_.alloc(n_mem * static_cast<uint64_t>(H * M * dim) * 4, std::string(what) + " decode scratch");
+                buffers_.push_back(scratch);
+            }
             // Node templates for block 0; decode() shifts the codes and output offsets.
             for (size_t mi = 0; mi < n_mem; ++mi) {
                 const MemoryLayout::Layer& L = layout.layers[static_cast<size_t>(sp.memory_layers[mi])];
@@ -63,8 +86,9 @@ CompressedDecoder::CompressedDecoder(const MemoryLayout& layout, MemoryHost& hos
                     n.inputs[1] = tensor(coarse, 0, MNEMO_DTYPE_F32, {cb.coarse_m, int64_t{1} << cb.coarse_nbits, cdim});
                     n.inputs[2] = tensor(pq, 0, MNEMO_DTYPE_F32, {cb.pq_m, int64_t{1} << cb.pq_nbits, pdim});
                     if (rot) n.inputs[3] = tensor(rot, 0, MNEMO_DTYPE_F32, {cb.d_out, cb.d_in});
-                    n.output = tensor(host_.state_buffer(kv == 0 ? L.k : L.v), (static_cast<uint64_t>(h) * L.slots + b) * dim * 4,
-                                      MNEMO_DTYPE_F32, {M, dim});
+                    n.output = direct ? tensor(host_.state_buffer(kv == 0 ? L.k : L.v), (static_cast<uint64_t>(h) * L.slots + b) * dim * 4,
+                                               MNEMO_DTYPE_F32, {M, dim})
+                                      : tensor(scratch, ((mi * H + static_cast<uint64_t>(h)) * M) * dim * 4, MNEMO_DTYPE_F32, {M, dim});
                     n.iparams[0] = cb.coarse_nbits;
                     n.iparams[1] = cb.pq_nbits;
                     // The engine's own shape rule first, so a bad codec is a clear error here.
@@ -75,8 +99,24 @@ CompressedDecoder::CompressedDecoder(const MemoryLayout& layout, MemoryHost& hos
                         throw Error("backend '" + host_.device_name() + "' cannot decode these compressed memories (vq_decode)");
                     templates_.push_back(n);
                 }
+                if (direct) continue;
+                mnemo_node s{};
+                s.op = MNEMO_OP_KV_STORE;
+                s.n_inputs = 4;
+                const auto dt = static_cast<mnemo_dtype>(layout.dtype);
+                s.inputs[0] = tensor(host_.state_buffer(kv == 0 ? L.k : L.v), 0, dt, {L.blocks * H, 1, L.slots, dim});
+                s.inputs[1] = tensor(scratch, mi * static_cast<uint64_t>(H * M * dim) * 4, MNEMO_DTYPE_F32, {H * M, 1, dim});
+                s.inputs[2] = tensor(store_seq_, 0, MNEMO_DTYPE_I32, {H * M});
+                s.inputs[3] = tensor(store_pos, 0, MNEMO_DTYPE_I32, {H * M});
+                s.output = s.inputs[0];
+                if (!host_.supports(s))
+                    throw Error("backend '" + host_.device_name() + "' cannot store decoded memories into a " +
+                                std::string(dtype_name(layout.dtype)) + " memory state (kv_store): use cache type f32");
+                stores.push_back(s);
             }
         }
+        n_decode_ = templates_.size();
+        templates_.insert(templates_.end(), stores.begin(), stores.end());
     } catch (...) {
         release();
         throw;
@@ -121,13 +161,17 @@ void CompressedDecoder::decode(int32_t block, const MemorySet& set, MemoryStats&
     if (!graph) {
         std::vector<mnemo_node> nodes = templates_;
         const size_t per_kv = n_mem * H;
-        for (size_t i = 0; i < nodes.size(); ++i) {
+        // KV_STORE nodes: this block's sequence ids; the scratch and the state view stay put.
+        for (size_t i = n_decode_; i < nodes.size(); ++i)
+            nodes[i].inputs[2].offset += static_cast<uint64_t>(block) * H * static_cast<uint64_t>(M) * 4;
+        for (size_t i = 0; i < n_decode_; ++i) {
             const bool key = i < per_kv;
             const size_t words = key ? key_words_ : value_words_;
             const MemoryLayout::Layer& L = layout_.layers[static_cast<size_t>(sp.memory_layers[(i % per_kv) / H])];
             const int32_t dim = key ? sp.head_dim : sp.value_dim;
             nodes[i].inputs[0].offset += static_cast<uint64_t>(block) * per_kv * static_cast<uint64_t>(M) * words * 4;
-            nodes[i].output.offset += static_cast<uint64_t>(block) * H * static_cast<uint64_t>(L.slots) * dim * 4;
+            if (n_decode_ == nodes.size())  // f32 states: VQ_DECODE writes the block's slots in place
+                nodes[i].output.offset += static_cast<uint64_t>(block) * H * static_cast<uint64_t>(L.slots) * dim * 4;
         }
         graph = host_.prepare_nodes(nodes, "the memory decoder");
     }

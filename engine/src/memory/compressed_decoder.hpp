@@ -1,7 +1,9 @@
 // Compressed memories decoded on the device (VQ_DECODE): the source's codebooks uploaded once,
 // a buffer of codes per key/value ([blocks][L_mem][Hkv][M][words] i32, M = the block's memory
 // slots per head) and, per block, a prepared list of VQ_DECODE nodes (prepared on first use)
-// that writes the block's memory slots of every explicit-memory layer and head in place.
+// that writes the block's memory slots of every explicit-memory layer and head in place. With an
+// f16 or q8_0 memory state, VQ_DECODE writes f32 rows into a scratch buffer and one KV_STORE per
+// (key/value, layer) rounds them into the state, so the backend converts on the device too.
 #pragma once
 
 #include <cstdint>
@@ -40,7 +42,9 @@ private:
     void* key_codes_ = nullptr;
     void* value_codes_ = nullptr;
     uint32_t key_words_ = 0, value_words_ = 0;
-    std::vector<mnemo_node> templates_;  // per (K/V, layer, head) for block 0
+    std::vector<mnemo_node> templates_;  // per (K/V, layer, head) for block 0 [, then per (K/V, layer) KV_STORE]
+    size_t n_decode_ = 0;                // how many of templates_ are VQ_DECODE
+    void* store_seq_ = nullptr;          // KV_STORE sequence ids, [blocks][Hkv * M] i32 (non-f32 states)
     std::vector<void*> block_graphs_;    // per block, prepared lazily
     std::string key_sha_, value_sha_;    // the codebooks uploaded
 };

@@ -63,9 +63,10 @@ MemoryLayout derive_memory_layout(const mnemo_memory_spec& d, int64_t n_layers, 
     auto declared = [&](const std::string& name) {
         const DeclaredState st = host.state(name);
         if (st.id < 0) throw bad("it declared no state '" + name + "' (every layer has memory.k.<l> and memory.v.<l>)");
-        if (st.shape.dtype != DType::F32 || st.shape.ndim != 4 || st.shape.shape[1] < 1 || st.shape.shape[3] < 1)
+        const bool cache_type = st.shape.dtype == DType::F32 || st.shape.dtype == DType::F16 || st.shape.dtype == DType::Q8_0;
+        if (!cache_type || st.shape.ndim != 4 || st.shape.shape[1] < 1 || st.shape.shape[3] < 1)
             throw bad("its state '" + name + "' is " + st.shape.str() +
-                      "; the contract needs f32 [blocks, kv_heads, slots, dim] with kv_heads, dim >= 1");
+                      "; the contract needs f32/f16/q8_0 [blocks, kv_heads, slots, dim] with kv_heads, dim >= 1");
         return st;
     };
     m.layers.resize(static_cast<size_t>(n_layers));
@@ -73,6 +74,7 @@ MemoryLayout derive_memory_layout(const mnemo_memory_spec& d, int64_t n_layers, 
         const std::string suffix = std::string(".") + num(l);  // (GCC 12 warns falsely on "." + string)
         const DeclaredState k = declared("memory.k" + suffix), v = declared("memory.v" + suffix);
         if (l == 0) {
+            m.dtype = k.shape.dtype;  // every other memory state must match it (checked below)
             s.kv_heads = static_cast<int32_t>(k.shape.shape[1]);
             s.head_dim = static_cast<int32_t>(k.shape.shape[3]);
             s.value_dim = static_cast<int32_t>(v.shape.shape[3]);
@@ -86,12 +88,12 @@ MemoryLayout derive_memory_layout(const mnemo_memory_spec& d, int64_t n_layers, 
         L.slots = memory_layer ? with_memories : b;
         for (const auto* st : {&k, &v}) {
             const int64_t dim = st == &k ? s.head_dim : s.value_dim;
-            const TensorShape want = shape(DType::F32, {L.blocks, s.kv_heads, L.slots, dim});
+            const TensorShape want = shape(m.dtype, {L.blocks, s.kv_heads, L.slots, dim});
             if (!same(st->shape, want)) {
                 const std::string name = (st == &k ? "memory.k" : "memory.v") + suffix;
                 throw bad("its state '" + name + "' is " + st->shape.str() + "; the contract needs " +
-                          shape(DType::F32, {s.blocks, s.kv_heads, with_memories, dim}).str() + " for an explicit-memory layer or " +
-                          shape(DType::F32, {1, s.kv_heads, b, dim}).str() +
+                          shape(m.dtype, {s.blocks, s.kv_heads, with_memories, dim}).str() + " for an explicit-memory layer or " +
+                          shape(m.dtype, {1, s.kv_heads, b, dim}).str() +
                           " for another (blocks from memory.len, heads and dims from layer 0, slots " + num(b) +
                           " prefix + " + num(s.references_per_chunk) + " references x " + num(s.tokens_per_head) +
                           " tokens)");

@@ -23,6 +23,9 @@ struct MemoryLayout {
     };
     std::vector<Layer> layers;  // every layer of the model
     int32_t len_state = -1;     // memory.len
+    // dtype of every memory.k/v state (the context's KV cache type: f32, f16 or q8_0); memories
+    // are computed in f32 and rounded into it as they are written (memory_rows.hpp).
+    DType dtype = DType::F32;
 
     int64_t prefix() const { return static_cast<int64_t>(spec.prefix_ids.size()); }
     // Slots per head a block offers the memories of a chunk, after the prefix.

@@ -1,5 +1,7 @@
 // Reference of ATTENTION: causal attention over a sequence's cache rows, with the optional
-// explicit-memory prefix read first under ONE softmax (Memory3 eq. 4).
+// explicit-memory prefix read first under ONE softmax (Memory3 eq. 4). The caches and the prefix
+// may be f16 or q8_0: each key and value row is read exactly as stored, through row_f32 (the
+// reference dequantizer), so the reference attends to what the cache holds.
 #include <algorithm>
 #include <cmath>
 #include <string>
@@ -57,6 +59,7 @@ void attention(const Ctx& c) {
     };
     std::vector<Key> keys;
     std::vector<double> scores, acc(static_cast<size_t>(dv));
+    std::vector<float> krow(static_cast<size_t>(d)), vrow(static_cast<size_t>(dv));
     for (int64_t n = 0; n < n_tok; ++n) {
         const int64_t s = seq.i32(n), b = block[static_cast<size_t>(n)];
         const int64_t n_prefix = b < 0 ? 0 : c.in[7].i32(b);
@@ -70,8 +73,9 @@ void attention(const Ctx& c) {
             double mx = -INFINITY;
             for (size_t t = 0; t < keys.size(); ++t) {
                 double dot = 0.0;
+                keys[t].k->row_f32(keys[t].row, krow.data());
                 for (int64_t j = 0; j < d; ++j)
-                    dot += static_cast<double>(q.f(q_base + j)) * static_cast<double>(keys[t].k->f(keys[t].row * d + j));
+                    dot += static_cast<double>(q.f(q_base + j)) * static_cast<double>(krow[static_cast<size_t>(j)]);
                 scores[t] = dot * scale;
                 mx = std::max(mx, scores[t]);
             }
@@ -83,7 +87,8 @@ void attention(const Ctx& c) {
             std::fill(acc.begin(), acc.end(), 0.0);
             for (size_t t = 0; t < keys.size(); ++t) {
                 const double p = scores[t] / sum;
-                for (int64_t j = 0; j < dv; ++j) acc[static_cast<size_t>(j)] += p * keys[t].v->f(keys[t].row * dv + j);
+                keys[t].v->row_f32(keys[t].row, vrow.data());
+                for (int64_t j = 0; j < dv; ++j) acc[static_cast<size_t>(j)] += p * vrow[static_cast<size_t>(j)];
             }
             for (int64_t j = 0; j < dv; ++j) c.out[(n * hq + h) * dv + j] = static_cast<float>(acc[static_cast<size_t>(j)]);
         }

@@ -1,8 +1,11 @@
 // References of the rows family: GET_ROWS (the embedding lookup; a block-quantized table's rows
-// decoded by the reference dequantizer) and KV_STORE (the cache write).
+// decoded by the reference dequantizer) and KV_STORE (the cache write, each row rounded into the
+// cache's dtype: f16 round-to-nearest-even, q8_0 by the reference quantizer).
 #include <cstring>
 #include <string>
 
+#include "mnemo/io/ggml_type.hpp"
+#include "mnemo/quant/ggml_quants.hpp"
 #include "ops/reference_detail.hpp"
 
 namespace mnemo::reference {
@@ -30,13 +33,25 @@ void kv_store(const Ctx& c) {
     for (int64_t n = 0; n < src.dim(0); ++n) check_seq_pos(c, seq, pos, n, n_seq, ctx_len);
     // The output is the cache. When a caller hands distinct memory for the two, the output first
     // receives the cache's current contents so the result is the same either way.
-    if (static_cast<const void*>(c.out) != cache.data)
-        std::memmove(c.out, cache.data, static_cast<size_t>(cache.numel()) * sizeof(float));
+    const DType dt = cache.dtype;
+    const uint64_t row_bytes = dtype_bytes(dt, d);
+    char* out = reinterpret_cast<char*>(c.out);
+    if (static_cast<const void*>(out) != cache.data)
+        std::memmove(out, cache.data, static_cast<size_t>(dtype_bytes(dt, cache.numel())));
+    std::vector<float> row(static_cast<size_t>(d));
     for (int64_t n = 0; n < src.dim(0); ++n) {
         const int64_t s = seq.i32(n), p = pos.i32(n);
-        for (int64_t h = 0; h < heads; ++h)
-            for (int64_t j = 0; j < d; ++j)
-                c.out[((s * heads + h) * ctx_len + p) * d + j] = src.f((n * heads + h) * d + j);
+        for (int64_t h = 0; h < heads; ++h) {
+            for (int64_t j = 0; j < d; ++j) row[static_cast<size_t>(j)] = src.f((n * heads + h) * d + j);
+            char* dst = out + static_cast<uint64_t>((s * heads + h) * ctx_len + p) * row_bytes;
+            if (dt == DType::F32) {
+                std::memcpy(dst, row.data(), static_cast<size_t>(row_bytes));
+            } else if (dt == DType::F16) {
+                for (int64_t j = 0; j < d; ++j) reinterpret_cast<uint16_t*>(dst)[j] = f32_to_f16(row[static_cast<size_t>(j)]);
+            } else {
+                quantize_row(ggml_type_of_dtype(dt), row.data(), dst, d);
+            }
+        }
     }
 }
 

@@ -1,13 +1,15 @@
 // Shape rule of ATTENTION (with the optional explicit-memory prefix, Memory3 eq. 4).
-#include "ops/shape_rule.hpp"
+#include "ops/shape_cache.hpp"
 
 namespace mnemo::shape {
 namespace {
 
 // Inputs 5..8: pk [B, Hkv, M, D], pv [B, Hkv, M, Dv], plen [B] [, pblock [N]].
 void check_prefix(const Rule& r, const TensorShape& q, const TensorShape& k, const TensorShape& v) {
-    const TensorShape& pk = r.f32(5, 4, 4, "prefix keys [B, Hkv, M, D]");
-    const TensorShape& pv = r.f32(6, 4, 4, "prefix values [B, Hkv, M, Dv]");
+    const TensorShape& pk = kv_cache(r, 5, "prefix keys [B, Hkv, M, D]");
+    const TensorShape& pv = kv_cache(r, 6, "prefix values [B, Hkv, M, Dv]");
+    same_cache_dtype(r, 1, 5);
+    same_cache_dtype(r, 1, 6);
     if (pk.shape[1] != k.shape[1] || pk.shape[3] != k.shape[3])
         r.fail("prefix keys " + pk.str() + " do not match the k cache " + k.str() + " (heads, head dim)");
     if (pv.shape[0] != pk.shape[0] || pv.shape[1] != pk.shape[1] || pv.shape[2] != pk.shape[2] || pv.shape[3] != v.shape[3])
@@ -24,8 +26,9 @@ void check_prefix(const Rule& r, const TensorShape& q, const TensorShape& k, con
 TensorShape shape_attention(const Rule& r) {
     r.need_f(1);
     const TensorShape& q = r.f32(0, 3, 3, "q [N, Hq, D]");
-    const TensorShape& k = r.f32(1, 4, 4, "k cache [S, Hkv, C, D]");
-    const TensorShape& v = r.f32(2, 4, 4, "v cache [S, Hkv, C, Dv]");
+    const TensorShape& k = kv_cache(r, 1, "k cache [S, Hkv, C, D]");
+    const TensorShape& v = kv_cache(r, 2, "v cache [S, Hkv, C, Dv]");
+    same_cache_dtype(r, 1, 2);
     r.i32_vec(3, q.shape[0], "sequence ids");
     r.i32_vec(4, q.shape[0], "positions");
     if (k.shape[3] != q.shape[2])

@@ -1,5 +1,5 @@
-// Shape rules of the rows family: GET_ROWS, KV_STORE.
-#include "ops/shape_rule.hpp"
+// Shape rules of the rows family: GET_ROWS, KV_STORE (into an f32, f16 or q8_0 cache).
+#include "ops/shape_cache.hpp"
 
 namespace mnemo::shape {
 
@@ -14,7 +14,7 @@ TensorShape shape_get_rows(const Rule& r) {
 }
 
 TensorShape shape_kv_store(const Rule& r) {
-    const TensorShape& cache = r.f32(0, 4, 4, "cache [S, H, C, D]");
+    const TensorShape& cache = kv_cache(r, 0, "cache [S, H, C, D]");  // src is rounded into its dtype
     const TensorShape& src = r.f32(1, 3, 3, "src [N, H, D]");
     if (src.shape[1] != cache.shape[1] || src.shape[2] != cache.shape[3])
         r.fail("src " + src.str() + " does not fit cache " + cache.str());

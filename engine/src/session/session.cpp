@@ -59,10 +59,12 @@ void Session::Impl::load() {
                                                              : kDefaultCtx;
     }
     if (options.n_ubatch < 1) throw Error("the batch size (n_ubatch) must be >= 1");
+    if (options.cache_dtype != MNEMO_DTYPE_F32 && options.cache_dtype != MNEMO_DTYPE_F16 && options.cache_dtype != MNEMO_DTYPE_Q8_0)
+        throw Error("the KV cache type (cache_dtype) must be f32, f16 or q8_0, got dtype " + std::to_string(options.cache_dtype));
 
     auto create = [&] {
         host = std::make_unique<ModelHost>(config, config_path, checkpoint, plugin->name, dir);
-        mnemo_context_params cp{n_ctx, n_seq};
+        mnemo_context_params cp{n_ctx, n_seq, options.cache_dtype};
         mnemo_error err{};
         model.api = plugin->api;
         if (plugin->api->create(host->api(), &cp, &info, &model.model, &err) != MNEMO_OK)

@@ -73,6 +73,7 @@ void CompareWorker::run(quint64 id, CompareRequest request) {
         o.n_generate = request.steps;
         for (const QString& b : request.backends) o.backends.push_back(parse_backend_spec(b.toStdString()));
         o.n_threads = request.threads;
+        o.cache_dtype = MNEMO_DTYPE_F16;  // as the chat itself runs (model_worker.cpp)
         o.cancel = cancellation_.flag();
         int index = 0;
         const int count = static_cast<int>(o.backends.size());

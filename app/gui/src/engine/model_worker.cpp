@@ -86,6 +86,7 @@ void ModelWorker::load(quint64 id, LoadRequest request) {
         o.device = request.device;
         o.n_threads = request.threads;
         o.n_ctx = request.contextLength;
+        o.cache_dtype = MNEMO_DTYPE_F16;  // the programs' default KV cache type (docs/cli.md, --cache-type)
         std::unique_ptr<Session> session;
         try {
             session = Session::open(o);

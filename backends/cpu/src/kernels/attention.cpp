@@ -5,29 +5,33 @@
 // cheaper than rescaling the output row for every key as a one-pass online softmax would.
 // Tasks are handed out dynamically because causal rows have very different lengths in prefill.
 // Consecutive tasks are heads of one token, so the query heads of a GQA group reuse the same
-// k/v rows from cache.
+// k/v rows from cache. The caches (and the prefix) are f32, f16 or q8_0, one dtype for all: the
+// kernel is instantiated per dtype and reads rows in place (kv_rows.hpp), so an f16 or q8_0
+// cache is never widened into a float copy, and the f32 instance is the code it always was.
 #include <cmath>
 #include <cstdio>
 
 #include "arch/x86/simd_avx2.hpp"
 #include "kernel_api.hpp"
+#include "kv_rows.hpp"
 
 namespace mnemo_cpu {
 namespace {
 
 struct AttnArgs {
     const float* q;
-    const float* k;
-    const float* v;
+    const char* k;
+    const char* v;
     const int32_t* seq;
     const int32_t* pos;
     float* y;
     int64_t n, hq, d, hkv, c, dv, group;
     float scale;
+    uint64_t k_row = 0, v_row = 0;  // bytes of one key / value row in the cache's dtype
     // The prefix (null pk without one): pk[B, Hkv, M, D], pv[B, Hkv, M, Dv], plen[B] and the
     // block of each query (null pblock: block 0 for all).
-    const float* pk = nullptr;
-    const float* pv = nullptr;
+    const char* pk = nullptr;
+    const char* pv = nullptr;
     const int32_t* plen = nullptr;
     const int32_t* pblock = nullptr;
     int64_t slots = 0;  // M
@@ -37,8 +41,8 @@ AttnArgs attn_args(const PreparedNode& p) {
     const mnemo_node& nd = p.node;
     AttnArgs a;
     a.q = static_cast<const float*>(p.in[0]);
-    a.k = static_cast<const float*>(p.in[1]);
-    a.v = static_cast<const float*>(p.in[2]);
+    a.k = static_cast<const char*>(p.in[1]);
+    a.v = static_cast<const char*>(p.in[2]);
     a.seq = static_cast<const int32_t*>(p.in[3]);
     a.pos = static_cast<const int32_t*>(p.in[4]);
     a.y = static_cast<float*>(p.out);
@@ -50,9 +54,11 @@ AttnArgs attn_args(const PreparedNode& p) {
     a.dv = nd.inputs[2].shape[3];
     a.group = a.hq / a.hkv;
     a.scale = nd.fparams[0];
+    a.k_row = kv::row_bytes(nd.inputs[1].dtype, a.d);
+    a.v_row = kv::row_bytes(nd.inputs[2].dtype, a.dv);
     if (nd.n_inputs >= 8) {
-        a.pk = static_cast<const float*>(p.in[5]);
-        a.pv = static_cast<const float*>(p.in[6]);
+        a.pk = static_cast<const char*>(p.in[5]);
+        a.pv = static_cast<const char*>(p.in[6]);
         a.plen = static_cast<const int32_t*>(p.in[7]);
         a.slots = nd.inputs[5].shape[2];
         if (nd.n_inputs >= 9) a.pblock = static_cast<const int32_t*>(p.in[8]);
@@ -62,8 +68,8 @@ AttnArgs attn_args(const PreparedNode& p) {
 
 // A run of keys with their values: rows 0..count-1 of a [rows, D] / [rows, Dv] slab.
 struct KeyRun {
-    const float* k;
-    const float* v;
+    const char* k;
+    const char* v;
     int64_t count;
 };
 
@@ -78,24 +84,23 @@ AttnTask task_of(const AttnArgs& a, int64_t t) {
     const int64_t n = t / a.hq, h = t % a.hq, g = h / a.group;
     const int64_t kv_row = (static_cast<int64_t>(a.seq[n]) * a.hkv + g) * a.c;
     AttnTask task{a.q + t * a.d, a.y + t * a.dv, {}};
-    task.runs[1] = {a.k + kv_row * a.d, a.v + kv_row * a.dv, static_cast<int64_t>(a.pos[n]) + 1};
+    task.runs[1] = {a.k + static_cast<uint64_t>(kv_row) * a.k_row, a.v + static_cast<uint64_t>(kv_row) * a.v_row,
+                    static_cast<int64_t>(a.pos[n]) + 1};
     const int64_t b = a.pk ? (a.pblock ? a.pblock[n] : 0) : -1;
     if (b >= 0) {
         const int64_t slab = (b * a.hkv + g) * a.slots;
-        task.runs[0] = {a.pk + slab * a.d, a.pv + slab * a.dv, a.plen[b]};
+        task.runs[0] = {a.pk + static_cast<uint64_t>(slab) * a.k_row, a.pv + static_cast<uint64_t>(slab) * a.v_row, a.plen[b]};
     }
     return task;
 }
 
+template <int DT>
 void attend_scalar(const AttnArgs& a, const AttnTask& t, float* scores, float* acc) {
     float mx = -INFINITY;
     int64_t at = 0;
     for (const KeyRun& r : t.runs)
         for (int64_t j = 0; j < r.count; ++j, ++at) {
-            const float* kr = r.k + j * a.d;
-            float s = 0.0f;
-            for (int64_t i = 0; i < a.d; ++i) s += t.q[i] * kr[i];
-            scores[at] = s * a.scale;
+            scores[at] = kv::dot_scalar<DT>(t.q, r.k + static_cast<uint64_t>(j) * a.k_row, a.d) * a.scale;
             mx = std::fmax(mx, scores[at]);
         }
     double sum = 0.0;
@@ -106,22 +111,20 @@ void attend_scalar(const AttnArgs& a, const AttnTask& t, float* scores, float* a
     for (int64_t i = 0; i < a.dv; ++i) acc[i] = 0.0f;
     at = 0;
     for (const KeyRun& r : t.runs)
-        for (int64_t j = 0; j < r.count; ++j, ++at) {
-            const float* vr = r.v + j * a.dv;
-            for (int64_t i = 0; i < a.dv; ++i) acc[i] += scores[at] * vr[i];
-        }
+        for (int64_t j = 0; j < r.count; ++j, ++at) kv::axpy_scalar<DT>(scores[at], r.v + static_cast<uint64_t>(j) * a.v_row, acc, a.dv);
     const float inv = static_cast<float>(1.0 / sum);
     for (int64_t i = 0; i < a.dv; ++i) t.y[i] = acc[i] * inv;
 }
 
 #if defined(MNEMO_HAVE_AVX2_KERNELS)
 
+template <int DT>
 MNEMO_AVX2 void attend_avx2(const AttnArgs& a, const AttnTask& t, float* scores, float* acc) {
     float mx = -INFINITY;
     int64_t keys = 0;
     for (const KeyRun& r : t.runs)
         for (int64_t j = 0; j < r.count; ++j, ++keys) {
-            scores[keys] = avx2::dot(t.q, r.k + j * a.d, a.d) * a.scale;
+            scores[keys] = kv::dot_avx2<DT>(t.q, r.k + static_cast<uint64_t>(j) * a.k_row, a.d) * a.scale;
             mx = std::fmax(mx, scores[keys]);
         }
     const __m256 vmx = _mm256_set1_ps(mx);
@@ -142,14 +145,7 @@ MNEMO_AVX2 void attend_avx2(const AttnArgs& a, const AttnTask& t, float* scores,
     for (; i < a.dv; ++i) acc[i] = 0.0f;
     const float* p = scores;
     for (const KeyRun& r : t.runs)
-        for (j = 0; j < r.count; ++j, ++p) {
-            const float* vr = r.v + j * a.dv;
-            const __m256 pj = _mm256_set1_ps(*p);
-            i = 0;
-            for (; i + 8 <= a.dv; i += 8)
-                _mm256_storeu_ps(acc + i, _mm256_fmadd_ps(pj, _mm256_loadu_ps(vr + i), _mm256_loadu_ps(acc + i)));
-            for (; i < a.dv; ++i) acc[i] += *p * vr[i];
-        }
+        for (j = 0; j < r.count; ++j, ++p) kv::axpy_avx2<DT>(*p, r.v + static_cast<uint64_t>(j) * a.v_row, acc, a.dv);
     const __m256 vinv = _mm256_set1_ps(1.0f / sum);
     i = 0;
     for (; i + 8 <= a.dv; i += 8) _mm256_storeu_ps(t.y + i, _mm256_mul_ps(_mm256_loadu_ps(acc + i), vinv));
@@ -157,7 +153,7 @@ MNEMO_AVX2 void attend_avx2(const AttnArgs& a, const AttnTask& t, float* scores,
 }
 #endif
 
-template <bool AVX2>
+template <bool AVX2, int DT>
 void attention_kernel(const KernelCall& call, int ith, int nth) {
     const AttnArgs a = attn_args(*call.node);
     float* scores = call.scratch + static_cast<size_t>(ith) * call.scratch_stride;
@@ -169,12 +165,21 @@ void attention_kernel(const KernelCall& call, int ith, int nth) {
         const AttnTask task = task_of(a, t);
 #if defined(MNEMO_HAVE_AVX2_KERNELS)
         if constexpr (AVX2) {
-            attend_avx2(a, task, scores, acc);
+            attend_avx2<DT>(a, task, scores, acc);
             continue;
         }
 #endif
-        attend_scalar(a, task, scores, acc);
+        attend_scalar<DT>(a, task, scores, acc);
     }
+}
+
+template <int DT>
+KernelFn pick_attention(bool avx2) {
+#if defined(MNEMO_HAVE_AVX2_KERNELS)
+    if (avx2) return attention_kernel<true, DT>;
+#endif
+    (void)avx2;
+    return attention_kernel<false, DT>;
 }
 
 }  // namespace
@@ -223,10 +228,12 @@ KernelFn select_attention(PreparedNode& p, Isa isa) {
     const int64_t slots = p.node.n_inputs >= 8 ? p.node.inputs[5].shape[2] : 0;
     // scores[M + C] then the output accumulator[Dv]; keep each thread's share on its own cache lines.
     p.scratch_floats = static_cast<size_t>((slots + c + dv + 15) / 16 * 16);
-#if defined(MNEMO_HAVE_AVX2_KERNELS)
-    if (isa == Isa::Avx2) return attention_kernel<true>;
-#endif
-    return attention_kernel<false>;
+    const bool fast = isa == Isa::Avx2;
+    switch (p.node.inputs[1].dtype) {  // the shape rule made every cache input this one dtype
+        case MNEMO_DTYPE_F16: return pick_attention<MNEMO_DTYPE_F16>(fast);
+        case MNEMO_DTYPE_Q8_0: return pick_attention<MNEMO_DTYPE_Q8_0>(fast);
+        default: return pick_attention<MNEMO_DTYPE_F32>(fast);
+    }
 }
 
 // Every query row reads up to the whole cache of its sequence.

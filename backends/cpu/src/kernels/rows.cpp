@@ -1,5 +1,7 @@
 // GET_ROWS (embedding lookup, table rows widened to f32; block-quantized rows dequantized) and
-// KV_STORE (copy new keys/values into the cache). Both move whole rows; the indices are data, so
+// KV_STORE (copy new keys/values into the cache, converted on store into an f16 or q8_0 cache:
+// F16C halves, the reference q8_0 quantizer, so a backend-written cache is bit-identical to the
+// reference's). Both move whole rows; the indices are data, so
 // check_rows_indices validates them before every run: a bad token id or position must produce an
 // error, never a wild write.
 #include <cstdio>
@@ -7,6 +9,7 @@
 
 #include "arch/x86/simd_avx2.hpp"
 #include "kernel_api.hpp"
+#include "kv_rows.hpp"
 #include "mnemo/io/ggml_type.hpp"
 #include "mnemo/quant/ggml_quants.hpp"
 #include "scalar_math.hpp"
@@ -61,22 +64,54 @@ void get_rows_kernel(const KernelCall& call, int ith, int nth) {
     }
 }
 
+template <int DT, bool AVX2>
 void kv_store_kernel(const KernelCall& call, int ith, int nth) {
     const PreparedNode& p = *call.node;
     const mnemo_tensor& cache = p.node.inputs[0];
     const mnemo_tensor& src_t = p.node.inputs[1];
     const int64_t n = src_t.shape[0], h = src_t.shape[1], d = src_t.shape[2];
     const int64_t c = cache.shape[2];
+    const uint64_t row_bytes = kv::row_bytes(DT, d);
     const float* src = static_cast<const float*>(p.in[1]);
     const int32_t* seq = static_cast<const int32_t*>(p.in[2]);
     const int32_t* pos = static_cast<const int32_t*>(p.in[3]);
-    float* dst = static_cast<float*>(p.out);  // the cache itself
+    char* dst = static_cast<char*>(p.out);  // the cache itself
     int64_t r0, r1;
     split_range(n * h, ith, nth, 1, &r0, &r1);
     for (int64_t r = r0; r < r1; ++r) {
         const int64_t t = r / h, head = r % h;
         const int64_t row = (static_cast<int64_t>(seq[t]) * h + head) * c + pos[t];
-        std::memcpy(dst + row * d, src + r * d, static_cast<size_t>(d) * sizeof(float));
+        char* out = dst + static_cast<uint64_t>(row) * row_bytes;
+        const float* in = src + r * d;
+        if constexpr (DT == MNEMO_DTYPE_F32) {
+            std::memcpy(out, in, static_cast<size_t>(d) * sizeof(float));
+        } else if constexpr (DT == MNEMO_DTYPE_F16) {
+            uint16_t* half = reinterpret_cast<uint16_t*>(out);
+#if defined(MNEMO_HAVE_AVX2_KERNELS)
+            if constexpr (AVX2) {
+                kv::store_f16_avx2(in, half, d);
+                continue;
+            }
+#endif
+            for (int64_t i = 0; i < d; ++i) half[i] = mnemo::f32_to_f16(in[i]);
+        } else {
+            mnemo::quantize_row(mnemo::ggml_type_of_dtype(mnemo::DType::Q8_0), in, out, d);
+        }
+    }
+}
+
+// f32 rows are copied; f16 rows converted (F16C when the CPU has it); q8_0 rows quantized by the
+// reference quantizer (a few rows per step: not worth a kernel of its own).
+KernelFn select_kv_store(const PreparedNode& p, Isa isa) {
+    (void)isa;  // without AVX2 kernels every dtype has one portable kernel
+    switch (p.node.inputs[0].dtype) {
+        case MNEMO_DTYPE_F16:
+#if defined(MNEMO_HAVE_AVX2_KERNELS)
+            if (isa == Isa::Avx2) return kv_store_kernel<MNEMO_DTYPE_F16, true>;
+#endif
+            return kv_store_kernel<MNEMO_DTYPE_F16, false>;
+        case MNEMO_DTYPE_Q8_0: return kv_store_kernel<MNEMO_DTYPE_Q8_0, false>;
+        default: return kv_store_kernel<MNEMO_DTYPE_F32, false>;
     }
 }
 
@@ -124,7 +159,7 @@ bool check_rows_indices(const PreparedNode& p, char* message, size_t cap) {
 
 KernelFn select_rows(PreparedNode& p, Isa isa) {
     p.scratch_floats = 0;
-    if (p.node.op == MNEMO_OP_KV_STORE) return kv_store_kernel;
+    if (p.node.op == MNEMO_OP_KV_STORE) return select_kv_store(p, isa);
 #if defined(MNEMO_HAVE_AVX2_KERNELS)
     if (isa == Isa::Avx2) return get_rows_kernel<true>;
 #endif

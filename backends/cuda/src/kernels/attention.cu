@@ -22,6 +22,9 @@
 // j - L, with L = plen[pblock[n]] and L + pos[n] + 1 keys in all. Tiles, chunks and the combine
 // all work on that one index range (planned for the capacity M + C), so a chunk may hold prefix
 // and cache keys together and a prefix-only chunk is merged like any other.
+//
+// The caches (and the prefix) are f32 or f16 (--cache-type f16: the kernel is instantiated for
+// __half rows, widened as they are read); a q8_0 cache is refused as a quantized input.
 #include "device_common.cuh"
 #include "kernel_api.hpp"
 
@@ -57,8 +60,8 @@ Shape shape_of(const mnemo_node& nd) {
 
 // The prefix as the kernels see it; `len` is null without one.
 struct Prefix {
-    const float* k;        // pk [B, Hkv, M, D]
-    const float* v;        // pv [B, Hkv, M, Dv]
+    const void* k;         // pk [B, Hkv, M, D], of the caches' dtype
+    const void* v;         // pv [B, Hkv, M, Dv]
     const int32_t* len;    // plen [B]
     const int32_t* block;  // pblock [N]; null: every query reads block 0
     int64_t blocks, slots;
@@ -113,9 +116,13 @@ uint32_t lanes_for(uint64_t dv) {
 
 __device__ __forceinline__ uint64_t min_u64(uint64_t a, uint64_t b) { return a < b ? a : b; }
 
-template <uint32_t ACC, bool SPLIT>
+// A cache element as f32.
+__device__ __forceinline__ float ldf(float x) { return x; }
+__device__ __forceinline__ float ldf(__half x) { return __half2float(x); }
+
+template <typename KT, uint32_t ACC, bool SPLIT>
 __global__ void __launch_bounds__(kThreads)
-    attention_kernel(const float* __restrict__ q, const float* __restrict__ k, const float* __restrict__ v,
+    attention_kernel(const float* __restrict__ q, const KT* __restrict__ k, const KT* __restrict__ v,
                      const int32_t* __restrict__ seq, const int32_t* __restrict__ pos, Prefix pre,
                      float* __restrict__ out, float* __restrict__ part_ml, float* __restrict__ part_acc, uint32_t hq,
                      uint32_t hkv, int64_t n_seq, int64_t ctx, uint32_t d, uint32_t dv, uint64_t chunk, uint32_t splits,
@@ -165,14 +172,14 @@ __global__ void __launch_bounds__(kThreads)
     const uint64_t g = h / (hq / hkv);
     const uint64_t slab = (static_cast<uint64_t>(sq) * hkv + g) * static_cast<uint64_t>(ctx);
     // Key j of the combined range: slot j of the prefix block for j < plen, else cache row j - plen.
-    const float* kb = k + slab * d;
-    const float* vb = v + slab * dv;
-    const float* pkb = kb;  // unused when plen = 0
-    const float* pvb = vb;
+    const KT* kb = k + slab * d;
+    const KT* vb = v + slab * dv;
+    const KT* pkb = kb;  // unused when plen = 0
+    const KT* pvb = vb;
     if (pp.block >= 0) {
         const uint64_t pslab = (static_cast<uint64_t>(pp.block) * hkv + g) * static_cast<uint64_t>(pre.slots);
-        pkb = pre.k + pslab * d;
-        pvb = pre.v + pslab * dv;
+        pkb = static_cast<const KT*>(pre.k) + pslab * d;
+        pvb = static_cast<const KT*>(pre.v) + pslab * dv;
     }
     __syncthreads();
 
@@ -192,7 +199,7 @@ __global__ void __launch_bounds__(kThreads)
             // (then each key is looked up on its own).
             const uint64_t j = base + j0;
             const bool split_group = j < plen && j + kKeysPerStep > plen;
-            const float* kr = j < plen ? pkb + j * d : kb + (j - plen) * d;
+            const KT* kr = j < plen ? pkb + j * d : kb + (j - plen) * d;
             float dot[kKeysPerStep];
 #pragma unroll
             for (uint32_t u = 0; u < kKeysPerStep; ++u) dot[u] = 0.0f;
@@ -201,15 +208,15 @@ __global__ void __launch_bounds__(kThreads)
                     const float qi = q_s[i];
 #pragma unroll
                     for (uint32_t u = 0; u < kKeysPerStep; ++u)
-                        if (j0 + u < count) dot[u] += qi * kr[static_cast<uint64_t>(u) * d + i];
+                        if (j0 + u < count) dot[u] += qi * ldf(kr[static_cast<uint64_t>(u) * d + i]);
                 }
             } else {
 #pragma unroll
                 for (uint32_t u = 0; u < kKeysPerStep; ++u) {
                     if (j0 + u >= count) break;
                     const uint64_t ju = j + u;
-                    const float* r = ju < plen ? pkb + ju * d : kb + (ju - plen) * d;
-                    for (uint32_t i = lane; i < d; i += 32) dot[u] += q_s[i] * r[i];
+                    const KT* r = ju < plen ? pkb + ju * d : kb + (ju - plen) * d;
+                    for (uint32_t i = lane; i < d; i += 32) dot[u] += q_s[i] * ldf(r[i]);
                 }
             }
 #pragma unroll
@@ -240,11 +247,11 @@ __global__ void __launch_bounds__(kThreads)
         for (uint32_t jj = group; jj < count; jj += groups) {
             const float p = p_s[jj];
             const uint64_t j = base + jj;
-            const float* vr = j < plen ? pvb + j * dv : vb + (j - plen) * dv;
+            const KT* vr = j < plen ? pvb + j * dv : vb + (j - plen) * dv;
 #pragma unroll
             for (uint32_t a = 0; a < ACC; ++a) {
                 const uint32_t c = vlane + a * lanes;
-                if (c < dv) acc[a] += p * vr[c];
+                if (c < dv) acc[a] += p * ldf(vr[c]);
             }
         }
         __syncthreads();  // the next tile's scores overwrite p_s
@@ -320,12 +327,15 @@ __global__ void __launch_bounds__(kCombineThreads)
 bool supports(const DeviceProps& p, const mnemo_node& nd) {
     // 5 inputs, or 8 / 9 with a prefix (pk, pv, plen [, pblock]).
     if ((nd.n_inputs != 5 && nd.n_inputs != 8 && nd.n_inputs != 9) || nd.output.dtype != MNEMO_DTYPE_F32) return false;
-    for (int32_t i = 0; i < 3; ++i)
-        if (nd.inputs[i].dtype != MNEMO_DTYPE_F32) return false;
+    // q f32; the caches f32 or f16, one dtype (the shape rule); the prefix of the same dtype.
+    const int32_t cache = nd.inputs[1].dtype;
+    if (nd.inputs[0].dtype != MNEMO_DTYPE_F32 || (cache != MNEMO_DTYPE_F32 && cache != MNEMO_DTYPE_F16) ||
+        nd.inputs[2].dtype != cache)
+        return false;
     if (nd.inputs[3].dtype != MNEMO_DTYPE_I32 || nd.inputs[4].dtype != MNEMO_DTYPE_I32) return false;
     if (nd.inputs[0].ndim != 3 || nd.inputs[1].ndim != 4 || nd.inputs[2].ndim != 4) return false;
     if (nd.n_inputs >= 8) {
-        if (nd.inputs[5].dtype != MNEMO_DTYPE_F32 || nd.inputs[6].dtype != MNEMO_DTYPE_F32 ||
+        if (nd.inputs[5].dtype != cache || nd.inputs[6].dtype != cache ||
             nd.inputs[7].dtype != MNEMO_DTYPE_I32 || nd.inputs[5].ndim != 4 || nd.inputs[6].ndim != 4)
             return false;
         if (nd.n_inputs == 9 && nd.inputs[8].dtype != MNEMO_DTYPE_I32) return false;
@@ -346,19 +356,19 @@ uint64_t scratch_bytes(const DeviceProps& p, const mnemo_node& nd) {
     return sp.splits > 1 ? ml_bytes(s, sp) + acc_bytes(s, sp) : 0;
 }
 
-template <uint32_t ACC>
+template <typename KT, uint32_t ACC>
 void launch_with(KernelBuilder& b, const Shape& s, const Split& sp, uint32_t lanes) {
     const mnemo_node& nd = b.node();
     const float* q = KernelBuilder::as<const float>(nd.inputs[0]);
-    const float* k = KernelBuilder::as<const float>(nd.inputs[1]);
-    const float* v = KernelBuilder::as<const float>(nd.inputs[2]);
+    const KT* k = KernelBuilder::as<const KT>(nd.inputs[1]);
+    const KT* v = KernelBuilder::as<const KT>(nd.inputs[2]);
     const int32_t* seq = KernelBuilder::as<const int32_t>(nd.inputs[3]);
     const int32_t* pos = KernelBuilder::as<const int32_t>(nd.inputs[4]);
     float* out = KernelBuilder::as<float>(nd.output);
     Prefix pre{nullptr, nullptr, nullptr, nullptr, 0, 0};
     if (nd.n_inputs >= 8) {
-        pre.k = KernelBuilder::as<const float>(nd.inputs[5]);
-        pre.v = KernelBuilder::as<const float>(nd.inputs[6]);
+        pre.k = KernelBuilder::as<const KT>(nd.inputs[5]);
+        pre.v = KernelBuilder::as<const KT>(nd.inputs[6]);
         pre.len = KernelBuilder::as<const int32_t>(nd.inputs[7]);
         if (nd.n_inputs == 9) pre.block = KernelBuilder::as<const int32_t>(nd.inputs[8]);
         pre.blocks = static_cast<int64_t>(s.blocks);
@@ -377,7 +387,7 @@ void launch_with(KernelBuilder& b, const Shape& s, const Split& sp, uint32_t lan
 
     if (splits == 1) {
         b.launch([=](cudaStream_t st) {
-            attention_kernel<ACC, false><<<grid, kThreads, 0, st>>>(q, k, v, seq, pos, pre, out, nullptr, nullptr, hq, hkv,
+            attention_kernel<KT, ACC, false><<<grid, kThreads, 0, st>>>(q, k, v, seq, pos, pre, out, nullptr, nullptr, hq, hkv,
                                                                    n_seq, ctx, d, dv, chunk, 1, lanes, scale, status, node);
             return cudaGetLastError();
         });
@@ -386,7 +396,7 @@ void launch_with(KernelBuilder& b, const Shape& s, const Split& sp, uint32_t lan
     float* part_ml = reinterpret_cast<float*>(b.scratch(0));
     float* part_acc = reinterpret_cast<float*>(b.scratch(ml_bytes(s, sp)));
     b.launch([=](cudaStream_t st) {
-        attention_kernel<ACC, true><<<grid, kThreads, 0, st>>>(q, k, v, seq, pos, pre, out, part_ml, part_acc, hq, hkv, n_seq,
+        attention_kernel<KT, ACC, true><<<grid, kThreads, 0, st>>>(q, k, v, seq, pos, pre, out, part_ml, part_acc, hq, hkv, n_seq,
                                                               ctx, d, dv, chunk, splits, lanes, scale, status, node);
         return cudaGetLastError();
     });
@@ -399,15 +409,21 @@ void launch_with(KernelBuilder& b, const Shape& s, const Split& sp, uint32_t lan
     });
 }
 
+template <typename KT>
+void launch_for(KernelBuilder& b, const Shape& s, const Split& sp, uint32_t lanes, uint64_t acc) {
+    if (acc <= 1) launch_with<KT, 1>(b, s, sp, lanes);
+    else if (acc <= 2) launch_with<KT, 2>(b, s, sp, lanes);
+    else launch_with<KT, 4>(b, s, sp, lanes);
+}
+
 void build(KernelBuilder& b) {
     const Shape s = shape_of(b.node());
     if (s.n == 0) return;
     const Split sp = split_for(b.props(), s);
     const uint32_t lanes = lanes_for(s.dv);
     const uint64_t acc = std::max<uint64_t>(1, (s.dv + lanes - 1) / lanes);  // <= kMaxAcc (supports)
-    if (acc <= 1) launch_with<1>(b, s, sp, lanes);
-    else if (acc <= 2) launch_with<2>(b, s, sp, lanes);
-    else launch_with<4>(b, s, sp, lanes);
+    if (b.node().inputs[1].dtype == MNEMO_DTYPE_F16) launch_for<__half>(b, s, sp, lanes, acc);
+    else launch_for<float>(b, s, sp, lanes, acc);
 }
 
 }  // namespace

@@ -64,7 +64,12 @@ void get_rows_build(KernelBuilder& b) {
 // cache[seq[t], h, pos[t], :] = src[t, h, :]: block t writes token t's H rows (threads over D).
 // A bad sequence id is reported before a bad position (as the reference checks them) and the
 // token is skipped.
-__global__ void kv_store_kernel(float* cache, const float* __restrict__ src, const int32_t* __restrict__ seq,
+__device__ __forceinline__ void store_elem(float* c, uint64_t i, float x) { c[i] = x; }
+__device__ __forceinline__ void store_elem(__half* c, uint64_t i, float x) { c[i] = __float2half_rn(x); }  // as f32_to_f16
+
+// CT: float, or __half for an f16 cache (rounded to nearest even on store).
+template <typename CT>
+__global__ void kv_store_kernel(CT* cache, const float* __restrict__ src, const int32_t* __restrict__ seq,
                                 const int32_t* __restrict__ pos, uint64_t tokens, int64_t n_seq, uint64_t heads,
                                 int64_t ctx, uint64_t d, KernelStatus* status, uint32_t node) {
     for (uint64_t t = blockIdx.x; t < tokens; t += gridDim.x) {
@@ -80,14 +85,16 @@ __global__ void kv_store_kernel(float* cache, const float* __restrict__ src, con
         for (uint64_t h = 0; h < heads; ++h) {
             const uint64_t dst = ((static_cast<uint64_t>(s) * heads + h) * static_cast<uint64_t>(ctx) + static_cast<uint64_t>(p)) * d;
             const uint64_t from = (t * heads + h) * d;
-            for (uint64_t j = threadIdx.x; j < d; j += blockDim.x) cache[dst + j] = src[from + j];
+            for (uint64_t j = threadIdx.x; j < d; j += blockDim.x) store_elem(cache, dst + j, src[from + j]);
         }
     }
 }
 
 bool kv_store_supports(const DeviceProps&, const mnemo_node& n) {
-    if (n.n_inputs != 4 || n.inputs[0].dtype != MNEMO_DTYPE_F32 || n.inputs[1].dtype != MNEMO_DTYPE_F32 ||
-        n.inputs[2].dtype != MNEMO_DTYPE_I32 || n.inputs[3].dtype != MNEMO_DTYPE_I32 || n.output.dtype != MNEMO_DTYPE_F32 ||
+    // An f32 or f16 cache (a q8_0 one is refused before this, as a quantized input).
+    const int32_t cdt = n.inputs[0].dtype;
+    if (n.n_inputs != 4 || (cdt != MNEMO_DTYPE_F32 && cdt != MNEMO_DTYPE_F16) || n.inputs[1].dtype != MNEMO_DTYPE_F32 ||
+        n.inputs[2].dtype != MNEMO_DTYPE_I32 || n.inputs[3].dtype != MNEMO_DTYPE_I32 || n.output.dtype != cdt ||
         n.inputs[0].ndim != 4 || n.inputs[1].ndim != 3)
         return false;
     // The output is the cache (the engine binds them to the same memory). Distinct output memory
@@ -103,8 +110,8 @@ void kv_store_build(KernelBuilder& b) {
     const mnemo_node& nd = b.node();
     const mnemo_tensor& cache_t = nd.inputs[0];
     const mnemo_tensor& src_t = nd.inputs[1];
-    float* out = KernelBuilder::as<float>(b.output());
-    const float* cache_in = KernelBuilder::as<const float>(cache_t);
+    void* out = KernelBuilder::as<void>(b.output());
+    const void* cache_in = KernelBuilder::as<const void>(cache_t);
     const uint64_t cache_bytes = nbytes(cache_t);
     if (static_cast<const void*>(out) != static_cast<const void*>(cache_in) && cache_bytes > 0) {
         b.launch([=](cudaStream_t st) {
@@ -121,8 +128,12 @@ void kv_store_build(KernelBuilder& b) {
     KernelStatus* status = b.status();
     // Tokens are launched even when H or D is 0: their indices are still checked, as on the CPU.
     const uint32_t node = b.node_index(), grid = row_grid(b.props(), tokens), threads = threads_for(d);
+    const bool f16 = cache_t.dtype == MNEMO_DTYPE_F16;
     b.launch([=](cudaStream_t st) {
-        kv_store_kernel<<<grid, threads, 0, st>>>(out, src, seq, pos, tokens, n_seq, heads, ctx, d, status, node);
+        if (f16)
+            kv_store_kernel<<<grid, threads, 0, st>>>(static_cast<__half*>(out), src, seq, pos, tokens, n_seq, heads, ctx, d, status, node);
+        else
+            kv_store_kernel<<<grid, threads, 0, st>>>(static_cast<float*>(out), src, seq, pos, tokens, n_seq, heads, ctx, d, status, node);
         return cudaGetLastError();
     });
 }

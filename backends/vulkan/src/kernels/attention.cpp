@@ -5,7 +5,8 @@
 // data the graph never sees, so the cut is planned for the cache capacity C and chunks beyond a
 // token's position exit at once. An optional prefix (explicit memories: inputs 5..8) is read
 // by the same workgroups before the cache, into the same running softmax; under the split it
-// belongs to chunk 0.
+// belongs to chunk 0. The caches (and the prefix) are f32 or f16 (the *_f16 shaders, which index
+// an f16 tensor by 32-bit element numbers); a q8_0 cache is refused with the reason.
 #include <algorithm>
 
 #include "kernel_api.hpp"
@@ -77,12 +78,20 @@ Split split_for(const Shape& s) {
 // Scratch of the split path: one record per (token, head, chunk) of (m, sum, unnormalised row).
 uint64_t part_floats(const Shape& s, const Split& sp) { return s.n * s.hq * sp.splits * (s.dv + 2); }
 
+bool f16_cache(const mnemo_node& nd) { return nd.inputs[1].dtype == MNEMO_DTYPE_F16; }
+
 bool supports(const DeviceFeatures& f, const mnemo_node& nd) {
-    for (int32_t i = 0; i < 3; ++i)
-        if (nd.inputs[i].dtype != MNEMO_DTYPE_F32) return false;
-    if (has_prefix(nd) && (nd.inputs[5].dtype != MNEMO_DTYPE_F32 || nd.inputs[6].dtype != MNEMO_DTYPE_F32))
-        return false;
+    if (nd.inputs[0].dtype != MNEMO_DTYPE_F32) return false;
+    // The shape rule made k, v (and pk, pv) one dtype.
+    const int32_t cache = nd.inputs[1].dtype;
+    if (cache != MNEMO_DTYPE_F32 && cache != MNEMO_DTYPE_F16) return false;
     const Shape s = shape_of(nd);
+    if (cache == MNEMO_DTYPE_F16) {
+        // Tensors start on a word; their elements are numbered in 32 bits.
+        constexpr uint64_t k4G = uint64_t{1} << 32;
+        for (int32_t i : {1, 2, 5, 6})
+            if ((i < 5 || has_prefix(nd)) && (nd.inputs[i].offset % 4 != 0 || numel(nd.inputs[i]) >= k4G)) return false;
+    }
     constexpr uint64_t k4G = uint64_t{1} << 32;
     // 32-bit indexing inside one (sequence or prefix block, kv head) slab, over q and out, and
     // over the split records.
@@ -91,7 +100,7 @@ bool supports(const DeviceFeatures& f, const mnemo_node& nd) {
         s.blocks >= (k4G >> 1) || part_floats(s, split_for(s)) >= k4G)
         return false;
     if (s.hq > f.max_workgroup_count[0]) return false;
-    for (uint32_t vw : {1u, 4u}) {
+    for (uint32_t vw : {1u, 2u, 4u}) {
         const Lanes l = lanes_for(s.dv, vw);
         if (l.acc > kMaxAcc || shared_bytes(s, l) > f.max_shared_memory) return false;
     }
@@ -127,8 +136,9 @@ void build(KernelBuilder& b) {
     const uint64_t pk_addr = prefix ? KernelBuilder::address(nd.inputs[5]) : 0;
     const uint64_t pv_addr = prefix ? KernelBuilder::address(nd.inputs[6]) : 0;
     // Prefix rows are read by the same loads as cache rows, so vector loads need both aligned.
-    const bool k_vec4 = s.d % 4 == 0 && k_addr % 16 == 0 && pk_addr % 16 == 0;
-    const Lanes l = lanes_for(s.dv, s.dv % 4 == 0 && v_addr % 16 == 0 && pv_addr % 16 == 0 ? 4 : 1);
+    const bool f16 = f16_cache(nd);
+    const bool k_vec4 = !f16 && s.d % 4 == 0 && k_addr % 16 == 0 && pk_addr % 16 == 0;
+    const Lanes l = lanes_for(s.dv, f16 ? (s.dv % 2 == 0 ? 2 : 1) : s.dv % 4 == 0 && v_addr % 16 == 0 && pv_addr % 16 == 0 ? 4 : 1);
     const Split sp = split_for(s);
     const bool subgroups = b.features().subgroup_arithmetic;
     const std::vector<uint32_t> spec = {kWorkgroup, static_cast<uint32_t>(s.d), static_cast<uint32_t>(s.dv), l.lanes,
@@ -163,7 +173,7 @@ void build(KernelBuilder& b) {
         const uint64_t max_z = b.features().max_workgroup_count[2];
         for (uint64_t n0 = 0; n0 < s.n; n0 += max_z) {
             p.n_base = static_cast<uint32_t>(n0);
-            b.dispatch(subgroups ? "attention" : "attention_shmem", p, gx, 1,
+            b.dispatch(f16 ? (subgroups ? "attention_f16" : "attention_f16_shmem") : subgroups ? "attention" : "attention_shmem", p, gx, 1,
                        static_cast<uint32_t>(std::min(max_z, s.n - n0)), spec);
         }
         return;
@@ -171,7 +181,8 @@ void build(KernelBuilder& b) {
 
     const uint64_t part_bytes = part_floats(s, sp) * 4;
     p.part = b.scratch(0);
-    Dispatch& d = b.dispatch(subgroups ? "attention_split" : "attention_split_shmem", p, gx,
+    Dispatch& d = b.dispatch(f16 ? (subgroups ? "attention_f16_split" : "attention_f16_split_shmem")
+                             : subgroups ? "attention_split" : "attention_split_shmem", p, gx,
                              static_cast<uint32_t>(sp.splits), static_cast<uint32_t>(s.n), spec);
     d.writes = {b.scratch_range(0, part_bytes)};
 

@@ -67,8 +67,14 @@ struct KvStorePush {
 
 bool kv_store_supported(const DeviceFeatures&, const mnemo_node& n) {
     const mnemo_tensor& cache = n.inputs[0];
-    for (int32_t i = 0; i < 2; ++i)
-        if (n.inputs[i].dtype != MNEMO_DTYPE_F32) return false;
+    if (n.inputs[1].dtype != MNEMO_DTYPE_F32) return false;
+    // An f32 or f16 cache (kv_store_f16 packs two halves per word; kv_store_f16_odd, for an odd
+    // D, numbers the cache's elements in 32 bits); a q8_0 cache is not written by this backend.
+    if (cache.dtype == MNEMO_DTYPE_F16) {
+        if (cache.offset % 4 != 0 || (cache.shape[3] % 2 != 0 && numel(cache) > 0xFFFFFFFFull)) return false;
+    } else if (cache.dtype != MNEMO_DTYPE_F32) {
+        return false;
+    }
     if (n.inputs[2].dtype != MNEMO_DTYPE_I32 || n.inputs[3].dtype != MNEMO_DTYPE_I32) return false;
     // The output is the cache itself: the kernel writes only the new rows, so distinct output
     // memory would miss the rest of the cache.
@@ -92,15 +98,17 @@ void build_kv_store(KernelBuilder& b) {
     p.heads = static_cast<uint32_t>(cache.shape[1]);
     p.ctx = static_cast<uint32_t>(cache.shape[2]);
     const uint32_t d = static_cast<uint32_t>(cache.shape[3]);
-    const bool vec = d % 4 == 0 && aligned16(p.cache) && aligned16(p.src);
-    p.units = vec ? d / 4 : d;
+    const bool f16 = cache.dtype == MNEMO_DTYPE_F16;
+    const bool vec = !f16 && d % 4 == 0 && aligned16(p.cache) && aligned16(p.src);
+    const bool odd = f16 && d % 2 != 0;
+    p.units = f16 && !odd ? d / 2 : vec ? d / 4 : d;
     p.total = static_cast<uint32_t>(static_cast<uint64_t>(src.shape[0]) * p.heads * p.units);
     p.node = b.node_index();
     if (p.total == 0) return;
     // A 2D grid keeps the x count under the device limit.
     const uint32_t groups = groups_for(p.total, kLocal);
     p.row_groups = std::min(groups, b.features().max_workgroup_count[0]);
-    Dispatch& dispatch = b.dispatch(vec ? "kv_store_vec4" : "kv_store", p, p.row_groups, groups_for(groups, p.row_groups));
+    Dispatch& dispatch = b.dispatch(odd ? "kv_store_f16_odd" : f16 ? "kv_store_f16" : vec ? "kv_store_vec4" : "kv_store", p, p.row_groups, groups_for(groups, p.row_groups));
     // The cache is written, never read: only src, seq and pos are inputs of the copy.
     dispatch.reads = {KernelBuilder::range(src), KernelBuilder::range(n.inputs[2]), KernelBuilder::range(n.inputs[3])};
 }

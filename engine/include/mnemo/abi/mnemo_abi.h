@@ -16,7 +16,7 @@
 extern "C" {
 #endif
 
-#define MNEMO_ABI_VERSION 6u
+#define MNEMO_ABI_VERSION 7u  /* 7: mnemo_context_params.cache_dtype */
 
 #if defined(_WIN32)
 #define MNEMO_EXPORT __declspec(dllexport)

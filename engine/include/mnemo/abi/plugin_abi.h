@@ -49,7 +49,8 @@ typedef enum mnemo_graph_purpose {
  * retrieves memories per chunk, and fills these states the plugin declared (names are part of
  * the contract; <l> is a decimal layer index, every layer 0..n_layers-1 has both):
  *   "memory.len" i32 [blocks]: valid slots of each block of the explicit-memory layers.
- *   "memory.k.<l>" f32 [Bl, kv_heads, Sl, head_dim], "memory.v.<l>" f32 [Bl, kv_heads, Sl, value_dim]
+ *   "memory.k.<l>" [Bl, kv_heads, Sl, head_dim], "memory.v.<l>" [Bl, kv_heads, Sl, value_dim], both
+ *       of the context's cache_dtype (f32, f16 or q8_0)
  *       Slots 0..n_prefix-1 of every block hold the prefix's keys/values of layer l. An
  *       explicit-memory layer has Bl = blocks and Sl = n_prefix + references_per_chunk * tokens_per_head; slots
  *       n_prefix.. hold the memories of the chunk the block serves. Other layers have Bl = 1,
@@ -81,6 +82,10 @@ typedef struct mnemo_memory_spec {
 typedef struct mnemo_context_params {
     int32_t n_ctx; /* positions per sequence */
     int32_t n_seq; /* independent sequences decoded together */
+    /* mnemo dtype of every K/V cache state the plugin declares (its k/v caches, and Memory3's
+     * explicit-memory "memory.k/v.<l>" and encode caches): MNEMO_DTYPE_F32, _F16 or _Q8_0.
+     * KV_STORE rounds into it, ATTENTION reads it. Q8_0 needs a head dim that is a multiple of 32. */
+    int32_t cache_dtype;
 } mnemo_context_params;
 
 /* Model facts the plugin reports after create(). */

@@ -53,6 +53,7 @@ struct CompareOptions {
     std::vector<BackendSpec> backends;
     int32_t n_threads = 0;    // 0: each backend's default
     int32_t n_ctx = 0;        // 0: exactly the prompt plus n_generate
+    int32_t cache_dtype = MNEMO_DTYPE_F32;  // K/V cache dtype of every backend's session (SessionOptions)
     // Run the prompt and one decode step once untimed before measuring, so graph planning and
     // pipeline creation are not counted as prompt or generation time.
     bool warmup = true;

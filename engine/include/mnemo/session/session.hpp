@@ -26,6 +26,12 @@ struct SessionOptions {
     int32_t n_ctx = 0;      // 0: min(n_ctx_train, 4096) (or 4096 when unknown)
     int32_t n_seq = 1;      // independent sequences
     int32_t n_ubatch = 256; // max tokens per graph run (prompts are split into chunks)
+    // dtype of the K/V caches (and of Memory3's explicit memories): MNEMO_DTYPE_F32, _F16 or
+    // _Q8_0. f16 halves the cache for logits within ~1e-4 of f32, q8_0 takes about a quarter
+    // (head dims must then be multiples of 32). The library keeps f32 unless asked, so a session
+    // computes exactly what the model's reference does; the programs (mnemo's --cache-type,
+    // mnemo-chat) ask for f16, their default.
+    int32_t cache_dtype = MNEMO_DTYPE_F32;
     bool profile = false;   // collect per-op timings
     // Registries to use (nullptr: the global ones).
     const BackendRegistry* backends = nullptr;
