@@ -14,6 +14,7 @@ const Command kCommands[] = {
     {"ask", mnemo::cli::cmd_ask, "ask one question (chat template, greedy) and show the memories the answer read"},
     {"eval", mnemo::cli::cmd_eval, "score the model on questions with known answers (exact and contains match)"},
     {"logits", mnemo::cli::cmd_logits, "write the logits of a token sequence to an .npy file"},
+    {"perplexity", mnemo::cli::cmd_perplexity, "perplexity on a text (llama-perplexity chunks); KL divergence against a base model's file"},
     {"bench", mnemo::cli::cmd_bench, "measure prompt and generation speed (llama-bench style)"},
     {"compare", mnemo::cli::cmd_compare, "run one prompt on several backends: speed, memory, logit differences"},
     {"info", mnemo::cli::cmd_info, "describe a model: architecture, sizes, tokenizer, template"},
