@@ -55,7 +55,8 @@ std::string quantized_paths() {
         return std::string(types) + ": int8 dot products (avx512-vnni) in decode and prefill";
     if (best_isa() == Isa::Avx2)
         return std::string(types) + ": int8 dot products (avx2) in decode, dequantized to f32 in prefill";
-    if (best_isa() == Isa::Neon) return std::string(types) + ": int8 dot products (neon) in decode and prefill";
+    if (best_isa() == Isa::Neon)
+        return std::string(types) + ": int8 dot products (" + (use_neon_dotprod() ? "neon-dotprod" : "neon") + ") in decode and prefill";
     return std::string(types) + ": dequantized to f32 (portable)";
 }
 

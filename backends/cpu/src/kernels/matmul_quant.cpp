@@ -164,7 +164,7 @@ KernelFn select_matmul_quant(PreparedNode& p, Isa isa) {
     }
 #elif defined(MNEMO_HAVE_NEON_KERNELS)
     if (isa == Isa::Neon)
-        if (KernelFn f = quant::integer_kernel_neon(dtype)) {
+        if (KernelFn f = use_neon_dotprod() ? quant::integer_kernel_neon_dotprod(dtype) : quant::integer_kernel_neon(dtype)) {
             p.scratch_floats = (static_cast<size_t>(n) * quant::row_bytes(k) + sizeof(float) - 1) / sizeof(float);
             return f;
         }
