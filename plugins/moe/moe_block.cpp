@@ -23,9 +23,9 @@ MoeBlock declare_moe(const Host& h, const MoeConfig& c, const std::string& prefi
                                   std::to_string(c.experts) + " experts per layer");
     MoeBlock b;
     b.router = h.weight(block + "gate.weight", {c.experts, d}, plugin::kLinearDTypes);  // MATMUL's W
-    b.gate = h.weight_stack(expert_names(c.names.gate), {f, d});
-    b.up = h.weight_stack(expert_names(c.names.up), {f, d});
-    b.down = h.weight_stack(expert_names(c.names.down), {d, f});
+    b.gate = h.weight_stack(expert_names(c.names.gate), {f, d}, plugin::kLinearDTypes);
+    b.up = h.weight_stack(expert_names(c.names.up), {f, d}, plugin::kLinearDTypes);
+    b.down = h.weight_stack(expert_names(c.names.down), {d, f}, plugin::kLinearDTypes);
     return b;
 }
 

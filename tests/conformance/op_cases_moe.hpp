@@ -33,6 +33,15 @@ inline void moe_cases(std::vector<OpCase>& out) {
         {48, 4, 2, 40, 72, DType::F16, Route::Random, "tile32"},
         {80, 2, 2, 24, 100, DType::F32, Route::Random, "tile64"},
         {40, 8, 1, 36, 20, DType::BF16, Route::OneExpert, "one_expert"},
+        // Block-quantized experts (rows of whole blocks: 32 weights, 256 for the K-quants), read
+        // through the reference dequantizer, so as exact as the float ones.
+        {1, 8, 2, 64, 96, DType::Q8_0, Route::Random, "decode"},
+        {1, 8, 2, 64, 96, DType::Q4_0, Route::Random, "decode"},
+        {9, 8, 2, 64, 96, DType::Q8_0, Route::Random, "batch"},
+        {7, 8, 2, 64, 96, DType::Q4_0, Route::OneExpert, "one_expert"},
+        {1, 16, 2, 256, 512, DType::Q4_K, Route::Random, "decode"},
+        {33, 16, 4, 256, 512, DType::Q5_K, Route::Random, "batch"},
+        {5, 4, 2, 512, 256, DType::Q6_K, Route::Repeats, "repeats"},
     };
     for (const Cfg& k : cfgs) {
         OpCase c;

@@ -54,6 +54,7 @@ CpuFeatures detect() {
 #elif defined(__aarch64__)
 #if defined(__linux__)
     f.neon = (getauxval(AT_HWCAP) & HWCAP_ASIMD) != 0;
+    f.neon_dotprod = f.neon && (getauxval(AT_HWCAP) & HWCAP_ASIMDDP) != 0;
 #else
     f.neon = true;  // Advanced SIMD is mandatory on AArch64
 #endif
@@ -88,6 +89,12 @@ bool use_avx512_vnni() {
     return !(want && (std::strcmp(want, "scalar") == 0 || std::strcmp(want, "avx2") == 0));
 }
 
+bool use_neon_dotprod() {
+    if (best_isa() != Isa::Neon || !cpu_features().neon_dotprod) return false;
+    const char* want = std::getenv("MNEMO_CPU_ISA");
+    return !(want && std::strcmp(want, "neon") == 0);
+}
+
 const char* isa_name(Isa isa) {
     switch (isa) {
         case Isa::Scalar: return "scalar";
@@ -113,6 +120,7 @@ std::string feature_list(const CpuFeatures& f) {
     add(f.avx512bw, "avx512bw");
     add(f.avx512vnni, "avx512vnni");
     add(f.neon, "neon");
+    add(f.neon_dotprod, "dotprod");
     return s.empty() ? std::string("baseline") : s;
 }
 

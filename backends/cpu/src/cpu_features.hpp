@@ -22,6 +22,7 @@ struct CpuFeatures {
     bool avx512bw = false;    // AVX-512 byte and word instructions
     bool avx512vnni = false;  // VPDPBUSD: 8-bit integer dot products (with avx512vl on ymm)
     bool neon = false;
+    bool neon_dotprod = false;  // ARMv8.2 SDOT/UDOT: 8-bit integer dot products
 };
 
 const CpuFeatures& cpu_features();  // detected once, then cached
@@ -35,6 +36,11 @@ Isa best_isa();
 // (AVX-512 VNNI + VL + BW, and the OS saving the AVX-512 state) on top of the AVX2 kernel set.
 // MNEMO_CPU_ISA=avx2 (or scalar) turns it off, so the plain AVX2 path can be tested here too.
 bool use_avx512_vnni();
+
+// Whether the quantized MATMUL kernels may use the ARMv8.2 dot-product instructions on top of the
+// NEON kernel set. MNEMO_CPU_ISA=neon (or scalar) turns it off, so the baseline NEON path can be
+// tested on such a CPU too.
+bool use_neon_dotprod();
 
 const char* isa_name(Isa isa);
 std::string feature_list(const CpuFeatures& f);  // "avx2 fma f16c"

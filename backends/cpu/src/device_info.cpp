@@ -47,6 +47,19 @@ void copy_text(char* dst, size_t cap, const std::string& src) {
     std::snprintf(dst, cap, "%s", src.c_str());
 }
 
+// Which path each block-quantized weight type takes in MATMUL (kernels/matmul_quant.cpp): the
+// same for q8_0, q4_0, q4_k, q5_k and q6_k, chosen by the ISA.
+std::string quantized_paths() {
+    const char* types = "q8_0 q4_0 q4_k q5_k q6_k";
+    if (best_isa() == Isa::Avx2 && use_avx512_vnni())
+        return std::string(types) + ": int8 dot products (avx512-vnni) in decode and prefill";
+    if (best_isa() == Isa::Avx2)
+        return std::string(types) + ": int8 dot products (avx2) in decode, dequantized to f32 in prefill";
+    if (best_isa() == Isa::Neon)
+        return std::string(types) + ": int8 dot products (" + (use_neon_dotprod() ? "neon-dotprod" : "neon") + ") in decode and prefill";
+    return std::string(types) + ": dequantized to f32 (portable)";
+}
+
 }  // namespace
 
 void fill_device_info(mnemo_device_info* out) {
@@ -54,8 +67,7 @@ void fill_device_info(mnemo_device_info* out) {
     copy_text(out->name, sizeof(out->name), cpu_model_name());
     const unsigned threads = std::thread::hardware_concurrency();
     const std::string desc = std::to_string(threads ? threads : 1) + " hardware threads; features: " +
-                             feature_list(cpu_features()) + "; kernels: " + isa_name(best_isa()) +
-                             (best_isa() == Isa::Avx2 && use_avx512_vnni() ? " (quantized matmul: avx512-vnni)" : "");
+                             feature_list(cpu_features()) + "; kernels: " + isa_name(best_isa()) + "; " + quantized_paths();
     copy_text(out->description, sizeof(out->description), desc);
     out->type = MNEMO_DEVICE_CPU;
     out->caps = MNEMO_CAP_HOST_MEMORY | MNEMO_CAP_F16 | MNEMO_CAP_BF16 | MNEMO_CAP_PROFILE;

@@ -38,8 +38,8 @@ constexpr uint32_t kFloatDTypes = dtype_bit(MNEMO_DTYPE_F32) | dtype_bit(MNEMO_D
 // type of the mask at load (4 bytes a weight for f32).
 constexpr uint32_t kQuantizedDTypes = dtype_bit(MNEMO_DTYPE_Q8_0) | dtype_bit(MNEMO_DTYPE_Q4_0) | dtype_bit(MNEMO_DTYPE_Q4_K) |
                                       dtype_bit(MNEMO_DTYPE_Q5_K) | dtype_bit(MNEMO_DTYPE_Q6_K);
-// For a weight that only ever feeds MATMUL (as W) or GET_ROWS (as the table), the ops that read
-// quantized blocks: it stays packed in memory.
+// For a weight that only ever feeds MATMUL (as W), GET_ROWS (as the table) or MOE_FFN (the
+// experts), ops that read quantized blocks: it stays packed in memory.
 constexpr uint32_t kLinearDTypes = kFloatDTypes | kQuantizedDTypes;
 // For a memory layer's table that only ever feeds EMBEDDING_BAG, PEER_GATE or HIVE (which read
 // quantized rows too): the same set, named for what it declares. A memory model's value tables

@@ -23,6 +23,8 @@ void moe_ffn(const Ctx& c) {
             c.fail("token " + std::to_string(i / k) + " choice " + std::to_string(i % k) + " is expert " +
                    std::to_string(idx.i32(i)) + ", outside 0.." + std::to_string(experts - 1));
     std::vector<double> xd(static_cast<size_t>(dim)), h(static_cast<size_t>(hidden)), acc(static_cast<size_t>(dim));
+    // One expert row at a time as floats (a block-quantized row through the reference dequantizer).
+    std::vector<float> grow(static_cast<size_t>(dim)), urow(static_cast<size_t>(dim)), drow(static_cast<size_t>(hidden));
     for (int64_t n = 0; n < n_tok; ++n) {
         for (int64_t d = 0; d < dim; ++d) xd[static_cast<size_t>(d)] = x.f(n * dim + d);
         std::fill(acc.begin(), acc.end(), 0.0);
@@ -31,17 +33,18 @@ void moe_ffn(const Ctx& c) {
             const double wj = w.f(n * k + j);
             for (int64_t f = 0; f < hidden; ++f) {
                 double g = 0.0, u = 0.0;
-                const int64_t base = (e * hidden + f) * dim;
+                gate.row_f32(e * hidden + f, grow.data());
+                up.row_f32(e * hidden + f, urow.data());
                 for (int64_t d = 0; d < dim; ++d) {
-                    g += xd[static_cast<size_t>(d)] * gate.f(base + d);
-                    u += xd[static_cast<size_t>(d)] * up.f(base + d);
+                    g += xd[static_cast<size_t>(d)] * grow[static_cast<size_t>(d)];
+                    u += xd[static_cast<size_t>(d)] * urow[static_cast<size_t>(d)];
                 }
                 h[static_cast<size_t>(f)] = g / (1.0 + std::exp(-g)) * u;
             }
             for (int64_t d = 0; d < dim; ++d) {
                 double y = 0.0;
-                const int64_t base = (e * dim + d) * hidden;
-                for (int64_t f = 0; f < hidden; ++f) y += down.f(base + f) * h[static_cast<size_t>(f)];
+                down.row_f32(e * dim + d, drow.data());
+                for (int64_t f = 0; f < hidden; ++f) y += drow[static_cast<size_t>(f)] * h[static_cast<size_t>(f)];
                 acc[static_cast<size_t>(d)] += wj * y;
             }
         }

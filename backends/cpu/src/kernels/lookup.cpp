@@ -135,50 +135,12 @@ float row_dot_neon(const void* row, const float* x, int64_t width) {
 }
 #endif
 
+// DT of a block-quantized table (any of them): its rows are read block by block (lookup_quant.hpp).
+constexpr int kPackedTable = -1;
+
 // VECTOR: this build's vector kernels (AVX2 or NEON, vector_isa.hpp).
 template <int DT, bool VECTOR>
 void peer_gate_kernel(const KernelCall& call, int ith, int nth) {
-    const PreparedNode& p = *call.node;
-    const mnemo_tensor& table = p.node.inputs[0];
-    const mnemo_tensor& sc = p.node.inputs[3];
-    const int64_t rows = table.shape[0], width = table.shape[1];
-    const int64_t m = p.node.inputs[1].shape[1], per_entry = sc.ndim == 3 ? sc.shape[2] : 1;
-    const int64_t act = p.node.iparams[0];
-    const size_t row_bytes = static_cast<size_t>(width) * (DT == MNEMO_DTYPE_F32 ? 4 : 2);
-    const char* base = static_cast<const char*>(p.in[0]);
-    const int32_t* idx = static_cast<const int32_t*>(p.in[1]);
-    const float* x = static_cast<const float*>(p.in[2]);
-    const float* s = static_cast<const float*>(p.in[3]);
-    float* out = static_cast<float*>(p.out);
-    int64_t e0, e1;
-    split_range(numel(p.node.inputs[1]), ith, nth, 1, &e0, &e1);
-    for (int64_t e = e0; e < e1; ++e) {
-        const char* row = base + static_cast<size_t>(idx[e] % rows) * row_bytes;
-        const float* xn = x + (e / m) * width;
-        float dot;
-#if defined(MNEMO_HAVE_AVX2_KERNELS)
-        if constexpr (VECTOR) {
-            if (e + 1 < e1) _mm_prefetch(base + static_cast<size_t>(idx[e + 1] % rows) * row_bytes, _MM_HINT_T0);
-            dot = row_dot_avx2<DT>(row, xn, width);
-        } else
-#elif defined(MNEMO_HAVE_NEON_KERNELS)
-        if constexpr (VECTOR) {
-            if (e + 1 < e1) __builtin_prefetch(base + static_cast<size_t>(idx[e + 1] % rows) * row_bytes);
-            dot = row_dot_neon<DT>(row, xn, width);
-        } else
-#endif
-        {
-            dot = row_dot_scalar<DT>(row, xn, width);
-        }
-        const float a = activate(dot, act);
-        for (int64_t k = 0; k < per_entry; ++k) out[e * per_entry + k] = a * s[e * per_entry + k];
-    }
-}
-
-// A block-quantized pre-value table: each selected row's blocks decoded and dotted with the query
-// (lookup_quant.hpp).
-template <bool VECTOR>
-void peer_gate_quant_kernel(const KernelCall& call, int ith, int nth) {
     const PreparedNode& p = *call.node;
     const mnemo_tensor& table = p.node.inputs[0];
     const mnemo_tensor& sc = p.node.inputs[3];
@@ -194,8 +156,27 @@ void peer_gate_quant_kernel(const KernelCall& call, int ith, int nth) {
     int64_t e0, e1;
     split_range(numel(p.node.inputs[1]), ith, nth, 1, &e0, &e1);
     for (int64_t e = e0; e < e1; ++e) {
-        if (e + 1 < e1) __builtin_prefetch(base + static_cast<size_t>(idx[e + 1] % rows) * row_bytes);
-        const float dot = row_dot_quant(VECTOR, table.dtype, base + static_cast<size_t>(idx[e] % rows) * row_bytes, x + (e / m) * width, width);
+        const char* row = base + static_cast<size_t>(idx[e] % rows) * row_bytes;
+        const float* xn = x + (e / m) * width;
+        float dot;
+        if constexpr (DT == kPackedTable) {
+            if (e + 1 < e1) __builtin_prefetch(base + static_cast<size_t>(idx[e + 1] % rows) * row_bytes);
+            dot = row_dot_quant(VECTOR, table.dtype, row, xn, width);
+        } else
+#if defined(MNEMO_HAVE_AVX2_KERNELS)
+        if constexpr (VECTOR) {
+            if (e + 1 < e1) _mm_prefetch(base + static_cast<size_t>(idx[e + 1] % rows) * row_bytes, _MM_HINT_T0);
+            dot = row_dot_avx2<DT>(row, xn, width);
+        } else
+#elif defined(MNEMO_HAVE_NEON_KERNELS)
+        if constexpr (VECTOR) {
+            if (e + 1 < e1) __builtin_prefetch(base + static_cast<size_t>(idx[e + 1] % rows) * row_bytes);
+            dot = row_dot_neon<DT>(row, xn, width);
+        } else
+#endif
+        {
+            dot = row_dot_scalar<DT>(row, xn, width);
+        }
         const float a = activate(dot, act);
         for (int64_t k = 0; k < per_entry; ++k) out[e * per_entry + k] = a * s[e * per_entry + k];
     }
@@ -306,7 +287,7 @@ KernelFn select_mem_index(PreparedNode&, Isa) { return mem_index_kernel; }
 
 KernelFn select_peer_gate(PreparedNode& p, Isa isa) {
     if (mnemo::dtype_is_quantized(static_cast<mnemo::DType>(p.node.inputs[0].dtype)))
-        return has_vector_kernels(isa) ? peer_gate_quant_kernel<true> : peer_gate_quant_kernel<false>;
+        return has_vector_kernels(isa) ? peer_gate_kernel<kPackedTable, true> : peer_gate_kernel<kPackedTable, false>;
     if (has_vector_kernels(isa)) return by_dtype<PeerGate, true>(p.node.inputs[0].dtype);
     return by_dtype<PeerGate, false>(p.node.inputs[0].dtype);
 }

@@ -13,10 +13,12 @@
 //    a tile of W sits in L1;
 //  - x86 integer kernels (decode, N <= quant::kDecodeMaxRows; and prefill where the CPU has AVX-512
 //    VNNI): x is quantized to 8-bit blocks of 32 and each block of W is an integer dot product
-//    (arch/x86/); prefill takes x in chunks that stay in L2 and two W rows at a time.
+//    (arch/x86/); prefill takes x in chunks that stay in L2 and two W rows at a time;
+//  - arm64 NEON integer kernels (decode and prefill): the same scheme (arch/arm/).
 #include <algorithm>
 #include <cstring>
 
+#include "arch/arm/simd_neon.hpp"
 #include "arch/x86/simd_avx2.hpp"
 #include "dot.hpp"
 #include "kernel_api.hpp"
@@ -160,6 +162,12 @@ KernelFn select_matmul_quant(PreparedNode& p, Isa isa) {
             return matmul_quant_prefill_avx2;
         }
     }
+#elif defined(MNEMO_HAVE_NEON_KERNELS)
+    if (isa == Isa::Neon)
+        if (KernelFn f = use_neon_dotprod() ? quant::integer_kernel_neon_dotprod(dtype) : quant::integer_kernel_neon(dtype)) {
+            p.scratch_floats = (static_cast<size_t>(n) * quant::row_bytes(k) + sizeof(float) - 1) / sizeof(float);
+            return f;
+        }
 #else
     (void)isa;
 #endif

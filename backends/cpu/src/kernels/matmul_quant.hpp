@@ -48,6 +48,13 @@ inline QuantizedRow row_at(const void* base, int64_t k, int64_t n) {
 // n weights of a row (whole blocks) from src to floats.
 using DequantizeFn = void (*)(const void* src, float* dst, int64_t n);
 
+#if defined(__aarch64__)
+// The NEON integer kernels (arch/arm/matmul_quant_neon.inl), decode and prefill: baseline
+// (VMULL.S8) and with ARMv8.2's SDOT; nullptr for a dtype they do not handle.
+KernelFn integer_kernel_neon(int32_t dtype);
+KernelFn integer_kernel_neon_dotprod(int32_t dtype);
+#endif
+
 #if defined(__x86_64__) || defined(__i386__)
 // The integer kernels of arch/x86/ (x quantized to 8 bits, integer dot products per block): AVX2
 // (VPMADDUBSW) and AVX-512 VNNI (VPDPBUSD on ymm); nullptr for a dtype they do not handle.

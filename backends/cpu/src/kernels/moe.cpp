@@ -15,6 +15,10 @@
 // before its phase has finished. That cannot deadlock: it only ever waits for items already
 // claimed, and those never wait for later ones.
 //
+// Block-quantized experts (q8_0 ... q6_k) stay packed in memory: each band of up to 4 expert rows
+// is decoded to f32 once into the thread's scratch (the dequantizers MATMUL's prefill uses) and
+// the float tiles run on it, so what streams from memory is the packed rows.
+//
 // The slot rows (gathered x and h) live in shared scratch. Very large batches are cut into
 // chunks of tokens so that this stays bounded; each chunk streams the expert weights once more.
 #include <algorithm>
@@ -28,6 +32,10 @@
 #include "arch/x86/simd_avx2.hpp"
 #include "dot.hpp"
 #include "kernel_api.hpp"
+#include "matmul_quant.hpp"
+#include "mnemo/io/ggml_type.hpp"
+#include "mnemo/ops/dtype.hpp"
+#include "mnemo/quant/ggml_quants.hpp"
 #include "scalar_math.hpp"
 
 namespace mnemo_cpu {
@@ -95,16 +103,29 @@ struct Grouping {
     int32_t* cursor;      // [E] fill position while grouping
     float* tile_a;        // tile results
     float* tile_b;
+    float* rows_a;        // up to 4 decoded rows of a block-quantized expert (gate or down)
+    float* rows_b;        // ... and of up
     int64_t n_active;
 };
 
+// Floats of one decoded band: 4 rows of the longer of D and F (0 when no expert is quantized).
+int64_t decoded_band_floats(const MoeShape& s) {
+    const bool any = mnemo::dtype_is_quantized(static_cast<mnemo::DType>(s.gate_dt)) ||
+                     mnemo::dtype_is_quantized(static_cast<mnemo::DType>(s.up_dt)) ||
+                     mnemo::dtype_is_quantized(static_cast<mnemo::DType>(s.down_dt));
+    return any ? round_up(4 * std::max(s.dim, s.hidden), 16) : 0;
+}
+
 size_t private_floats(const MoeShape& s) {
-    return static_cast<size_t>(2 * s.chunk_tokens * s.k + 3 * s.experts + 1 + 2 * kTileFloats + 16);
+    return static_cast<size_t>(2 * decoded_band_floats(s) + 2 * s.chunk_tokens * s.k + 3 * s.experts + 1 + 2 * kTileFloats + 16);
 }
 
 Grouping grouping_scratch(float* own, const MoeShape& s) {
     Grouping g;
     const int64_t slots = s.chunk_tokens * s.k;
+    g.rows_a = own;
+    g.rows_b = own + decoded_band_floats(s);
+    own += 2 * decoded_band_floats(s);
     g.tile_a = own;
     g.tile_b = own + kTileFloats;
     g.slot_w = own + 2 * kTileFloats;
@@ -227,8 +248,29 @@ struct TileShape {
 };
 TileShape tile_shape(int64_t tokens) { return tokens <= 2 ? TileShape{4, 2} : TileShape{3, 4}; }
 
+// Bytes before `elements` weights of an expert tensor (a whole number of rows, so of blocks).
 size_t weight_offset(int32_t dtype, int64_t elements) {
-    return static_cast<size_t>(elements) * (dtype == MNEMO_DTYPE_F32 ? 4 : 2);
+    return static_cast<size_t>(mnemo::dtype_bytes(static_cast<mnemo::DType>(dtype), elements));
+}
+
+// A band of `rows` expert rows of length `len` starting at `w`: as it is when it is a float type;
+// a block-quantized band is decoded into `buf` and becomes f32.
+const void* float_band(bool avx2, int32_t* dtype, const void* w, int rows, int64_t len, float* buf) {
+    if (!mnemo::dtype_is_quantized(static_cast<mnemo::DType>(*dtype))) return w;
+    quant::DequantizeFn decode = nullptr;
+#if defined(MNEMO_HAVE_AVX2_KERNELS)
+    if (avx2) decode = quant::dequantize_avx2(*dtype);
+#endif
+    (void)avx2;
+    const auto dt = static_cast<mnemo::DType>(*dtype);
+    const size_t row_bytes = weight_offset(*dtype, len);
+    for (int r = 0; r < rows; ++r) {
+        const void* row = static_cast<const char*>(w) + static_cast<size_t>(r) * row_bytes;
+        if (decode) decode(row, buf + r * len, len);
+        else mnemo::dequantize_row(mnemo::ggml_type_of_dtype(dt), row, buf + r * len, len);
+    }
+    *dtype = MNEMO_DTYPE_F32;
+    return buf;
 }
 
 #if defined(MNEMO_HAVE_AVX2_KERNELS)
@@ -273,12 +315,15 @@ void hidden_item(bool avx2, const MoeShape& s, const ChunkPlan& c, const Groupin
     float* hs = sh.h + first * s.hidden;
     for (int64_t f = f0; f < f1;) {
         const int mr = f1 - f >= ts.mr ? ts.mr : 1;
-        const void* gw = static_cast<const char*>(s.gate) + weight_offset(s.gate_dt, (e * s.hidden + f) * s.dim);
-        const void* uw = static_cast<const char*>(s.up) + weight_offset(s.up_dt, (e * s.hidden + f) * s.dim);
+        int32_t gdt = s.gate_dt, udt = s.up_dt;
+        const void* gw = float_band(avx2, &gdt, static_cast<const char*>(s.gate) + weight_offset(gdt, (e * s.hidden + f) * s.dim), mr,
+                                    s.dim, g.rows_a);
+        const void* uw = float_band(avx2, &udt, static_cast<const char*>(s.up) + weight_offset(udt, (e * s.hidden + f) * s.dim), mr,
+                                    s.dim, g.rows_b);
         for (int64_t t0 = 0; t0 < tokens; t0 += ts.nr) {
             const int nr = static_cast<int>(std::min<int64_t>(ts.nr, tokens - t0));
-            tile(avx2, s.gate_dt, mr, nr, xs + t0 * s.dim, s.dim, gw, s.dim, g.tile_a, mr, s.dim);
-            tile(avx2, s.up_dt, mr, nr, xs + t0 * s.dim, s.dim, uw, s.dim, g.tile_b, mr, s.dim);
+            tile(avx2, gdt, mr, nr, xs + t0 * s.dim, s.dim, gw, s.dim, g.tile_a, mr, s.dim);
+            tile(avx2, udt, mr, nr, xs + t0 * s.dim, s.dim, uw, s.dim, g.tile_b, mr, s.dim);
             swiglu_tile(avx2, g.tile_a, g.tile_b, nr * mr);
             for (int t = 0; t < nr; ++t) {
                 const float wt = g.slot_w[first + t0 + t];
@@ -301,10 +346,12 @@ void output_item(bool avx2, const MoeShape& s, const ChunkPlan& c, const Groupin
         const float* hs = sh.h + first * s.hidden;
         for (int64_t d = d0; d < d1;) {
             const int mr = d1 - d >= ts.mr ? ts.mr : 1;
-            const void* dw = static_cast<const char*>(s.down) + weight_offset(s.down_dt, (e * s.dim + d) * s.hidden);
+            int32_t ddt = s.down_dt;
+            const void* dw = float_band(avx2, &ddt, static_cast<const char*>(s.down) + weight_offset(ddt, (e * s.dim + d) * s.hidden), mr,
+                                        s.hidden, g.rows_a);
             for (int64_t t0 = 0; t0 < tokens; t0 += ts.nr) {
                 const int nr = static_cast<int>(std::min<int64_t>(ts.nr, tokens - t0));
-                tile(avx2, s.down_dt, mr, nr, hs + t0 * s.hidden, s.hidden, dw, s.hidden, g.tile_a, mr, s.hidden);
+                tile(avx2, ddt, mr, nr, hs + t0 * s.hidden, s.hidden, dw, s.hidden, g.tile_a, mr, s.hidden);
                 for (int t = 0; t < nr; ++t) {
                     float* y = s.out + static_cast<int64_t>(g.slot_token[first + t0 + t]) * s.dim + d;
                     for (int r = 0; r < mr; ++r) y[r] += g.tile_a[t * mr + r];

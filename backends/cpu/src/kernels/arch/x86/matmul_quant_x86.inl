@@ -67,6 +67,18 @@ QK_INLINE float hmax(__m256 v) {
     return _mm_cvtss_f32(s);
 }
 
+// W streams through a thread's band of rows in order; fetching it a few KiB ahead of use keeps
+// more lines in flight per core than the hardware prefetcher does on its own (1B q4_0 decode on
+// the 2-vCPU EPYC: 38-39 -> 45-47 t/s; 2 KiB ahead gave 42-43, 8 KiB 43-44). Decode is bound by
+// how many misses a core has outstanding, not by the memory's bandwidth: one thread reaches half
+// of two threads' speed. `bytes` of W starting at p are about to be read.
+#define QK_PREFETCH_AHEAD 4096
+#define QK_PREFETCH(p, bytes)                                                              \
+    do {                                                                                   \
+        for (int64_t o_ = 0; o_ < static_cast<int64_t>(bytes); o_ += 64)                   \
+            _mm_prefetch(reinterpret_cast<const char*>(p) + QK_PREFETCH_AHEAD + o_, _MM_HINT_T0); \
+    } while (0)
+
 // Lane i (0..7): sum of u[4i + j] * s[4i + j], j = 0..3, u unsigned and s signed bytes. No
 // saturation for the operands used here: |u| <= 128 and |s| <= 127 (VPMADDUBSW's pair sums stay
 // below 2^15).
@@ -182,6 +194,7 @@ QK_INLINE void row_32(const uint8_t* const* w, int64_t k, const QuantizedRow* x,
         __m256 scale[MW][NR];
         for (int mw = 0; mw < MW; ++mw) {
             const uint8_t* p = w[mw] + kBytes * b;
+            QK_PREFETCH(p, kBytes * 8);
             __m128i dh = _mm_setzero_si128();
             dh = _mm_insert_epi16(dh, u16_at(p), 0);
             dh = _mm_insert_epi16(dh, u16_at(p + kBytes), 1);
@@ -286,6 +299,7 @@ QK_INLINE void row_k4(const uint8_t* const* w, int64_t k, const QuantizedRow* x,
         __m256i qh[MW];
         for (int mw = 0; mw < MW; ++mw) {
             const uint8_t* p = w[mw] + kBytes * sb;
+            QK_PREFETCH(p, kBytes);
             const float d = f16_at(p), dmin = f16_at(p + 2);
             __m256 sc, mn;
             k4_scales(p + 4, sc, mn);
@@ -352,6 +366,7 @@ QK_INLINE void row_q6_k(const uint8_t* const* w, int64_t k, const QuantizedRow* 
         __m256 sc[MW][2];
         for (int mw = 0; mw < MW; ++mw) {
             const uint8_t* p = w[mw] + 210 * sb;
+            QK_PREFETCH(p, 210);
             const __m128i sc8 = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p + 192));
             const __m256 d = _mm256_set1_ps(f16_at(p + 208));
             sc[mw][0] = _mm256_mul_ps(d, _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(sc8)));
