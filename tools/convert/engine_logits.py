@@ -25,13 +25,14 @@ def mnemo_binary() -> Optional[str]:
 
 
 def engine_logits(test: unittest.TestCase, model_dir: str, ids: Sequence[int], scratch_dir: str) -> np.ndarray:
-    """`mnemo logits -m MODEL_DIR --ids ...` as float64 [T, vocab] (the .npy goes to scratch_dir).
-    Skips `test` when no mnemo is built; fails it, with mnemo's stderr, when mnemo fails."""
+    """`mnemo logits -m MODEL_DIR --ids ... --cache-type f32` as float64 [T, vocab] (the .npy goes to
+    scratch_dir; an f32 KV cache, as the references keep theirs). Skips `test` when no mnemo is
+    built; fails it, with mnemo's stderr, when mnemo fails."""
     exe = mnemo_binary()
     if exe is None:
         test.skipTest("no bin/mnemo built (set MNEMO_BUILD_BIN): engine not compared")
     out = os.path.join(scratch_dir, "engine_logits.npy")
-    r = subprocess.run([exe, "logits", "-m", model_dir, "--ids", ",".join(map(str, ids)), "--out", out],
+    r = subprocess.run([exe, "logits", "-m", model_dir, "--ids", ",".join(map(str, ids)), "--cache-type", "f32", "--out", out],
                        capture_output=True, text=True)
     test.assertEqual(r.returncode, 0, f"mnemo logits -m {model_dir}: {r.stderr}")
     return np.load(out).astype(np.float64)
