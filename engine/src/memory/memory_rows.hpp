@@ -18,6 +18,7 @@ inline std::vector<uint8_t> encode_rows(DType dt, const std::vector<float>& v, i
     const int64_t rows = dim > 0 ? static_cast<int64_t>(v.size()) / dim : 0;
     const uint64_t row_bytes = dtype_bytes(dt, dim);
     std::vector<uint8_t> out(static_cast<size_t>(row_bytes * static_cast<uint64_t>(rows)));
+    if (out.empty()) return out;  // memcpy may not be handed the null data() of an empty vector
     if (dt == DType::F32) {
         std::memcpy(out.data(), v.data(), out.size());
     } else if (dt == DType::F16) {
