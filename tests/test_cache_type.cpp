@@ -22,6 +22,7 @@
 #include "mnemo/io/ggml_type.hpp"
 #include "mnemo/ops/op_table.hpp"
 #include "mnemo/quant/ggml_quants.hpp"
+#include "default_model_golden.hpp"
 #include "model_test_util.hpp"
 #include "npy.hpp"
 #include "process_util.hpp"
@@ -138,8 +139,10 @@ TEST(CacheTypeReference, KvStoreRoundsIntoTheCacheDtype) {
 
 // ------------------------------------------------------------------ the default model
 
-std::string default_model() { return std::string(MNEMO_SOURCE_DIR) + "/assets/default-model"; }
-std::string golden(const std::string& file) { return test::model_dir("default-model-golden") + "/" + file; }
+std::string default_model() { return test::default_model_path(); }
+using test::FixedSource;
+using test::golden_references;
+std::string golden(const std::string& file) { return test::default_model_golden(file); }
 
 std::unique_ptr<Session> open_default(int32_t cache_dtype) {
     SessionOptions o;
@@ -152,29 +155,6 @@ std::unique_ptr<Session> open_default(int32_t cache_dtype) {
     return Session::open(o);
 }
 
-// The five golden references (tests/data/models/default-model-golden), as token ids.
-std::vector<std::vector<int32_t>> golden_references() {
-    const test::NpyArray refs = test::load_npy(golden("references.npy"));
-    const std::vector<int32_t> ids = refs.as_i32();
-    const std::vector<int32_t> lens = test::load_npy(golden("reference_lengths.npy")).as_i32();
-    std::vector<std::vector<int32_t>> out;
-    const auto width = static_cast<long>(refs.shape[1]);
-    for (size_t i = 0; i < lens.size(); ++i)
-        out.emplace_back(ids.begin() + static_cast<long>(i) * width, ids.begin() + static_cast<long>(i) * width + lens[i]);
-    return out;
-}
-
-// Every chunk reads the same memories (the question fits in one 64-token chunk).
-class FixedSource : public MemorySource {
-public:
-    explicit FixedSource(std::vector<std::shared_ptr<const ExplicitMemory>> m) : mems_(std::move(m)) {}
-    bool wants_vector() const override { return false; }
-    std::vector<std::shared_ptr<const ExplicitMemory>> retrieve(const ChunkQuery&, int32_t) override { return mems_; }
-    std::string describe() const override { return "fixed memories"; }
-
-private:
-    std::vector<std::shared_ptr<const ExplicitMemory>> mems_;
-};
 
 // The prompt's logits; with `memories`, every chunk reads the five golden references' memories,
 // written by this session (its encode cache of the same type) into memory states of that type.

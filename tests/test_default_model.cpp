@@ -17,6 +17,7 @@
 #include "mnemo/io/json.hpp"
 #include "mnemo/memory/explicit_memory.hpp"
 #include "mnemo/tokenizer/tokenizer.hpp"
+#include "default_model_golden.hpp"
 #include "model_test_util.hpp"
 #include "npy.hpp"
 
@@ -26,8 +27,10 @@ using mnemo::test::NpyArray;
 
 namespace {
 
-std::string model_path() { return std::string(MNEMO_SOURCE_DIR) + "/assets/default-model"; }
-std::string golden(const std::string& file) { return test::model_dir("default-model-golden") + "/" + file; }
+using test::FixedSource;
+using test::golden_references;
+std::string model_path() { return test::default_model_path(); }
+std::string golden(const std::string& file) { return test::default_model_golden(file); }
 
 struct Case {
     std::string text;
@@ -46,31 +49,6 @@ std::vector<Case> tokenizer_cases() {
     return out;
 }
 
-std::vector<std::vector<int32_t>> golden_references() {
-    const NpyArray refs = load_npy(golden("references.npy"));
-    const std::vector<int32_t> ids = refs.as_i32();
-    const std::vector<int32_t> lens = load_npy(golden("reference_lengths.npy")).as_i32();
-    std::vector<std::vector<int32_t>> out;
-    const auto width = static_cast<long>(refs.shape[1]);
-    for (size_t i = 0; i < lens.size(); ++i)
-        out.emplace_back(ids.begin() + static_cast<long>(i) * width, ids.begin() + static_cast<long>(i) * width + lens[i]);
-    return out;
-}
-
-// Every chunk reads the same memories (the question fits in one 64-token chunk).
-class FixedSource : public MemorySource {
-public:
-    explicit FixedSource(std::vector<std::shared_ptr<const ExplicitMemory>> m) : mems_(std::move(m)) {}
-    bool wants_vector() const override { return false; }
-    std::vector<std::shared_ptr<const ExplicitMemory>> retrieve(const ChunkQuery&, int32_t k) override {
-        EXPECT_LE(static_cast<int32_t>(mems_.size()), k);
-        return mems_;
-    }
-    std::string describe() const override { return "fixed memories"; }
-
-private:
-    std::vector<std::shared_ptr<const ExplicitMemory>> mems_;
-};
 
 class DefaultModel : public ::testing::TestWithParam<std::string> {
 protected:
