@@ -54,8 +54,8 @@ AttnArgs attn_args(const PreparedNode& p) {
     a.dv = nd.inputs[2].shape[3];
     a.group = a.hq / a.hkv;
     a.scale = nd.fparams[0];
-    a.k_row = kv::row_bytes(nd.inputs[1].dtype, a.d);
-    a.v_row = kv::row_bytes(nd.inputs[2].dtype, a.dv);
+    a.k_row = dtype_row_bytes(nd.inputs[1].dtype, a.d);
+    a.v_row = dtype_row_bytes(nd.inputs[2].dtype, a.dv);
     if (nd.n_inputs >= 8) {
         a.pk = static_cast<const char*>(p.in[5]);
         a.pv = static_cast<const char*>(p.in[6]);

@@ -11,6 +11,7 @@
 
 #include "../cpu_features.hpp"
 #include "mnemo/abi/mnemo_abi.h"
+#include "mnemo/ops/dtype.hpp"
 
 namespace mnemo_cpu {
 
@@ -48,6 +49,12 @@ inline int64_t numel(const mnemo_tensor& t) {
 }
 
 // Rows of a [..., D] tensor: product of all but the last dimension.
+// Bytes of `elements` consecutive elements of a row in `dtype` (whole blocks for the
+// block-quantized types): a row's stride in a weight, table or cache.
+inline uint64_t dtype_row_bytes(int32_t dtype, int64_t elements) {
+    return mnemo::dtype_bytes(static_cast<mnemo::DType>(dtype), elements);
+}
+
 inline int64_t outer_rows(const mnemo_tensor& t) {
     int64_t n = 1;
     for (int32_t i = 0; i + 1 < t.ndim; ++i) n *= t.shape[i];

@@ -17,13 +17,6 @@ namespace mnemo_cpu::kv {
 constexpr int64_t kQ8Block = 32;
 constexpr int64_t kQ8BlockBytes = 34;  // f16 scale d, then 32 int8: value = d * q
 
-// Bytes of one cache row of d values.
-constexpr uint64_t row_bytes(int32_t dtype, int64_t d) {
-    return dtype == MNEMO_DTYPE_F32 ? static_cast<uint64_t>(d) * 4
-           : dtype == MNEMO_DTYPE_F16 ? static_cast<uint64_t>(d) * 2
-                                      : static_cast<uint64_t>(d / kQ8Block) * kQ8BlockBytes;
-}
-
 inline float q8_scale(const char* block) {
     uint16_t h;
     std::memcpy(&h, block, 2);  // blocks are 34 bytes: no alignment to rely on

@@ -147,7 +147,7 @@ void peer_gate_kernel(const KernelCall& call, int ith, int nth) {
     const int64_t rows = table.shape[0], width = table.shape[1];
     const int64_t m = p.node.inputs[1].shape[1], per_entry = sc.ndim == 3 ? sc.shape[2] : 1;
     const int64_t act = p.node.iparams[0];
-    const size_t row_bytes = table_row_bytes(table.dtype, width);
+    const size_t row_bytes = dtype_row_bytes(table.dtype, width);
     const char* base = static_cast<const char*>(p.in[0]);
     const int32_t* idx = static_cast<const int32_t*>(p.in[1]);
     const float* x = static_cast<const float*>(p.in[2]);
@@ -229,7 +229,7 @@ void hive_kernel(const KernelCall& call, int ith, int nth) {
     const mnemo_tensor& proj = p.node.inputs[3];
     const int64_t rank = bank.shape[1], n_tok = p.node.inputs[1].shape[0], heads = p.node.inputs[1].shape[1];
     const int64_t m = p.node.inputs[1].shape[2], dh = proj.shape[2];
-    const size_t bank_row_bytes = table_row_bytes(bank.dtype, rank);
+    const size_t bank_row_bytes = dtype_row_bytes(bank.dtype, rank);
     const size_t proj_row_bytes = static_cast<size_t>(dh) * (proj.dtype == MNEMO_DTYPE_F32 ? 4 : 2);
     const char* bank_base = static_cast<const char*>(p.in[0]);
     const char* proj_base = static_cast<const char*>(p.in[3]);

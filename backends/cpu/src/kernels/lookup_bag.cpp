@@ -63,7 +63,7 @@ void embedding_bag_kernel(const KernelCall& call, int ith, int nth) {
     const int64_t groups = bag_groups(p.node);
     const int64_t cores = wt.ndim == 3 ? wt.shape[2] : 1, core_cols = cols / cores;
     const int32_t dtype = table.dtype;
-    const size_t row_bytes = table_row_bytes(dtype, cols);
+    const size_t row_bytes = dtype_row_bytes(dtype, cols);
     const int64_t block = column_block(n_bags * groups, cols, nth, mnemo::dtype_block(static_cast<mnemo::DType>(dtype)).elems);
     const int64_t blocks = (cols + block - 1) / block;
     int64_t t0, t1;

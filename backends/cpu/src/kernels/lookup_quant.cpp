@@ -7,37 +7,13 @@
 
 #include "lookup_bag.hpp"
 #include "matmul_quant.hpp"
-#include "mnemo/io/ggml_type.hpp"
 #include "mnemo/ops/dtype.hpp"
-#include "mnemo/quant/ggml_quants.hpp"
 #include "vector_isa.hpp"
 
 namespace mnemo_cpu {
 namespace {
 
 constexpr int64_t kMaxBlock = 256;  // the K-quants' super-block; q8_0 / q4_0 blocks are 32
-
-template <int DT>
-void dequantize_reference(const void* src, float* dst, int64_t n) {
-    mnemo::dequantize_row(mnemo::ggml_type_of_dtype(static_cast<mnemo::DType>(DT)), src, dst, n);
-}
-
-// The block decoder: the AVX2 dequantizers where this build has them (the reference's values,
-// bar fused multiply-adds), else the reference dequantizer.
-quant::DequantizeFn block_decoder(bool vector, int32_t dtype) {
-#if defined(MNEMO_HAVE_AVX2_KERNELS)
-    if (vector)
-        if (quant::DequantizeFn f = quant::dequantize_avx2(dtype)) return f;
-#endif
-    (void)vector;
-    switch (dtype) {
-        case MNEMO_DTYPE_Q8_0: return dequantize_reference<MNEMO_DTYPE_Q8_0>;
-        case MNEMO_DTYPE_Q4_0: return dequantize_reference<MNEMO_DTYPE_Q4_0>;
-        case MNEMO_DTYPE_Q4_K: return dequantize_reference<MNEMO_DTYPE_Q4_K>;
-        case MNEMO_DTYPE_Q5_K: return dequantize_reference<MNEMO_DTYPE_Q5_K>;
-        default: return dequantize_reference<MNEMO_DTYPE_Q6_K>;
-    }
-}
 
 // y[i] += w * v[i] over one decoded block; the vector path fuses the multiply-add, as the float
 // tables' bag_columns does.
@@ -89,7 +65,7 @@ void bag_columns_quant(bool vector, int32_t dtype, const BagRows& b, int64_t c0,
     const mnemo::DTypeBlock blk = mnemo::dtype_block(static_cast<mnemo::DType>(dtype));
     const int64_t be = blk.elems;
     const size_t bb = static_cast<size_t>(blk.bytes);
-    const quant::DequantizeFn decode = block_decoder(vector, dtype);
+    const quant::DequantizeFn decode = quant::dequantizer(vector, dtype);
     alignas(32) float v[kMaxBlock];
     for (int64_t k = c0 / be; k * be < c1; ++k) {
         const int64_t a = std::max(c0, k * be), z = std::min(c1, (k + 1) * be);
@@ -106,7 +82,7 @@ void bag_columns_quant(bool vector, int32_t dtype, const BagRows& b, int64_t c0,
 float row_dot_quant(bool vector, int32_t dtype, const char* row, const float* x, int64_t width) {
     const mnemo::DTypeBlock blk = mnemo::dtype_block(static_cast<mnemo::DType>(dtype));
     const int64_t be = blk.elems;
-    const quant::DequantizeFn decode = block_decoder(vector, dtype);
+    const quant::DequantizeFn decode = quant::dequantizer(vector, dtype);
     alignas(32) float v[kMaxBlock];
     // Per-lane partial sums over the whole row, added up once at the end.
     float acc[8] = {0, 0, 0, 0, 0, 0, 0, 0};

@@ -13,17 +13,10 @@
 #include <cstddef>
 #include <cstdint>
 
-#include "backend_common.hpp"
 
 namespace mnemo_cpu {
 
 struct BagRows;
-
-// Bytes of one table row of `cols` elements of any dtype the lookup ops take (element or block).
-inline size_t table_row_bytes(int32_t dtype, int64_t cols) {
-    const mnemo_backend::DTypeBlock b = mnemo_backend::dtype_block(dtype);
-    return static_cast<size_t>(static_cast<uint64_t>(cols) / b.elems * b.bytes);
-}
 
 // y[c] = sum_e w[e] * row_e[c] for c in [c0, c1), the rows block-quantized in `dtype`.
 // `vector`: this build's vector kernels (vector_isa.hpp) may be used.

@@ -138,7 +138,28 @@ MNEMO_AVX2 void matmul_quant_prefill_avx2(const KernelCall& call, int ith, int n
 
 #endif  // MNEMO_HAVE_AVX2_KERNELS
 
+template <int DT>
+void dequantize_reference(const void* src, float* dst, int64_t n) {
+    mnemo::dequantize_row(mnemo::ggml_type_of_dtype(static_cast<mnemo::DType>(DT)), src, dst, n);
+}
+
 }  // namespace
+
+quant::DequantizeFn quant::dequantizer(bool vector, int32_t dtype) {
+#if defined(MNEMO_HAVE_AVX2_KERNELS)
+    if (vector)
+        if (DequantizeFn f = dequantize_avx2(dtype)) return f;
+#endif
+    (void)vector;
+    switch (dtype) {
+        case MNEMO_DTYPE_Q8_0: return dequantize_reference<MNEMO_DTYPE_Q8_0>;
+        case MNEMO_DTYPE_Q4_0: return dequantize_reference<MNEMO_DTYPE_Q4_0>;
+        case MNEMO_DTYPE_Q4_K: return dequantize_reference<MNEMO_DTYPE_Q4_K>;
+        case MNEMO_DTYPE_Q5_K: return dequantize_reference<MNEMO_DTYPE_Q5_K>;
+        case MNEMO_DTYPE_Q6_K: return dequantize_reference<MNEMO_DTYPE_Q6_K>;
+        default: return nullptr;
+    }
+}
 
 KernelFn select_matmul_quant(PreparedNode& p, Isa isa) {
     const int32_t dtype = p.node.inputs[1].dtype;

@@ -48,6 +48,20 @@ inline QuantizedRow row_at(const void* base, int64_t k, int64_t n) {
 // n weights of a row (whole blocks) from src to floats.
 using DequantizeFn = void (*)(const void* src, float* dst, int64_t n);
 
+// The dequantizer of a block-quantized dtype: the AVX2 one where `vector` and this build has it
+// (the reference's values, bar fused multiply-adds), else the reference dequantizer.
+DequantizeFn dequantizer(bool vector, int32_t dtype);
+
+// x rows a prefill chunk of the integer kernels holds: as many as fit in kChunkBytes of quantized
+// rows (a quarter of an L2), a multiple of 4 from 4 to kChunkRows; each W row of a thread's band
+// then meets the chunk while it sits in L1.
+constexpr int64_t kChunkRows = 64;
+constexpr uint64_t kChunkBytes = 256 * 1024;
+constexpr int64_t chunk_rows(int64_t k) {
+    const int64_t fit = static_cast<int64_t>(kChunkBytes / (row_bytes(k) > 0 ? row_bytes(k) : 1)) / 4 * 4;
+    return fit < 4 ? 4 : fit > kChunkRows ? kChunkRows : fit;
+}
+
 #if defined(__aarch64__)
 // The NEON integer kernels (arch/arm/matmul_quant_neon.inl), decode and prefill: baseline
 // (VMULL.S8) and with ARMv8.2's SDOT; nullptr for a dtype they do not handle.

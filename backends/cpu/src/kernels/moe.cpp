@@ -250,25 +250,16 @@ TileShape tile_shape(int64_t tokens) { return tokens <= 2 ? TileShape{4, 2} : Ti
 
 // Bytes before `elements` weights of an expert tensor (a whole number of rows, so of blocks).
 size_t weight_offset(int32_t dtype, int64_t elements) {
-    return static_cast<size_t>(mnemo::dtype_bytes(static_cast<mnemo::DType>(dtype), elements));
+    return static_cast<size_t>(dtype_row_bytes(dtype, elements));
 }
 
 // A band of `rows` expert rows of length `len` starting at `w`: as it is when it is a float type;
 // a block-quantized band is decoded into `buf` and becomes f32.
 const void* float_band(bool avx2, int32_t* dtype, const void* w, int rows, int64_t len, float* buf) {
     if (!mnemo::dtype_is_quantized(static_cast<mnemo::DType>(*dtype))) return w;
-    quant::DequantizeFn decode = nullptr;
-#if defined(MNEMO_HAVE_AVX2_KERNELS)
-    if (avx2) decode = quant::dequantize_avx2(*dtype);
-#endif
-    (void)avx2;
-    const auto dt = static_cast<mnemo::DType>(*dtype);
+    const quant::DequantizeFn decode = quant::dequantizer(avx2, *dtype);
     const size_t row_bytes = weight_offset(*dtype, len);
-    for (int r = 0; r < rows; ++r) {
-        const void* row = static_cast<const char*>(w) + static_cast<size_t>(r) * row_bytes;
-        if (decode) decode(row, buf + r * len, len);
-        else mnemo::dequantize_row(mnemo::ggml_type_of_dtype(dt), row, buf + r * len, len);
-    }
+    for (int r = 0; r < rows; ++r) decode(static_cast<const char*>(w) + static_cast<size_t>(r) * row_bytes, buf + r * len, len);
     *dtype = MNEMO_DTYPE_F32;
     return buf;
 }

@@ -71,7 +71,7 @@ void kv_store_kernel(const KernelCall& call, int ith, int nth) {
     const mnemo_tensor& src_t = p.node.inputs[1];
     const int64_t n = src_t.shape[0], h = src_t.shape[1], d = src_t.shape[2];
     const int64_t c = cache.shape[2];
-    const uint64_t row_bytes = kv::row_bytes(DT, d);
+    const uint64_t row_bytes = dtype_row_bytes(DT, d);
     const float* src = static_cast<const float*>(p.in[1]);
     const int32_t* seq = static_cast<const int32_t*>(p.in[2]);
     const int32_t* pos = static_cast<const int32_t*>(p.in[3]);

@@ -223,17 +223,7 @@ QN_TARGET void row_dots(const uint8_t* w, int64_t k, const QuantizedRow* x, floa
     for (int n = 0; n < NR; ++n) out[n] = sum[n];
 }
 
-// Bytes of one row of W.
-constexpr uint64_t w_row_bytes(int DT, int64_t k) {
-    return DT == MNEMO_DTYPE_Q8_0   ? static_cast<uint64_t>(k / 32) * 34
-           : DT == MNEMO_DTYPE_Q4_0 ? static_cast<uint64_t>(k / 32) * 18
-           : DT == MNEMO_DTYPE_Q4_K ? static_cast<uint64_t>(k / 256) * 144
-           : DT == MNEMO_DTYPE_Q5_K ? static_cast<uint64_t>(k / 256) * 176
-                                    : static_cast<uint64_t>(k / 256) * 210;
-}
 
-constexpr int64_t kChunkRows = 64;            // x rows a W row meets while it sits in L1
-constexpr uint64_t kChunkBytes = 256 * 1024;  // ... at most this much of quantized x
 
 template <int DT>
 QN_TARGET void integer_matmul(const KernelCall& call, int ith, int nth) {
@@ -248,9 +238,8 @@ QN_TARGET void integer_matmul(const KernelCall& call, int ith, int nth) {
     auto* y = static_cast<float*>(p.out);
     void* xq = call.scratch + static_cast<size_t>(ith) * call.scratch_stride;
     quantize_rows(x, n, k, xq);
-    const uint64_t wrow = w_row_bytes(DT, k);
-    const int64_t chunk =
-        std::clamp<int64_t>(static_cast<int64_t>(kChunkBytes / std::max<uint64_t>(1, row_bytes(k))) / 4 * 4, 4, kChunkRows);
+    const uint64_t wrow = dtype_row_bytes(DT, k);
+    const int64_t chunk = chunk_rows(k);
     QuantizedRow xrows[kChunkRows];
     float out[4];
     for (int64_t c0 = 0; c0 < n; c0 += chunk) {

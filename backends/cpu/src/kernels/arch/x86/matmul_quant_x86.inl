@@ -436,19 +436,7 @@ QK_INLINE void rows(const uint8_t* const* w, int64_t k, const QuantizedRow* x, f
     else row_q6_k<MW, NR>(w, k, x, out);
 }
 
-// Bytes of one row of W: K / block weights x block bytes.
-constexpr uint64_t w_row_bytes(int DT, int64_t k) {
-    return DT == MNEMO_DTYPE_Q8_0   ? static_cast<uint64_t>(k / 32) * 34
-           : DT == MNEMO_DTYPE_Q4_0 ? static_cast<uint64_t>(k / 32) * 18
-           : DT == MNEMO_DTYPE_Q4_K ? static_cast<uint64_t>(k / 256) * 144
-           : DT == MNEMO_DTYPE_Q5_K ? static_cast<uint64_t>(k / 256) * 176
-                                    : static_cast<uint64_t>(k / 256) * 210;
-}
 
-// x rows whose quantized blocks a W row meets while it sits in L1: as many as fit in half of a
-// core's L2 (the chunk is reused by every W row of the thread's band), at most kChunkRows.
-constexpr int64_t kChunkRows = 64;
-constexpr uint64_t kChunkBytes = 256 * 1024;
 
 template <int DT>
 QK_TARGET void integer_matmul(const KernelCall& call, int ith, int nth) {
@@ -464,8 +452,8 @@ QK_TARGET void integer_matmul(const KernelCall& call, int ith, int nth) {
     void* xq = call.scratch + static_cast<size_t>(ith) * call.scratch_stride;
     quantize_rows(x, n, k, xq);
     if constexpr (DT == MNEMO_DTYPE_Q4_0) interleave_pairs(xq, n, k);
-    const uint64_t wrow = w_row_bytes(DT, k);
-    const int64_t chunk = std::clamp<int64_t>(static_cast<int64_t>(kChunkBytes / std::max<uint64_t>(1, row_bytes(k))) / 4 * 4, 4, kChunkRows);
+    const uint64_t wrow = dtype_row_bytes(DT, k);
+    const int64_t chunk = chunk_rows(k);
     QuantizedRow xrows[kChunkRows];
     float out[2][4];
     // Decode (n <= 8) is one chunk: W streams from memory once, a row at a time. Prefill takes the
