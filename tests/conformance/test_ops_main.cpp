@@ -201,8 +201,10 @@ int run_support(const Options& o) {
             md << "\nWhy refused (one case each):\n\n";
             for (const std::string& r : reasons) md << "- " << r << "\n";
         }
-        md << "\nThe CPU column is its default kernels (AVX2, with AVX-512 VNNI where the CPU has it); ctest also runs\n"
-           << "every case on the portable kernels (`cpu_scalar.conformance`), where a quantized matmul stays near 1e-12.\n";
+        md << "\nThe CPU column is its default kernels (AVX2, with the AVX-512 prefill GEMM and AVX-512 VNNI where the\n"
+           << "CPU has them); ctest also runs every case on the plain AVX2 kernels (`cpu_avx2.conformance`,\n"
+           << "`MNEMO_CPU_ISA=avx2`) and on the portable kernels (`cpu_scalar.conformance`), where a quantized\n"
+           << "matmul stays near 1e-12.\n";
     }
     bool any_note = false;
     for (const auto& [op, list] : notes)

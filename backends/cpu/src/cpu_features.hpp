@@ -37,6 +37,11 @@ Isa best_isa();
 // MNEMO_CPU_ISA=avx2 (or scalar) turns it off, so the plain AVX2 path can be tested here too.
 bool use_avx512_vnni();
 
+// Whether kernels may use AVX-512 F/BW/VL on 512-bit registers (and the OS saves their state) on
+// top of the AVX2 kernel set: the f32/f16/bf16 prefill GEMM does. MNEMO_CPU_ISA=avx2 (or scalar)
+// turns it off, so the plain AVX2 path can be tested here too.
+bool use_avx512();
+
 // Whether the quantized MATMUL kernels may use the ARMv8.2 dot-product instructions on top of the
 // NEON kernel set. MNEMO_CPU_ISA=neon (or scalar) turns it off, so the baseline NEON path can be
 // tested on such a CPU too.

@@ -60,6 +60,16 @@ std::string quantized_paths() {
     return std::string(types) + ": dequantized to f32 (portable)";
 }
 
+// Which path f32/f16/bf16 weights take in MATMUL (kernels/matmul.cpp): decode is a mat-vec bound
+// by memory, prefill a register-tiled GEMM, 32-register where AVX-512 is there.
+std::string dense_paths() {
+    const char* types = "f32 f16 bf16";
+    if (best_isa() == Isa::Avx2)
+        return std::string(types) + ": avx2 mat-vec in decode, " + (use_avx512() ? "avx512" : "avx2") + " GEMM in prefill";
+    if (best_isa() == Isa::Neon) return std::string(types) + ": neon";
+    return std::string(types) + ": portable";
+}
+
 }  // namespace
 
 void fill_device_info(mnemo_device_info* out) {
@@ -67,7 +77,8 @@ void fill_device_info(mnemo_device_info* out) {
     copy_text(out->name, sizeof(out->name), cpu_model_name());
     const unsigned threads = std::thread::hardware_concurrency();
     const std::string desc = std::to_string(threads ? threads : 1) + " hardware threads; features: " +
-                             feature_list(cpu_features()) + "; kernels: " + isa_name(best_isa()) + "; " + quantized_paths();
+                             feature_list(cpu_features()) + "; kernels: " + isa_name(best_isa()) + "; " + dense_paths() + "; " +
+                             quantized_paths();
     copy_text(out->description, sizeof(out->description), desc);
     out->type = MNEMO_DEVICE_CPU;
     out->caps = MNEMO_CAP_HOST_MEMORY | MNEMO_CAP_F16 | MNEMO_CAP_BF16 | MNEMO_CAP_PROFILE;

@@ -7,7 +7,8 @@
 // weight is loaded exactly once. Prefill (many rows of x) is bound by arithmetic: the
 // micro-kernel becomes 4 rows of x by 3 rows of W (12 accumulators + 3 weight vectors + 1 x
 // vector = all 16 ymm registers) and the loops are blocked over K and N so the x block stays in
-// L2 while a small band of W sits in L1 and is reused for every x row of the block.
+// L2 while a small band of W sits in L1 and is reused for every x row of the block. Where the
+// CPU has AVX-512, prefill takes the 32-register version of that tile (arch/x86/matmul_avx512.cpp).
 #include <cstring>
 
 #include "arch/arm/simd_neon.hpp"
@@ -15,36 +16,15 @@
 #include "dot.hpp"
 #include "kernel_api.hpp"
 #include "matmul_quant.hpp"
+#include "matmul_shape.hpp"
 #include "scalar_math.hpp"
 
 namespace mnemo_cpu {
 namespace {
 
-// plan[] layout for matmul nodes.
-enum PlanSlot { kPlanMr = 0, kPlanNr = 1, kPlanKc = 2, kPlanNc = 3 };
-
 constexpr int64_t kPrefillKc = 1024;  // x block NC x KC floats = 128 KiB: fits L2 with room for W
 constexpr int64_t kPrefillNc = 32;
 constexpr int64_t kBlockingMinRows = 8;  // below this W is streamed once, unblocked
-
-struct MatmulShape {
-    const float* x;
-    const void* w;
-    float* y;
-    int64_t n, m, k;
-};
-
-MatmulShape shape_of(const PreparedNode& p) {
-    const mnemo_node& nd = p.node;
-    MatmulShape s;
-    s.x = static_cast<const float*>(p.in[0]);
-    s.w = p.in[1];
-    s.y = static_cast<float*>(p.out);
-    s.m = nd.inputs[1].shape[0];
-    s.k = nd.inputs[1].shape[1];
-    s.n = outer_rows(nd.inputs[0]);
-    return s;
-}
 
 // ---------------------------------------------------------------------------------------------
 // Portable kernels: the same band split, 4 rows of W per step, plain loops the compiler may
@@ -52,7 +32,7 @@ MatmulShape shape_of(const PreparedNode& p) {
 
 template <int DT>
 void matmul_scalar(const KernelCall& call, int ith, int nth) {
-    const MatmulShape s = shape_of(*call.node);
+    const MatmulShape s = matmul_shape(*call.node);
     int64_t m0, m1;
     split_range(s.m, ith, nth, 4, &m0, &m1);
     float wrow[4][256];  // converted chunk of 4 weight rows, reused for every row of x
@@ -120,7 +100,7 @@ MNEMO_AVX2 void band_avx2(const MatmulShape& s, int64_t m0, int64_t m1, int64_t 
 template <int DT>
 MNEMO_AVX2 void matmul_avx2(const KernelCall& call, int ith, int nth) {
     const PreparedNode& p = *call.node;
-    const MatmulShape s = shape_of(p);
+    const MatmulShape s = matmul_shape(p);
     const int64_t mr = p.plan[kPlanMr], nr = p.plan[kPlanNr], kc = p.plan[kPlanKc], nc = p.plan[kPlanNc];
     int64_t m0, m1;
     split_range(s.m, ith, nth, mr, &m0, &m1);
@@ -146,7 +126,7 @@ MNEMO_AVX2 void matmul_avx2(const KernelCall& call, int ith, int nth) {
 // Four rows of W per step against one row of x at a time (x stays in L1 across the 4 rows).
 template <int DT>
 void matmul_neon(const KernelCall& call, int ith, int nth) {
-    const MatmulShape s = shape_of(*call.node);
+    const MatmulShape s = matmul_shape(*call.node);
     int64_t m0, m1;
     split_range(s.m, ith, nth, 4, &m0, &m1);
     for (int64_t m = m0; m < m1; m += 4) {
@@ -212,6 +192,10 @@ KernelFn select_matmul(PreparedNode& p, Isa isa) {
         p.plan[kPlanKc] = k > 0 ? k : 1;
         p.plan[kPlanNc] = 2;
     } else {
+#if defined(MNEMO_HAVE_AVX2_KERNELS)
+        if (isa == Isa::Avx2 && use_avx512())
+            if (KernelFn f = select_matmul_prefill_avx512(p, dtype)) return f;
+#endif
         p.plan[kPlanMr] = 3;
         p.plan[kPlanNr] = 4;
         const bool blocked = n > kBlockingMinRows;
