@@ -78,6 +78,20 @@ TEST_F(NanModel, BenchFailsRatherThanReportAThroughput) {
                             {"tg: the model produced NaN/Inf logits"}));
 }
 
+// Logits written for comparison would carry NaN as if it were data: refused, and no file is left;
+// --allow-nonfinite writes them (to look at a broken model) with a warning.
+TEST_F(NanModel, LogitsRefusesUnlessAllowedAndWritesNoFile) {
+    const std::string out = temp_file("nan-logits.npy");
+    std::remove(out.c_str());
+    const auto r = run_mnemo("logits -m " + model() + " --ids 1,5,9 --out " + shell_quote(out));
+    EXPECT_TRUE(exited_with(r, 1, {kNanMessage + std::string("0 (token 0 is NaN; "), kNotFinite, "was not written"}));
+    EXPECT_FALSE(std::ifstream(out).good()) << "a refused logits run leaves no file";
+    const auto allowed = run_mnemo("logits -m " + model() + " --ids 1,5,9 --out " + shell_quote(out) + " --allow-nonfinite");
+    EXPECT_TRUE(exited_with(allowed, 0, {"mnemo: warning: ", "logits are NaN or Inf (from position 0)"}));
+    EXPECT_TRUE(std::ifstream(out).good());
+    std::remove(out.c_str());
+}
+
 // A tokenizer.json whose vocabulary is empty (only its special tokens are left) would turn every
 // prompt into a lone BOS and "answer" it with rc 0.
 TEST(TokenizerVocabulary, EmptyVocabularyIsRefusedNamingTheFile) {

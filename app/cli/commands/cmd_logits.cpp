@@ -1,5 +1,6 @@
 // `mnemo logits`: run a token sequence through the model and save the logits of every position
 // as float32 [T, vocab] .npy (for comparisons against reference implementations).
+#include <cmath>
 #include <cstdio>
 
 #include "commands.hpp"
@@ -13,6 +14,7 @@ int cmd_logits(int argc, char** argv) {
     ModelFlags model;
     std::vector<int32_t> ids;
     std::string out;
+    bool allow_nonfinite = false;
 
     app::ArgParser p("logits", "mnemo logits [-m DIR] --ids 1,2,3 --out FILE.npy [options]",
                      "Feed the token ids to sequence 0 and write the logits of every position as a float32\n"
@@ -26,7 +28,9 @@ int cmd_logits(int argc, char** argv) {
                  app::parse_int(items[i], "--ids item " + std::to_string(i), 0, INT32_MAX)));
          }
      })
-        .string_opt("-o,--out", "FILE", "output .npy file (required)", &out);
+        .string_opt("-o,--out", "FILE", "output .npy file (required)", &out)
+        .flag("--allow-nonfinite", "write the file even when some logits are NaN or Inf (to look at a broken model)",
+              &allow_nonfinite);
     if (!p.parse(argc, argv, 2)) return 0;
     if (!p.given("--ids")) throw app::UsageError("missing --ids LIST");
     if (out.empty()) throw app::UsageError("missing --out FILE.npy");
@@ -50,6 +54,22 @@ int cmd_logits(int argc, char** argv) {
         throw Error("the session returned " + std::to_string(logits.size()) + " logits, expected " +
                     std::to_string(ids.size()) + " x " + std::to_string(vocab));
     }
+    // A comparison against a reference would read NaN/Inf as data; say where they start instead
+    // (as run, chat and bench do), unless asked to keep them.
+    size_t bad = 0, first_bad = 0;
+    for (size_t i = 0; i < logits.size(); ++i)
+        if (!std::isfinite(logits[i]) && bad++ == 0) first_bad = i;
+    if (bad > 0 && !allow_nonfinite) {
+        const float v = logits[first_bad];
+        throw Error("the model produced NaN/Inf logits at position " + std::to_string(first_bad / static_cast<size_t>(vocab)) +
+                    " (token " + std::to_string(first_bad % static_cast<size_t>(vocab)) + " is " +
+                    (std::isnan(v) ? "NaN" : v > 0 ? "+Inf" : "-Inf") + "; " + std::to_string(bad) + " of " +
+                    std::to_string(logits.size()) + " logits are not finite): its weights or activations are not finite; " +
+                    out + " was not written (--allow-nonfinite writes it anyway)");
+    }
+    if (bad > 0)
+        std::fprintf(stderr, "mnemo: warning: %zu of %zu logits are NaN or Inf (from position %zu)\n", bad, logits.size(),
+                     first_bad / static_cast<size_t>(vocab));
     write_npy_f32(out, logits.data(), {static_cast<int64_t>(ids.size()), vocab});
     std::fprintf(stderr, "wrote %s: [%zu, %d] float32\n", out.c_str(), ids.size(), vocab);
     return 0;
