@@ -261,6 +261,21 @@ TEST_F(Cli, ChatAnswersAndQuits) {
     EXPECT_TRUE(exited_with(r, 0, {"(conversation cleared)"}));
 }
 
+// A line far longer than any context (a file piped in by mistake) is read to its end and
+// dropped with a message, not held whole: the next line is still answered.
+TEST_F(Cli, ChatSkipsALineLongerThanTheContextCanHold) {
+    REQUIRE_TINY_MODEL();
+    const std::string input = temp_path("chat-long-input.txt");
+    {
+        std::ofstream f(input);
+        f << std::string((size_t{3} << 20) + 5, 'a') << "\nhello\n/reset\n";
+    }
+    Result r = run_mnemo("chat -m " + quote(tokenized_tiny_model()) + " -n 4 --seed 3", input);
+    fs::remove(input);
+    EXPECT_TRUE(exited_with(r, 0, {"mnemo: this message has more than 1048576 bytes, too long for a context of",
+                                   "(conversation cleared)"}));
+}
+
 TEST(NpyWrite, RoundTripsThroughReader) {
     const std::string path = temp_path("rt.npy");
     const std::vector<float> data = {1.0f, -2.5f, 3.25f, 0.0f, 1e-7f, -1e30f};

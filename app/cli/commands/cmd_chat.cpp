@@ -4,9 +4,11 @@
 // tokenizes differently, the cache is rebuilt from scratch instead).
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 
 #include "app/generate.hpp"
 #include "commands.hpp"
@@ -20,23 +22,41 @@ namespace mnemo::cli {
 
 namespace {
 
-enum class ReadResult { Line, Eof, Interrupted };
+enum class ReadResult { Line, TooLong, Eof, Interrupted };
 
-// One line from stdin without the newline. getline() is used (not iostreams) so a Ctrl-C at the
+// One line from stdin without the newline, of at most max_bytes: a longer one is read to its end
+// and dropped (TooLong), so a multi-gigabyte line with no newline (a file piped in by mistake)
+// costs max_bytes of memory, not all of it. fgets() is used (not iostreams) so a Ctrl-C at the
 // prompt interrupts the read (EINTR) and the program can leave cleanly.
-ReadResult read_line(std::string& out) {
-    char* buf = nullptr;
-    size_t cap = 0;
-    errno = 0;
-    const ssize_t n = ::getline(&buf, &cap, stdin);
-    const int err = errno;
-    if (n < 0) {
-        std::free(buf);
-        clearerr(stdin);
-        return (err == EINTR || interrupt_flag().load()) ? ReadResult::Interrupted : ReadResult::Eof;
+ReadResult read_line(std::string& out, size_t max_bytes) {
+    out.clear();
+    bool too_long = false, got_any = false;
+    char buf[1 << 16];
+    while (true) {
+        errno = 0;
+        if (std::fgets(buf, sizeof(buf), stdin) == nullptr) {
+            const int err = errno;
+            const bool interrupted = (std::ferror(stdin) && err == EINTR) || interrupt_flag().load();
+            clearerr(stdin);
+            if (interrupted) return ReadResult::Interrupted;
+            if (!got_any) return ReadResult::Eof;
+            break;  // a last line without a newline
+        }
+        got_any = true;
+        const size_t n = std::strlen(buf);
+        const bool line_end = n > 0 && buf[n - 1] == '\n';
+        if (!too_long) {
+            if (out.size() + n > max_bytes + 2) {  // (+2: the newline and a CR are not content)
+                too_long = true;
+                out.clear();
+                out.shrink_to_fit();
+            } else {
+                out.append(buf, n);
+            }
+        }
+        if (line_end) break;
     }
-    out.assign(buf, static_cast<size_t>(n));
-    std::free(buf);
+    if (too_long) return ReadResult::TooLong;
     while (!out.empty() && (out.back() == '\n' || out.back() == '\r')) out.pop_back();
     return ReadResult::Line;
 }
@@ -135,6 +155,9 @@ int cmd_chat(int argc, char** argv) {
     std::fprintf(stderr, "mnemo chat: %s, template %s, context %d tokens. /reset, /quit, Ctrl-D to exit.\n",
                  session->summary().model_type.c_str(), tmpl.name.c_str(), session->n_ctx());
 
+    // No token is shorter than a byte, and few pieces are longer than 16: a line of more than
+    // 16 bytes per context position cannot fit (and at least 1 MiB is always accepted).
+    const size_t max_line_bytes = std::max<size_t>(size_t{1} << 20, size_t{16} * static_cast<size_t>(session->n_ctx()));
     while (true) {
         if (interactive) {
             std::fputs("> ", stdout);
@@ -142,7 +165,12 @@ int cmd_chat(int argc, char** argv) {
         }
         std::string line;
         if (interrupted.load()) break;  // Ctrl-C that arrived between answers
-        const ReadResult rr = read_line(line);
+        const ReadResult rr = read_line(line, max_line_bytes);
+        if (rr == ReadResult::TooLong) {
+            std::fprintf(stderr, "mnemo: this message has more than %zu bytes, too long for a context of %d tokens (-c); skipped\n",
+                         max_line_bytes, session->n_ctx());
+            continue;
+        }
         if (rr != ReadResult::Line) {
             if (interactive) std::fputc('\n', stdout);
             break;
