@@ -1,6 +1,6 @@
-// The rows family: GET_ROWS (embedding lookup, widened or dequantized to f32) and KV_STORE (new keys or values
-// into the cache, in place). Both are bandwidth-bound and simple: a block per row where rows are
-// wide, a flat grid-stride loop where elements are independent.
+// The rows family: GET_ROWS (embedding lookup, widened or dequantized to f32) and KV_STORE (new
+// keys or values into the cache, in place). Both are bandwidth-bound and simple: a block per row
+// where rows are wide, a flat grid-stride loop where elements are independent.
 //
 // Indices are data the graph never sees: each kernel checks them, reports a bad one through
 // report_bad_index (the first report wins; the host fails the run naming the node) and skips the
