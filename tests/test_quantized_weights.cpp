@@ -133,8 +133,25 @@ TEST(QuantizedDTypes, NodeErrorRefusesATensorOfPartBlocks) {
 
 namespace {
 
-// MATMUL with a q4_k W and GET_ROWS with a q8_0 table on the first device of `backend`: both
-// refused, and graph_prepare says which op and which dtype. Skips without a device.
+// MATMUL with a q4_k W and GET_ROWS with a q8_0 table in `buf` (1 MiB).
+std::pair<mnemo_node, mnemo_node> quantized_nodes(void* buf) {
+    mnemo_node mm{};
+    mm.op = MNEMO_OP_MATMUL;
+    mm.n_inputs = 2;
+    mm.inputs[0] = {buf, 0, MNEMO_DTYPE_F32, 2, {1, 256, 0, 0}};
+    mm.inputs[1] = {buf, 4096, MNEMO_DTYPE_Q4_K, 2, {8, 256, 0, 0}};
+    mm.output = {buf, 65536, MNEMO_DTYPE_F32, 2, {1, 8, 0, 0}};
+    mnemo_node gr{};
+    gr.op = MNEMO_OP_GET_ROWS;
+    gr.n_inputs = 2;
+    gr.inputs[0] = {buf, 4096, MNEMO_DTYPE_Q8_0, 2, {8, 64, 0, 0}};
+    gr.inputs[1] = {buf, 0, MNEMO_DTYPE_I32, 1, {2, 0, 0, 0}};
+    gr.output = {buf, 65536, MNEMO_DTYPE_F32, 2, {2, 64, 0, 0}};
+    return {mm, gr};
+}
+
+// Both nodes of quantized_nodes on the first device of `backend`: refused, and graph_prepare says
+// which op and which dtype. Skips without a device.
 void expect_refused(const std::string& backend, const std::string& title) {
     const BackendModule* m = backends().find(backend);
     if (!m) GTEST_SKIP() << "the " << backend << " module is not built";
@@ -152,19 +169,8 @@ void expect_refused(const std::string& backend, const std::string& title) {
         EXPECT_EQ(m->api->graph_prepare(ctx, &n, 1, &g, &e), MNEMO_ERR_UNSUPPORTED);
         EXPECT_MENTIONS(std::string(e.message), want);
     };
-    mnemo_node mm{};
-    mm.op = MNEMO_OP_MATMUL;
-    mm.n_inputs = 2;
-    mm.inputs[0] = {buf, 0, MNEMO_DTYPE_F32, 2, {1, 256, 0, 0}};
-    mm.inputs[1] = {buf, 4096, MNEMO_DTYPE_Q4_K, 2, {8, 256, 0, 0}};
-    mm.output = {buf, 65536, MNEMO_DTYPE_F32, 2, {1, 8, 0, 0}};
+    const auto [mm, gr] = quantized_nodes(buf);
     check(mm, "MATMUL: weight dtype q4_k is not supported by the " + title + " backend yet");
-    mnemo_node gr{};
-    gr.op = MNEMO_OP_GET_ROWS;
-    gr.n_inputs = 2;
-    gr.inputs[0] = {buf, 4096, MNEMO_DTYPE_Q8_0, 2, {8, 64, 0, 0}};
-    gr.inputs[1] = {buf, 0, MNEMO_DTYPE_I32, 1, {2, 0, 0, 0}};
-    gr.output = {buf, 65536, MNEMO_DTYPE_F32, 2, {2, 64, 0, 0}};
     check(gr, "GET_ROWS: table dtype q8_0 is not supported by the " + title + " backend yet");
     m->api->buffer_free(ctx, buf);
     m->api->close(ctx);
@@ -173,7 +179,28 @@ void expect_refused(const std::string& backend, const std::string& title) {
 }  // namespace
 
 TEST(QuantizedWeights, VulkanRefusesThemNamingTheOpAndTheDtype) { expect_refused("vulkan", "Vulkan"); }
-TEST(QuantizedWeights, CudaRefusesThemNamingTheOpAndTheDtype) { expect_refused("cuda", "CUDA"); }
+// CUDA reads them (MATMUL and GET_ROWS; the values are the conformance cases'): both nodes prepare.
+TEST(QuantizedWeights, CudaTakesThemInMatmulAndGetRows) {
+    const BackendModule* m = backends().find("cuda");
+    if (!m) GTEST_SKIP() << "the cuda module is not built";
+    if (m->api->device_count() <= 0) GTEST_SKIP() << "cuda: no device";
+    void* ctx = nullptr;
+    mnemo_error err{};
+    mnemo_backend_config cfg{};
+    ASSERT_EQ(m->api->open(0, &cfg, &ctx, &err), MNEMO_OK) << err.message;
+    void* buf = nullptr;
+    ASSERT_EQ(m->api->buffer_alloc(ctx, 1 << 20, &buf, &err), MNEMO_OK) << err.message;
+    const auto [mm, gr] = quantized_nodes(buf);
+    for (const mnemo_node& n : {mm, gr}) {
+        EXPECT_EQ(m->api->supports_node(ctx, &n), 1) << mnemo_op_name(n.op);
+        void* g = nullptr;
+        mnemo_error e{};
+        EXPECT_EQ(m->api->graph_prepare(ctx, &n, 1, &g, &e), MNEMO_OK) << e.message;
+        if (g) m->api->graph_release(ctx, g);
+    }
+    m->api->buffer_free(ctx, buf);
+    m->api->close(ctx);
+}
 
 // ------------------------------------------------------------------ models
 

@@ -62,6 +62,7 @@ template <class T>
 struct TypedWeights {
     using Elem = T;
     static constexpr bool kVector = true;
+    static constexpr bool kQuantized = false;  // block-quantized views: QuantWeights (quant_weights.cuh)
     const T* p;
     __device__ float at(int64_t i) const { return to_f32(p[i]); }
     __device__ TypedWeights at_offset(int64_t o) const { return {p + o}; }
@@ -70,6 +71,7 @@ struct TypedWeights {
 struct AnyWeights {
     using Elem = float;
     static constexpr bool kVector = false;
+    static constexpr bool kQuantized = false;
     WeightPtr w;
     int64_t base;
     __device__ float at(int64_t i) const { return load_weight(w, static_cast<uint64_t>(base + i)); }
@@ -82,57 +84,75 @@ __device__ __forceinline__ bool aligned16(const void* p) { return (reinterpret_c
 // untouched). A team of `team` threads (lane 0..team-1) splits the row; the caller reduces the
 // team's partial sums. When the weight row and every x row start on 16 bytes and len fills
 // whole 16-byte vectors, W streams in 16-byte loads (evict-first: it is read once, while x is
-// re-read by every row and should stay in L1); otherwise one element per load.
+// re-read by every row and should stay in L1); otherwise one element per load. A block-quantized
+// view (QuantWeights) is read a 32-weight sub-block per thread and step instead.
 template <int NX, class W>
 __device__ __forceinline__ void team_dot(W w, int64_t len, const float* const (&xs)[NX], int nx, int lane, int team,
                                          float (&acc)[NX]) {
-    if constexpr (W::kVector) {
-        using T = typename W::Elem;
-        constexpr int kV = Wide<T>::kCount;
-        bool vec = len % kV == 0 && aligned16(w.p);
+    if constexpr (W::kQuantized) {
+        // Block-quantized W (len a whole number of blocks): each thread decodes whole 32-weight
+        // sub-blocks, each read once, and applies them to every x row.
+        const int64_t units = len / W::kUnit;
+        for (int64_t u = lane; u < units; u += team) {
+            float f[W::kUnit];
+            w.unit(u, f);
 #pragma unroll
-        for (int r = 0; r < NX; ++r)
-            if (r < nx) vec = vec && aligned16(xs[r]);
-        if (vec) {
-            constexpr int kUnroll = 4;  // loads in flight per thread before the first is used
-            const uint4* wv = reinterpret_cast<const uint4*>(w.p);
-            const int64_t nv = len / kV;
-            for (int64_t base = lane; base < nv; base += static_cast<int64_t>(team) * kUnroll) {
-                uint4 raw[kUnroll];
+            for (int r = 0; r < NX; ++r) {
+                if (r >= nx) break;
+                const float* xr = xs[r] + u * W::kUnit;
 #pragma unroll
-                for (int u = 0; u < kUnroll; ++u) {
-                    const int64_t i = base + static_cast<int64_t>(u) * team;
-                    raw[u] = i < nv ? __ldcs(wv + i) : make_uint4(0u, 0u, 0u, 0u);
-                }
+                for (int l = 0; l < W::kUnit; ++l) acc[r] = fmaf(f[l], __ldg(xr + l), acc[r]);
+            }
+        }
+    } else {
+        if constexpr (W::kVector) {
+            using T = typename W::Elem;
+            constexpr int kV = Wide<T>::kCount;
+            bool vec = len % kV == 0 && aligned16(w.p);
 #pragma unroll
-                for (int u = 0; u < kUnroll; ++u) {
-                    const int64_t i = base + static_cast<int64_t>(u) * team;
-                    if (i >= nv) break;
-                    float f[kV];
-                    Wide<T>::widen(raw[u], f);
+            for (int r = 0; r < NX; ++r)
+                if (r < nx) vec = vec && aligned16(xs[r]);
+            if (vec) {
+                constexpr int kUnroll = 4;  // loads in flight per thread before the first is used
+                const uint4* wv = reinterpret_cast<const uint4*>(w.p);
+                const int64_t nv = len / kV;
+                for (int64_t base = lane; base < nv; base += static_cast<int64_t>(team) * kUnroll) {
+                    uint4 raw[kUnroll];
 #pragma unroll
-                    for (int r = 0; r < NX; ++r) {
-                        if (r >= nx) break;
-                        const float4* xv = reinterpret_cast<const float4*>(xs[r] + i * kV);
+                    for (int u = 0; u < kUnroll; ++u) {
+                        const int64_t i = base + static_cast<int64_t>(u) * team;
+                        raw[u] = i < nv ? __ldcs(wv + i) : make_uint4(0u, 0u, 0u, 0u);
+                    }
 #pragma unroll
-                        for (int q = 0; q < kV / 4; ++q) {
-                            const float4 a = __ldg(xv + q);
-                            acc[r] = fmaf(f[4 * q], a.x, acc[r]);
-                            acc[r] = fmaf(f[4 * q + 1], a.y, acc[r]);
-                            acc[r] = fmaf(f[4 * q + 2], a.z, acc[r]);
-                            acc[r] = fmaf(f[4 * q + 3], a.w, acc[r]);
+                    for (int u = 0; u < kUnroll; ++u) {
+                        const int64_t i = base + static_cast<int64_t>(u) * team;
+                        if (i >= nv) break;
+                        float f[kV];
+                        Wide<T>::widen(raw[u], f);
+#pragma unroll
+                        for (int r = 0; r < NX; ++r) {
+                            if (r >= nx) break;
+                            const float4* xv = reinterpret_cast<const float4*>(xs[r] + i * kV);
+#pragma unroll
+                            for (int q = 0; q < kV / 4; ++q) {
+                                const float4 a = __ldg(xv + q);
+                                acc[r] = fmaf(f[4 * q], a.x, acc[r]);
+                                acc[r] = fmaf(f[4 * q + 1], a.y, acc[r]);
+                                acc[r] = fmaf(f[4 * q + 2], a.z, acc[r]);
+                                acc[r] = fmaf(f[4 * q + 3], a.w, acc[r]);
+                            }
                         }
                     }
                 }
+                return;
             }
-            return;
         }
-    }
-    for (int64_t i = lane; i < len; i += team) {
-        const float wi = w.at(i);
+        for (int64_t i = lane; i < len; i += team) {
+            const float wi = w.at(i);
 #pragma unroll
-        for (int r = 0; r < NX; ++r)
-            if (r < nx) acc[r] = fmaf(wi, __ldg(xs[r] + i), acc[r]);
+            for (int r = 0; r < NX; ++r)
+                if (r < nx) acc[r] = fmaf(wi, __ldg(xs[r] + i), acc[r]);
+        }
     }
 }
 

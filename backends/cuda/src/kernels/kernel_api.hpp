@@ -28,6 +28,7 @@ struct KernelError : std::runtime_error {
 // after a <<<>>> launch, or the status of a library call).
 using Launch = std::function<cudaError_t(cudaStream_t stream)>;
 
+using mnemo_backend::dtype_block;
 using mnemo_backend::dtype_bytes;
 using mnemo_backend::nbytes;
 using mnemo_backend::numel;

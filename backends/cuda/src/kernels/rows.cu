@@ -1,12 +1,13 @@
-// The rows family: GET_ROWS (embedding lookup, widened to f32) and KV_STORE (new keys or values
-// into the cache, in place). Both are bandwidth-bound and simple: a block per row where rows are
-// wide, a flat grid-stride loop where elements are independent.
+// The rows family: GET_ROWS (embedding lookup, widened or dequantized to f32) and KV_STORE (new
+// keys or values into the cache, in place). Both are bandwidth-bound and simple: a block per row
+// where rows are wide, a flat grid-stride loop where elements are independent.
 //
 // Indices are data the graph never sees: each kernel checks them, reports a bad one through
 // report_bad_index (the first report wins; the host fails the run naming the node) and skips the
 // entry, so a bad index never reads or writes out of bounds.
 #include "device_common.cuh"
 #include "kernel_api.hpp"
+#include "quant_weights.cuh"
 
 namespace mnemo_cuda {
 namespace {
@@ -36,9 +37,31 @@ __global__ void get_rows_kernel(WeightPtr table, const int32_t* __restrict__ idx
     }
 }
 
+// The same with a block-quantized table (rows of whole blocks): each weight decoded on its own, as
+// the reference decodes it (bit for bit: quant_blocks.cuh), so the writes stay coalesced.
+template <class Q>
+__global__ void get_rows_quant_kernel(QuantWeights<Q> table, const int32_t* __restrict__ idx, float* __restrict__ out,
+                                      uint64_t n, int64_t rows, uint64_t cols, KernelStatus* status, uint32_t node) {
+    for (uint64_t i = blockIdx.x; i < n; i += gridDim.x) {
+        const int64_t r = idx[i];
+        if (r < 0 || r >= rows) {
+            if (threadIdx.x == 0) report_bad_index(status, node, r, rows);
+            continue;
+        }
+        const QuantWeights<Q> row = table.at_offset(static_cast<int64_t>(static_cast<uint64_t>(r) * cols));
+        const uint64_t dst = i * cols;
+        for (uint64_t c = threadIdx.x; c < cols; c += blockDim.x) out[dst + c] = row.at(static_cast<int64_t>(c));
+    }
+}
+
 bool get_rows_supports(const DeviceProps&, const mnemo_node& n) {
-    return n.n_inputs == 2 && is_weight_dtype(n.inputs[0].dtype) && n.inputs[0].ndim == 2 &&
-           n.inputs[1].dtype == MNEMO_DTYPE_I32 && n.output.dtype == MNEMO_DTYPE_F32;
+    if (n.n_inputs != 2 || n.inputs[0].ndim != 2 || n.inputs[1].dtype != MNEMO_DTYPE_I32 || n.output.dtype != MNEMO_DTYPE_F32)
+        return false;
+    const int32_t dt = n.inputs[0].dtype;
+    if (is_weight_dtype(dt)) return true;
+    // A quantized row starts on a block (the op rule requires whole blocks per row); blocks are read
+    // a byte at a time, so the table's offset needs no alignment.
+    return is_quant_weight_dtype(dt) && static_cast<uint64_t>(n.inputs[0].shape[1]) % dtype_block(dt).elems == 0;
 }
 
 void get_rows_build(KernelBuilder& b) {
@@ -47,12 +70,21 @@ void get_rows_build(KernelBuilder& b) {
     const uint64_t n = numel(nd.inputs[1]), cols = static_cast<uint64_t>(table.shape[1]);
     // Launched even when C = 0 (an empty output): the indices are still checked, as on the CPU.
     if (n == 0) return;
-    const WeightPtr t = weight_of(table);
     const int32_t* idx = KernelBuilder::as<const int32_t>(nd.inputs[1]);
     float* out = KernelBuilder::as<float>(b.output());
     const int64_t rows = table.shape[0];
     KernelStatus* status = b.status();
     const uint32_t node = b.node_index(), grid = row_grid(b.props(), n), threads = threads_for(cols);
+    const bool quant = visit_quant_block(table.dtype, [&](auto q) {
+        using Q = decltype(q);
+        const QuantWeights<Q> t{KernelBuilder::ptr(table)};
+        b.launch([=](cudaStream_t st) {
+            get_rows_quant_kernel<Q><<<grid, threads, 0, st>>>(t, idx, out, n, rows, cols, status, node);
+            return cudaGetLastError();
+        });
+    });
+    if (quant) return;
+    const WeightPtr t = weight_of(table);
     b.launch([=](cudaStream_t st) {
         get_rows_kernel<<<grid, threads, 0, st>>>(t, idx, out, n, rows, cols, status, node);
         return cudaGetLastError();
@@ -141,7 +173,9 @@ void kv_store_build(KernelBuilder& b) {
 }  // namespace
 
 void register_rows_kernels() {
-    register_kernel(MNEMO_OP_GET_ROWS, Kernel{get_rows_supports, nullptr, get_rows_build});
+    Kernel get_rows{get_rows_supports, nullptr, get_rows_build};
+    get_rows.reads_quantized = true;  // q8_0, q4_0, q4_k, q5_k, q6_k tables (get_rows_supports names which)
+    register_kernel(MNEMO_OP_GET_ROWS, get_rows);
     register_kernel(MNEMO_OP_KV_STORE, Kernel{kv_store_supports, nullptr, kv_store_build});
 }
 
