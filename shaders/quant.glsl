@@ -89,40 +89,63 @@ uvec2 q_scale_min(Weight row, uint s, uint j) {
 }
 #endif
 
-// Weights k .. k+3 of a row (k % 4 == 0), dequantized to f32.
-vec4 q_quad(Weight row, uint k) {
-    const uint base = (k / Q_BLOCK_ELEMS) * Q_BLOCK_BYTES;
-    const uint j = k % Q_BLOCK_ELEMS;
+// A weight is a * code - b for its block's (or sub-block's) scale (a, b) and its code, centred
+// already where the format centres it (b is 0 but for q4_k/q5_k's mins). q_scale gives (a, b) of
+// the weights at offset j (j % 8 == 0) of the block at byte `base`, shared by the 8 weights
+// j .. j+7 (every type's scales cover 16 or more); q_codes the codes of the quad at j (j % 4 == 0).
+vec2 q_scale(Weight row, uint base, uint j) {
+#if Q_TYPE == 16 || Q_TYPE == 17
+    return vec2(q_f16(row, base), 0.0);
+#elif Q_TYPE == 18 || Q_TYPE == 19
+    const vec2 dm = unpackHalf2x16(q_u32(row, base));  // d, dmin
+    const uvec2 sm = q_scale_min(row, base + 4u, j / 32u);
+    precise float a = dm.x * float(sm.x), b = dm.y * float(sm.y);
+    return vec2(a, b);
+#else  // Q_TYPE == 20: sub-block of 16 (32k + l in half h) -> scale sc[8h + 2k + l/16]
+    const uint h = j / 128u, kk = (j / 32u) & 3u, l = j % 32u;
+    const float sc = float(int(q_u8(row, base + 192u + 8u * h + 2u * kk + l / 16u) << 24) >> 24);
+    precise float a = q_f16(row, base + 208u) * sc;
+    return vec2(a, 0.0);
+#endif
+}
+
+ivec4 q_codes(Weight row, uint base, uint j) {
 #if Q_TYPE == 16
-    const float d = q_f16(row, base);
-    precise vec4 w = vec4(bytes_i(q_u32(row, base + 2u + j))) * d;
-    return w;
+    return bytes_i(q_u32(row, base + 2u + j));
 #elif Q_TYPE == 17
-    const float d = q_f16(row, base);
-    const uint nib = (q_u32(row, base + 2u + (j & 15u)) >> ((j & 16u) / 4u)) & 0x0F0F0F0Fu;
-    precise vec4 w = vec4(ivec4(bytes_u(nib)) - 8) * d;
-    return w;
+    return ivec4(bytes_u((q_u32(row, base + 2u + (j & 15u)) >> ((j & 16u) / 4u)) & 0x0F0F0F0Fu)) - 8;
 #elif Q_TYPE == 18 || Q_TYPE == 19
     const uint i = j / 64u, h = (j / 32u) & 1u, l = j % 32u;
-    const vec2 dm = unpackHalf2x16(q_u32(row, base));  // d, dmin
-    const uvec2 sm = q_scale_min(row, base + 4u, 2u * i + h);
 #if Q_TYPE == 18
     const uint q = (q_u32(row, base + 16u + 32u * i + l) >> (4u * h)) & 0x0F0F0F0Fu;
 #else
     const uint fifth = ((q_u32(row, base + 16u + l) >> (2u * i + h)) & 0x01010101u) << 4;
     const uint q = ((q_u32(row, base + 48u + 32u * i + l) >> (4u * h)) & 0x0F0F0F0Fu) | fifth;
 #endif
-    precise float dsc = dm.x * float(sm.x), mmin = dm.y * float(sm.y);
-    precise vec4 w = dsc * vec4(bytes_u(q)) - mmin;
-    return w;
+    return ivec4(bytes_u(q));
 #else  // Q_TYPE == 20
     const uint h = j / 128u, kk = (j / 32u) & 3u, l = j % 32u;
     const uint lo = (q_u32(row, base + 64u * h + 32u * (kk & 1u) + l) >> (4u * (kk >> 1))) & 0x0F0F0F0Fu;
     const uint hi = (q_u32(row, base + 128u + 32u * h + l) >> (2u * kk)) & 0x03030303u;
-    const float d = q_f16(row, base + 208u);
-    const float sc = float(int(q_u8(row, base + 192u + 8u * h + 2u * kk + l / 16u) << 24) >> 24);
-    precise float dsc = d * sc;
-    precise vec4 w = dsc * vec4(ivec4(bytes_u(lo | (hi << 4))) - 32);
-    return w;
+    return ivec4(bytes_u(lo | (hi << 4))) - 32;
 #endif
+}
+
+vec4 q_apply(vec2 s, ivec4 codes) {
+    precise vec4 w = s.x * vec4(codes) - s.y;
+    return w;
+}
+
+// Weights k .. k+3 of a row (k % 4 == 0), dequantized to f32.
+vec4 q_quad(Weight row, uint k) {
+    const uint base = (k / Q_BLOCK_ELEMS) * Q_BLOCK_BYTES, j = k % Q_BLOCK_ELEMS;
+    return q_apply(q_scale(row, base, j & ~7u), q_codes(row, base, j));
+}
+
+// Weights k .. k+7 (k % 8 == 0): two quads under one scale read, for the mat-vec.
+void q_oct(Weight row, uint k, out vec4 w0, out vec4 w1) {
+    const uint base = (k / Q_BLOCK_ELEMS) * Q_BLOCK_BYTES, j = k % Q_BLOCK_ELEMS;
+    const vec2 s = q_scale(row, base, j);
+    w0 = q_apply(s, q_codes(row, base, j));
+    w1 = q_apply(s, q_codes(row, base, j + 4u));
 }

@@ -12,9 +12,9 @@
 //   LOAD_VEC   16-byte loads of W and x: rows of W and x start 16-byte aligned (K*esize % 16 == 0)
 //   LOAD_WORD  16-bit W as one word (2 elements) per load, x as vec2: K even, `first` 0
 //   (neither)  one element per load through weight_at: any K, any `first`, any dtype
-//   Q_TYPE     a block-quantized W (quant.glsl): one quad of 4 weights per load, decoded to f32
-//              in registers (each block is still read once); x read one float at a time, as its
-//              alignment is not known (x is small and stays in cache)
+//   Q_TYPE     a block-quantized W (quant.glsl): 8 weights per load (two quads under one scale
+//              read), decoded to f32 in registers (each block is still read once); x read one
+//              float at a time, as its alignment is not known (x is small and stays in cache)
 // W_F32 / W_F16 / W_BF16 fix the dtype of the VEC/WORD variants; the generic one reads it at
 // run time.
 #if defined(USE_SUBGROUPS)
@@ -42,9 +42,9 @@ layout(push_constant) uniform Push {
 } pc;
 
 // Elements per load.
-#if (defined(LOAD_VEC) && defined(W_F32)) || defined(Q_TYPE)
+#if defined(LOAD_VEC) && defined(W_F32)
 #define E 4
-#elif defined(LOAD_VEC)
+#elif defined(LOAD_VEC) || defined(Q_TYPE)
 #define E 8
 #elif defined(LOAD_WORD)
 #define E 2
@@ -58,8 +58,10 @@ shared float red[NX * ROWS * WG];
 // Chunk c of a row of W.
 void load_w(Weight row, uint c, out float v[E]) {
 #if defined(Q_TYPE)
-    const vec4 q = q_quad(row, 4u * c);
-    v[0] = q.x; v[1] = q.y; v[2] = q.z; v[3] = q.w;
+    vec4 a, b;
+    q_oct(row, 8u * c, a, b);
+    v[0] = a.x; v[1] = a.y; v[2] = a.z; v[3] = a.w;
+    v[4] = b.x; v[5] = b.y; v[6] = b.z; v[7] = b.w;
 #elif defined(LOAD_VEC) && defined(W_F32)
     const vec4 q = Vec4s(row.addr).v[c];
     v[0] = q.x; v[1] = q.y; v[2] = q.z; v[3] = q.w;
@@ -78,12 +80,12 @@ void load_w(Weight row, uint c, out float v[E]) {
 
 // Chunk c of a row of x.
 void load_x(uvec2 row, uint c, out float v[E]) {
-#if E == 8
+#if defined(Q_TYPE)
+    [[unroll]] for (uint e = 0; e < E; ++e) v[e] = Floats(row).v[E * c + e];
+#elif E == 8
     const vec4 a = Vec4s(row).v[2u * c], b = Vec4s(row).v[2u * c + 1u];
     v[0] = a.x; v[1] = a.y; v[2] = a.z; v[3] = a.w;
     v[4] = b.x; v[5] = b.y; v[6] = b.z; v[7] = b.w;
-#elif E == 4 && defined(Q_TYPE)
-    [[unroll]] for (uint e = 0; e < 4u; ++e) v[e] = Floats(row).v[4u * c + e];
 #elif E == 4
     const vec4 a = Vec4s(row).v[c];
     v[0] = a.x; v[1] = a.y; v[2] = a.z; v[3] = a.w;

@@ -90,13 +90,14 @@ void build_vec(KernelBuilder& b, const Shape& s) {
     // The widest load every row start of W and x is aligned for: 16 bytes when rows are a
     // multiple of 16 bytes and both tensors start 16-byte aligned; for 16-bit weights one word
     // (2 elements) when K is even and W starts on a word; one element otherwise.
-    // A block-quantized W is decoded a quad of 4 weights per load at any alignment.
+    // A block-quantized W is decoded 8 weights per load (K is a whole number of 32-weight blocks),
+    // at any alignment.
     const uint64_t w_start = KernelBuilder::address(w);
     std::string variant = "matmul_vec_";
     uint32_t per_load = 1;
     if (dtype_is_quantized(dt)) {
         variant += quant_tag(dt);
-        per_load = 4;
+        per_load = 8;
     } else if (const uint64_t esize = dtype_bytes(dt); (s.k * esize) % 16 == 0 && w_start % 16 == 0 && p.x % 16 == 0) {
         variant += std::string(dtype_tag(dt)) + "_vec";
         per_load = static_cast<uint32_t>(16 / esize);
