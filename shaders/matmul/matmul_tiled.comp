@@ -10,14 +10,20 @@
 // rows and columns load as zero; stores are bounds-checked. TM and TN are multiples of 4.
 //
 // Variants (matmul.cmake): W_F32 (one float per load); W_F16 / W_BF16 with LOAD_WORD
-// (two elements per 32-bit load: K even and `first` 0); W_ANY (weight_at, any K and `first`).
+// (two elements per 32-bit load: K even and `first` 0); W_ANY (weight_at, any K and `first`);
+// Q_TYPE (a block-quantized W, quant.glsl: each thread decodes quads of 4 weights to f32 into the
+// shared tile, so the GEMM itself does not change; K is a whole number of blocks of 32 or 256
+// and BK a multiple of 4, so a quad never crosses a K block).
 #include "common.glsl"
 #include "matmul_common.glsl"
+#if defined(Q_TYPE)
+#include "quant.glsl"
+#endif
 
 layout(local_size_x_id = 0) in;             // WG = (BM / TM) * (BN / TN)
 layout(constant_id = 1) const uint BM = 64;
 layout(constant_id = 2) const uint BN = 64;
-layout(constant_id = 3) const uint BK = 16;  // even
+layout(constant_id = 3) const uint BK = 16;  // even (a multiple of 4 for Q_TYPE)
 layout(constant_id = 4) const uint TM = 4;
 layout(constant_id = 5) const uint TN = 4;
 const uint WG = gl_WorkGroupSize.x;
@@ -28,6 +34,8 @@ const uint W_ITEMS = BM * BK / 2u;  // words (LOAD_WORD) ...
 const uint W_LOADS = (W_ITEMS + WG - 1u) / WG;
 const uint W_ELEMS = BM * BK;       // ... or elements
 const uint W_ELEM_LOADS = (W_ELEMS + WG - 1u) / WG;
+const uint W_QUADS = BM * BK / 4u;  // ... or quads of 4 (Q_TYPE)
+const uint W_QUAD_LOADS = (W_QUADS + WG - 1u) / WG;
 const uint X_ELEMS = BN * BK;
 const uint X_LOADS = (X_ELEMS + WG - 1u) / WG;
 
@@ -54,7 +62,20 @@ void ws_store(uint kl, uint ml, float v) {
 }
 
 void load_w_tile(uint m0, uint k0, uint tid) {
-#if defined(LOAD_WORD)
+#if defined(Q_TYPE)
+    // BM rows of BK/4 quads; neighbouring threads decode neighbouring quads of one row.
+    const uint quarter_bk = BK / 4u;
+    const uint row_bytes = quant_row_bytes(pc.K);
+    [[unroll]] for (uint t = 0; t < W_QUAD_LOADS; ++t) {
+        const uint i = tid + t * WG;
+        if (i >= W_QUADS) break;
+        const uint ml = i / quarter_bk, kl = (i % quarter_bk) * 4u;
+        const uint m = m0 + ml, k = k0 + kl;
+        vec4 v = vec4(0.0);
+        if (m < pc.M && k < pc.K) v = q_quad(quant_row(pc.w, m, row_bytes), k);
+        [[unroll]] for (uint e = 0; e < 4u; ++e) ws_store(kl + e, ml, v[e]);
+    }
+#elif defined(LOAD_WORD)
     // BM rows of BK/2 words; neighbouring threads read neighbouring words of one row.
     const uint half_bk = BK / 2u;
     [[unroll]] for (uint t = 0; t < W_LOADS; ++t) {

@@ -12,6 +12,9 @@
 //   LOAD_VEC   16-byte loads of W and x: rows of W and x start 16-byte aligned (K*esize % 16 == 0)
 //   LOAD_WORD  16-bit W as one word (2 elements) per load, x as vec2: K even, `first` 0
 //   (neither)  one element per load through weight_at: any K, any `first`, any dtype
+//   Q_TYPE     a block-quantized W (quant.glsl): 8 weights per load (two quads under one scale
+//              read), decoded to f32 in registers (each block is still read once); x read one
+//              float at a time, as its alignment is not known (x is small and stays in cache)
 // W_F32 / W_F16 / W_BF16 fix the dtype of the VEC/WORD variants; the generic one reads it at
 // run time.
 #if defined(USE_SUBGROUPS)
@@ -20,6 +23,9 @@
 #endif
 #include "common.glsl"
 #include "matmul_common.glsl"
+#if defined(Q_TYPE)
+#include "quant.glsl"
+#endif
 
 layout(local_size_x_id = 0) in;              // WG threads, a power of two
 layout(constant_id = 1) const uint NX = 1;   // rows of x (1..8)
@@ -38,7 +44,7 @@ layout(push_constant) uniform Push {
 // Elements per load.
 #if defined(LOAD_VEC) && defined(W_F32)
 #define E 4
-#elif defined(LOAD_VEC)
+#elif defined(LOAD_VEC) || defined(Q_TYPE)
 #define E 8
 #elif defined(LOAD_WORD)
 #define E 2
@@ -51,7 +57,12 @@ shared float red[NX * ROWS * WG];
 
 // Chunk c of a row of W.
 void load_w(Weight row, uint c, out float v[E]) {
-#if defined(LOAD_VEC) && defined(W_F32)
+#if defined(Q_TYPE)
+    vec4 a, b;
+    q_oct(row, 8u * c, a, b);
+    v[0] = a.x; v[1] = a.y; v[2] = a.z; v[3] = a.w;
+    v[4] = b.x; v[5] = b.y; v[6] = b.z; v[7] = b.w;
+#elif defined(LOAD_VEC) && defined(W_F32)
     const vec4 q = Vec4s(row.addr).v[c];
     v[0] = q.x; v[1] = q.y; v[2] = q.z; v[3] = q.w;
 #elif defined(LOAD_VEC)
@@ -69,7 +80,9 @@ void load_w(Weight row, uint c, out float v[E]) {
 
 // Chunk c of a row of x.
 void load_x(uvec2 row, uint c, out float v[E]) {
-#if E == 8
+#if defined(Q_TYPE)
+    [[unroll]] for (uint e = 0; e < E; ++e) v[e] = Floats(row).v[E * c + e];
+#elif E == 8
     const vec4 a = Vec4s(row).v[2u * c], b = Vec4s(row).v[2u * c + 1u];
     v[0] = a.x; v[1] = a.y; v[2] = a.z; v[3] = a.w;
     v[4] = b.x; v[5] = b.y; v[6] = b.z; v[7] = b.w;
@@ -97,7 +110,12 @@ void main() {
     // Rows past M (the last group) read row M-1 again instead of branching in the loop; their
     // sums are dropped by store().
     Weight wrow[ROWS];
+#if defined(Q_TYPE)
+    const uint row_bytes = quant_row_bytes(pc.K);
+    [[unroll]] for (uint r = 0; r < ROWS; ++r) wrow[r] = quant_row(pc.w, min(m0 + r, pc.M - 1u), row_bytes);
+#else
     [[unroll]] for (uint r = 0; r < ROWS; ++r) wrow[r] = weight_row(pc.w, min(m0 + r, pc.M - 1u), pc.K);
+#endif
     uvec2 xrow[NX];
     [[unroll]] for (uint n = 0; n < NX; ++n) xrow[n] = addr_offset(pc.x, n, pc.K * 4u);
 

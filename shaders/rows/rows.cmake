@@ -2,6 +2,13 @@
 mnemo_shader(get_rows rows.comp)
 mnemo_shader(get_rows_f32x4 rows.comp VEC4_F32=1)
 mnemo_shader(get_rows_w16x8 rows.comp VEC8_W16=1)
+# A block-quantized table (shaders/quant.glsl; MNEMO_QUANT_TYPES in backends/vulkan/CMakeLists.txt).
+foreach(_q ${MNEMO_QUANT_TYPES})
+  string(REPLACE "=" ";" _q ${_q})
+  list(GET _q 0 _qname)
+  list(GET _q 1 _qnum)
+  mnemo_shader(get_rows_${_qname} rows.comp Q_TYPE=${_qnum})
+endforeach()
 mnemo_shader(kv_store kv_store.comp)
 mnemo_shader(kv_store_vec4 kv_store.comp VEC4=1)
 mnemo_shader(kv_store_f16 kv_store.comp CACHE_F16=1)

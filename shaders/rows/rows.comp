@@ -2,10 +2,14 @@
 // GET_ROWS: out[n, :] = f32(table[idx[n], :]). Workgroup (x, y + z * rows_per_z) copies one block
 // of 256 units of output row n, a unit being one element (any dtype, any alignment), four f32
 // (VEC4_F32: C % 4 == 0 and 16-byte aligned table and output) or eight f16/bf16 read as one
-// uvec4 (VEC8_W16: C % 8 == 0, same alignment). A row index outside 0..R-1 is reported once per
-// row and the row is skipped.
+// uvec4 (VEC8_W16: C % 8 == 0, same alignment) or, for a block-quantized table (Q_TYPE,
+// quant.glsl), a quad of four weights dequantized exactly as the CPU reference does. A row index
+// outside 0..R-1 is reported once per row and the row is skipped.
 #include "common.glsl"
 #include "rows_common.glsl"
+#if defined(Q_TYPE)
+#include "quant.glsl"
+#endif
 
 layout(local_size_x = 256) in;
 
@@ -30,7 +34,12 @@ void main() {
     }
     const uint u = gl_GlobalInvocationID.x;  // unit within the row
     const uvec2 dst = row_address(pc.out_, n, pc.cols * 4u);
-#if defined(VEC4_F32)
+#if defined(Q_TYPE)
+    // C is a whole number of blocks, so of quads. The output's alignment is not known: 4 stores.
+    if (u >= pc.cols / 4u) return;
+    const vec4 q = q_quad(quant_row(pc.table, uint(r), quant_row_bytes(pc.cols)), 4u * u);
+    [[unroll]] for (uint e = 0; e < 4u; ++e) Floats(dst).v[4u * u + e] = q[e];
+#elif defined(VEC4_F32)
     if (u >= pc.cols / 4u) return;
     Vec4s(dst).v[u] = Vec4s(row_address(pc.table.addr, uint(r), pc.cols * 4u)).v[u];
 #elif defined(VEC8_W16)

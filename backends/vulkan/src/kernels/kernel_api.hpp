@@ -68,6 +68,28 @@ inline uint64_t rows(const mnemo_tensor& t) {
     return r;
 }
 inline bool is_weight_dtype(int32_t d) { return d == MNEMO_DTYPE_F32 || d == MNEMO_DTYPE_F16 || d == MNEMO_DTYPE_BF16; }
+using mnemo_backend::dtype_block;
+using mnemo_backend::dtype_is_quantized;
+// The variant suffix of a block-quantized dtype (MNEMO_QUANT_TYPES in backends/vulkan/CMakeLists.txt:
+// "matmul_vec_q4_k_sg", "get_rows_q8_0"); nullptr for the types the shaders do not decode.
+inline const char* quant_tag(int32_t d) {
+    switch (d) {
+        case MNEMO_DTYPE_Q8_0: return "q8_0";
+        case MNEMO_DTYPE_Q4_0: return "q4_0";
+        case MNEMO_DTYPE_Q4_K: return "q4_k";
+        case MNEMO_DTYPE_Q5_K: return "q5_k";
+        case MNEMO_DTYPE_Q6_K: return "q6_k";
+        default: return nullptr;
+    }
+}
+// Whether a block-quantized tensor fits the shaders (shaders/quant.glsl): it starts on a 2-byte
+// boundary (its blocks hold f16s; WeightArg::first then says which half word), and a row's
+// bytes stay below 2^31, as the shaders index a row's words with 32-bit signed access chains.
+inline bool quant_tensor_ok(const mnemo_tensor& t) {
+    if (!quant_tag(t.dtype) || t.ndim < 1 || t.offset % 2 != 0) return false;
+    const mnemo_backend::DTypeBlock b = dtype_block(t.dtype);
+    return static_cast<uint64_t>(t.shape[t.ndim - 1]) / b.elems * b.bytes < (1ull << 31);
+}
 // Workgroups needed for `n` items at `per_group` items per group.
 inline uint32_t groups_for(uint64_t n, uint64_t per_group) {
     const uint64_t g = (n + per_group - 1) / per_group;

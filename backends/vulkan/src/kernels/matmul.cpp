@@ -1,4 +1,5 @@
-// MATMUL y[N, M] = x[N, K] W[M, K]^T, W in f32/f16/bf16, f32 accumulation.
+// MATMUL y[N, M] = x[N, K] W[M, K]^T, W in f32/f16/bf16 or block-quantized (q8_0, q4_0, q4_k,
+// q5_k, q6_k: decoded to f32 in the shaders by shaders/quant.glsl), f32 accumulation.
 //
 // Two kernels, split on N (rows of x):
 //  - N <= kVecMaxRows (decode): shaders/matmul/matmul_vec.comp streams W once, all N rows of x per pass,
@@ -53,13 +54,14 @@ const char* dtype_tag(int32_t dt) {
 }
 
 bool supports(const DeviceFeatures&, const mnemo_node& node) {
-    if (node.n_inputs != 2 || node.inputs[0].dtype != MNEMO_DTYPE_F32 || node.output.dtype != MNEMO_DTYPE_F32 ||
-        !is_weight_dtype(node.inputs[1].dtype))
+    if (node.n_inputs != 2 || node.inputs[0].dtype != MNEMO_DTYPE_F32 || node.output.dtype != MNEMO_DTYPE_F32)
         return false;
+    const mnemo_tensor& w = node.inputs[1];
+    if (dtype_is_quantized(w.dtype) ? !quant_tensor_ok(w) : !is_weight_dtype(w.dtype)) return false;
     // Every element must sit on its own alignment (the shaders read 4-byte words; a 16-bit W
-    // may start on a half word).
+    // may start on a half word, a quantized one on any even byte: quant_tensor_ok).
     if (node.inputs[0].offset % 4 != 0 || node.output.offset % 4 != 0 ||
-        node.inputs[1].offset % dtype_bytes(node.inputs[1].dtype) != 0)
+        (!dtype_is_quantized(w.dtype) && w.offset % dtype_bytes(w.dtype) != 0))
         return false;
     // x and y are indexed flat in 32 bits; W is addressed row by row (any size).
     const Shape s = shape_of(node);
@@ -77,7 +79,6 @@ void build_vec(KernelBuilder& b, const Shape& s) {
     const DeviceFeatures& f = b.features();
     const mnemo_tensor& w = node.inputs[1];
     const int32_t dt = w.dtype;
-    const uint64_t esize = dtype_bytes(dt);
 
     VecPush p{};
     p.x = KernelBuilder::address(node.inputs[0]);
@@ -89,10 +90,15 @@ void build_vec(KernelBuilder& b, const Shape& s) {
     // The widest load every row start of W and x is aligned for: 16 bytes when rows are a
     // multiple of 16 bytes and both tensors start 16-byte aligned; for 16-bit weights one word
     // (2 elements) when K is even and W starts on a word; one element otherwise.
+    // A block-quantized W is decoded 8 weights per load (K is a whole number of 32-weight blocks),
+    // at any alignment.
     const uint64_t w_start = KernelBuilder::address(w);
     std::string variant = "matmul_vec_";
     uint32_t per_load = 1;
-    if ((s.k * esize) % 16 == 0 && w_start % 16 == 0 && p.x % 16 == 0) {
+    if (dtype_is_quantized(dt)) {
+        variant += quant_tag(dt);
+        per_load = 8;
+    } else if (const uint64_t esize = dtype_bytes(dt); (s.k * esize) % 16 == 0 && w_start % 16 == 0 && p.x % 16 == 0) {
         variant += std::string(dtype_tag(dt)) + "_vec";
         per_load = static_cast<uint32_t>(16 / esize);
     } else if (esize == 2 && s.k % 2 == 0 && p.w.first == 0 && p.x % 8 == 0) {
@@ -169,7 +175,8 @@ void build_tiled(KernelBuilder& b, const Shape& s) {
     p.n = static_cast<uint32_t>(s.n);
 
     std::string variant = "matmul_tiled_";
-    if (w.dtype == MNEMO_DTYPE_F32) variant += "f32";
+    if (dtype_is_quantized(w.dtype)) variant += quant_tag(w.dtype);  // BK of every tile is a multiple of 4
+    else if (w.dtype == MNEMO_DTYPE_F32) variant += "f32";
     else if (s.k % 2 == 0 && p.w.first == 0) variant += std::string(dtype_tag(w.dtype)) + "_word";
     else variant += "any";
 
@@ -187,6 +194,6 @@ void build(KernelBuilder& b) {
 
 }  // namespace
 
-void register_matmul_kernels() { register_kernel(MNEMO_OP_MATMUL, Kernel{supports, nullptr, build}); }
+void register_matmul_kernels() { register_kernel(MNEMO_OP_MATMUL, Kernel{supports, nullptr, build, /*reads_quantized=*/true}); }
 
 }  // namespace mnemo_vk

@@ -1,4 +1,5 @@
-// GET_ROWS (embedding lookup, rows widened to f32) and KV_STORE (new keys/values into the cache,
+// GET_ROWS (embedding lookup, rows widened to f32; block-quantized rows dequantized by
+// shaders/quant.glsl, bit-exact with the CPU reference) and KV_STORE (new keys/values into the cache,
 // in place): shaders/rows/rows.comp and kv_store.comp. Both only move rows, so they are
 // bandwidth-bound; each picks a vector variant (16-byte loads and stores) when the row width and
 // the tensors' alignment allow it. Indices are data: the shaders validate them, report the first
@@ -6,6 +7,7 @@
 // token id or position never reads or writes out of bounds.
 #include <algorithm>
 #include <cstdint>
+#include <string>
 
 #include "kernel_api.hpp"
 
@@ -28,7 +30,8 @@ struct GetRowsPush {
 
 bool get_rows_supported(const DeviceFeatures&, const mnemo_node& n) {
     const mnemo_tensor& table = n.inputs[0];
-    if (!is_weight_dtype(table.dtype) || n.inputs[1].dtype != MNEMO_DTYPE_I32 || n.output.dtype != MNEMO_DTYPE_F32)
+    if (dtype_is_quantized(table.dtype) ? !quant_tensor_ok(table) : !is_weight_dtype(table.dtype)) return false;
+    if (n.inputs[1].dtype != MNEMO_DTYPE_I32 || n.output.dtype != MNEMO_DTYPE_F32)
         return false;
     // A row's byte width and the row count are 32-bit shader values (row starts are 64-bit).
     return table.shape[0] <= static_cast<int64_t>(kMaxIndex) && static_cast<uint64_t>(table.shape[1]) * 4 <= 0xFFFFFFFFull &&
@@ -47,14 +50,20 @@ void build_get_rows(KernelBuilder& b) {
     p.n = static_cast<uint32_t>(numel(n.inputs[1]));
     p.node = b.node_index();
     if (p.n == 0 || p.cols == 0) return;
+    const uint32_t* max = b.features().max_workgroup_count;
+    p.rows_per_z = std::min(p.n, max[1]);
+    if (const char* q = quant_tag(table.dtype)) {
+        // One thread per quad of 4 weights (C is a whole number of blocks of 32 or 256).
+        b.dispatch((std::string("get_rows_") + q).c_str(), p, groups_for(p.cols / 4, kLocal), p.rows_per_z,
+                   groups_for(p.n, p.rows_per_z));
+        return;
+    }
     const uint64_t table_at = KernelBuilder::address(table), out_at = KernelBuilder::address(n.output);
     const bool wide = table.dtype == MNEMO_DTYPE_F32;
     // Every row starts 16-byte aligned when the first does and the row width is a multiple of 16 bytes.
     const bool vec = aligned16(table_at) && aligned16(out_at) && p.cols % (wide ? 4 : 8) == 0;
     const char* shader = !vec ? "get_rows" : wide ? "get_rows_f32x4" : "get_rows_w16x8";
     const uint32_t units = vec ? p.cols / (wide ? 4 : 8) : p.cols;
-    const uint32_t* max = b.features().max_workgroup_count;
-    p.rows_per_z = std::min(p.n, max[1]);
     b.dispatch(shader, p, groups_for(units, kLocal), p.rows_per_z, groups_for(p.n, p.rows_per_z));
 }
 
@@ -116,7 +125,7 @@ void build_kv_store(KernelBuilder& b) {
 }  // namespace
 
 void register_rows_kernels() {
-    register_kernel(MNEMO_OP_GET_ROWS, Kernel{get_rows_supported, nullptr, build_get_rows});
+    register_kernel(MNEMO_OP_GET_ROWS, Kernel{get_rows_supported, nullptr, build_get_rows, /*reads_quantized=*/true});
     register_kernel(MNEMO_OP_KV_STORE, Kernel{kv_store_supported, nullptr, build_kv_store});
 }
 

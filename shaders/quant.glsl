@@ -1,0 +1,151 @@
+// Block-quantized weights (GGUF's layouts), decoded four weights at a time: MATMUL (mat-vec and
+// tiled) and GET_ROWS include this after common.glsl, with Q_TYPE set to the mnemo_dtype number.
+//
+// Layouts (engine/include/mnemo/abi/mnemo_abi.h; the CPU reference decoder is
+// engine/src/quant/dequantize.cpp, the NumPy one tools/reference/ggml_quants.py):
+//   q8_0 (16)  32 weights in  34 bytes: f16 d, int8 q[32]                       w = q * d
+//   q4_0 (17)  32 weights in  18 bytes: f16 d, qs[16]; byte j holds weight j in its low nibble
+//              and weight j + 16 in its high nibble                              w = (q - 8) * d
+//   q4_k (18) 256 weights in 144 bytes: f16 d, f16 dmin, 12 bytes of 6-bit scales and mins of 8
+//              sub-blocks of 32, qs[128]; weights 64i .. 64i+31 are the low nibbles of qs[32i ..],
+//              64i+32 .. 64i+63 the high ones (sub-blocks 2i, 2i+1)       w = d*sc*q - dmin*m
+//   q5_k (19) 176 bytes: q4_k's with qh[32] before qs; bit 2i (2i+1) of qh[l] is the fifth bit of
+//              weight 64i + l (64i + 32 + l)
+//   q6_k (20) 256 weights in 210 bytes: ql[128], qh[64], int8 sc[16], f16 d at the end. In half h
+//              (128 weights), weight 32k + l takes its low 4 bits from ql[64h + l + 32(k&1)]
+//              (low nibble for k < 2, high for k >= 2), its top 2 bits from bits 2k of
+//              qh[32h + l], and scale sc[8h + 2k + l/16]                   w = d * sc * (q - 32)
+//
+// Blocks are packed, so they are only 2-byte aligned (34, 18, 210 bytes) and a row of a
+// quantized [M, K] weight is K / block-weights blocks. Nothing here assumes more: bytes and
+// halves are shifted out of 32-bit words read at word-aligned addresses, so no 8/16-bit storage
+// feature is needed. A quad (4 consecutive weights k .. k+3, k % 4 == 0) always shares one
+// scale and sits in 4 consecutive bytes of each array it draws on, so it costs a few word loads.
+// The products are evaluated in the reference's order and marked `precise` (no fused
+// multiply-add), so GET_ROWS reproduces the CPU's rows bit for bit.
+
+#if Q_TYPE == 16
+const uint Q_BLOCK_ELEMS = 32u, Q_BLOCK_BYTES = 34u;
+#elif Q_TYPE == 17
+const uint Q_BLOCK_ELEMS = 32u, Q_BLOCK_BYTES = 18u;
+#elif Q_TYPE == 18
+const uint Q_BLOCK_ELEMS = 256u, Q_BLOCK_BYTES = 144u;
+#elif Q_TYPE == 19
+const uint Q_BLOCK_ELEMS = 256u, Q_BLOCK_BYTES = 176u;
+#elif Q_TYPE == 20
+const uint Q_BLOCK_ELEMS = 256u, Q_BLOCK_BYTES = 210u;
+#else
+#error "Q_TYPE must be a block-quantized mnemo_dtype (16..20)"
+#endif
+
+// Bytes of a row of `cols` weights (cols is a whole number of blocks; the host keeps it < 2^31).
+uint quant_row_bytes(uint cols) { return cols / Q_BLOCK_ELEMS * Q_BLOCK_BYTES; }
+
+// Row `row` of a quantized weight as a Weight of its own. For quantized weights `first` is the
+// byte offset (0 or 2) of the row's first byte inside the word at `addr`: the host passes the
+// tensor as a WeightArg (address rounded down to 4 bytes, first = 1 for a start on a half word),
+// and a row start moves by row_bytes, which may be any even number. 64-bit: an LM head passes
+// 4 GiB.
+Weight quant_row(Weight w, uint row, uint row_bytes) {
+    uint hi, lo;
+    umulExtended(row, row_bytes, hi, lo);
+    uint c1, c2;
+    uint a = uaddCarry(w.addr.x, lo, c1);
+    a = uaddCarry(a, w.first * 2u, c2);
+    return Weight(uvec2(a & ~3u, w.addr.y + hi + c1 + c2), w.dtype, a & 3u);
+}
+
+// Byte, 16 bits and 32 bits at byte o of a row (o even for the wider two, as every f16 and every
+// quad's bytes are).
+uint q_u8(Weight row, uint o) {
+    const uint p = row.first + o;
+    return (Words(row.addr).v[p >> 2] >> ((p & 3u) * 8u)) & 0xFFu;
+}
+uint q_u16(Weight row, uint o) {
+    const uint p = row.first + o;
+    return (Words(row.addr).v[p >> 2] >> ((p & 2u) * 8u)) & 0xFFFFu;
+}
+uint q_u32(Weight row, uint o) {
+    const uint p = row.first + o;
+    const uint w0 = Words(row.addr).v[p >> 2];
+    if ((p & 3u) == 0u) return w0;
+    return (w0 >> 16) | (Words(row.addr).v[(p >> 2) + 1u] << 16);  // straddles two words
+}
+
+float q_f16(Weight row, uint o) { return unpackHalf2x16(q_u16(row, o)).x; }
+
+// The four bytes of a word as unsigned (codes) or signed (int8) values.
+uvec4 bytes_u(uint v) { return uvec4(v & 0xFFu, (v >> 8) & 0xFFu, (v >> 16) & 0xFFu, v >> 24); }
+ivec4 bytes_i(uint v) { return ivec4(int(v << 24), int(v << 16), int(v << 8), int(v)) >> 24; }
+
+#if Q_TYPE == 18 || Q_TYPE == 19
+// Scale and min of sub-block j (0..7) from the 12 bytes at byte s: sub-blocks 0-3 keep 6 bits in
+// bytes j (scale) and j + 4 (min); 4-7 their low 4 bits in byte j + 4 and their top 2 bits in the
+// top bits of bytes j - 4 (scale) and j (min).
+uvec2 q_scale_min(Weight row, uint s, uint j) {
+    if (j < 4u) return uvec2(q_u8(row, s + j) & 63u, q_u8(row, s + j + 4u) & 63u);
+    const uint b = q_u8(row, s + j + 4u);
+    return uvec2((b & 0x0Fu) | ((q_u8(row, s + j - 4u) >> 6) << 4), (b >> 4) | ((q_u8(row, s + j) >> 6) << 4));
+}
+#endif
+
+// A weight is a * code - b for its block's (or sub-block's) scale (a, b) and its code, centred
+// already where the format centres it (b is 0 but for q4_k/q5_k's mins). q_scale gives (a, b) of
+// the weights at offset j (j % 8 == 0) of the block at byte `base`, shared by the 8 weights
+// j .. j+7 (every type's scales cover 16 or more); q_codes the codes of the quad at j (j % 4 == 0).
+vec2 q_scale(Weight row, uint base, uint j) {
+#if Q_TYPE == 16 || Q_TYPE == 17
+    return vec2(q_f16(row, base), 0.0);
+#elif Q_TYPE == 18 || Q_TYPE == 19
+    const vec2 dm = unpackHalf2x16(q_u32(row, base));  // d, dmin
+    const uvec2 sm = q_scale_min(row, base + 4u, j / 32u);
+    precise float a = dm.x * float(sm.x), b = dm.y * float(sm.y);
+    return vec2(a, b);
+#else  // Q_TYPE == 20: sub-block of 16 (32k + l in half h) -> scale sc[8h + 2k + l/16]
+    const uint h = j / 128u, kk = (j / 32u) & 3u, l = j % 32u;
+    const float sc = float(int(q_u8(row, base + 192u + 8u * h + 2u * kk + l / 16u) << 24) >> 24);
+    precise float a = q_f16(row, base + 208u) * sc;
+    return vec2(a, 0.0);
+#endif
+}
+
+ivec4 q_codes(Weight row, uint base, uint j) {
+#if Q_TYPE == 16
+    return bytes_i(q_u32(row, base + 2u + j));
+#elif Q_TYPE == 17
+    return ivec4(bytes_u((q_u32(row, base + 2u + (j & 15u)) >> ((j & 16u) / 4u)) & 0x0F0F0F0Fu)) - 8;
+#elif Q_TYPE == 18 || Q_TYPE == 19
+    const uint i = j / 64u, h = (j / 32u) & 1u, l = j % 32u;
+#if Q_TYPE == 18
+    const uint q = (q_u32(row, base + 16u + 32u * i + l) >> (4u * h)) & 0x0F0F0F0Fu;
+#else
+    const uint fifth = ((q_u32(row, base + 16u + l) >> (2u * i + h)) & 0x01010101u) << 4;
+    const uint q = ((q_u32(row, base + 48u + 32u * i + l) >> (4u * h)) & 0x0F0F0F0Fu) | fifth;
+#endif
+    return ivec4(bytes_u(q));
+#else  // Q_TYPE == 20
+    const uint h = j / 128u, kk = (j / 32u) & 3u, l = j % 32u;
+    const uint lo = (q_u32(row, base + 64u * h + 32u * (kk & 1u) + l) >> (4u * (kk >> 1))) & 0x0F0F0F0Fu;
+    const uint hi = (q_u32(row, base + 128u + 32u * h + l) >> (2u * kk)) & 0x03030303u;
+    return ivec4(bytes_u(lo | (hi << 4))) - 32;
+#endif
+}
+
+vec4 q_apply(vec2 s, ivec4 codes) {
+    precise vec4 w = s.x * vec4(codes) - s.y;
+    return w;
+}
+
+// Weights k .. k+3 of a row (k % 4 == 0), dequantized to f32.
+vec4 q_quad(Weight row, uint k) {
+    const uint base = (k / Q_BLOCK_ELEMS) * Q_BLOCK_BYTES, j = k % Q_BLOCK_ELEMS;
+    return q_apply(q_scale(row, base, j & ~7u), q_codes(row, base, j));
+}
+
+// Weights k .. k+7 (k % 8 == 0): two quads under one scale read, for the mat-vec.
+void q_oct(Weight row, uint k, out vec4 w0, out vec4 w1) {
+    const uint base = (k / Q_BLOCK_ELEMS) * Q_BLOCK_BYTES, j = k % Q_BLOCK_ELEMS;
+    const vec2 s = q_scale(row, base, j);
+    w0 = q_apply(s, q_codes(row, base, j));
+    w1 = q_apply(s, q_codes(row, base, j + 4u));
+}
