@@ -144,9 +144,10 @@ using test::FixedSource;
 using test::golden_references;
 std::string golden(const std::string& file) { return test::default_model_golden(file); }
 
-std::unique_ptr<Session> open_default(int32_t cache_dtype) {
+std::unique_ptr<Session> open_default(int32_t cache_dtype, const std::string& backend = "cpu") {
     SessionOptions o;
     o.model_dir = default_model();
+    o.backend = backend;
     o.n_ctx = 256;
     o.n_threads = 2;
     o.cache_dtype = cache_dtype;
@@ -158,8 +159,8 @@ std::unique_ptr<Session> open_default(int32_t cache_dtype) {
 
 // The prompt's logits; with `memories`, every chunk reads the five golden references' memories,
 // written by this session (its encode cache of the same type) into memory states of that type.
-std::vector<float> prompt_logits(int32_t cache_dtype, bool memories = false) {
-    auto s = open_default(cache_dtype);
+std::vector<float> prompt_logits(int32_t cache_dtype, bool memories = false, const std::string& backend = "cpu") {
+    auto s = open_default(cache_dtype, backend);
     if (memories) {
         std::vector<std::shared_ptr<const ExplicitMemory>> mems;
         for (WrittenMemory& w : s->write_memories(golden_references()))
@@ -213,6 +214,30 @@ TEST(CacheTypeDefaultModel, WithFiveMemoriesF16AndQ8_0StayCloseToF32) {
     EXPECT_GT(e8, 0.0);
     // The memories are read: f32 with them is the golden with them, not the one without.
     EXPECT_LT(test::max_rel_error(f32, test::load_npy(golden("logits_5.npy")).as_f32()), 1e-4);
+}
+
+// Vulkan writes and reads q8_0 caches (and explicit-memory states) as the CPU does: KV_STORE
+// quantizes with the reference's rounding (bit for bit in the conformance cases), ATTENTION reads
+// the blocks; so the q8_0 run on Vulkan is the CPU's q8_0 run within f32 arithmetic, with and
+// without memories, and its greedy text is the CPU's.
+TEST(CacheTypeDefaultModel, Q8_0OnVulkanIsTheCpuQ8_0) {
+    const mnemo::BackendModule* vk = test::backends().find("vulkan");
+    if (!vk) GTEST_SKIP() << "the vulkan module is not built";
+    if (vk->api->device_count() <= 0) GTEST_SKIP() << "vulkan: no device";
+    for (bool memories : {false, true}) {
+        const std::vector<float> cpu = prompt_logits(MNEMO_DTYPE_Q8_0, memories, "cpu");
+        const std::vector<float> gpu = prompt_logits(MNEMO_DTYPE_Q8_0, memories, "vulkan");
+        ASSERT_EQ(gpu.size(), cpu.size());
+        const double e = test::max_rel_error(gpu, cpu);
+        RecordProperty(memories ? "with_memories_max_rel_error" : "max_rel_error", std::to_string(e));
+        // f32 summation order only (the f32 cache's CPU-Vulkan agreement is of this size): a
+        // cache read with the wrong block layout or scale errs by O(1).
+        EXPECT_LT(e, 1e-3) << (memories ? "with memories" : "without memories");
+    }
+    const std::vector<int32_t> prompt = test::load_npy(golden("prompt_ids.npy")).as_i32();
+    auto a = open_default(MNEMO_DTYPE_Q8_0, "cpu");
+    auto b = open_default(MNEMO_DTYPE_Q8_0, "vulkan");
+    EXPECT_EQ(greedy(*b, prompt, 12), greedy(*a, prompt, 12));
 }
 
 TEST(CacheTypeDefaultModel, F16GreedyTextIsTheF32Text) {

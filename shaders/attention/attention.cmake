@@ -11,3 +11,8 @@ mnemo_shader(attention_f16 attention.comp USE_SUBGROUPS=1 CACHE_F16=1)
 mnemo_shader(attention_f16_shmem attention.comp CACHE_F16=1)
 mnemo_shader(attention_f16_split attention.comp USE_SUBGROUPS=1 SPLIT=1 CACHE_F16=1)
 mnemo_shader(attention_f16_split_shmem attention.comp SPLIT=1 CACHE_F16=1)
+# And over q8_0 caches (--cache-type q8_0; shaders/quant.glsl reads the blocks).
+mnemo_shader(attention_q8_0 attention.comp USE_SUBGROUPS=1 CACHE_Q8=1)
+mnemo_shader(attention_q8_0_shmem attention.comp CACHE_Q8=1)
+mnemo_shader(attention_q8_0_split attention.comp USE_SUBGROUPS=1 SPLIT=1 CACHE_Q8=1)
+mnemo_shader(attention_q8_0_split_shmem attention.comp SPLIT=1 CACHE_Q8=1)

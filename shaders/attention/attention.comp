@@ -26,7 +26,17 @@
 // parity of its first half (kh / vh: odd only for odd head dims). With D even, keys are read a
 // word (two halves) at a time through unpackHalf2x16, and with DV even values too (VW = 2);
 // odd sizes read each half of its word (VW = 1).
+//
+// CACHE_Q8: the caches and the prefix hold q8_0 rows (D and DV multiples of 32: blocks of an f16
+// scale d and 32 int8, value = d * q; 34-byte blocks, so rows start on any even byte). A slab is
+// a Weight (word address, byte offset of its first byte; shaders/quant.glsl reads the blocks).
+// A key's score sums each block's q.k in int8-widened floats and scales it once, as the CPU does;
+// values are read as quads (VW = 4) under their block's scale.
 #include "common.glsl"
+#if defined(CACHE_Q8)
+#define Q_TYPE 16
+#include "quant.glsl"
+#endif
 #if defined(USE_SUBGROUPS)
 #extension GL_KHR_shader_subgroup_basic : require
 #extension GL_KHR_shader_subgroup_arithmetic : require
@@ -121,10 +131,31 @@ uvec2 half_base(uvec2 base, uint first, out uint parity) {
 }
 #endif
 
+#if defined(CACHE_Q8)
+// The slab at byte address b as a Weight whose rows (cache positions) quant_row finds.
+Weight q8_slab(uvec2 b) { return Weight(uvec2(b.x & ~3u, b.y), 16u, (b.x & 3u) >> 1); }
+
+// Quad c (values 4c .. 4c+3) of a q8_0 row.
+vec4 q8_quad(Weight row, uint c) {
+    const uint blk = (c >> 3) * 34u;
+    return q_f16(row, blk) * vec4(bytes_i(q_u32(row, blk + 2u + 4u * (c & 7u))));
+}
+#endif
+
 float score(uvec2 kb, uint kh, uint j) {
     vec4 s4 = vec4(0.0);
     float s = 0.0;
-#if defined(CACHE_F16)
+#if defined(CACHE_Q8)
+    const Weight row = quant_row(q8_slab(kb), j, D / 32u * 34u);
+    for (uint b = 0; b < D / 32u; ++b) {
+        vec4 bs = vec4(0.0);
+        for (uint c = 0; c < 8u; ++c) {
+            const uint i = 32u * b + 4u * c;
+            bs += vec4(q_s[i], q_s[i + 1], q_s[i + 2], q_s[i + 3]) * vec4(bytes_i(q_u32(row, 34u * b + 2u + 4u * c)));
+        }
+        s += ((bs.x + bs.y) + (bs.z + bs.w)) * q_f16(row, 34u * b);
+    }
+#elif defined(CACHE_F16)
     if (D % 2u != 0u) {  // odd head dim (a specialization constant: the branch folds)
         for (uint i = 0; i < D; ++i) s += q_s[i] * half_at(kb, kh + j * D + i);
         return s;
@@ -187,7 +218,9 @@ void attend(uvec2 kb, uint kh, uvec2 vb, uint vh, uint begin, uint end) {
             for (uint a = 0; a < ACC; ++a) {
                 const uint col = lane + a * LANES;
                 if (col < COLS) {
-#if defined(CACHE_F16)
+#if defined(CACHE_Q8)
+                    acc[a] += p * q8_quad(quant_row(q8_slab(vb), base + jj, DV / 32u * 34u), col);
+#elif defined(CACHE_F16)
                     if (VW == 2) acc[a].xy += p * unpackHalf2x16(Words(vb).v[row + col]);
                     else acc[a].x += p * half_at(vb, vh + (base + jj) * DV + col);
 #else
@@ -263,7 +296,11 @@ void main() {
     // Query head h reads kv head h / (Hq / Hkv); its slab holds C rows of the sequence.
     const uint kvh = h / (pc.hq / pc.hkv);
     const uint slab = (uint(sq) * pc.hkv + kvh) * pc.ctx;
-#if defined(CACHE_F16)
+#if defined(CACHE_Q8)
+    const uint kh = 0u, vh = 0u;
+    const uvec2 kb = offset_address(pc.k, slab, D / 32u * 34u);
+    const uvec2 vb = offset_address(pc.v, slab, DV / 32u * 34u);
+#elif defined(CACHE_F16)
     uint kh, vh;  // the host keeps every f16 tensor under 2^32 elements
     const uvec2 kb = half_base(pc.k, slab * D, kh);
     const uvec2 vb = half_base(pc.v, slab * DV, vh);
@@ -280,7 +317,10 @@ void main() {
     for (uint a = 0; a < ACC; ++a) acc[a] = vec4(0.0);
     if (split == 0 && plen > 0) {
         const uint pslab = (uint(blk) * pc.hkv + kvh) * pc.slots;
-#if defined(CACHE_F16)
+#if defined(CACHE_Q8)
+        attend(offset_address(pc.pk, pslab, D / 32u * 34u), 0u, offset_address(pc.pv, pslab, DV / 32u * 34u), 0u, 0u,
+               uint(plen));
+#elif defined(CACHE_F16)
         uint pkh, pvh;
         const uvec2 pkb = half_base(pc.pk, pslab * D, pkh);
         const uvec2 pvb = half_base(pc.pv, pslab * DV, pvh);

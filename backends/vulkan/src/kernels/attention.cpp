@@ -5,9 +5,12 @@
 // data the graph never sees, so the cut is planned for the cache capacity C and chunks beyond a
 // token's position exit at once. An optional prefix (explicit memories: inputs 5..8) is read
 // by the same workgroups before the cache, into the same running softmax; under the split it
-// belongs to chunk 0. The caches (and the prefix) are f32 or f16 (the *_f16 shaders, which index
-// an f16 tensor by 32-bit element numbers); a q8_0 cache is refused with the reason.
+// belongs to chunk 0. The caches (and the prefix) are f32, f16 (the *_f16 shaders, which index
+// an f16 tensor by 32-bit element numbers) or q8_0 (the *_q8_0 shaders: rows of 34-byte blocks,
+// read as quads of values under their block's scale).
 #include <algorithm>
+
+#include <string>
 
 #include "kernel_api.hpp"
 
@@ -79,13 +82,30 @@ Split split_for(const Shape& s) {
 uint64_t part_floats(const Shape& s, const Split& sp) { return s.n * s.hq * sp.splits * (s.dv + 2); }
 
 bool f16_cache(const mnemo_node& nd) { return nd.inputs[1].dtype == MNEMO_DTYPE_F16; }
+bool q8_cache(const mnemo_node& nd) { return nd.inputs[1].dtype == MNEMO_DTYPE_Q8_0; }
+
+// The attention shader of the cache's dtype, reduction and pass.
+std::string shader_name(const mnemo_node& nd, bool subgroups, bool split) {
+    std::string name = "attention";
+    if (f16_cache(nd)) name += "_f16";
+    if (q8_cache(nd)) name += "_q8_0";
+    if (split) name += "_split";
+    if (!subgroups) name += "_shmem";
+    return name;
+}
 
 bool supports(const DeviceFeatures& f, const mnemo_node& nd) {
     if (nd.inputs[0].dtype != MNEMO_DTYPE_F32) return false;
     // The shape rule made k, v (and pk, pv) one dtype.
     const int32_t cache = nd.inputs[1].dtype;
-    if (cache != MNEMO_DTYPE_F32 && cache != MNEMO_DTYPE_F16) return false;
+    if (cache != MNEMO_DTYPE_F32 && cache != MNEMO_DTYPE_F16 && cache != MNEMO_DTYPE_Q8_0) return false;
     const Shape s = shape_of(nd);
+    if (cache == MNEMO_DTYPE_Q8_0) {
+        // Whole blocks per row (the op rule's too), and blocks on even bytes.
+        if (s.d % 32 != 0 || s.dv % 32 != 0) return false;
+        for (int32_t i : {1, 2, 5, 6})
+            if ((i < 5 || has_prefix(nd)) && nd.inputs[i].offset % 2 != 0) return false;
+    }
     if (cache == MNEMO_DTYPE_F16) {
         // Tensors start on a word; their elements are numbered in 32 bits.
         constexpr uint64_t k4G = uint64_t{1} << 32;
@@ -136,9 +156,11 @@ void build(KernelBuilder& b) {
     const uint64_t pk_addr = prefix ? KernelBuilder::address(nd.inputs[5]) : 0;
     const uint64_t pv_addr = prefix ? KernelBuilder::address(nd.inputs[6]) : 0;
     // Prefix rows are read by the same loads as cache rows, so vector loads need both aligned.
-    const bool f16 = f16_cache(nd);
-    const bool k_vec4 = !f16 && s.d % 4 == 0 && k_addr % 16 == 0 && pk_addr % 16 == 0;
-    const Lanes l = lanes_for(s.dv, f16 ? (s.dv % 2 == 0 ? 2 : 1) : s.dv % 4 == 0 && v_addr % 16 == 0 && pv_addr % 16 == 0 ? 4 : 1);
+    // q8_0 values are read as quads (DV is a multiple of 32).
+    const bool f16 = f16_cache(nd), q8 = q8_cache(nd);
+    const bool k_vec4 = !f16 && !q8 && s.d % 4 == 0 && k_addr % 16 == 0 && pk_addr % 16 == 0;
+    const uint32_t vw = q8 ? 4 : f16 ? (s.dv % 2 == 0 ? 2 : 1) : s.dv % 4 == 0 && v_addr % 16 == 0 && pv_addr % 16 == 0 ? 4 : 1;
+    const Lanes l = lanes_for(s.dv, vw);
     const Split sp = split_for(s);
     const bool subgroups = b.features().subgroup_arithmetic;
     const std::vector<uint32_t> spec = {kWorkgroup, static_cast<uint32_t>(s.d), static_cast<uint32_t>(s.dv), l.lanes,
@@ -173,7 +195,7 @@ void build(KernelBuilder& b) {
         const uint64_t max_z = b.features().max_workgroup_count[2];
         for (uint64_t n0 = 0; n0 < s.n; n0 += max_z) {
             p.n_base = static_cast<uint32_t>(n0);
-            b.dispatch(f16 ? (subgroups ? "attention_f16" : "attention_f16_shmem") : subgroups ? "attention" : "attention_shmem", p, gx, 1,
+            b.dispatch(shader_name(nd, subgroups, false).c_str(), p, gx, 1,
                        static_cast<uint32_t>(std::min(max_z, s.n - n0)), spec);
         }
         return;
@@ -181,8 +203,7 @@ void build(KernelBuilder& b) {
 
     const uint64_t part_bytes = part_floats(s, sp) * 4;
     p.part = b.scratch(0);
-    Dispatch& d = b.dispatch(f16 ? (subgroups ? "attention_f16_split" : "attention_f16_split_shmem")
-                             : subgroups ? "attention_split" : "attention_split_shmem", p, gx,
+    Dispatch& d = b.dispatch(shader_name(nd, subgroups, true).c_str(), p, gx,
                              static_cast<uint32_t>(sp.splits), static_cast<uint32_t>(s.n), spec);
     d.writes = {b.scratch_range(0, part_bytes)};
 
@@ -211,6 +232,8 @@ void build(KernelBuilder& b) {
 
 }  // namespace
 
-void register_attention_kernels() { register_kernel(MNEMO_OP_ATTENTION, Kernel{supports, scratch_bytes, build}); }
+void register_attention_kernels() {
+    register_kernel(MNEMO_OP_ATTENTION, Kernel{supports, scratch_bytes, build, /*reads_quantized=*/true});
+}
 
 }  // namespace mnemo_vk

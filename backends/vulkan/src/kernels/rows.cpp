@@ -78,9 +78,12 @@ bool kv_store_supported(const DeviceFeatures&, const mnemo_node& n) {
     const mnemo_tensor& cache = n.inputs[0];
     if (n.inputs[1].dtype != MNEMO_DTYPE_F32) return false;
     // An f32 or f16 cache (kv_store_f16 packs two halves per word; kv_store_f16_odd, for an odd
-    // D, numbers the cache's elements in 32 bits); a q8_0 cache is not written by this backend.
+    // D, numbers the cache's elements in 32 bits), or q8_0 (kv_store_q8_0: a block per
+    // invocation, starting on an even byte; the op rule makes D a multiple of 32).
     if (cache.dtype == MNEMO_DTYPE_F16) {
         if (cache.offset % 4 != 0 || (cache.shape[3] % 2 != 0 && numel(cache) > 0xFFFFFFFFull)) return false;
+    } else if (cache.dtype == MNEMO_DTYPE_Q8_0) {
+        if (cache.offset % 2 != 0 || cache.shape[3] % 32 != 0) return false;
     } else if (cache.dtype != MNEMO_DTYPE_F32) {
         return false;
     }
@@ -107,17 +110,18 @@ void build_kv_store(KernelBuilder& b) {
     p.heads = static_cast<uint32_t>(cache.shape[1]);
     p.ctx = static_cast<uint32_t>(cache.shape[2]);
     const uint32_t d = static_cast<uint32_t>(cache.shape[3]);
-    const bool f16 = cache.dtype == MNEMO_DTYPE_F16;
-    const bool vec = !f16 && d % 4 == 0 && aligned16(p.cache) && aligned16(p.src);
+    const bool f16 = cache.dtype == MNEMO_DTYPE_F16, q8 = cache.dtype == MNEMO_DTYPE_Q8_0;
+    const bool vec = !f16 && !q8 && d % 4 == 0 && aligned16(p.cache) && aligned16(p.src);
     const bool odd = f16 && d % 2 != 0;
-    p.units = f16 && !odd ? d / 2 : vec ? d / 4 : d;
+    p.units = q8 ? d / 32 : f16 && !odd ? d / 2 : vec ? d / 4 : d;
     p.total = static_cast<uint32_t>(static_cast<uint64_t>(src.shape[0]) * p.heads * p.units);
     p.node = b.node_index();
     if (p.total == 0) return;
     // A 2D grid keeps the x count under the device limit.
     const uint32_t groups = groups_for(p.total, kLocal);
     p.row_groups = std::min(groups, b.features().max_workgroup_count[0]);
-    Dispatch& dispatch = b.dispatch(odd ? "kv_store_f16_odd" : f16 ? "kv_store_f16" : vec ? "kv_store_vec4" : "kv_store", p, p.row_groups, groups_for(groups, p.row_groups));
+    const char* shader = q8 ? "kv_store_q8_0" : odd ? "kv_store_f16_odd" : f16 ? "kv_store_f16" : vec ? "kv_store_vec4" : "kv_store";
+    Dispatch& dispatch = b.dispatch(shader, p, p.row_groups, groups_for(groups, p.row_groups));
     // The cache is written, never read: only src, seq and pos are inputs of the copy.
     dispatch.reads = {KernelBuilder::range(src), KernelBuilder::range(n.inputs[2]), KernelBuilder::range(n.inputs[3])};
 }
@@ -126,7 +130,7 @@ void build_kv_store(KernelBuilder& b) {
 
 void register_rows_kernels() {
     register_kernel(MNEMO_OP_GET_ROWS, Kernel{get_rows_supported, nullptr, build_get_rows, /*reads_quantized=*/true});
-    register_kernel(MNEMO_OP_KV_STORE, Kernel{kv_store_supported, nullptr, build_kv_store});
+    register_kernel(MNEMO_OP_KV_STORE, Kernel{kv_store_supported, nullptr, build_kv_store, /*reads_quantized=*/true});
 }
 
 }  // namespace mnemo_vk
