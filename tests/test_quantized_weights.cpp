@@ -1,7 +1,8 @@
 // Block-quantized weights (q8_0, q4_0, q4_k, q5_k, q6_k; issue 25): the dtypes and their block
 // sizes, the ops that take them (MATMUL's W, GET_ROWS's table) and the ones that refuse them, the
-// GPU modules taking them in MATMUL and GET_ROWS (and refusing them by name in the ops that have
-// no quantized kernels there yet), and GGUF models whose quantized
+// GPU modules taking them in MATMUL and GET_ROWS (CUDA also in the memory-layer tables, MoE
+// experts and a q8_0 KV cache; refusing them by name in the ops that have no quantized kernels
+// there yet), and GGUF models whose quantized
 // weights stay packed in memory: the same logits as the same weights decoded to F32 at load (what
 // Mnemo did before), in fewer bytes. The kernels themselves are the conformance harness's
 // (tests/conformance/op_cases_matmul.hpp, op_cases_rows.hpp).
@@ -151,9 +152,10 @@ std::pair<mnemo_node, mnemo_node> quantized_nodes(void* buf) {
     return {mm, gr};
 }
 
-// Both nodes of quantized_nodes on the first device of `backend`: supported, and they prepare
-// (their values are the conformance cases'). Skips without a device.
-void expect_quantized_nodes_taken(const std::string& backend) {
+// The nodes `make(buf)` builds (in a 1 MiB buffer buf) on the first device of `backend`:
+// supported, and they prepare (their values are the conformance cases'). Skips without a device.
+template <class Make>
+void expect_nodes_taken(const std::string& backend, Make make) {
     const BackendModule* m = backends().find(backend);
     if (!m) GTEST_SKIP() << "the " << backend << " module is not built";
     if (m->api->device_count() <= 0) GTEST_SKIP() << backend << ": no device";
@@ -163,8 +165,7 @@ void expect_quantized_nodes_taken(const std::string& backend) {
     ASSERT_EQ(m->api->open(0, &cfg, &ctx, &err), MNEMO_OK) << err.message;
     void* buf = nullptr;
     ASSERT_EQ(m->api->buffer_alloc(ctx, 1 << 20, &buf, &err), MNEMO_OK) << err.message;
-    const auto [mm, gr] = quantized_nodes(buf);
-    for (const mnemo_node& n : {mm, gr}) {
+    for (const mnemo_node& n : make(buf)) {
         EXPECT_NE(m->api->supports_node(ctx, &n), 0) << backend << ": " << mnemo_op_name(n.op);
         void* g = nullptr;
         mnemo_error e{};
@@ -175,7 +176,61 @@ void expect_quantized_nodes_taken(const std::string& backend) {
     m->api->close(ctx);
 }
 
+void expect_quantized_nodes_taken(const std::string& backend) {
+    expect_nodes_taken(backend, [](void* buf) {
+        const auto [mm, gr] = quantized_nodes(buf);
+        return std::vector<mnemo_node>{mm, gr};
+    });
+}
+
+// CUDA's memory-layer, MoE and KV-cache nodes with quantized inputs (issue 26): EMBEDDING_BAG over
+// a q8_0 table, MOE_FFN with q4_0 experts, KV_STORE into a q8_0 cache and ATTENTION over it.
+std::vector<mnemo_node> cuda_quantized_nodes(void* buf) {
+    mnemo_node bag{};
+    bag.op = MNEMO_OP_EMBEDDING_BAG;
+    bag.n_inputs = 3;
+    bag.inputs[0] = {buf, 4096, MNEMO_DTYPE_Q8_0, 2, {8, 64, 0, 0}};
+    bag.inputs[1] = {buf, 0, MNEMO_DTYPE_I32, 2, {1, 2, 0, 0}};
+    bag.inputs[2] = {buf, 256, MNEMO_DTYPE_F32, 2, {1, 2, 0, 0}};
+    bag.output = {buf, 65536, MNEMO_DTYPE_F32, 2, {1, 64, 0, 0}};
+    mnemo_node moe{};
+    moe.op = MNEMO_OP_MOE_FFN;
+    moe.n_inputs = 6;
+    moe.inputs[0] = {buf, 512, MNEMO_DTYPE_F32, 2, {1, 32, 0, 0}};
+    moe.inputs[1] = {buf, 0, MNEMO_DTYPE_I32, 2, {1, 1, 0, 0}};
+    moe.inputs[2] = {buf, 256, MNEMO_DTYPE_F32, 2, {1, 1, 0, 0}};
+    for (int i = 3; i < 6; ++i) moe.inputs[i] = {buf, 8192 + 4096 * static_cast<uint64_t>(i), MNEMO_DTYPE_Q4_0, 3, {2, 32, 32, 0}};
+    moe.output = {buf, 65536, MNEMO_DTYPE_F32, 2, {1, 32, 0, 0}};
+    mnemo_node kv{};
+    kv.op = MNEMO_OP_KV_STORE;
+    kv.n_inputs = 4;
+    kv.inputs[0] = {buf, 131072, MNEMO_DTYPE_Q8_0, 4, {1, 2, 4, 32}};
+    kv.inputs[1] = {buf, 512, MNEMO_DTYPE_F32, 3, {1, 2, 32, 0}};
+    kv.inputs[2] = {buf, 0, MNEMO_DTYPE_I32, 1, {1, 0, 0, 0}};
+    kv.inputs[3] = {buf, 16, MNEMO_DTYPE_I32, 1, {1, 0, 0, 0}};
+    kv.output = kv.inputs[0];
+    mnemo_node at{};
+    at.op = MNEMO_OP_ATTENTION;
+    at.n_inputs = 5;
+    at.inputs[0] = {buf, 512, MNEMO_DTYPE_F32, 3, {1, 2, 32, 0}};
+    at.inputs[1] = kv.inputs[0];
+    at.inputs[2] = {buf, 196608, MNEMO_DTYPE_Q8_0, 4, {1, 2, 4, 32}};
+    at.inputs[3] = kv.inputs[2];
+    at.inputs[4] = kv.inputs[3];
+    at.output = {buf, 65536, MNEMO_DTYPE_F32, 3, {1, 2, 32, 0}};
+    at.fparams[0] = 0.125f;
+    return {bag, moe, kv, at};
+}
+
 }  // namespace
+
+// The nodes are valid by the op rules everywhere (so the test below checks the CUDA module, not
+// the nodes).
+TEST(QuantizedWeights, CudaMemoryMoeKvNodesPassTheOpRules) {
+    uint8_t buf[16] = {};
+    for (const mnemo_node& n : cuda_quantized_nodes(buf)) EXPECT_EQ(node_error(n), "") << mnemo_op_name(n.op);
+}
+TEST(QuantizedWeights, CudaTakesThemInMemoryLayersMoeAndTheKvCache) { expect_nodes_taken("cuda", cuda_quantized_nodes); }
 
 TEST(QuantizedWeights, VulkanTakesThemInMatmulAndGetRows) { expect_quantized_nodes_taken("vulkan"); }
 TEST(QuantizedWeights, CudaTakesThemInMatmulAndGetRows) { expect_quantized_nodes_taken("cuda"); }

@@ -23,10 +23,14 @@
 // all work on that one index range (planned for the capacity M + C), so a chunk may hold prefix
 // and cache keys together and a prefix-only chunk is merged like any other.
 //
-// The caches (and the prefix) are f32 or f16 (--cache-type f16: the kernel is instantiated for
-// __half rows, widened as they are read); a q8_0 cache is refused as a quantized input.
+// The caches (and the prefix) are f32, f16 or q8_0 (--cache-type): the kernel is instantiated per
+// storage type and reads every element as f32 through KvRows (f16 widened; q8_0 decoded exactly
+// as the reference decodes it, q * d, one byte per weight plus the block's scale: quant_blocks.cuh).
+// A q8_0 row of D values is D / 32 whole blocks, so element e of the cache tensor, counted as if
+// it were f32, is weight e % 32 of block e / 32: offsets are computed in elements for every type.
 #include "device_common.cuh"
 #include "kernel_api.hpp"
+#include "quant_weights.cuh"
 
 namespace mnemo_cuda {
 namespace {
@@ -116,9 +120,28 @@ uint32_t lanes_for(uint64_t dv) {
 
 __device__ __forceinline__ uint64_t min_u64(uint64_t a, uint64_t b) { return a < b ? a : b; }
 
-// A cache element as f32.
-__device__ __forceinline__ float ldf(float x) { return x; }
-__device__ __forceinline__ float ldf(__half x) { return __half2float(x); }
+// The storage of a q8_0 cache: 34-byte blocks, addressed only through kv_at (never by pointer
+// arithmetic on this type, whose size is one byte).
+struct Q8Cache {
+    uint8_t byte;
+};
+
+// Element i of a cache (f32 / f16 / q8_0) as f32. The caches are read-only in this kernel: __ldg.
+__device__ __forceinline__ float kv_at(const float* p, uint64_t i) { return __ldg(p + i); }
+__device__ __forceinline__ float kv_at(const __half* p, uint64_t i) { return __half2float(__ldg(p + i)); }
+__device__ __forceinline__ float kv_at(const Q8Cache* p, uint64_t i) {
+    return quant_at<Q8_0Block>(reinterpret_cast<const uint8_t*>(p), static_cast<int64_t>(i));
+}
+
+// Rows of a cache as the kernel walks them: element `at` of tensor p onward. r + o moves o
+// elements; r[i] reads element i from there as f32.
+template <typename KT>
+struct KvRows {
+    const KT* p;
+    uint64_t at;
+    __device__ KvRows operator+(uint64_t o) const { return {p, at + o}; }
+    __device__ float operator[](uint64_t i) const { return kv_at(p, at + i); }
+};
 
 template <typename KT, uint32_t ACC, bool SPLIT>
 __global__ void __launch_bounds__(kThreads)
@@ -172,14 +195,14 @@ __global__ void __launch_bounds__(kThreads)
     const uint64_t g = h / (hq / hkv);
     const uint64_t slab = (static_cast<uint64_t>(sq) * hkv + g) * static_cast<uint64_t>(ctx);
     // Key j of the combined range: slot j of the prefix block for j < plen, else cache row j - plen.
-    const KT* kb = k + slab * d;
-    const KT* vb = v + slab * dv;
-    const KT* pkb = kb;  // unused when plen = 0
-    const KT* pvb = vb;
+    const KvRows<KT> kb{k, slab * d};
+    const KvRows<KT> vb{v, slab * dv};
+    KvRows<KT> pkb = kb;  // unused when plen = 0
+    KvRows<KT> pvb = vb;
     if (pp.block >= 0) {
         const uint64_t pslab = (static_cast<uint64_t>(pp.block) * hkv + g) * static_cast<uint64_t>(pre.slots);
-        pkb = static_cast<const KT*>(pre.k) + pslab * d;
-        pvb = static_cast<const KT*>(pre.v) + pslab * dv;
+        pkb = KvRows<KT>{static_cast<const KT*>(pre.k), pslab * d};
+        pvb = KvRows<KT>{static_cast<const KT*>(pre.v), pslab * dv};
     }
     __syncthreads();
 
@@ -199,7 +222,7 @@ __global__ void __launch_bounds__(kThreads)
             // (then each key is looked up on its own).
             const uint64_t j = base + j0;
             const bool split_group = j < plen && j + kKeysPerStep > plen;
-            const KT* kr = j < plen ? pkb + j * d : kb + (j - plen) * d;
+            const KvRows<KT> kr = j < plen ? pkb + j * d : kb + (j - plen) * d;
             float dot[kKeysPerStep];
 #pragma unroll
             for (uint32_t u = 0; u < kKeysPerStep; ++u) dot[u] = 0.0f;
@@ -208,15 +231,15 @@ __global__ void __launch_bounds__(kThreads)
                     const float qi = q_s[i];
 #pragma unroll
                     for (uint32_t u = 0; u < kKeysPerStep; ++u)
-                        if (j0 + u < count) dot[u] += qi * ldf(kr[static_cast<uint64_t>(u) * d + i]);
+                        if (j0 + u < count) dot[u] += qi * kr[static_cast<uint64_t>(u) * d + i];
                 }
             } else {
 #pragma unroll
                 for (uint32_t u = 0; u < kKeysPerStep; ++u) {
                     if (j0 + u >= count) break;
                     const uint64_t ju = j + u;
-                    const KT* r = ju < plen ? pkb + ju * d : kb + (ju - plen) * d;
-                    for (uint32_t i = lane; i < d; i += 32) dot[u] += q_s[i] * ldf(r[i]);
+                    const KvRows<KT> r = ju < plen ? pkb + ju * d : kb + (ju - plen) * d;
+                    for (uint32_t i = lane; i < d; i += 32) dot[u] += q_s[i] * r[i];
                 }
             }
 #pragma unroll
@@ -247,11 +270,11 @@ __global__ void __launch_bounds__(kThreads)
         for (uint32_t jj = group; jj < count; jj += groups) {
             const float p = p_s[jj];
             const uint64_t j = base + jj;
-            const KT* vr = j < plen ? pvb + j * dv : vb + (j - plen) * dv;
+            const KvRows<KT> vr = j < plen ? pvb + j * dv : vb + (j - plen) * dv;
 #pragma unroll
             for (uint32_t a = 0; a < ACC; ++a) {
                 const uint32_t c = vlane + a * lanes;
-                if (c < dv) acc[a] += p * ldf(vr[c]);
+                if (c < dv) acc[a] += p * vr[c];
             }
         }
         __syncthreads();  // the next tile's scores overwrite p_s
@@ -327,10 +350,10 @@ __global__ void __launch_bounds__(kCombineThreads)
 bool supports(const DeviceProps& p, const mnemo_node& nd) {
     // 5 inputs, or 8 / 9 with a prefix (pk, pv, plen [, pblock]).
     if ((nd.n_inputs != 5 && nd.n_inputs != 8 && nd.n_inputs != 9) || nd.output.dtype != MNEMO_DTYPE_F32) return false;
-    // q f32; the caches f32 or f16, one dtype (the shape rule); the prefix of the same dtype.
+    // q f32; the caches f32, f16 or q8_0, one dtype (the shape rule); the prefix of the same dtype.
     const int32_t cache = nd.inputs[1].dtype;
-    if (nd.inputs[0].dtype != MNEMO_DTYPE_F32 || (cache != MNEMO_DTYPE_F32 && cache != MNEMO_DTYPE_F16) ||
-        nd.inputs[2].dtype != cache)
+    if (nd.inputs[0].dtype != MNEMO_DTYPE_F32 ||
+        (cache != MNEMO_DTYPE_F32 && cache != MNEMO_DTYPE_F16 && cache != MNEMO_DTYPE_Q8_0) || nd.inputs[2].dtype != cache)
         return false;
     if (nd.inputs[3].dtype != MNEMO_DTYPE_I32 || nd.inputs[4].dtype != MNEMO_DTYPE_I32) return false;
     if (nd.inputs[0].ndim != 3 || nd.inputs[1].ndim != 4 || nd.inputs[2].ndim != 4) return false;
@@ -343,6 +366,8 @@ bool supports(const DeviceProps& p, const mnemo_node& nd) {
         if (nd.inputs[5].shape[2] >= INT32_MAX) return false;
     }
     const Shape s = shape_of(nd);
+    // q8_0 rows are whole blocks (the shape rule's requirement; element offsets rely on it).
+    if (cache == MNEMO_DTYPE_Q8_0 && (s.d % 32 != 0 || s.dv % 32 != 0)) return false;
     const uint64_t max_x = p.max_grid[0] > 0 ? static_cast<uint64_t>(p.max_grid[0]) : 65535;
     // Tokens along grid x, heads along y (<= 65535), chunks along z (<= kMaxSplits).
     if (s.n > max_x || s.hq > 65535) return false;
@@ -422,12 +447,17 @@ void build(KernelBuilder& b) {
     const Split sp = split_for(b.props(), s);
     const uint32_t lanes = lanes_for(s.dv);
     const uint64_t acc = std::max<uint64_t>(1, (s.dv + lanes - 1) / lanes);  // <= kMaxAcc (supports)
-    if (b.node().inputs[1].dtype == MNEMO_DTYPE_F16) launch_for<__half>(b, s, sp, lanes, acc);
+    const int32_t cache = b.node().inputs[1].dtype;
+    if (cache == MNEMO_DTYPE_F16) launch_for<__half>(b, s, sp, lanes, acc);
+    else if (cache == MNEMO_DTYPE_Q8_0) launch_for<Q8Cache>(b, s, sp, lanes, acc);
     else launch_for<float>(b, s, sp, lanes, acc);
 }
 
 }  // namespace
 
-void register_attention_kernels() { register_kernel(MNEMO_OP_ATTENTION, Kernel{supports, scratch_bytes, build}); }
+void register_attention_kernels() {
+    // A q8_0 cache (and prefix) is read through kv_at (supports() checks its rows are whole blocks).
+    register_kernel(MNEMO_OP_ATTENTION, Kernel{supports, scratch_bytes, build, /*reads_quantized=*/true});
+}
 
 }  // namespace mnemo_cuda

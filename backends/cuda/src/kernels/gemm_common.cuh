@@ -57,7 +57,7 @@ struct Wide<__nv_bfloat16> {
     }
 };
 
-// A weight tensor of a dtype known at compile time (the fast paths)...
+// A weight tensor of a dtype known at compile time (the fast paths).
 template <class T>
 struct TypedWeights {
     using Elem = T;
@@ -67,16 +67,7 @@ struct TypedWeights {
     __device__ float at(int64_t i) const { return to_f32(p[i]); }
     __device__ TypedWeights at_offset(int64_t o) const { return {p + o}; }
 };
-// ...or known only at run time (two operands of one kernel in different dtypes): scalar loads.
-struct AnyWeights {
-    using Elem = float;
-    static constexpr bool kVector = false;
-    static constexpr bool kQuantized = false;
-    WeightPtr w;
-    int64_t base;
-    __device__ float at(int64_t i) const { return load_weight(w, static_cast<uint64_t>(base + i)); }
-    __device__ AnyWeights at_offset(int64_t o) const { return {w, base + o}; }
-};
+// (A dtype known only at run time, float or quantized: AnyDTypeWeights, any_weights.cuh.)
 
 __device__ __forceinline__ bool aligned16(const void* p) { return (reinterpret_cast<uintptr_t>(p) & 15u) == 0; }
 

@@ -2,13 +2,17 @@
 // over a table, with UltraMem's groups and per-core weights), MEM_INDEX (UltraMem's virtual index
 // -> table row pipeline), PEER_GATE (a gathered row's dot product with the query, activated,
 // scaling that entry's scores) and HIVE (MIDUS: a bag per head over a latent bank, then the
-// head's projection). One launch each; accumulation is f32 with weights widened on load.
+// head's projection). One launch each; accumulation is f32 with weights widened on load. Tables
+// (and HIVE's bank) may also be block-quantized (q8_0, q4_0, q4_k, q5_k, q6_k): each element is
+// decoded on load exactly as the reference decodes it (any_weights.cuh), so only the summation
+// order differs from the reference, as with float tables.
 //
 // Indices are checked on the device: a bad one is reported through the status word
 // (report_bad_index) and its entry skipped, never read; the host then fails the run. The shape
 // rules (engine op table) were checked before a node gets here: cores divide C, proj is [H, r, Dh].
 #include <climits>
 
+#include "any_weights.cuh"
 #include "device_common.cuh"
 #include "kernel_api.hpp"
 
@@ -49,9 +53,9 @@ constexpr int kBagChunk = 256;
 constexpr int kBagWeightSlots = 1024;
 
 struct BagArgs {
-    WeightPtr table;     // [R, C]
-    const int32_t* idx;  // [N, m]
-    const float* w;      // [N, m] or [N, m, P]
+    AnyDTypeWeights table;  // [R, C]
+    const int32_t* idx;     // [N, m]
+    const float* w;         // [N, m] or [N, m, P]
     float* out;          // [N, G*C]
     int64_t rows, cols, groups, m, cores, core_cols;
     int64_t blocks;  // column blocks per segment
@@ -108,7 +112,7 @@ __global__ void __launch_bounds__(kThreads) embedding_bag_kernel(BagArgs a) {
             for (int e = slice; e < count; e += kSlices) {
                 const int32_t row = s_row[e];
                 if (row < 0) continue;
-                acc += s_w[e * span + q] * load_weight(a.table, static_cast<uint64_t>(row) * a.cols + c);
+                acc += s_w[e * span + q] * a.table.at(static_cast<int64_t>(row) * a.cols + c);
             }
         }
         __syncthreads();  // the next chunk overwrites the staged entries
@@ -124,7 +128,7 @@ int64_t bag_blocks(const mnemo_node& n) { return (n.inputs[0].shape[1] + kLanes 
 bool embedding_bag_supports(const DeviceProps& p, const mnemo_node& n) {
     const mnemo_tensor& table = n.inputs[0];
     const mnemo_tensor& w = n.inputs[2];
-    if (!is_weight_dtype(table.dtype) || n.inputs[1].dtype != MNEMO_DTYPE_I32 || w.dtype != MNEMO_DTYPE_F32 ||
+    if (!any_dtype_readable(table) || n.inputs[1].dtype != MNEMO_DTYPE_I32 || w.dtype != MNEMO_DTYPE_F32 ||
         n.output.dtype != MNEMO_DTYPE_F32 || table.ndim != 2 || n.inputs[1].ndim != 2)
         return false;
     const int64_t cores = w.ndim == 3 ? w.shape[2] : 1;
@@ -138,7 +142,7 @@ void embedding_bag_build(KernelBuilder& b) {
     const mnemo_tensor& table = n.inputs[0];
     const mnemo_tensor& w = n.inputs[2];
     BagArgs a{};
-    a.table = weight_of(table);
+    a.table = any_dtype_weights(table);
     a.idx = KernelBuilder::as<const int32_t>(n.inputs[1]);
     a.w = KernelBuilder::as<const float>(w);
     a.out = KernelBuilder::as<float>(n.output);
@@ -171,9 +175,9 @@ void embedding_bag_build(KernelBuilder& b) {
 constexpr int kGateWarps = 8;
 
 struct GateArgs {
-    WeightPtr table;     // [R, P]
-    const int32_t* idx;  // [N, m]
-    const float* x;      // [N, P]
+    AnyDTypeWeights table;  // [R, P]
+    const int32_t* idx;     // [N, m]
+    const float* x;         // [N, P]
     const float* s;      // [N, m] or [N, m, C]
     float* out;          // s's shape
     int64_t rows, width, m, per_entry, entries;
@@ -199,10 +203,10 @@ __global__ void __launch_bounds__(kGateWarps * 32) peer_gate_kernel(GateArgs a) 
         return;
     }
     const int64_t n = e / a.m;
-    const uint64_t row0 = static_cast<uint64_t>(v % a.rows) * a.width;
+    const int64_t row0 = (v % a.rows) * a.width;
     const float* x = a.x + n * a.width;
     float part = 0.0f;
-    for (int64_t c = lane; c < a.width; c += 32) part += load_weight(a.table, row0 + c) * x[c];
+    for (int64_t c = lane; c < a.width; c += 32) part += a.table.at(row0 + c) * x[c];
     const float d = warp_sum(part);
     const float g = a.act == 1 ? gelu_erf(d) : a.act == 2 ? gelu_tanh(d) : d;
     const int64_t at = e * a.per_entry;
@@ -211,7 +215,7 @@ __global__ void __launch_bounds__(kGateWarps * 32) peer_gate_kernel(GateArgs a) 
 
 bool peer_gate_supports(const DeviceProps& p, const mnemo_node& n) {
     const mnemo_tensor& sc = n.inputs[3];
-    if (!is_weight_dtype(n.inputs[0].dtype) || n.inputs[1].dtype != MNEMO_DTYPE_I32 || n.inputs[2].dtype != MNEMO_DTYPE_F32 ||
+    if (!any_dtype_readable(n.inputs[0]) || n.inputs[1].dtype != MNEMO_DTYPE_I32 || n.inputs[2].dtype != MNEMO_DTYPE_F32 ||
         sc.dtype != MNEMO_DTYPE_F32 || n.output.dtype != MNEMO_DTYPE_F32 || n.inputs[0].ndim != 2 ||
         n.inputs[1].ndim != 2 || (sc.ndim != 2 && sc.ndim != 3))
         return false;
@@ -223,7 +227,7 @@ void peer_gate_build(KernelBuilder& b) {
     const mnemo_node& n = b.node();
     const mnemo_tensor& sc = n.inputs[3];
     GateArgs a{};
-    a.table = weight_of(n.inputs[0]);
+    a.table = any_dtype_weights(n.inputs[0]);
     a.idx = KernelBuilder::as<const int32_t>(n.inputs[1]);
     a.x = KernelBuilder::as<const float>(n.inputs[2]);
     a.s = KernelBuilder::as<const float>(sc);
@@ -257,8 +261,8 @@ void peer_gate_build(KernelBuilder& b) {
 // and shared memory alike among a block's threads, so both places behave the same.
 
 struct HiveArgs {
-    WeightPtr bank;      // [R, r]
-    WeightPtr proj;      // [H, r, Dh]
+    AnyDTypeWeights bank;  // [R, r]
+    WeightPtr proj;        // [H, r, Dh] (f32/f16/bf16: the op rule takes no quantized projection)
     const int32_t* idx;  // [N, H, m]
     const float* w;      // [N, H, m]
     float* out;          // [N, H, Dh]
@@ -305,7 +309,7 @@ __global__ void __launch_bounds__(kThreads) hive_kernel(HiveArgs a) {
                     for (int e = slice; e < count; e += kSlices) {
                         const int32_t row = s_row[e];
                         if (row < 0) continue;
-                        acc += s_w[e] * load_weight(a.bank, static_cast<uint64_t>(row) * a.rank + c);
+                        acc += s_w[e] * a.bank.at(static_cast<int64_t>(row) * a.rank + c);
                     }
                 }
                 acc = sum_slices(acc, s_part);
@@ -349,7 +353,7 @@ HivePlan hive_plan(const DeviceProps& p, const mnemo_node& n) {
 }
 
 bool hive_supports(const DeviceProps&, const mnemo_node& n) {
-    return is_weight_dtype(n.inputs[0].dtype) && n.inputs[1].dtype == MNEMO_DTYPE_I32 && n.inputs[2].dtype == MNEMO_DTYPE_F32 &&
+    return any_dtype_readable(n.inputs[0]) && n.inputs[1].dtype == MNEMO_DTYPE_I32 && n.inputs[2].dtype == MNEMO_DTYPE_F32 &&
            is_weight_dtype(n.inputs[3].dtype) && n.output.dtype == MNEMO_DTYPE_F32 && n.inputs[0].ndim == 2 &&
            n.inputs[1].ndim == 3 && n.inputs[3].ndim == 3;
 }
@@ -363,7 +367,7 @@ void hive_build(KernelBuilder& b) {
     const mnemo_node& n = b.node();
     const mnemo_tensor& idx = n.inputs[1];
     HiveArgs a{};
-    a.bank = weight_of(n.inputs[0]);
+    a.bank = any_dtype_weights(n.inputs[0]);
     a.proj = weight_of(n.inputs[3]);
     a.idx = KernelBuilder::as<const int32_t>(idx);
     a.w = KernelBuilder::as<const float>(n.inputs[2]);
@@ -457,9 +461,10 @@ void mem_index_build(KernelBuilder& b) {
 
 void register_lookup_kernels() {
     register_kernel(MNEMO_OP_MEM_INDEX, Kernel{mem_index_supports, nullptr, mem_index_build});
-    register_kernel(MNEMO_OP_EMBEDDING_BAG, Kernel{embedding_bag_supports, nullptr, embedding_bag_build});
-    register_kernel(MNEMO_OP_PEER_GATE, Kernel{peer_gate_supports, nullptr, peer_gate_build});
-    register_kernel(MNEMO_OP_HIVE, Kernel{hive_supports, hive_scratch_bytes, hive_build});
+    // Block-quantized tables and banks (the *_supports functions name which dtypes).
+    register_kernel(MNEMO_OP_EMBEDDING_BAG, Kernel{embedding_bag_supports, nullptr, embedding_bag_build, /*reads_quantized=*/true});
+    register_kernel(MNEMO_OP_PEER_GATE, Kernel{peer_gate_supports, nullptr, peer_gate_build, /*reads_quantized=*/true});
+    register_kernel(MNEMO_OP_HIVE, Kernel{hive_supports, hive_scratch_bytes, hive_build, /*reads_quantized=*/true});
 }
 
 }  // namespace mnemo_cuda

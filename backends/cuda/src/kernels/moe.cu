@@ -17,11 +17,16 @@
 // A bad expert id is reported (the run fails naming the node) and its slot is skipped. Tokens
 // go in chunks of at most 64 MiB of slot rows so that scratch stays bounded; the stream runs
 // the chunks in order, so they share one scratch region.
+// Experts may be block-quantized (q8_0, q4_0, q4_k, q5_k, q6_k; rows of whole blocks): the
+// weight views decode them exactly as the reference does (quant_weights.cuh), whole 32-weight
+// sub-blocks in the mat-vec and one weight per tile element in the GEMM, as MATMUL reads them.
 #include <climits>
 
+#include "any_weights.cuh"
 #include "device_common.cuh"
 #include "gemm_common.cuh"
 #include "kernel_api.hpp"
+#include "quant_weights.cuh"
 
 namespace mnemo_cuda {
 namespace {
@@ -80,8 +85,12 @@ bool supports(const DeviceProps&, const mnemo_node& n) {
         return false;
     for (int i = 0; i < 3; ++i)
         if (n.inputs[i].offset % 4 != 0) return false;
-    for (int i = 3; i < 6; ++i)
-        if (!is_weight_dtype(n.inputs[i].dtype) || n.inputs[i].offset % dtype_bytes(n.inputs[i].dtype) != 0) return false;
+    // Float experts on their element alignment; quantized ones with rows of whole blocks (the
+    // views address an expert's rows by whole blocks), at any offset: blocks are read bytewise.
+    for (int i = 3; i < 6; ++i) {
+        const mnemo_tensor& t = n.inputs[i];
+        if (!any_dtype_readable(t) || (!is_quant_weight_dtype(t.dtype) && t.offset % dtype_bytes(t.dtype) != 0)) return false;
+    }
     if (n.output.offset % 4 != 0) return false;
     // Grid x: blocks of hidden / output rows (at least one row per block).
     const Plan p = plan_for(n);
@@ -268,24 +277,31 @@ template <class T>
 TypedWeights<T> typed(const mnemo_tensor& t) {
     return {KernelBuilder::as<const T>(t)};
 }
-AnyWeights any(const mnemo_tensor& t) { return {weight_of(t), 0}; }
 
-// Calls f(view) with the weight view of a tensor, typed by its dtype.
+// Calls f(view of t, view of t2): views typed by t's dtype (t2 has the same dtype), float or
+// block-quantized. For MOE_FFN's gate and up, or down twice.
 template <class F>
-void with_weights(const mnemo_tensor& t, F&& f) {
+void with_weights(const mnemo_tensor& t, const mnemo_tensor& t2, F&& f) {
     switch (t.dtype) {
-        case MNEMO_DTYPE_F32: f(typed<float>(t)); break;
-        case MNEMO_DTYPE_F16: f(typed<__half>(t)); break;
-        case MNEMO_DTYPE_BF16: f(typed<__nv_bfloat16>(t)); break;
-        default: throw KernelError("moe_ffn: unsupported weight dtype");
+        case MNEMO_DTYPE_F32: f(typed<float>(t), typed<float>(t2)); return;
+        case MNEMO_DTYPE_F16: f(typed<__half>(t), typed<__half>(t2)); return;
+        case MNEMO_DTYPE_BF16: f(typed<__nv_bfloat16>(t), typed<__nv_bfloat16>(t2)); return;
+        default: break;
     }
+    const bool quant = visit_quant_block(t.dtype, [&](auto q) {
+        using Q = decltype(q);
+        f(QuantWeights<Q>{KernelBuilder::ptr(t)}, QuantWeights<Q>{KernelBuilder::ptr(t2)});
+    });
+    if (!quant) throw KernelError("moe_ffn: expected f32, f16, bf16 or q8_0/q4_0/q4_k/q5_k/q6_k experts, got dtype " +
+                                  std::to_string(t.dtype));
 }
 
-// Calls f(gate view, up view): typed when both share a dtype (the usual case), else run-time typed.
+// Calls f(gate view, up view): typed when both share a dtype (the usual case), else run-time typed
+// (any mix of float and quantized dtypes).
 template <class F>
 void with_gate_up(const mnemo_tensor& gate, const mnemo_tensor& up, F&& f) {
-    if (gate.dtype == up.dtype) with_weights(gate, [&](auto g) { f(g, decltype(g){KernelBuilder::as<const typename decltype(g)::Elem>(up)}); });
-    else f(any(gate), any(up));
+    if (gate.dtype == up.dtype) with_weights(gate, up, f);
+    else f(any_dtype_weights(gate), any_dtype_weights(up));
 }
 
 uint32_t grid_for(const DeviceProps& p, uint64_t n, uint64_t per_block) {
@@ -317,7 +333,7 @@ void build_decode_chunk(KernelBuilder& b, const Plan& p, uint64_t n0, uint64_t t
     }
     const dim3 grid(blocks_for(p.dim, kMvRows), static_cast<uint32_t>(std::min(tokens, kMaxGrid)));
     const int64_t t0 = static_cast<int64_t>(n0), nt = static_cast<int64_t>(tokens);
-    with_weights(n.inputs[5], [&](auto dn) {
+    with_weights(n.inputs[5], n.inputs[5], [&](auto dn, auto) {
         b.launch([=](cudaStream_t st) {
             moe_down_mv<<<grid, kMvThreads, 0, st>>>(dn, h, idx, out, t0, nt, k, E, D, F, status, node);
             return cudaGetLastError();
@@ -379,7 +395,7 @@ void build_grouped_chunk(KernelBuilder& b, const Plan& p, uint64_t n0, uint64_t 
         });
     }
     const dim3 grid(blocks_for(p.dim, tile::kBM), gy, gz);
-    with_weights(n.inputs[5], [&](auto dn) {
+    with_weights(n.inputs[5], n.inputs[5], [&](auto dn, auto) {
         b.launch([=](cudaStream_t st) {
             moe_gemm<false><<<grid, tile::kThreads, 0, st>>>(dn, dn, h, wts, start, list, y, slot0, k, D, F);
             return cudaGetLastError();
@@ -411,6 +427,9 @@ void build(KernelBuilder& b) {
 
 }  // namespace
 
-void register_moe_kernels() { register_kernel(MNEMO_OP_MOE_FFN, Kernel{supports, scratch_bytes, build}); }
+void register_moe_kernels() {
+    // Block-quantized experts (supports() names which dtypes).
+    register_kernel(MNEMO_OP_MOE_FFN, Kernel{supports, scratch_bytes, build, /*reads_quantized=*/true});
+}
 
 }  // namespace mnemo_cuda

@@ -9,6 +9,13 @@
 
 namespace mnemo_cuda {
 
+// Element i of the block-quantized tensor whose element 0 starts block 0 at p.
+template <class Q>
+__device__ __forceinline__ float quant_at(const uint8_t* p, int64_t i) {
+    const int64_t blk = i / Q::kElems, r = i % Q::kElems;
+    return Q::weight(p + blk * Q::kBytes, static_cast<int>(r / 32), static_cast<int>(r % 32));
+}
+
 template <class Q>
 struct QuantWeights {
     using Block = Q;
@@ -17,10 +24,7 @@ struct QuantWeights {
     const uint8_t* p;                 // first byte of the block holding element 0
     // Element i (from p). Indices and byte offsets stay 64-bit: a 128k x 2048 q8_0 head is 2^28
     // weights in 285 MB, and a larger table (or an f32 scratch of it) passes 2^31 either way.
-    __device__ float at(int64_t i) const {
-        const int64_t blk = i / Q::kElems, r = i % Q::kElems;
-        return Q::weight(p + blk * Q::kBytes, static_cast<int>(r / 32), static_cast<int>(r % 32));
-    }
+    __device__ float at(int64_t i) const { return quant_at<Q>(p, i); }
     // The view starting at element o; o is a whole number of blocks (a row start: K is a
     // multiple of the block, checked by supports()).
     __device__ QuantWeights at_offset(int64_t o) const { return {p + (o / Q::kElems) * Q::kBytes}; }

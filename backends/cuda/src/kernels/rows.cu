@@ -1,5 +1,5 @@
 // The rows family: GET_ROWS (embedding lookup, widened or dequantized to f32) and KV_STORE (new
-// keys or values into the cache, in place). Both are bandwidth-bound and simple: a block per row
+// keys or values into the cache, in place; converted to f16 or quantized to q8_0 on store). Both are bandwidth-bound and simple: a block per row
 // where rows are wide, a flat grid-stride loop where elements are independent.
 //
 // Indices are data the graph never sees: each kernel checks them, reports a bad one through
@@ -7,6 +7,7 @@
 // entry, so a bad index never reads or writes out of bounds.
 #include "device_common.cuh"
 #include "kernel_api.hpp"
+#include "q8_0_encode.cuh"
 #include "quant_weights.cuh"
 
 namespace mnemo_cuda {
@@ -122,13 +123,39 @@ __global__ void kv_store_kernel(CT* cache, const float* __restrict__ src, const 
     }
 }
 
+// A q8_0 cache (rows of D / 32 blocks of 34 bytes): thread i of block t quantizes 32-value block i
+// of token t's H rows (h = i / (D/32)) with the reference's rounding (q8_0_encode.cuh), so the
+// cache holds the bytes the CPU writes. Checks and skips as kv_store_kernel.
+__global__ void kv_store_q8_0_kernel(uint8_t* cache, const float* __restrict__ src, const int32_t* __restrict__ seq,
+                                     const int32_t* __restrict__ pos, uint64_t tokens, int64_t n_seq, uint64_t heads,
+                                     int64_t ctx, uint64_t d, KernelStatus* status, uint32_t node) {
+    const uint64_t per_row = d / 32, per_token = heads * per_row;
+    for (uint64_t t = blockIdx.x; t < tokens; t += gridDim.x) {
+        const int64_t s = seq[t], p = pos[t];
+        if (s < 0 || s >= n_seq) {
+            if (threadIdx.x == 0) report_bad_index(status, node, s, n_seq);
+            continue;
+        }
+        if (p < 0 || p >= ctx) {
+            if (threadIdx.x == 0) report_bad_index(status, node, p, ctx);
+            continue;
+        }
+        for (uint64_t i = threadIdx.x; i < per_token; i += blockDim.x) {
+            const uint64_t h = i / per_row, blk = i - h * per_row;
+            const uint64_t row = (static_cast<uint64_t>(s) * heads + h) * static_cast<uint64_t>(ctx) + static_cast<uint64_t>(p);
+            quantize_q8_0_block(src + (t * heads + h) * d + blk * 32, cache + (row * per_row + blk) * 34);
+        }
+    }
+}
+
 bool kv_store_supports(const DeviceProps&, const mnemo_node& n) {
-    // An f32 or f16 cache (a q8_0 one is refused before this, as a quantized input).
+    // An f32, f16 or q8_0 cache (q8_0: rows of whole 32-value blocks, as the op rule requires).
     const int32_t cdt = n.inputs[0].dtype;
-    if (n.n_inputs != 4 || (cdt != MNEMO_DTYPE_F32 && cdt != MNEMO_DTYPE_F16) || n.inputs[1].dtype != MNEMO_DTYPE_F32 ||
-        n.inputs[2].dtype != MNEMO_DTYPE_I32 || n.inputs[3].dtype != MNEMO_DTYPE_I32 || n.output.dtype != cdt ||
-        n.inputs[0].ndim != 4 || n.inputs[1].ndim != 3)
+    if (n.n_inputs != 4 || (cdt != MNEMO_DTYPE_F32 && cdt != MNEMO_DTYPE_F16 && cdt != MNEMO_DTYPE_Q8_0) ||
+        n.inputs[1].dtype != MNEMO_DTYPE_F32 || n.inputs[2].dtype != MNEMO_DTYPE_I32 || n.inputs[3].dtype != MNEMO_DTYPE_I32 ||
+        n.output.dtype != cdt || n.inputs[0].ndim != 4 || n.inputs[1].ndim != 3)
         return false;
+    if (cdt == MNEMO_DTYPE_Q8_0 && n.inputs[0].shape[3] % 32 != 0) return false;
     // The output is the cache (the engine binds them to the same memory). Distinct output memory
     // is served too, by copying the cache into it first, but only when the two do not overlap.
     const mnemo_tensor& cache = n.inputs[0];
@@ -159,7 +186,17 @@ void kv_store_build(KernelBuilder& b) {
     const uint64_t heads = static_cast<uint64_t>(cache_t.shape[1]), d = static_cast<uint64_t>(cache_t.shape[3]);
     KernelStatus* status = b.status();
     // Tokens are launched even when H or D is 0: their indices are still checked, as on the CPU.
-    const uint32_t node = b.node_index(), grid = row_grid(b.props(), tokens), threads = threads_for(d);
+    const uint32_t node = b.node_index(), grid = row_grid(b.props(), tokens);
+    if (cache_t.dtype == MNEMO_DTYPE_Q8_0) {
+        const uint32_t threads = threads_for(heads * (d / 32));
+        b.launch([=](cudaStream_t st) {
+            kv_store_q8_0_kernel<<<grid, threads, 0, st>>>(static_cast<uint8_t*>(out), src, seq, pos, tokens, n_seq, heads, ctx,
+                                                           d, status, node);
+            return cudaGetLastError();
+        });
+        return;
+    }
+    const uint32_t threads = threads_for(d);
     const bool f16 = cache_t.dtype == MNEMO_DTYPE_F16;
     b.launch([=](cudaStream_t st) {
         if (f16)
@@ -176,7 +213,9 @@ void register_rows_kernels() {
     Kernel get_rows{get_rows_supports, nullptr, get_rows_build};
     get_rows.reads_quantized = true;  // q8_0, q4_0, q4_k, q5_k, q6_k tables (get_rows_supports names which)
     register_kernel(MNEMO_OP_GET_ROWS, get_rows);
-    register_kernel(MNEMO_OP_KV_STORE, Kernel{kv_store_supports, nullptr, kv_store_build});
+    Kernel kv_store{kv_store_supports, nullptr, kv_store_build};
+    kv_store.reads_quantized = true;  // a q8_0 cache (kv_store_supports)
+    register_kernel(MNEMO_OP_KV_STORE, kv_store);
 }
 
 }  // namespace mnemo_cuda

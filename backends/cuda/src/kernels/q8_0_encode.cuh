@@ -1,0 +1,73 @@
+// The q8_0 block quantizer KV_STORE runs on the device to write a q8_0 K/V cache, and on the host
+// in tests/test_cuda_quant_blocks.cpp, which checks it bit for bit against the engine's reference
+// quantizer (engine/src/quant/quantize.cpp), as the CPU's KV_STORE uses that very quantizer and
+// conformance compares the caches the two write. Its rounding, step by step:
+//   amax = max |x_j| (fmax: a NaN is skipped), d = amax / 127 (one f32 division),
+//   id = d != 0 ? 1 / d : 0, stored scale = f16(d) rounded to nearest even,
+//   q_j = int8(round(x_j * id)) with the f32 id (not the f16 scale), halves away from zero.
+// Each operation is a single IEEE rounding on both sides (__fdiv_rn / __fmul_rn on the device, so
+// no fast-math reciprocal or contraction can change a code).
+#pragma once
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+
+#include "quant_blocks.cuh"
+
+namespace mnemo_cuda {
+namespace qblock {
+
+MNEMO_QHD float div_rn(float a, float b) {
+#ifdef __CUDA_ARCH__
+    return __fdiv_rn(a, b);
+#else
+    return a / b;
+#endif
+}
+
+// f32 -> IEEE binary16 bits, rounded to nearest even; overflow gives inf, NaN a quiet NaN. The
+// device has an instruction for it; the host side spells it out (the header needs no CUDA or
+// engine headers there).
+MNEMO_QHD uint16_t f32_to_half_bits(float f) {
+#ifdef __CUDA_ARCH__
+    return __half_as_ushort(__float2half_rn(f));
+#else
+    uint32_t x;
+    std::memcpy(&x, &f, 4);
+    const uint32_t sign = (x >> 16) & 0x8000u, a = x & 0x7fffffffu;
+    if (a > 0x7f800000u) return static_cast<uint16_t>(sign | 0x7e00u);  // NaN
+    if (a >= 0x477ff000u) return static_cast<uint16_t>(sign | 0x7c00u);  // >= 65520 (and inf): inf
+    uint32_t r, rem, half;
+    if (a >= 0x38800000u) {  // a normal half: drop 13 mantissa bits, rebias the exponent 127 -> 15
+        r = (a - (112u << 23)) >> 13;
+        rem = a & 0x1fffu;
+        half = 0x1000u;
+    } else if (a >= 0x33000000u) {  // a subnormal half: units of 2^-24, the implicit 1 made explicit
+        const uint32_t shift = 126u - (a >> 23);  // 14 .. 24 for exponents 102 .. 112
+        const uint32_t m = (a & 0x7fffffu) | 0x800000u;
+        r = m >> shift;
+        rem = m & ((1u << shift) - 1u);
+        half = 1u << (shift - 1u);
+    } else {
+        return static_cast<uint16_t>(sign);  // below half the smallest subnormal (2^-25 itself ties to 0)
+    }
+    if (rem > half || (rem == half && (r & 1u))) ++r;  // a carry out of the mantissa bumps the exponent
+    return static_cast<uint16_t>(sign | r);
+#endif
+}
+
+}  // namespace qblock
+
+// The 32 floats at x into the 34-byte q8_0 block at b (any alignment: written a byte at a time).
+MNEMO_QHD void quantize_q8_0_block(const float* x, uint8_t* b) {
+    float amax = 0.0f;
+    for (int j = 0; j < 32; ++j) amax = fmaxf(amax, fabsf(x[j]));
+    const float d = qblock::div_rn(amax, 127.0f);
+    const float id = d != 0.0f ? qblock::div_rn(1.0f, d) : 0.0f;
+    const uint16_t h = qblock::f32_to_half_bits(d);
+    b[0] = static_cast<uint8_t>(h & 0xffu);
+    b[1] = static_cast<uint8_t>(h >> 8);
+    for (int j = 0; j < 32; ++j) b[2 + j] = static_cast<uint8_t>(static_cast<int8_t>(roundf(qblock::mul_rn(x[j], id))));
+}
+
+}  // namespace mnemo_cuda
