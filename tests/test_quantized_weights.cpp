@@ -1,7 +1,8 @@
 // Block-quantized weights (q8_0, q4_0, q4_k, q5_k, q6_k; issue 25): the dtypes and their block
 // sizes, the ops that take them (MATMUL's W, GET_ROWS's table) and the ones that refuse them, the
-// GPU modules taking them in MATMUL and GET_ROWS (and refusing them by name in the ops that have
-// no quantized kernels there yet), and GGUF models whose quantized
+// GPU modules taking them in MATMUL and GET_ROWS (Vulkan in the memory-layer tables and MoE
+// experts too; CUDA refuses them by name in the ops that have no quantized kernels there yet), and
+// GGUF models whose quantized
 // weights stay packed in memory: the same logits as the same weights decoded to F32 at load (what
 // Mnemo did before), in fewer bytes. The kernels themselves are the conformance harness's
 // (tests/conformance/op_cases_matmul.hpp, op_cases_rows.hpp).
