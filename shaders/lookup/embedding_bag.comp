@@ -9,12 +9,25 @@
 // in flight, and the slices' partial sums are added in shared memory at the end. The bag's
 // indices and weights are staged in shared memory, in chunks, once per workgroup. Accumulation
 // is f32; no [N, m, C] intermediate exists.
+//
+// A block-quantized table (Q_TYPE, shaders/quant.glsl) gives each lane a quad of four adjacent
+// columns instead (C is a whole number of 32- or 256-weight blocks, so of quads), decoded exactly
+// as the CPU reference does; the block is then 256 columns, and the four columns of a quad may
+// lie in different cores (a core can be narrower than a quad), so each takes its own weight.
 #include "common.glsl"
 #include "lookup_common.glsl"
+#if defined(Q_TYPE)
+#include "quant.glsl"
+#define UNIT 4u  // columns per lane
+#define Acc vec4
+#else
+#define UNIT 2u
+#define Acc vec2
+#endif
 
 #define LANES 64u
 #define SLICES 4u
-#define BLOCK_COLS (2u * LANES)
+#define BLOCK_COLS (UNIT * LANES)
 #define THREADS (LANES * SLICES)
 #define MAX_ENTRIES THREADS   // entries staged per chunk
 #define WEIGHT_SLOTS 1024u    // staged weights per chunk (entries x cores the block spans)
@@ -40,7 +53,7 @@ layout(push_constant) uniform Push {
 
 shared int s_row[MAX_ENTRIES];      // table row of each staged entry, -1 when not in this group
 shared float s_w[WEIGHT_SLOTS];     // weight of staged entry e for core core_lo + q: [e * span + q]
-shared vec2 s_part[SLICES - 1u][LANES];
+shared Acc s_part[SLICES - 1u][LANES];
 
 void main() {
     const uint wg = folded_workgroup();
@@ -52,13 +65,17 @@ void main() {
     const uint core_lo = c0 / pc.core_cols, span = (c1 - 1u) / pc.core_cols - core_lo + 1u;
     const uint chunk = min(MAX_ENTRIES, WEIGHT_SLOTS / span);
     const uint tid = gl_LocalInvocationIndex, lane = gl_LocalInvocationID.x, slice = gl_LocalInvocationID.y;
-    const uint c = c0 + 2u * lane;
+    const uint c = c0 + UNIT * lane;
     const bool in_block = c < c1;
-    // Core slots of this lane's two columns (a pair may straddle a core boundary).
-    const uint q0 = c / pc.core_cols - core_lo;
-    const uint q1 = min(c + 1u, c1 - 1u) / pc.core_cols - core_lo;
+    // Core slot of each of this lane's columns (a unit may straddle a core boundary; a column
+    // past the row's end takes the last one's slot).
+    uint q[UNIT];
+    [[unroll]] for (uint i = 0u; i < UNIT; ++i) q[i] = min(c + i, c1 - 1u) / pc.core_cols - core_lo;
+#if defined(Q_TYPE)
+    const uint row_bytes = quant_row_bytes(pc.cols);
+#endif
     const uint first = n * pc.m;
-    vec2 acc = vec2(0.0);
+    Acc acc = Acc(0.0);
     for (uint j0 = 0u; j0 < pc.m; j0 += chunk) {
         const uint count = min(chunk, pc.m - j0);
         for (uint e = tid; e < count; e += THREADS) {
@@ -81,8 +98,14 @@ void main() {
             for (uint e = slice; e < count; e += SLICES) {
                 const int row = s_row[e];
                 if (row < 0) continue;
+                Acc we;
+                [[unroll]] for (uint i = 0u; i < UNIT; ++i) we[i] = s_w[e * span + q[i]];
+#if defined(Q_TYPE)
+                const vec4 v = q_quad(quant_row(pc.table, uint(row), row_bytes), c);
+#else
                 const vec2 v = row_pair(weight_row(pc.table, uint(row), pc.cols), c, pc.cols);
-                acc += vec2(s_w[e * span + q0], s_w[e * span + q1]) * v;
+#endif
+                acc += we * v;
             }
         }
         barrier();  // the next chunk overwrites the staged entries
@@ -93,7 +116,7 @@ void main() {
         [[unroll]] for (uint s = 0u; s < SLICES - 1u; ++s) acc += s_part[s][lane];
         Floats o = Floats(pc.out_);
         const uint at = seg * pc.cols + c;  // out[n, g*C + c]: segments are bag-major, then group
-        o.v[at] = acc.x;
-        if (c + 1u < c1) o.v[at + 1u] = acc.y;
+        [[unroll]] for (uint i = 0u; i < UNIT; ++i)
+            if (c + i < c1) o.v[at + i] = acc[i];
     }
 }

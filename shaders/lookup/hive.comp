@@ -8,8 +8,18 @@
 // In both, the 64 x-lanes hold two adjacent columns each (one 32-bit word of 16-bit rows) and
 // the 4 y-slices share the rows (row e goes to slice e % 4); the slices' partial sums are added
 // in shared memory. Accumulation is f32.
+//
+// A block-quantized bank (Q_TYPE, shaders/quant.glsl) gives each lane a quad of four adjacent
+// columns in phase 1 (r is a whole number of blocks, so of quads), decoded exactly as the CPU
+// reference decodes it; the projections are never quantized (the op's rule).
 #include "common.glsl"
 #include "lookup_common.glsl"
+#if defined(Q_TYPE)
+#include "quant.glsl"
+#define BANK_UNIT 4u  // bank columns per lane in phase 1
+#else
+#define BANK_UNIT 2u
+#endif
 
 #define LANES 64u
 #define SLICES 4u
@@ -37,10 +47,10 @@ layout(push_constant) uniform Push {
 shared float s_latent[MAX_RANK];
 shared int s_row[THREADS];  // bank row of each staged entry, -1 for a bad index
 shared float s_w[THREADS];
-shared vec2 s_part[SLICES - 1u][LANES];
+shared vec4 s_part[SLICES - 1u][LANES];  // up to four columns per lane
 
 // Adds the other slices' partial sums into slice 0's `acc` (every invocation must call it).
-vec2 sum_slices(vec2 acc, uint lane, uint slice) {
+vec4 sum_slices(vec4 acc, uint lane, uint slice) {
     if (slice > 0u) s_part[slice - 1u][lane] = acc;
     barrier();
     if (slice == 0u) {
@@ -71,21 +81,24 @@ void main() {
             s_w[tid] = Floats(pc.w).v[first + j0 + tid];
         }
         barrier();
-        for (uint c0 = 0u; c0 < pc.rank; c0 += BLOCK_COLS) {
-            const uint c = c0 + 2u * lane;
-            vec2 acc = vec2(0.0);
+        for (uint c0 = 0u; c0 < pc.rank; c0 += BANK_UNIT * LANES) {
+            const uint c = c0 + BANK_UNIT * lane;
+            vec4 acc = vec4(0.0);
             if (c < pc.rank) {
                 for (uint e = slice; e < count; e += SLICES) {
                     const int row = s_row[e];
                     if (row < 0) continue;
-                    acc += s_w[e] * row_pair(weight_row(pc.bank, uint(row), pc.rank), c, pc.rank);
+#if defined(Q_TYPE)
+                    acc += s_w[e] * q_quad(quant_row(pc.bank, uint(row), quant_row_bytes(pc.rank)), c);
+#else
+                    acc.xy += s_w[e] * row_pair(weight_row(pc.bank, uint(row), pc.rank), c, pc.rank);
+#endif
                 }
             }
             acc = sum_slices(acc, lane, slice);
-            if (slice == 0u && c < pc.rank) {
-                s_latent[c] += acc.x;
-                if (c + 1u < pc.rank) s_latent[c + 1u] += acc.y;
-            }
+            if (slice == 0u)
+                [[unroll]] for (uint i = 0u; i < BANK_UNIT; ++i)
+                    if (c + i < pc.rank) s_latent[c + i] += acc[i];
         }
         barrier();  // latent complete for this chunk; the next chunk overwrites the staging
     }
@@ -94,10 +107,10 @@ void main() {
     Floats o = Floats(pc.out_);
     for (uint d0 = 0u; d0 < pc.dh; d0 += BLOCK_COLS) {
         const uint d = d0 + 2u * lane;
-        vec2 acc = vec2(0.0);
+        vec4 acc = vec4(0.0);
         if (d < pc.dh) {
             for (uint k = slice; k < pc.rank; k += SLICES)
-                acc += s_latent[k] * row_pair(weight_row(pc.proj, h * pc.rank + k, pc.dh), d, pc.dh);
+                acc.xy += s_latent[k] * row_pair(weight_row(pc.proj, h * pc.rank + k, pc.dh), d, pc.dh);
         }
         acc = sum_slices(acc, lane, slice);
         if (slice == 0u && d < pc.dh) {

@@ -6,6 +6,10 @@
 // are summed by subgroupAdd and then across subgroups in shared memory (SUBGROUPS), or by a
 // shared-memory tree; then every invocation applies the activation and scales its share of the
 // entry's C scores. Accumulation is f32.
+//
+// A block-quantized table (Q_TYPE, shaders/quant.glsl) is read a quad of four columns per
+// invocation and step (P is a whole number of blocks, so of quads), each quad decoded exactly as
+// the CPU reference decodes it.
 #if defined(SUBGROUPS)
 #extension GL_KHR_shader_subgroup_basic : require
 #extension GL_KHR_shader_subgroup_arithmetic : require
@@ -13,6 +17,9 @@
 #include "common.glsl"
 #include "gelu.glsl"
 #include "lookup_common.glsl"
+#if defined(Q_TYPE)
+#include "quant.glsl"
+#endif
 
 #define THREADS 64u
 
@@ -66,15 +73,24 @@ void main() {
         return;
     }
     const uint n = e / pc.m;
-    const WeightRow row = weight_row(pc.table, uint(v) % pc.rows, pc.width);
     Floats x = Floats(pc.x);
     const uint x0 = n * pc.width;
     float dot_part = 0.0;
+#if defined(Q_TYPE)
+    const Weight row = quant_row(pc.table, uint(v) % pc.rows, quant_row_bytes(pc.width));
+    for (uint c = 4u * tid; c < pc.width; c += 4u * THREADS) {
+        const vec4 t = q_quad(row, c);
+        const vec4 xv = vec4(x.v[x0 + c], x.v[x0 + c + 1u], x.v[x0 + c + 2u], x.v[x0 + c + 3u]);
+        dot_part += (t.x * xv.x + t.y * xv.y) + (t.z * xv.z + t.w * xv.w);
+    }
+#else
+    const WeightRow row = weight_row(pc.table, uint(v) % pc.rows, pc.width);
     for (uint c = 2u * tid; c < pc.width; c += 2u * THREADS) {
         const vec2 t = row_pair(row, c, pc.width);
         const vec2 xv = vec2(x.v[x0 + c], c + 1u < pc.width ? x.v[x0 + c + 1u] : 0.0);
         dot_part += t.x * xv.x + t.y * xv.y;
     }
+#endif
     const float d = workgroup_sum(dot_part, tid);
     const float a = pc.act == 1u ? gelu_erf(d) : pc.act == 2u ? gelu_tanh(d) : d;
     Floats s = Floats(pc.s);

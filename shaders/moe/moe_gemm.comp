@@ -10,8 +10,16 @@
 // depends on the slot's place in the list. The tile shape (specialization constants) follows
 // the expected slots per expert: a 64-slot tile would waste most of its multiply-adds on an
 // expert that gets 10 slots.
+//
+// Block-quantized weights (Q_TYPE, shaders/quant.glsl; UP: gate and up share it) are staged a
+// quad of four weights per load, decoded exactly as the CPU reference decodes them: rows are
+// whole blocks of 32 or 256 weights, so every KB-wide slice (KB = 8 or 16) is full and made of
+// whole quads.
 #include "common.glsl"
 #include "moe_common.glsl"
+#if defined(Q_TYPE)
+#include "quant.glsl"
+#endif
 
 layout(local_size_x = 256) in;
 layout(constant_id = 0) const uint TY = 16;  // invocations along slots (4 slots each)
@@ -81,6 +89,28 @@ void main() {
                 }
                 as_[ts * AS + dd] = v;
             }
+#if defined(Q_TYPE)
+            for (uint i = tid; i < TF * (KB / 4u); i += 256u) {
+                const uint tf = i / (KB / 4u), dd = 4u * (i % (KB / 4u));
+                const uint row = r0 + tf;
+                vec4 q0 = vec4(0.0);
+#ifdef UP
+                vec4 q1 = vec4(0.0);
+#endif
+                if (row < pc.rows) {
+                    q0 = q_quad(quant_row(pc.w0, wrow0 + row, quant_row_bytes(pc.len)), l0 + dd);
+#ifdef UP
+                    q1 = q_quad(quant_row(pc.w1, wrow0 + row, quant_row_bytes(pc.len)), l0 + dd);
+#endif
+                }
+                [[unroll]] for (uint c = 0u; c < 4u; ++c) {
+                    bs0[(dd + c) * BS + tf] = q0[c];
+#ifdef UP
+                    bs1[(dd + c) * BS + tf] = q1[c];
+#endif
+                }
+            }
+#else
             for (uint i = tid; i < TF * KB; i += 256u) {
                 const uint tf = i / KB, dd = i % KB;
                 const uint row = r0 + tf;
@@ -91,6 +121,7 @@ void main() {
                 bs1[dd * BS + tf] = ok ? weight_at(pc.w1, at) : 0.0;
 #endif
             }
+#endif
             barrier();
             for (uint dd = 0; dd < kb; ++dd) {
                 float av[4], b0[RP];

@@ -12,7 +12,8 @@ namespace mnemo::conformance::detail {
 
 inline void moe_cases(std::vector<OpCase>& out) {
     enum class Route { Random, OneExpert, Repeats, Any };
-    struct Cfg { int64_t n, experts, k, dim, hidden; DType dt; Route route; const char* label; };
+    // down: down's dtype where it differs from gate/up's (a K-quant mix keeps down a type higher).
+    struct Cfg { int64_t n, experts, k, dim, hidden; DType dt; Route route; const char* label; std::optional<DType> down{}; };
     const Cfg cfgs[] = {
         {1, 8, 2, 64, 96, DType::F32, Route::Random, "decode"},
         {1, 8, 2, 64, 96, DType::F16, Route::Random, "decode"},
@@ -42,12 +43,17 @@ inline void moe_cases(std::vector<OpCase>& out) {
         {1, 16, 2, 256, 512, DType::Q4_K, Route::Random, "decode"},
         {33, 16, 4, 256, 512, DType::Q5_K, Route::Random, "batch"},
         {5, 4, 2, 512, 256, DType::Q6_K, Route::Repeats, "repeats"},
+        // gate/up q4_k, down q6_k (q4_k_m's layout), at decode (mat-vec) and in a batch (grouped GEMM):
+        // a backend picks the down pass's decoder apart from the up pass's.
+        {1, 8, 2, 256, 512, DType::Q4_K, Route::Random, "mixed", DType::Q6_K},
+        {24, 8, 2, 256, 512, DType::Q4_K, Route::Random, "mixed", DType::Q6_K},
     };
     for (const Cfg& k : cfgs) {
         OpCase c;
         c.op = MNEMO_OP_MOE_FFN;
         c.name = "moe_ffn_" + std::string(k.label) + "_N" + std::to_string(k.n) + "_E" + std::to_string(k.experts) + "_k" +
-                 std::to_string(k.k) + "_D" + std::to_string(k.dim) + "_F" + std::to_string(k.hidden) + "_" + dt_name(k.dt);
+                 std::to_string(k.k) + "_D" + std::to_string(k.dim) + "_F" + std::to_string(k.hidden) + "_" + dt_name(k.dt) +
+                 (k.down ? std::string("_down_") + dt_name(*k.down) : std::string());
         CaseRng rng(name_seed(c.name) ^ 21);
         std::vector<int32_t> idx;
         for (int64_t n = 0; n < k.n; ++n) {
@@ -73,7 +79,7 @@ inline void moe_cases(std::vector<OpCase>& out) {
         const float in_sd = 1.0f / std::sqrt(static_cast<float>(k.dim)), out_sd = 1.0f / std::sqrt(static_cast<float>(k.hidden));
         c.inputs = {f32({k.n, k.dim}), i32_shaped({k.n, k.k}, idx), f32({k.n, k.k}, 0.3f, 0.4f),
                     weight(k.dt, {k.experts, k.hidden, k.dim}, in_sd), weight(k.dt, {k.experts, k.hidden, k.dim}, in_sd),
-                    weight(k.dt, {k.experts, k.dim, k.hidden}, out_sd)};
+                    weight(k.down.value_or(k.dt), {k.experts, k.dim, k.hidden}, out_sd)};
         out.push_back(c);
     }
 }

@@ -8,8 +8,13 @@
 // hive.comp). Indices are validated by the shaders: a bad one is reported through the
 // status word and its entry skipped, and the graph returns the error. Work-item counts are
 // folded into an x * y grid so that prefill-sized batches stay under the per-dimension limit.
+//
+// The value table, pre-value table and latent bank may be block-quantized (the op rules: they are
+// where a memory layer spends its bytes); the shaders' Q_TYPE variants (`embedding_bag_q8_0`, ...)
+// decode them with shaders/quant.glsl, as GET_ROWS does.
 #include <algorithm>
 #include <climits>
+#include <string>
 
 #include "kernel_api.hpp"
 
@@ -22,14 +27,25 @@ namespace {
 constexpr uint64_t kMaxElements = uint64_t{1} << 31;
 // The latent vector of a HIVE bag lives in shared memory (hive.comp MAX_RANK).
 constexpr int64_t kMaxRank = 2048;
-// Columns per workgroup block (embedding_bag.comp: 64 lanes x 2 columns).
+// Columns per workgroup block (embedding_bag.comp: 64 lanes x 2 columns, or x 4 columns, a quad,
+// for a block-quantized table).
 constexpr uint64_t kBlockCols = 128;
+constexpr uint64_t kQuantBlockCols = 256;
 
 bool small(const mnemo_tensor& t) { return numel(t) < kMaxElements; }
 // A row of `cols` elements of the weight `t` spans fewer than 2^32 bytes (weight_row in
-// lookup_common.glsl multiplies in 32 bits).
+// lookup_common.glsl multiplies in 32 bits); a block-quantized one must fit quant.glsl
+// (quant_tensor_ok: an even start, rows below 2^31 bytes).
 bool row_bytes_fit(const mnemo_tensor& t, int64_t cols) {
+    if (dtype_is_quantized(t.dtype)) return quant_tensor_ok(t);
     return static_cast<uint64_t>(cols) * dtype_bytes(t.dtype) < (uint64_t{1} << 32);
+}
+
+// The shader variant for a table: `base` for a float table, `base_q4_k` for a q4_k one.
+std::string variant_for(const char* base, const mnemo_tensor& table) {
+    std::string v = base;
+    if (const char* q = quant_tag(table.dtype)) v += std::string("_") + q;
+    return v;
 }
 
 uint32_t u32(int64_t v) { return static_cast<uint32_t>(v); }
@@ -67,14 +83,14 @@ void embedding_bag_build(KernelBuilder& b) {
     p.m = u32(n.inputs[1].shape[1]);
     p.cores = w.ndim == 3 ? u32(w.shape[2]) : 1;
     p.core_cols = p.cols / p.cores;  // the shape rules checked that the cores divide C
-    p.blocks = groups_for(p.cols, kBlockCols);
+    p.blocks = groups_for(p.cols, dtype_is_quantized(table.dtype) ? kQuantBlockCols : kBlockCols);
     p.segments = u32(n.inputs[1].shape[0] * p.groups);
     p.limit = u32(bag_groups(n) * table.shape[0]);
     p.node = b.node_index();
     const uint64_t work = uint64_t{p.segments} * p.blocks;
     if (work == 0) return;  // no bags or no columns: the output is empty
     const Grid g = fold_groups(b.features(), work);
-    b.dispatch("embedding_bag", p, g.x, g.y);
+    b.dispatch(variant_for("embedding_bag", table).c_str(), p, g.x, g.y);
 }
 
 // ------------------------------------------------------------------ PEER_GATE
@@ -108,7 +124,7 @@ void peer_gate_build(KernelBuilder& b) {
     p.node = b.node_index();
     if (p.entries == 0 || p.per_entry == 0) return;  // empty output
     const Grid g = fold_groups(b.features(), p.entries);
-    b.dispatch(b.features().subgroup_arithmetic ? "peer_gate_subgroups" : "peer_gate", p, g.x, g.y);
+    b.dispatch(variant_for(b.features().subgroup_arithmetic ? "peer_gate_subgroups" : "peer_gate", n.inputs[0]).c_str(), p, g.x, g.y);
 }
 
 // ------------------------------------------------------------------ HIVE
@@ -146,7 +162,7 @@ void hive_build(KernelBuilder& b) {
     p.node = b.node_index();
     if (p.bags == 0 || p.dh == 0) return;  // empty output
     const Grid g = fold_groups(b.features(), p.bags);
-    b.dispatch("hive", p, g.x, g.y);
+    b.dispatch(variant_for("hive", n.inputs[0]).c_str(), p, g.x, g.y);
 }
 
 constexpr uint32_t kLocal = 256;  // mem_index.comp local_size_x
@@ -201,10 +217,10 @@ void build_mem_index(KernelBuilder& b) {
 }  // namespace
 
 void register_lookup_kernels() {
-    register_kernel(MNEMO_OP_EMBEDDING_BAG, Kernel{embedding_bag_supports, nullptr, embedding_bag_build});
+    register_kernel(MNEMO_OP_EMBEDDING_BAG, Kernel{embedding_bag_supports, nullptr, embedding_bag_build, /*reads_quantized=*/true});
     register_kernel(MNEMO_OP_MEM_INDEX, Kernel{mem_index_supported, nullptr, build_mem_index});
-    register_kernel(MNEMO_OP_PEER_GATE, Kernel{peer_gate_supports, nullptr, peer_gate_build});
-    register_kernel(MNEMO_OP_HIVE, Kernel{hive_supports, nullptr, hive_build});
+    register_kernel(MNEMO_OP_PEER_GATE, Kernel{peer_gate_supports, nullptr, peer_gate_build, /*reads_quantized=*/true});
+    register_kernel(MNEMO_OP_HIVE, Kernel{hive_supports, nullptr, hive_build, /*reads_quantized=*/true});
 }
 
 }  // namespace mnemo_vk

@@ -14,7 +14,13 @@
 // Tokens are processed in chunks (at most 64 MiB of slot rows; 16384 slots on the grouped path)
 // so that scratch stays bounded; barriers between chunks come from the scratch ranges each
 // dispatch declares.
+//
+// Expert weights may be block-quantized (the op's rule, as MATMUL's W): the passes' Q_TYPE
+// variants decode them with shaders/quant.glsl ("moe_mv_up_q4_k_sg", "moe_gemm_down_q6_k"). An UP
+// pass reads gate and up with one variant, so those two must share their dtype when either is
+// quantized; down has its own (a K-quant mix often keeps down one type higher).
 #include <algorithm>
+#include <string>
 #include <vector>
 
 #include "kernel_api.hpp"
@@ -90,8 +96,13 @@ bool supports(const DeviceFeatures& f, const mnemo_node& n) {
     if (n.n_inputs != 6 || n.inputs[0].dtype != MNEMO_DTYPE_F32 || n.inputs[1].dtype != MNEMO_DTYPE_I32 ||
         n.inputs[2].dtype != MNEMO_DTYPE_F32 || n.output.dtype != MNEMO_DTYPE_F32)
         return false;
-    for (int i = 3; i < 6; ++i)
-        if (!is_weight_dtype(n.inputs[i].dtype) || numel(n.inputs[i]) >= kMaxElements) return false;
+    for (int i = 3; i < 6; ++i) {
+        const mnemo_tensor& t = n.inputs[i];
+        if (dtype_is_quantized(t.dtype) ? !quant_tensor_ok(t) : !is_weight_dtype(t.dtype)) return false;
+        if (numel(t) >= kMaxElements) return false;
+    }
+    const int32_t gate_dt = n.inputs[3].dtype, up_dt = n.inputs[4].dtype;
+    if (gate_dt != up_dt && (dtype_is_quantized(gate_dt) || dtype_is_quantized(up_dt))) return false;
     if (numel(n.inputs[0]) >= kMaxElements || numel(n.inputs[1]) >= kMaxElements) return false;
     // Slot rows of a chunk (h and y) are indexed in 32 bits too.
     const Plan p = plan_for(n);
@@ -132,7 +143,15 @@ struct CombinePush {
 
 // Rows of 16-bit weights of even length starting on a word can be read in pairs.
 bool pairs_ok(const mnemo_tensor& t, uint64_t row_len) {
-    return t.dtype != MNEMO_DTYPE_F32 && row_len % 2 == 0 && KernelBuilder::weight(t).first == 0;
+    return (t.dtype == MNEMO_DTYPE_F16 || t.dtype == MNEMO_DTYPE_BF16) && row_len % 2 == 0 && KernelBuilder::weight(t).first == 0;
+}
+
+// The variant of a pass over the weight `t`: "moe_mv_up" + "_q4_k" + "_sg".
+std::string variant(const char* base, const mnemo_tensor& t, bool sg = false) {
+    std::string v = base;
+    if (const char* q = quant_tag(t.dtype)) v += std::string("_") + q;
+    if (sg) v += "_sg";
+    return v;
 }
 
 void build(KernelBuilder& b) {
@@ -164,7 +183,7 @@ void build(KernelBuilder& b) {
             u.node = b.node_index();
             if (slots > 0 && p.hidden > 0) {
                 const uint32_t pairs = pairs_ok(gate, p.dim) && pairs_ok(up, p.dim) ? 1 : 0;
-                Dispatch& d = b.dispatch(sg ? "moe_mv_up_sg" : "moe_mv_up", u, groups_for(p.hidden, kRowsPerGroup),
+                Dispatch& d = b.dispatch(variant("moe_mv_up", gate, sg).c_str(), u, groups_for(p.hidden, kRowsPerGroup),
                                          static_cast<uint32_t>(slots), 1, {pairs});
                 d.reads = {KernelBuilder::range(x), KernelBuilder::range(idx), KernelBuilder::range(w),
                            KernelBuilder::range(gate), KernelBuilder::range(up)};
@@ -175,7 +194,7 @@ void build(KernelBuilder& b) {
             dn.src = b.scratch(p.h_at);
             dn.dst = KernelBuilder::address(n.output);
             const uint32_t pairs = pairs_ok(down, p.hidden) ? 1 : 0;
-            Dispatch& d = b.dispatch(sg ? "moe_mv_down_sg" : "moe_mv_down", dn, groups_for(p.dim, kRowsPerGroup),
+            Dispatch& d = b.dispatch(variant("moe_mv_down", down, sg).c_str(), dn, groups_for(p.dim, kRowsPerGroup),
                                      static_cast<uint32_t>(tokens), 1, {pairs});
             d.reads = {KernelBuilder::range(idx), KernelBuilder::range(down), h_range};
             continue;
@@ -214,7 +233,7 @@ void build(KernelBuilder& b) {
         gu.len = static_cast<uint32_t>(p.dim);
         gu.slot0 = g.slot0;
         if (p.hidden > 0) {
-            Dispatch& d = b.dispatch("moe_gemm_up", gu, groups_for(p.hidden, tile.rows()), static_cast<uint32_t>(p.experts), z, spec);
+            Dispatch& d = b.dispatch(variant("moe_gemm_up", gate).c_str(), gu, groups_for(p.hidden, tile.rows()), static_cast<uint32_t>(p.experts), z, spec);
             d.reads = {KernelBuilder::range(x), KernelBuilder::range(w), KernelBuilder::range(gate),
                        KernelBuilder::range(up), groups_range};
             d.writes = {h_range};
@@ -225,7 +244,7 @@ void build(KernelBuilder& b) {
         gd.dst = b.scratch(p.y_at);
         gd.rows = static_cast<uint32_t>(p.dim);
         gd.len = static_cast<uint32_t>(p.hidden);
-        Dispatch& dd = b.dispatch("moe_gemm_down", gd, groups_for(p.dim, tile.rows()), static_cast<uint32_t>(p.experts), z, spec);
+        Dispatch& dd = b.dispatch(variant("moe_gemm_down", down).c_str(), gd, groups_for(p.dim, tile.rows()), static_cast<uint32_t>(p.experts), z, spec);
         dd.reads = {KernelBuilder::range(down), groups_range, h_range};
         dd.writes = {y_range};
 
@@ -248,6 +267,8 @@ void build(KernelBuilder& b) {
 
 }  // namespace
 
-void register_moe_kernels() { register_kernel(MNEMO_OP_MOE_FFN, Kernel{supports, scratch_bytes, build}); }
+void register_moe_kernels() {
+    register_kernel(MNEMO_OP_MOE_FFN, Kernel{supports, scratch_bytes, build, /*reads_quantized=*/true});
+}
 
 }  // namespace mnemo_vk
