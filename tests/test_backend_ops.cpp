@@ -4,10 +4,8 @@
 // Test names read
 //   Conformance/BackendOps.Run/cpu0_matmul_N1_K4096_M256_f16
 // A backend with no device is one skipped test that says so. The CPU and Vulkan backends must
-// run every case; an unsupported case there is a failure (other backends skip it with a reason),
-// but for the cases with block-quantized weights, which only the CPU runs everywhere yet: the GPU
-// modules skip them with their reason, except Vulkan's MATMUL, GET_ROWS, EMBEDDING_BAG, PEER_GATE,
-// HIVE and MOE_FFN, which must run them.
+// run every case, block-quantized weights and q8_0 KV caches included; an unsupported case there
+// is a failure (other backends skip it with a reason).
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -91,14 +89,7 @@ TEST_P(BackendOps, Run) {
     void* ctx = mnemo::conformance::open_context(module->api, p.device);
     const mnemo::conformance::CaseResult r = mnemo::conformance::run_case(module->api, ctx, c);
     if (r.outcome == Outcome::Unsupported) {
-        // Block-quantized weights run on the CPU, and on Vulkan in MATMUL, GET_ROWS, the memory-layer
-        // lookups and MOE_FFN, for now (the other GPU kernels: issue 26).
-        const bool vulkan_takes_quantized =
-            p.backend == "vulkan" && (c.op == MNEMO_OP_MATMUL || c.op == MNEMO_OP_GET_ROWS || c.op == MNEMO_OP_EMBEDDING_BAG ||
-                                      c.op == MNEMO_OP_PEER_GATE || c.op == MNEMO_OP_HIVE || c.op == MNEMO_OP_MOE_FFN);
-        const bool gpu_quantized =
-            p.backend != "cpu" && !vulkan_takes_quantized && mnemo::conformance::quantized_input_dtype(c).has_value();
-        if (must_support_everything(p.backend) && !gpu_quantized)
+        if (must_support_everything(p.backend))
             FAIL() << c.name << ": the " << p.backend << " backend must run every op, but it does not support this case ("
                    << r.unsupported << ")";
         GTEST_SKIP() << p.backend << ": not supported: " << r.unsupported;

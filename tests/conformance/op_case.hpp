@@ -157,8 +157,8 @@ inline std::vector<std::vector<uint8_t>> make_inputs(const OpCase& c) {
     return out;
 }
 
-// The first block-quantized input of a case (its dtype), or nullopt: backends without kernels
-// for these types (the GPU modules, for now) may refuse such a case.
+// The first block-quantized input of a case (its dtype), or nullopt: docs/ops.md's table of
+// block-quantized cases groups them by it.
 inline std::optional<DType> quantized_input_dtype(const OpCase& c) {
     for (const InputSpec& s : c.inputs)
         if (dtype_is_quantized(s.dtype)) return s.dtype;
