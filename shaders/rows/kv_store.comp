@@ -50,6 +50,9 @@ void store_q8_block(uvec2 row_at, uint u, uint first) {
             // a half): the fraction v - trunc(v) is exact.
             float q = trunc(v);
             if (abs(v - q) >= 0.5) q += sign(v);
+            // +-inf / NaN (a block whose largest value is subnormal: 1 / d overflows) are pinned
+            // to +-127 / 0, as the reference quantizer does.
+            q = isnan(v) ? 0.0 : clamp(q, -127.0, 127.0);
             pair |= (uint(int(q)) & 0xFFu) << (8u * e);
         }
         halves[1u + j] = pair;

@@ -24,6 +24,15 @@ constexpr int kQK = 32;
 
 void put_u16(uint8_t* p, uint16_t v) { std::memcpy(p, &v, 2); }
 
+// round(v) as a q8_0 code. For every block of normal numbers |v| <= 127 and this is the format's
+// plain rounding; a block whose largest value is subnormal has 1 / d = inf, so v is +-inf (or NaN
+// for a zero): the cast of those to int8 is undefined, so they are pinned to +-127 (NaN to 0).
+int8_t q8_code(float v) {
+    const float r = std::round(v);
+    if (!(r == r)) return 0;
+    return static_cast<int8_t>(r >= 127.0f ? 127.0f : r <= -127.0f ? -127.0f : r);
+}
+
 void quantize_q8_0(const float* x, uint8_t* b) {
     float amax = 0.0f;
     for (int j = 0; j < kQK; ++j) amax = std::fmax(amax, std::fabs(x[j]));
@@ -31,7 +40,7 @@ void quantize_q8_0(const float* x, uint8_t* b) {
     const float id = d != 0.0f ? 1.0f / d : 0.0f;
     put_u16(b, f32_to_f16(d));
     int8_t* q = reinterpret_cast<int8_t*>(b + 2);
-    for (int j = 0; j < kQK; ++j) q[j] = static_cast<int8_t>(std::round(x[j] * id));
+    for (int j = 0; j < kQK; ++j) q[j] = q8_code(x[j] * id);
 }
 
 void quantize_q4_0(const float* x, uint8_t* b) {

@@ -67,7 +67,13 @@ MNEMO_QHD void quantize_q8_0_block(const float* x, uint8_t* b) {
     const uint16_t h = qblock::f32_to_half_bits(d);
     b[0] = static_cast<uint8_t>(h & 0xffu);
     b[1] = static_cast<uint8_t>(h >> 8);
-    for (int j = 0; j < 32; ++j) b[2 + j] = static_cast<uint8_t>(static_cast<int8_t>(roundf(qblock::mul_rn(x[j], id))));
+    // As the reference (engine/src/quant/quantize.cpp, q8_code): round, and +-inf / NaN (a block
+    // whose largest value is subnormal: 1 / d overflows) pinned to +-127 / 0 rather than cast.
+    for (int j = 0; j < 32; ++j) {
+        const float r = roundf(qblock::mul_rn(x[j], id));
+        const int8_t q = !(r == r) ? int8_t{0} : static_cast<int8_t>(r >= 127.0f ? 127.0f : r <= -127.0f ? -127.0f : r);
+        b[2 + j] = static_cast<uint8_t>(q);
+    }
 }
 
 }  // namespace mnemo_cuda
