@@ -26,6 +26,15 @@ void add_model_flags(app::ArgParser& p, ModelFlags& f) {
         .int_opt("-c,--ctx-size", "N", "context length in tokens (default: min(trained, 4096))", &f.ctx, 0,
                  1 << 24);
     add_cache_type_flag(p, &f.cache_dtype);
+    p.custom_opt("--memory-tables", "WHERE",
+                 "where the memory layers' value tables live: device (copied like every weight) or host (left in the "
+                 "mapped model file; the device reads only the rows each step selects, over the bus on a discrete GPU: "
+                 "for tables larger than the device memory) (default: device)",
+                 [&f](const std::string& v) {
+                     if (v == "device") f.memory_tables = SessionOptions::MemoryTables::Device;
+                     else if (v == "host") f.memory_tables = SessionOptions::MemoryTables::Host;
+                     else throw app::UsageError("--memory-tables: '" + v + "' is not a place; expected device or host");
+                 });
 }
 
 void add_cache_type_flag(app::ArgParser& p, int32_t* dtype) {
@@ -63,6 +72,7 @@ SessionOptions session_options(const ModelFlags& f, const std::string& model_dir
     o.n_threads = f.threads;
     o.n_ctx = f.ctx;
     o.cache_dtype = f.cache_dtype;
+    o.memory_tables = f.memory_tables;
     return o;
 }
 

@@ -21,9 +21,10 @@ struct ModelFlags {
     int32_t threads = 0;
     int32_t ctx = 0;
     int32_t cache_dtype = MNEMO_DTYPE_F16;
+    SessionOptions::MemoryTables memory_tables = SessionOptions::MemoryTables::Device;
 };
 
-// -m/--model, --backend, --device, -t/--threads, -c/--ctx-size, --cache-type.
+// -m/--model, --backend, --device, -t/--threads, -c/--ctx-size, --cache-type, --memory-tables.
 void add_model_flags(app::ArgParser& p, ModelFlags& f);
 
 // --cache-type f32|f16|q8_0 into *dtype (a mnemo dtype); any other value is a UsageError

@@ -31,6 +31,7 @@ std::string caps_text(uint32_t caps) {
     add(MNEMO_CAP_BF16, "bf16");
     add(MNEMO_CAP_PROFILE, "profile");
     add(MNEMO_CAP_IMPORT_HOST, "import-host");
+    add(MNEMO_CAP_MAP_HOST, "map-host");
     return s.empty() ? "-" : s;
 }
 

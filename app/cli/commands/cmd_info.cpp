@@ -54,6 +54,9 @@ int cmd_info(int argc, char** argv) {
     std::printf("weight dtypes:  %s\n", s.weight_dtypes.c_str());
     std::printf("weight bytes:   %llu (%s)\n", static_cast<unsigned long long>(s.weight_bytes),
                 app::format_bytes(s.weight_bytes).c_str());
+    if (s.memory_tables_in_host)
+        std::printf("memory tables:  %llu bytes (%s) in host memory, read in place (--memory-tables host)\n",
+                    static_cast<unsigned long long>(s.memory_table_bytes), app::format_bytes(s.memory_table_bytes).c_str());
     std::printf("KV/state bytes: %llu (%s) at context %d\n", static_cast<unsigned long long>(s.state_bytes),
                 app::format_bytes(s.state_bytes).c_str(), session->n_ctx());
     std::printf("device:         %s (%s)\n", s.device_name.c_str(), s.backend.c_str());

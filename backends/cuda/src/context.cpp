@@ -108,8 +108,10 @@ Buffer* Context::alloc(uint64_t size, std::string& why) {
 }
 
 Buffer* Context::import_host(void* host, uint64_t size, std::string& why) {
-    if (!props_->integrated || !props_->can_map_host) {
-        why = "only integrated GPUs read host memory in place";
+    // Integrated GPUs read every weight so (MNEMO_CAP_IMPORT_HOST); a discrete one reads only the
+    // memory tables the engine keeps in host memory (--memory-tables host), over the bus.
+    if (!props_->can_map_host) {
+        why = "the device cannot map host memory (cudaDevAttrCanMapHostMemory is 0)";
         return nullptr;
     }
     cudaError_t e = cudaHostRegister(host, size, cudaHostRegisterMapped | cudaHostRegisterReadOnly);

@@ -44,7 +44,8 @@ public:
     bool activate(std::string& why) const;
 
     Buffer* alloc(uint64_t size, std::string& why);
-    // Jetson / integrated GPUs: the host pages of read-only weights, registered and used in place.
+    // Host pages of read-only weights, registered and read in place: every weight on Jetson /
+    // integrated GPUs, the memory tables kept in host memory (--memory-tables host) on any GPU.
     Buffer* import_host(void* host, uint64_t size, std::string& why);
     void release(Buffer* b);
     bool owns(const void* handle) const { return buffers_.count(handle) != 0; }

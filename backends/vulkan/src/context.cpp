@@ -66,8 +66,11 @@ Context::Context(int32_t device_index) {
     dci.pNext = &f2;
     dci.queueCreateInfoCount = 1;
     dci.pQueueCreateInfos = &qci;
+    // The extension is enabled wherever it exists: weights are imported in place only where
+    // host_import_usable() (the engine asks through MNEMO_CAP_IMPORT_HOST), but memory tables kept
+    // in host memory (--memory-tables host, MNEMO_CAP_MAP_HOST) are imported on any device.
     const char* import_extension = VK_EXT_EXTERNAL_MEMORY_HOST_EXTENSION_NAME;
-    const bool import = host_import_usable(*physical_);
+    const bool import = physical_->features.host_import;
     if (import) {
         dci.enabledExtensionCount = 1;
         dci.ppEnabledExtensionNames = &import_extension;

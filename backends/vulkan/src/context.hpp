@@ -66,8 +66,9 @@ public:
     // Buffers (errors as text in why; nullptr / false on failure).
     Buffer* alloc(uint64_t size, std::string& why);
     // Binds a buffer to the host memory [host, host + size), which the caller keeps alive and
-    // unchanged; fails (nullptr, why) when this context does not import or the driver refuses
-    // the pointer, and the engine then uploads a copy instead.
+    // unchanged; fails (nullptr, why) when the device lacks VK_EXT_external_memory_host or the
+    // driver refuses the pointer. On unified memory (host_import_usable) the engine imports every
+    // weight so; elsewhere only memory tables it was asked to keep in host memory.
     Buffer* import_host(const void* host, uint64_t size, std::string& why);
     void release(Buffer* b);
     bool owns(const void* handle) const;
@@ -108,7 +109,7 @@ private:
     VkMemoryPropertyFlags memory_flags_[VK_MAX_MEMORY_TYPES] = {};
     uint32_t memory_type_count_ = 0;
     bool map_device_buffers_ = false;  // UMA: kernels' buffers are host-visible, read/written in place
-    bool import_host_ = false;         // host_import_usable() and the extension's entry point loaded
+    bool import_host_ = false;         // VK_EXT_external_memory_host enabled and its entry point loaded
 
     // Staging for device-only buffers: writes are copied here and uploaded with the next
     // submission (no wait for small writes); reads copy through it and wait.

@@ -48,7 +48,7 @@ mnemo_status device_info(int32_t index, mnemo_device_info* out) {
         default: out->type = MNEMO_DEVICE_OTHER; break;
     }
     out->caps = MNEMO_CAP_F16 | MNEMO_CAP_BF16 | (f.timestamps ? MNEMO_CAP_PROFILE : 0u) |
-                (host_import_usable(d) ? MNEMO_CAP_IMPORT_HOST : 0u);
+                (host_import_usable(d) ? MNEMO_CAP_IMPORT_HOST : 0u) | (f.host_import ? MNEMO_CAP_MAP_HOST : 0u);
     out->memory_total = d.device_local_bytes;
     std::memcpy(out->uuid, d.uuid, 16);
     out->has_uuid = 1;

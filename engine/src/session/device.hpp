@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <cstring>
 #include <string>
 #include <vector>
 
@@ -66,6 +67,23 @@ public:
         }
         void* b = alloc(bytes, what);
         write(b, 0, host, bytes, what);
+        return b;
+    }
+    // Host memory read in place by the device, whatever it costs per byte (--memory-tables host:
+    // a discrete GPU reads the pages over the bus, and only the rows a step selects). Throws,
+    // naming the device, where the backend cannot or the driver refuses the pointer: the caller
+    // asked for host memory, so there is no silent copy.
+    void* map_host(const void* host, uint64_t bytes, const std::string& what) {
+        const uint32_t can = MNEMO_CAP_HOST_MEMORY | MNEMO_CAP_IMPORT_HOST | MNEMO_CAP_MAP_HOST;
+        const std::string device = name_ + " device '" + std::string(info_.name, strnlen(info_.name, sizeof info_.name)) + "'";
+        if (!api_->buffer_from_host || !(info_.caps & can))
+            throw Error("memory tables in host memory: the " + device + " cannot read host memory in place (" + what +
+                        "); use --memory-tables device");
+        void* b = nullptr;
+        mnemo_error err{};
+        if (api_->buffer_from_host(ctx_, const_cast<void*>(host), bytes, &b, &err) != MNEMO_OK)
+            throw Error("memory tables in host memory: the " + device + " refused " + what + ": " + err.message);
+        track(b, bytes, true);
         return b;
     }
     void release(void* buffer) {

@@ -12,6 +12,7 @@
 #include "gguf/gguf_model.hpp"
 #include "mnemo/io/gguf.hpp"
 #include "session/context_budget.hpp"
+#include "session/memory_tables.hpp"
 #include "session/session_impl.hpp"
 #include "session/session_memory_host.hpp"
 
@@ -159,12 +160,29 @@ Session::Impl::WeightTraffic Session::Impl::weight_traffic(const PlannedGraph& p
 void Session::Impl::bind_params() {
     std::map<DType, uint64_t> dtype_counts;
     const std::vector<uint8_t> zeros(1 << 20, 0);
-    for (const ParamDecl& p : host->params()) {
+    const std::vector<ParamDecl>& params = host->params();
+    // Memory tables left in host memory (SessionOptions::memory_tables): found in the decode graph.
+    std::vector<bool> in_host(params.size(), false);
+    if (options.memory_tables == SessionOptions::MemoryTables::Host) {
+        in_host = detail::memory_table_params(build_graph(1, 1, MNEMO_GRAPH_LOGITS)->nodes, params.size());
+        if (std::find(in_host.begin(), in_host.end(), true) == in_host.end()) {
+            const auto warn = options.warn ? options.warn : [](const std::string& m) { std::fprintf(stderr, "mnemo: warning: %s\n", m.c_str()); };
+            warn("memory tables in host memory: this " + summary.model_type + " model has no memory-layer tables; its weights stay on the device");
+        }
+    }
+    for (size_t i = 0; i < params.size(); ++i) {
+        const ParamDecl& p = params[i];
         void* buffer = nullptr;
         const uint64_t bytes = p.shape.nbytes();
         switch (p.kind) {
             case ParamKind::Weight:
-                buffer = device->wrap_or_upload(p.host_data(), bytes, "weight '" + p.name + "'");
+                if (in_host[i]) {
+                    buffer = device->map_host(p.host_data(), bytes, "memory table '" + p.name + "'");
+                    summary.memory_table_bytes += bytes;
+                    summary.memory_tables_in_host = true;
+                } else {
+                    buffer = device->wrap_or_upload(p.host_data(), bytes, "weight '" + p.name + "'");
+                }
                 summary.n_params += p.shape.numel();
                 summary.weight_bytes += bytes;
                 ++dtype_counts[p.shape.dtype];

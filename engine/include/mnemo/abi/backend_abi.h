@@ -36,6 +36,11 @@ typedef enum mnemo_device_type {
  * pages and kernels read them in place, though its own buffers are not host addresses (Vulkan on
  * unified memory). It may still refuse a given pointer; the engine then uploads a copy. */
 #define MNEMO_CAP_IMPORT_HOST (1u << 4)
+/* buffer_from_host works on this device even where reading host memory is slower than its own
+ * (a discrete GPU reading pinned host pages over the bus): what `--memory-tables host` uses for the
+ * memory layers' value tables, of which a step reads only the selected rows. Implied by
+ * MNEMO_CAP_HOST_MEMORY and MNEMO_CAP_IMPORT_HOST. */
+#define MNEMO_CAP_MAP_HOST (1u << 5)
 
 typedef struct mnemo_device_info {
     char name[128];        /* short, e.g. "AMD EPYC 7B13" */

@@ -32,6 +32,14 @@ struct SessionOptions {
     // computes exactly what the model's reference does; the programs (mnemo's --cache-type,
     // mnemo-chat) ask for f16, their default.
     int32_t cache_dtype = MNEMO_DTYPE_F32;
+    // Where the memory layers' value tables live (the tables EMBEDDING_BAG, PEER_GATE and HIVE
+    // gather rows from, the largest tensors of such a model): Device, copied to the backend's own
+    // memory like every weight; or Host, left in the (mmapped) checkpoint and read in place by the
+    // device, only the rows each step selects, over the bus on a discrete GPU
+    // (MNEMO_CAP_MAP_HOST). For a model whose tables do not fit the device. A device that cannot
+    // read host memory refuses Host naming itself.
+    enum class MemoryTables { Device, Host };
+    MemoryTables memory_tables = MemoryTables::Device;
     bool profile = false;   // collect per-op timings
     // Registries to use (nullptr: the global ones).
     const BackendRegistry* backends = nullptr;
@@ -67,6 +75,8 @@ struct ModelSummary {
     uint64_t device_bytes = 0;
     uint64_t device_peak_bytes = 0;
     uint64_t device_host_bytes = 0;
+    uint64_t memory_table_bytes = 0;  // of weight_bytes, the memory-layer value tables (gathered rows)
+    bool memory_tables_in_host = false;  // SessionOptions::MemoryTables::Host took effect
     std::string weight_dtypes;      // "f16 (154), f32 (33)"
     std::string device_name;
     std::string backend;
