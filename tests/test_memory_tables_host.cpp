@@ -14,6 +14,7 @@
 
 #include "model_test_util.hpp"
 #include "mnemo/session/session.hpp"
+#include "process_util.hpp"
 
 using namespace mnemo;
 
@@ -106,6 +107,19 @@ TEST(MemoryTablesHostModel, WithoutTablesWarnsAndKeepsTheWeightsOnTheDevice) {
     EXPECT_FALSE(s->summary().memory_tables_in_host);
     ASSERT_EQ(warnings.size(), 1u);
     EXPECT_NE(warnings[0].find("has no memory-layer tables"), std::string::npos) << warnings[0];
+}
+
+// The CLI: every model-loading command takes the flag; `mnemo info` says what stayed in host
+// memory; another value is a usage error naming the two places.
+TEST(MemoryTablesHostCli, InfoSaysWhatStaysInHostMemoryAndABadValueIsAUsageError) {
+    const std::string model = mnemo::testing::shell_quote(test::model_dir("ultramem_v2-tiny-f32"));
+    EXPECT_TRUE(mnemo::testing::exited_with(mnemo::testing::run_mnemo("info -m " + model + " --memory-tables host"), 0,
+                                            {"memory tables:  4096 bytes (4.00 KiB) in host memory"}));
+    const auto quiet = mnemo::testing::run_mnemo("info -m " + model);
+    EXPECT_TRUE(mnemo::testing::exited_with(quiet, 0));
+    EXPECT_EQ(quiet.output.find("memory tables:"), std::string::npos) << quiet.output;
+    EXPECT_TRUE(mnemo::testing::exited_with(mnemo::testing::run_mnemo("run -m " + model + " -p hi -n 1 --memory-tables gpu"), 2,
+                                            {"--memory-tables: 'gpu' is not a place; expected device or host"}));
 }
 
 }  // namespace

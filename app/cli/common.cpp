@@ -26,13 +26,17 @@ void add_model_flags(app::ArgParser& p, ModelFlags& f) {
         .int_opt("-c,--ctx-size", "N", "context length in tokens (default: min(trained, 4096))", &f.ctx, 0,
                  1 << 24);
     add_cache_type_flag(p, &f.cache_dtype);
+    add_memory_tables_flag(p, &f.memory_tables);
+}
+
+void add_memory_tables_flag(app::ArgParser& p, SessionOptions::MemoryTables* where) {
     p.custom_opt("--memory-tables", "WHERE",
                  "where the memory layers' value tables live: device (copied like every weight) or host (left in the "
                  "mapped model file; the device reads only the rows each step selects, over the bus on a discrete GPU: "
                  "for tables larger than the device memory) (default: device)",
-                 [&f](const std::string& v) {
-                     if (v == "device") f.memory_tables = SessionOptions::MemoryTables::Device;
-                     else if (v == "host") f.memory_tables = SessionOptions::MemoryTables::Host;
+                 [where](const std::string& v) {
+                     if (v == "device") *where = SessionOptions::MemoryTables::Device;
+                     else if (v == "host") *where = SessionOptions::MemoryTables::Host;
                      else throw app::UsageError("--memory-tables: '" + v + "' is not a place; expected device or host");
                  });
 }

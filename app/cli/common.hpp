@@ -31,6 +31,9 @@ void add_model_flags(app::ArgParser& p, ModelFlags& f);
 // listing the accepted ones. For commands that do not take the whole set of model flags.
 void add_cache_type_flag(app::ArgParser& p, int32_t* dtype);
 
+// --memory-tables device|host into *where; any other value is a UsageError naming both.
+void add_memory_tables_flag(app::ArgParser& p, SessionOptions::MemoryTables* where);
+
 // The folder to load: -m when given (must exist), else the bundled default model
 // (app::find_default_model).
 std::string resolve_model_dir(const ModelFlags& f);

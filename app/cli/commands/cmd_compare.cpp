@@ -178,6 +178,7 @@ int cmd_compare(int argc, char** argv) {
     std::vector<BackendSpec> backends;
     int32_t n = 16, threads = 0, ctx = 0, cache_dtype = MNEMO_DTYPE_F16;
     bool json = false, no_warmup = false;
+    SessionOptions::MemoryTables memory_tables = SessionOptions::MemoryTables::Device;
 
     app::ArgParser p("compare", "mnemo compare [-m DIR] (-p TEXT | --ids LIST) [-n 16] --backends cpu,vulkan[:I],... [--json]",
                      "Run the same prompt with greedy decoding on each backend, one after another, and compare them with\n"
@@ -207,6 +208,7 @@ int cmd_compare(int argc, char** argv) {
         .int_opt("-t,--threads", "N", "worker threads (default: backend's choice)", &threads, 0, 4096)
         .int_opt("-c,--ctx-size", "N", "context length (default: the prompt plus -n)", &ctx, 0, 1 << 24);
     add_cache_type_flag(p, &cache_dtype);
+    add_memory_tables_flag(p, &memory_tables);
     p.flag("--no-warmup", "count graph planning and pipeline creation in the first timed run", &no_warmup)
         .flag("--json", "print one JSON document instead of the table", &json);
     if (!p.parse(argc, argv, 2)) return 0;
@@ -231,6 +233,7 @@ int cmd_compare(int argc, char** argv) {
     o.n_threads = threads;
     o.n_ctx = ctx;
     o.cache_dtype = cache_dtype;
+    o.memory_tables = memory_tables;
     o.warmup = !no_warmup;
     install_interrupt_handler();
     o.cancel = &interrupt_flag();

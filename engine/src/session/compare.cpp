@@ -73,6 +73,7 @@ public:
         so.n_threads = o_.n_threads;
         so.n_ctx = n_ctx_;
         so.cache_dtype = o_.cache_dtype;
+        so.memory_tables = o_.memory_tables;
         so.n_seq = 1;
         so.profile = true;
         so.backends = o_.backend_registry;

@@ -54,6 +54,8 @@ struct CompareOptions {
     int32_t n_threads = 0;    // 0: each backend's default
     int32_t n_ctx = 0;        // 0: exactly the prompt plus n_generate
     int32_t cache_dtype = MNEMO_DTYPE_F32;  // K/V cache dtype of every backend's session (SessionOptions)
+    // Where every backend's session keeps the memory layers' value tables (SessionOptions).
+    SessionOptions::MemoryTables memory_tables = SessionOptions::MemoryTables::Device;
     // Run the prompt and one decode step once untimed before measuring, so graph planning and
     // pipeline creation are not counted as prompt or generation time.
     bool warmup = true;
