@@ -15,25 +15,11 @@
 #include "model_test_util.hpp"
 #include "mnemo/session/session.hpp"
 #include "process_util.hpp"
+#include "scoped_env.hpp"
 
 using namespace mnemo;
 
 namespace {
-
-struct EnvVar {
-    EnvVar(const char* name, const char* value) : name_(name) {
-        if (const char* old = std::getenv(name)) had_ = true, old_ = old;
-        if (value) setenv(name, value, 1);
-        else unsetenv(name);
-    }
-    ~EnvVar() {
-        if (had_) setenv(name_, old_.c_str(), 1);
-        else unsetenv(name_);
-    }
-    const char* name_;
-    bool had_ = false;
-    std::string old_;
-};
 
 std::unique_ptr<Session> open_on(const std::string& model, const std::string& backend, SessionOptions::MemoryTables where,
                                  std::vector<std::string>* warnings = nullptr) {
@@ -65,7 +51,7 @@ class MemoryTablesHost : public ::testing::TestWithParam<Case> {};
 TEST_P(MemoryTablesHost, GiveTheLogitsOfTablesOnTheDevice) {
     const Case& c = GetParam();
     if (!has_device(c.backend)) GTEST_SKIP() << c.backend << ": no device";
-    EnvVar staging("MNEMO_VK_FORCE_STAGING", c.force_staging);
+    test::ScopedEnv staging("MNEMO_VK_FORCE_STAGING", c.force_staging);
     const std::vector<int32_t> ids = test::read_ids(test::model_dir(c.model) + "/golden_ids.txt");
     auto on_device = open_on(c.model, c.backend, SessionOptions::MemoryTables::Device);
     auto in_host = open_on(c.model, c.backend, SessionOptions::MemoryTables::Host);

@@ -135,7 +135,7 @@ TEST(QuantizedDTypes, NodeErrorRefusesATensorOfPartBlocks) {
 namespace {
 
 // MATMUL with a q4_k W and GET_ROWS with a q8_0 table in `buf` (1 MiB).
-std::pair<mnemo_node, mnemo_node> quantized_nodes(void* buf) {
+std::vector<mnemo_node> matmul_get_rows_nodes(void* buf) {
     mnemo_node mm{};
     mm.op = MNEMO_OP_MATMUL;
     mm.n_inputs = 2;
@@ -175,16 +175,9 @@ void expect_nodes_taken(const std::string& backend, Make make) {
     m->api->close(ctx);
 }
 
-void expect_quantized_nodes_taken(const std::string& backend) {
-    expect_nodes_taken(backend, [](void* buf) {
-        const auto [mm, gr] = quantized_nodes(buf);
-        return std::vector<mnemo_node>{mm, gr};
-    });
-}
-
-// CUDA's memory-layer, MoE and KV-cache nodes with quantized inputs (issue 26): EMBEDDING_BAG over
-// a q8_0 table, MOE_FFN with q4_0 experts, KV_STORE into a q8_0 cache and ATTENTION over it.
-std::vector<mnemo_node> cuda_quantized_nodes(void* buf) {
+// Memory-layer, MoE and KV-cache nodes with quantized inputs (issue 26): EMBEDDING_BAG over a
+// q8_0 table, MOE_FFN with q4_0 experts, KV_STORE into a q8_0 cache and ATTENTION over it.
+std::vector<mnemo_node> memory_moe_kv_nodes(void* buf) {
     mnemo_node bag{};
     bag.op = MNEMO_OP_EMBEDDING_BAG;
     bag.n_inputs = 3;
@@ -223,16 +216,17 @@ std::vector<mnemo_node> cuda_quantized_nodes(void* buf) {
 
 }  // namespace
 
-// The nodes are valid by the op rules everywhere (so the test below checks the CUDA module, not
-// the nodes).
-TEST(QuantizedWeights, CudaMemoryMoeKvNodesPassTheOpRules) {
+// The nodes are valid by the op rules everywhere (so the tests below check the modules, not the
+// nodes).
+TEST(QuantizedWeights, MemoryMoeKvNodesPassTheOpRules) {
     uint8_t buf[16] = {};
-    for (const mnemo_node& n : cuda_quantized_nodes(buf)) EXPECT_EQ(node_error(n), "") << mnemo_op_name(n.op);
+    for (const mnemo_node& n : memory_moe_kv_nodes(buf)) EXPECT_EQ(node_error(n), "") << mnemo_op_name(n.op);
 }
-TEST(QuantizedWeights, CudaTakesThemInMemoryLayersMoeAndTheKvCache) { expect_nodes_taken("cuda", cuda_quantized_nodes); }
+TEST(QuantizedWeights, CudaTakesThemInMemoryLayersMoeAndTheKvCache) { expect_nodes_taken("cuda", memory_moe_kv_nodes); }
+TEST(QuantizedWeights, VulkanTakesThemInMemoryLayersMoeAndTheKvCache) { expect_nodes_taken("vulkan", memory_moe_kv_nodes); }
 
-TEST(QuantizedWeights, VulkanTakesThemInMatmulAndGetRows) { expect_quantized_nodes_taken("vulkan"); }
-TEST(QuantizedWeights, CudaTakesThemInMatmulAndGetRows) { expect_quantized_nodes_taken("cuda"); }
+TEST(QuantizedWeights, VulkanTakesThemInMatmulAndGetRows) { expect_nodes_taken("vulkan", matmul_get_rows_nodes); }
+TEST(QuantizedWeights, CudaTakesThemInMatmulAndGetRows) { expect_nodes_taken("cuda", matmul_get_rows_nodes); }
 
 // ------------------------------------------------------------------ models
 

@@ -23,6 +23,7 @@
 #include "mnemo/modules/registry.hpp"
 #include "process_util.hpp"
 #include "model_test_util.hpp"
+#include "scoped_env.hpp"
 
 namespace fs = std::filesystem;
 
@@ -131,20 +132,24 @@ void round_trip(const mnemo_backend_api* api) {
     EXPECT_NE(api->buffer_read(ctx.get(), b, bytes + 1, piece, 1, &err), MNEMO_OK);
 }
 
-struct ScopedEnv {
-    ScopedEnv(const char* name, const char* value) : name_(name) {
-        if (const char* old = std::getenv(name)) had_ = true, old_ = old;
-        if (value) setenv(name, value, 1);
-        else unsetenv(name);
+using mnemo::test::ScopedEnv;
+
+// x + y (n floats at the start of buffers x and y) by the device's ADD into a new buffer, read
+// back; empty, with the failure recorded, when a call fails.
+std::vector<float> add_on_device(const mnemo_backend_api* api, Ctx& ctx, void* x, void* y, int64_t n) {
+    void* out = ctx.buffer(static_cast<uint64_t>(n) * 4);
+    const mnemo_node node = binary(MNEMO_OP_ADD, f32_tensor(x, 0, n), f32_tensor(y, 0, n), f32_tensor(out, 0, n));
+    void* graph = nullptr;
+    mnemo_error err{};
+    std::vector<float> got(static_cast<size_t>(n));
+    if (api->graph_prepare(ctx.get(), &node, 1, &graph, &err) != MNEMO_OK || api->graph_run(ctx.get(), graph, nullptr, &err) != MNEMO_OK ||
+        api->buffer_read(ctx.get(), out, 0, got.data(), static_cast<uint64_t>(n) * 4, &err) != MNEMO_OK) {
+        ADD_FAILURE() << err.message;
+        got.clear();
     }
-    ~ScopedEnv() {
-        if (had_) setenv(name_, old_.c_str(), 1);
-        else unsetenv(name_);
-    }
-    const char* name_;
-    bool had_ = false;
-    std::string old_;
-};
+    if (graph) api->graph_release(ctx.get(), graph);
+    return got;
+}
 
 bool device0_imports(const mnemo_backend_api* api) {
     mnemo_device_info info{};
@@ -343,15 +348,9 @@ TEST(VulkanBackend, ImportedHostMemoryIsReadInPlace) {
             EXPECT_GT(std::strlen(err.message), 0u);
         } else {
             ASSERT_EQ(api->buffer_from_host(ctx.get(), file.data() + off_a, n * 4, &h, &err), MNEMO_OK) << err.message;
-            void* out = ctx.buffer(n * 4);
-            const mnemo_node node = binary(MNEMO_OP_ADD, f32_tensor(h, 0, n), f32_tensor(h, 0, n), f32_tensor(out, 0, n));
-            void* graph = nullptr;
-            ASSERT_EQ(api->graph_prepare(ctx.get(), &node, 1, &graph, &err), MNEMO_OK) << err.message;
-            ASSERT_EQ(api->graph_run(ctx.get(), graph, nullptr, &err), MNEMO_OK) << err.message;
-            std::vector<float> got(static_cast<size_t>(n));
-            ASSERT_EQ(api->buffer_read(ctx.get(), out, 0, got.data(), n * 4, &err), MNEMO_OK) << err.message;
+            const std::vector<float> got = add_on_device(api, ctx, h, h, n);
+            ASSERT_EQ(got.size(), static_cast<size_t>(n));
             for (int64_t i = 0; i < n; ++i) ASSERT_EQ(got[i], a[i] + a[i]) << "element " << i;
-            api->graph_release(ctx.get(), graph);
         }
     }
 
@@ -363,13 +362,8 @@ TEST(VulkanBackend, ImportedHostMemoryIsReadInPlace) {
     mnemo_error err{};
     ASSERT_EQ(api->buffer_from_host(ctx.get(), file.data() + off_a, n * 4, &ha, &err), MNEMO_OK) << err.message;
     ASSERT_EQ(api->buffer_from_host(ctx.get(), file.data() + off_b, n * 4, &hb, &err), MNEMO_OK) << err.message;
-    void* out = ctx.buffer(n * 4);
-    const mnemo_node node = binary(MNEMO_OP_ADD, f32_tensor(ha, 0, n), f32_tensor(hb, 0, n), f32_tensor(out, 0, n));
-    void* graph = nullptr;
-    ASSERT_EQ(api->graph_prepare(ctx.get(), &node, 1, &graph, &err), MNEMO_OK) << err.message;
-    ASSERT_EQ(api->graph_run(ctx.get(), graph, nullptr, &err), MNEMO_OK) << err.message;
-    std::vector<float> got(static_cast<size_t>(n));
-    ASSERT_EQ(api->buffer_read(ctx.get(), out, 0, got.data(), n * 4, &err), MNEMO_OK) << err.message;
+    const std::vector<float> got = add_on_device(api, ctx, ha, hb, n);
+    ASSERT_EQ(got.size(), static_cast<size_t>(n));
     for (int64_t i = 0; i < n; ++i) ASSERT_EQ(got[i], a[i] + b[i]) << "element " << i;
     float piece[3] = {};
     ASSERT_EQ(api->buffer_read(ctx.get(), ha, 40, piece, 12, &err), MNEMO_OK) << err.message;
@@ -377,7 +371,6 @@ TEST(VulkanBackend, ImportedHostMemoryIsReadInPlace) {
     EXPECT_EQ(piece[2], a[12]);
     EXPECT_NE(api->buffer_write(ctx.get(), ha, 0, piece, 4, &err), MNEMO_OK);
     EXPECT_NE(std::string(err.message).find("imported"), std::string::npos) << err.message;
-    api->graph_release(ctx.get(), graph);
     api->buffer_free(ctx.get(), ha);
     api->buffer_free(ctx.get(), hb);
 }

@@ -29,6 +29,14 @@ struct GraphNode {
     float fparams[MNEMO_MAX_PARAMS] = {};
 };
 
+// The node behind node `id` once views (reshapes) are followed to their source: a weight reaches an
+// op as a parameter, possibly regrouped.
+inline const GraphNode& behind_views(const std::vector<GraphNode>& nodes, int32_t id) {
+    const GraphNode* n = &nodes[static_cast<size_t>(id)];
+    while (n->kind == NodeKind::View) n = &nodes[static_cast<size_t>(n->inputs[0])];
+    return *n;
+}
+
 // Collects the nodes a plugin's build() creates, checking every op with the op table's shape
 // rule as it is added (so a plugin bug is reported at the op that caused it).
 class GraphBuilder {

@@ -11,9 +11,7 @@ std::vector<bool> memory_table_params(const std::vector<GraphNode>& nodes, size_
         if (g.kind != NodeKind::Op) continue;
         const bool table_op = g.op == MNEMO_OP_EMBEDDING_BAG || g.op == MNEMO_OP_PEER_GATE || g.op == MNEMO_OP_HIVE;
         for (size_t k = 0; k < g.inputs.size(); ++k) {
-            // A weight may reach the op through views (reshapes): follow them to the parameter.
-            const GraphNode* in = &nodes[static_cast<size_t>(g.inputs[k])];
-            while (in->kind == NodeKind::View) in = &nodes[static_cast<size_t>(in->inputs[0])];
+            const GraphNode* in = &behind_views(nodes, g.inputs[k]);
             if (in->kind != NodeKind::Param || in->param_id < 0 || static_cast<size_t>(in->param_id) >= n_params) continue;
             const size_t id = static_cast<size_t>(in->param_id);
             if (table_op && gathering_input(g.op, k) >= 0) gathered[id] = true;

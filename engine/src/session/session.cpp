@@ -133,10 +133,8 @@ Session::Impl::WeightTraffic Session::Impl::weight_traffic(const PlannedGraph& p
     for (const detail::GraphNode& g : p.nodes) {
         if (g.kind != detail::NodeKind::Op) continue;
         for (size_t k = 0; k < g.inputs.size(); ++k) {
-            // A weight may reach the op through reshapes (views): follow them to the parameter.
             const detail::GraphNode& seen = p.nodes[g.inputs[k]];
-            const detail::GraphNode* in = &seen;
-            while (in->kind == detail::NodeKind::View) in = &p.nodes[in->inputs[0]];
+            const detail::GraphNode* in = &detail::behind_views(p.nodes, g.inputs[k]);
             if (in->kind != detail::NodeKind::Param || params[in->param_id].kind != ParamKind::Weight) continue;
             const int idx = gathering_input(g.op, k);
             if (idx < 0) {

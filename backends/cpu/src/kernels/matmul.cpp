@@ -70,12 +70,6 @@ void matmul_scalar(const KernelCall& call, int ith, int nth) {
 // The register tiles (tile_avx2, tile_rows_avx2) are in dot.hpp: MOE_FFN's experts use them too.
 using avx2::tile_rows_avx2;
 
-template <int DT>
-MNEMO_AVX2 const void* weight_row(const void* w, int64_t row, int64_t k) {
-    constexpr size_t esize = DT == MNEMO_DTYPE_F32 ? 4 : 2;
-    return static_cast<const char*>(w) + static_cast<size_t>(row) * static_cast<size_t>(k) * esize;
-}
-
 template <int DT, int MR>
 MNEMO_AVX2 void band_avx2(const MatmulShape& s, int64_t m0, int64_t m1, int64_t n0, int64_t n1, int64_t nr,
                           int64_t k0, int64_t k1) {

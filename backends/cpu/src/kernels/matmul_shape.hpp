@@ -29,6 +29,13 @@ inline MatmulShape matmul_shape(const PreparedNode& p) {
     return s;
 }
 
+// Row `row` of a [M, K] f32/f16/bf16 W (DT a mnemo dtype).
+template <int DT>
+inline const void* weight_row(const void* w, int64_t row, int64_t k) {
+    constexpr size_t esize = DT == MNEMO_DTYPE_F32 ? 4 : 2;
+    return static_cast<const char*>(w) + static_cast<size_t>(row) * static_cast<size_t>(k) * esize;
+}
+
 // The AVX-512 prefill GEMM (arch/x86/matmul_avx512.cpp): sets p's plan and returns the kernel
 // for an f32/f16/bf16 W, or nullptr for another dtype.
 KernelFn select_matmul_prefill_avx512(PreparedNode& p, int32_t dtype);

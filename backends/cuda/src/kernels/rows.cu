@@ -100,6 +100,20 @@ void get_rows_build(KernelBuilder& b) {
 __device__ __forceinline__ void store_elem(float* c, uint64_t i, float x) { c[i] = x; }
 __device__ __forceinline__ void store_elem(__half* c, uint64_t i, float x) { c[i] = __float2half_rn(x); }  // as f32_to_f16
 
+// Whether token t's sequence s and position p name a cache row; a bad one is reported (once per
+// token, by thread 0) and the token's rows are skipped, as on the CPU.
+__device__ __forceinline__ bool slot_in_range(int64_t s, int64_t p, int64_t n_seq, int64_t ctx, KernelStatus* status, uint32_t node) {
+    if (s < 0 || s >= n_seq) {
+        if (threadIdx.x == 0) report_bad_index(status, node, s, n_seq);
+        return false;
+    }
+    if (p < 0 || p >= ctx) {
+        if (threadIdx.x == 0) report_bad_index(status, node, p, ctx);
+        return false;
+    }
+    return true;
+}
+
 // CT: float, or __half for an f16 cache (rounded to nearest even on store).
 template <typename CT>
 __global__ void kv_store_kernel(CT* cache, const float* __restrict__ src, const int32_t* __restrict__ seq,
@@ -107,14 +121,7 @@ __global__ void kv_store_kernel(CT* cache, const float* __restrict__ src, const 
                                 int64_t ctx, uint64_t d, KernelStatus* status, uint32_t node) {
     for (uint64_t t = blockIdx.x; t < tokens; t += gridDim.x) {
         const int64_t s = seq[t], p = pos[t];
-        if (s < 0 || s >= n_seq) {
-            if (threadIdx.x == 0) report_bad_index(status, node, s, n_seq);
-            continue;
-        }
-        if (p < 0 || p >= ctx) {
-            if (threadIdx.x == 0) report_bad_index(status, node, p, ctx);
-            continue;
-        }
+        if (!slot_in_range(s, p, n_seq, ctx, status, node)) continue;
         for (uint64_t h = 0; h < heads; ++h) {
             const uint64_t dst = ((static_cast<uint64_t>(s) * heads + h) * static_cast<uint64_t>(ctx) + static_cast<uint64_t>(p)) * d;
             const uint64_t from = (t * heads + h) * d;
@@ -132,14 +139,7 @@ __global__ void kv_store_q8_0_kernel(uint8_t* cache, const float* __restrict__ s
     const uint64_t per_row = d / 32, per_token = heads * per_row;
     for (uint64_t t = blockIdx.x; t < tokens; t += gridDim.x) {
         const int64_t s = seq[t], p = pos[t];
-        if (s < 0 || s >= n_seq) {
-            if (threadIdx.x == 0) report_bad_index(status, node, s, n_seq);
-            continue;
-        }
-        if (p < 0 || p >= ctx) {
-            if (threadIdx.x == 0) report_bad_index(status, node, p, ctx);
-            continue;
-        }
+        if (!slot_in_range(s, p, n_seq, ctx, status, node)) continue;
         for (uint64_t i = threadIdx.x; i < per_token; i += blockDim.x) {
             const uint64_t h = i / per_row, blk = i - h * per_row;
             const uint64_t row = (static_cast<uint64_t>(s) * heads + h) * static_cast<uint64_t>(ctx) + static_cast<uint64_t>(p);

@@ -102,12 +102,6 @@ MNEMO_AVX512 void tile_rows(int nr, const float* x, int64_t ldx, const void* w, 
     }
 }
 
-template <int DT>
-const void* weight_row(const void* w, int64_t row, int64_t k) {
-    constexpr size_t esize = DT == MNEMO_DTYPE_F32 ? 4 : 2;
-    return static_cast<const char*>(w) + static_cast<size_t>(row) * static_cast<size_t>(k) * esize;
-}
-
 // Rows [m0, m1) of W against x rows [n0, n1) over the K block [k0, k1): MR rows of W at a time
 // (kept in L1 while every x row of the block passes), then what is left one row at a time.
 template <int DT, int MR>
