@@ -47,18 +47,53 @@ struct Weight {
 
 float bf16_bits_to_f32(uint bits) { return uintBitsToFloat(bits << 16); }
 
+// Half-precision bits to f32. Every shader reads f16 through these two functions, never through
+// unpackHalf2x16 directly: lavapipe on AArch64 (Mesa 22.3's llvmpipe with LLVM 15) aborts
+// compiling that built-in ("Cannot select: v4f32 = truncate") or, when only one half is used,
+// returns the word's bits unconverted (docs/edge.md). The backend sets this constant on such a
+// device (DeviceFeatures::half_by_integer_ops) and the conversion becomes integer arithmetic;
+// every other device keeps the built-in (one instruction on GPUs, F16C on x86 lavapipe). Being a
+// specialization constant, the unused branch is folded away before the driver's compiler sees it.
+layout(constant_id = 100) const bool HALF_BY_INTEGER_OPS = false;
+
+// Exact for every pattern, on devices that flush f32 denormals too (no denormal intermediate):
+// normals rebias the exponent (127 - 15 = 112, i.e. + 0x38000000 once shifted into place),
+// subnormals are their 10-bit mantissa times 2^-24, inf/NaN keep the mantissa (and so the NaN
+// payload and quiet bit) under an all-ones exponent; the sign bit is copied last.
+float half_bits_to_f32_by_integer_ops(uint h) {
+    const uint e = h & 0x7C00u;
+    const uint m = h & 0x03FFu;
+    const float mag = e == 0u        ? float(m) * uintBitsToFloat(0x33800000u)  // 2^-24
+                    : e == 0x7C00u   ? uintBitsToFloat(0x7F800000u | (m << 13))
+                                     : uintBitsToFloat(((h & 0x7FFFu) << 13) + 0x38000000u);
+    return uintBitsToFloat(floatBitsToUint(mag) | ((h & 0x8000u) << 16));
+}
+
+// The low 16 bits of `bits` (the high ones are ignored) as f32.
+float half_to_f32(uint bits) {
+    if (HALF_BY_INTEGER_OPS) return half_bits_to_f32_by_integer_ops(bits & 0xFFFFu);
+    return unpackHalf2x16(bits).x;
+}
+
+// Both halves of a word: .x the low 16 bits, .y the high ones (unpackHalf2x16's order).
+vec2 unpack_half2(uint word) {
+    if (HALF_BY_INTEGER_OPS)
+        return vec2(half_bits_to_f32_by_integer_ops(word & 0xFFFFu), half_bits_to_f32_by_integer_ops(word >> 16));
+    return unpackHalf2x16(word);
+}
+
 // Element i of a weight as f32.
 float weight_at(Weight w, uint i) {
     if (w.dtype == DTYPE_F32) return Floats(w.addr).v[i];
     const uint j = w.first + i;
     const uint word = Words(w.addr).v[j >> 1];
     const uint bits = (j & 1u) != 0u ? (word >> 16) : (word & 0xFFFFu);
-    return w.dtype == DTYPE_F16 ? unpackHalf2x16(bits).x : bf16_bits_to_f32(bits);
+    return w.dtype == DTYPE_F16 ? half_to_f32(bits) : bf16_bits_to_f32(bits);
 }
 
 // Two consecutive elements 2p, 2p+1 of a 16-bit weight whose `first` is 0 (one word load).
 vec2 weight_pair16(Weight w, uint p) {
     const uint word = Words(w.addr).v[p];
-    return w.dtype == DTYPE_F16 ? unpackHalf2x16(word)
+    return w.dtype == DTYPE_F16 ? unpack_half2(word)
                                 : vec2(bf16_bits_to_f32(word & 0xFFFFu), bf16_bits_to_f32(word >> 16));
 }

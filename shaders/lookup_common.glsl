@@ -37,7 +37,7 @@ WeightRow weight_row(Weight w, uint row, uint cols) {
 }
 
 vec2 unpack16_pair(uint bits, uint dtype) {
-    return dtype == DTYPE_F16 ? unpackHalf2x16(bits)
+    return dtype == DTYPE_F16 ? unpack_half2(bits)
                               : vec2(uintBitsToFloat(bits << 16), uintBitsToFloat(bits & 0xFFFF0000u));
 }
 

@@ -72,7 +72,7 @@ uint q_u32(Weight row, uint o) {
     return (w0 >> 16) | (Words(row.addr).v[(p >> 2) + 1u] << 16);  // straddles two words
 }
 
-float q_f16(Weight row, uint o) { return unpackHalf2x16(q_u16(row, o)).x; }
+float q_f16(Weight row, uint o) { return half_to_f32(q_u16(row, o)); }
 
 // The four bytes of a word as unsigned (codes) or signed (int8) values.
 uvec4 bytes_u(uint v) { return uvec4(v & 0xFFu, (v >> 8) & 0xFFu, (v >> 16) & 0xFFu, v >> 24); }
@@ -97,7 +97,7 @@ vec2 q_scale(Weight row, uint base, uint j) {
 #if Q_TYPE == 16 || Q_TYPE == 17
     return vec2(q_f16(row, base), 0.0);
 #elif Q_TYPE == 18 || Q_TYPE == 19
-    const vec2 dm = unpackHalf2x16(q_u32(row, base));  // d, dmin
+    const vec2 dm = unpack_half2(q_u32(row, base));  // d, dmin
     const uvec2 sm = q_scale_min(row, base + 4u, j / 32u);
     precise float a = dm.x * float(sm.x), b = dm.y * float(sm.y);
     return vec2(a, b);
@@ -149,3 +149,36 @@ void q_oct(Weight row, uint k, out vec4 w0, out vec4 w1) {
     w0 = q_apply(s, q_codes(row, base, j));
     w1 = q_apply(s, q_codes(row, base, j + 4u));
 }
+
+#if Q_TYPE == 16 || Q_TYPE == 17
+// Whole blocks for the mat-vec (q8_0, q4_0: 32 weights under one f16 scale). A block at an even
+// byte p spans the Q_BLOCK_WORDS aligned words from p & ~3 (both alignments), so it is read in that
+// many word loads (5 for q4_0's 18 bytes, 9 for q8_0's 34) instead of two per quad, and the codes
+// are realigned in registers: Q_CODE_WORDS words of the block's bytes 2.. (its codes).
+#if Q_TYPE == 16
+const uint Q_BLOCK_WORDS = 9u, Q_CODE_WORDS = 8u;
+#else
+const uint Q_BLOCK_WORDS = 5u, Q_CODE_WORDS = 4u;
+#endif
+
+// Block b of a row: its scale d and its code words.
+float q_block_load(Weight row, uint b, out uint code[Q_CODE_WORDS]) {
+    const uint p = row.first + b * Q_BLOCK_BYTES;
+    const uint a = p >> 2;
+    uint w[Q_BLOCK_WORDS];
+    [[unroll]] for (uint i = 0u; i < Q_BLOCK_WORDS; ++i) w[i] = Words(row.addr).v[a + i];
+    const bool odd_half = (p & 2u) != 0u;  // the block starts in the upper half of word 0
+    [[unroll]] for (uint i = 0u; i < Q_CODE_WORDS; ++i) code[i] = odd_half ? w[i + 1u] : (w[i] >> 16) | (w[i + 1u] << 16);
+    return half_to_f32(odd_half ? w[0] >> 16 : w[0]);
+}
+
+// Weights 4i .. 4i+3 of a loaded block (i < 8).
+vec4 q_block_quad(uint code[Q_CODE_WORDS], float d, uint i) {
+#if Q_TYPE == 16
+    const ivec4 q = bytes_i(code[i]);
+#else  // q4_0: byte j holds weight j (low nibble) and j + 16 (high nibble)
+    const ivec4 q = ivec4(bytes_u((code[i & 3u] >> (i & 4u)) & 0x0F0F0F0Fu)) - 8;
+#endif
+    return q_apply(vec2(d, 0.0), q);
+}
+#endif

@@ -226,6 +226,33 @@ TEST(QuantizedWeights, CudaTakesThemInMemoryLayersMoeAndTheKvCache) { expect_nod
 TEST(QuantizedWeights, VulkanTakesThemInMemoryLayersMoeAndTheKvCache) { expect_nodes_taken("vulkan", memory_moe_kv_nodes); }
 
 TEST(QuantizedWeights, VulkanTakesThemInMatmulAndGetRows) { expect_nodes_taken("vulkan", matmul_get_rows_nodes); }
+
+// Vulkan's MoE up pass decodes gate and up with one shader variant: a quantized pair of two types
+// is refused, and the message says which types and what to do (not "not supported on this device").
+TEST(QuantizedWeights, VulkanNamesTheGateUpTypeMixItRefuses) {
+    const BackendModule* m = backends().find("vulkan");
+    if (!m) GTEST_SKIP() << "the vulkan module is not built";
+    if (m->api->device_count() <= 0) GTEST_SKIP() << "vulkan: no device";
+    void* ctx = nullptr;
+    mnemo_error err{};
+    mnemo_backend_config cfg{};
+    ASSERT_EQ(m->api->open(0, &cfg, &ctx, &err), MNEMO_OK) << err.message;
+    void* buf = nullptr;
+    ASSERT_EQ(m->api->buffer_alloc(ctx, 1 << 20, &buf, &err), MNEMO_OK) << err.message;
+    mnemo_node moe = memory_moe_kv_nodes(buf)[1];
+    ASSERT_EQ(moe.op, MNEMO_OP_MOE_FFN);
+    moe.inputs[4].dtype = MNEMO_DTYPE_Q8_0;  // gate stays q4_0
+    EXPECT_EQ(node_error(moe), "");          // fine by the op's rule (the CPU takes it)
+    EXPECT_EQ(m->api->supports_node(ctx, &moe), 0);
+    void* g = nullptr;
+    mnemo_error e{};
+    EXPECT_NE(m->api->graph_prepare(ctx, &moe, 1, &g, &e), MNEMO_OK);
+    EXPECT_NE(std::string(e.message).find("gate (q4_0) and up (q8_0)"), std::string::npos) << e.message;
+    EXPECT_NE(std::string(e.message).find("quantize them to the same type"), std::string::npos) << e.message;
+    if (g) m->api->graph_release(ctx, g);
+    m->api->buffer_free(ctx, buf);
+    m->api->close(ctx);
+}
 TEST(QuantizedWeights, CudaTakesThemInMatmulAndGetRows) { expect_nodes_taken("cuda", matmul_get_rows_nodes); }
 
 // ------------------------------------------------------------------ models

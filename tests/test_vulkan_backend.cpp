@@ -193,6 +193,7 @@ TEST(VulkanBackend, DevicesAreDescribed) {
         EXPECT_NE(desc.find("subgroup"), std::string::npos) << desc;
         EXPECT_NE(desc.find("uuid"), std::string::npos) << desc;
         EXPECT_TRUE(info.caps & MNEMO_CAP_F16);
+        EXPECT_TRUE(info.caps & MNEMO_CAP_QUANT);
     }
     // Device 0 is the automatic choice: never a CPU implementation while a GPU is listed.
     bool any_gpu = false;

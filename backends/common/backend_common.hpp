@@ -109,6 +109,9 @@ struct KernelT {
     // The kernel reads block-quantized inputs (q8_0 ... q6_k). Without it, a node with one is
     // refused before supports() runs, naming the op and the dtype (node_support.hpp).
     bool reads_quantized = false;
+    // Optional: why supports() says no, for the refusals a user can act on (a dtype mix the
+    // kernels do not take, say); "" leaves the generic "not supported on this device".
+    std::string (*refusal)(const Props&, const mnemo_node&) = nullptr;
 };
 
 // The kernel of each op, filled once by `fill` (which calls every family's register function:

@@ -60,7 +60,12 @@ std::string node_refusal(const Context& ctx, const Kernel* k, const Props& props
         if (!k->reads_quantized)
             if (std::string why = quantized_refusal(node, Context::kTitle); !why.empty()) return why;
     if constexpr (requires { k->supports; })
-        if (k->supports && !k->supports(props, node)) return "not supported on this device";
+        if (k->supports && !k->supports(props, node)) {
+            if constexpr (requires { k->refusal; })
+                if (k->refusal)
+                    if (std::string why = k->refusal(props, node); !why.empty()) return why;
+            return "not supported on this device";
+        }
     return "";
 }
 

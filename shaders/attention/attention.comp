@@ -24,7 +24,7 @@
 //
 // CACHE_F16: the caches and the prefix hold f16. A slab is addressed by its first word and the
 // parity of its first half (kh / vh: odd only for odd head dims). With D even, keys are read a
-// word (two halves) at a time through unpackHalf2x16, and with DV even values too (VW = 2);
+// word (two halves) at a time through unpack_half2, and with DV even values too (VW = 2);
 // odd sizes read each half of its word (VW = 1).
 //
 // CACHE_Q8: the caches and the prefix hold q8_0 rows (D and DV multiples of 32: blocks of an f16
@@ -121,7 +121,7 @@ vec4 acc[ACC];
 // Half h of the f16 slab whose first word is at b.
 float half_at(uvec2 b, uint h) {
     const uint w = Words(b).v[h >> 1];
-    return unpackHalf2x16((h & 1u) != 0u ? (w >> 16) : w).x;
+    return half_to_f32((h & 1u) != 0u ? (w >> 16) : w);
 }
 
 // The word address and half parity of element `first` of an f16 tensor at base (first < 2^32).
@@ -163,12 +163,12 @@ float score(uvec2 kb, uint kh, uint j) {
     const uint row = j * (D / 2);
     uint w = 0;
     for (; w + 2 <= D / 2; w += 2) {
-        const vec2 k0 = unpackHalf2x16(Words(kb).v[row + w]);
-        const vec2 k1 = unpackHalf2x16(Words(kb).v[row + w + 1]);
+        const vec2 k0 = unpack_half2(Words(kb).v[row + w]);
+        const vec2 k1 = unpack_half2(Words(kb).v[row + w + 1]);
         s4 += vec4(q_s[2 * w], q_s[2 * w + 1], q_s[2 * w + 2], q_s[2 * w + 3]) * vec4(k0, k1);
     }
     if (w < D / 2) {
-        const vec2 k0 = unpackHalf2x16(Words(kb).v[row + w]);
+        const vec2 k0 = unpack_half2(Words(kb).v[row + w]);
         s += q_s[2 * w] * k0.x + q_s[2 * w + 1] * k0.y;
     }
 #else
@@ -221,7 +221,7 @@ void attend(uvec2 kb, uint kh, uvec2 vb, uint vh, uint begin, uint end) {
 #if defined(CACHE_Q8)
                     acc[a] += p * q8_quad(quant_row(q8_slab(vb), base + jj, DV / 32u * 34u), col);
 #elif defined(CACHE_F16)
-                    if (VW == 2) acc[a].xy += p * unpackHalf2x16(Words(vb).v[row + col]);
+                    if (VW == 2) acc[a].xy += p * unpack_half2(Words(vb).v[row + col]);
                     else acc[a].x += p * half_at(vb, vh + (base + jj) * DV + col);
 #else
                     if (VW == 4) acc[a] += p * Vec4s(vb).v[row + col];

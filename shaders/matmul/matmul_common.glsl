@@ -44,7 +44,7 @@ Weight weight_row(Weight w, uint m, uint K) {
 // Two consecutive 16-bit weights packed in one word, low half first.
 vec2 unpack_pair(uint word) {
 #if defined(W_F16)
-    return unpackHalf2x16(word);
+    return unpack_half2(word);
 #else
     return vec2(uintBitsToFloat(word << 16), uintBitsToFloat(word & 0xFFFF0000u));
 #endif

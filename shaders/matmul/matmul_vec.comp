@@ -12,9 +12,12 @@
 //   LOAD_VEC   16-byte loads of W and x: rows of W and x start 16-byte aligned (K*esize % 16 == 0)
 //   LOAD_WORD  16-bit W as one word (2 elements) per load, x as vec2: K even, `first` 0
 //   (neither)  one element per load through weight_at: any K, any `first`, any dtype
-//   Q_TYPE     a block-quantized W (quant.glsl): 8 weights per load (two quads under one scale
-//              read), decoded to f32 in registers (each block is still read once); x read one
-//              float at a time, as its alignment is not known (x is small and stays in cache)
+//   Q_TYPE     a block-quantized W (quant.glsl), decoded to f32 in registers (each block read
+//              once): q8_0 and q4_0 a whole block of 32 per chunk (Q_WIDE: its 5 or 9 words in
+//              one go, then quad by quad against x), the K-quants 8 weights per chunk (two quads
+//              under one scale read). x in vec4s with X_VEC (x starts 16-byte aligned), else one
+//              float at a time. Per-lane loads are what a CPU implementation (lavapipe) pays
+//              for, and on a GPU fewer, wider loads are no worse.
 // W_F32 / W_F16 / W_BF16 fix the dtype of the VEC/WORD variants; the generic one reads it at
 // run time.
 #if defined(USE_SUBGROUPS)
@@ -41,8 +44,14 @@ layout(push_constant) uniform Push {
     uint row_groups;  // workgroups per grid row (gl_NumWorkGroups.x)
 } pc;
 
+#if defined(Q_TYPE) && (Q_TYPE == 16 || Q_TYPE == 17)
+#define Q_WIDE 1
+#endif
+
 // Elements per load.
-#if defined(LOAD_VEC) && defined(W_F32)
+#if defined(Q_WIDE)
+#define E 32
+#elif defined(LOAD_VEC) && defined(W_F32)
 #define E 4
 #elif defined(LOAD_VEC) || defined(Q_TYPE)
 #define E 8
@@ -57,7 +66,9 @@ shared float red[NX * ROWS * WG];
 
 // Chunk c of a row of W.
 void load_w(Weight row, uint c, out float v[E]) {
-#if defined(Q_TYPE)
+#if defined(Q_WIDE)
+    // (not used: the Q_WIDE loop in main() decodes quad by quad)
+#elif defined(Q_TYPE)
     vec4 a, b;
     q_oct(row, 8u * c, a, b);
     v[0] = a.x; v[1] = a.y; v[2] = a.z; v[3] = a.w;
@@ -78,10 +89,22 @@ void load_w(Weight row, uint c, out float v[E]) {
 #endif
 }
 
+// Quad q (elements 4q .. 4q+3) of a row of x, for the quantized paths.
+vec4 load_x_quad(uvec2 row, uint q) {
+#if defined(X_VEC)
+    return Vec4s(row).v[q];
+#else
+    const uint k = 4u * q;
+    return vec4(Floats(row).v[k], Floats(row).v[k + 1u], Floats(row).v[k + 2u], Floats(row).v[k + 3u]);
+#endif
+}
+
 // Chunk c of a row of x.
 void load_x(uvec2 row, uint c, out float v[E]) {
 #if defined(Q_TYPE)
-    [[unroll]] for (uint e = 0; e < E; ++e) v[e] = Floats(row).v[E * c + e];
+    const vec4 a = load_x_quad(row, 2u * c), b = load_x_quad(row, 2u * c + 1u);
+    v[0] = a.x; v[1] = a.y; v[2] = a.z; v[3] = a.w;
+    v[4] = b.x; v[5] = b.y; v[6] = b.z; v[7] = b.w;
 #elif E == 8
     const vec4 a = Vec4s(row).v[2u * c], b = Vec4s(row).v[2u * c + 1u];
     v[0] = a.x; v[1] = a.y; v[2] = a.z; v[3] = a.w;
@@ -123,6 +146,37 @@ void main() {
     [[unroll]] for (uint v = 0; v < NX * ROWS; ++v) acc[v] = 0.0;
 
     const uint chunks = pc.K / E;  // the host picks E dividing K
+#if defined(Q_WIDE)
+    for (uint c = tid; c < chunks; c += WG) {
+        // Every row's block first, so the loads are in flight together; then quad by quad.
+        uint code[ROWS * Q_CODE_WORDS];
+        float d[ROWS];
+        [[unroll]] for (uint r = 0; r < ROWS; ++r) {
+            uint t[Q_CODE_WORDS];
+            d[r] = q_block_load(wrow[r], c, t);
+            [[unroll]] for (uint i = 0; i < Q_CODE_WORDS; ++i) code[r * Q_CODE_WORDS + i] = t[i];
+        }
+        [[unroll]] for (uint q = 0; q < 8u; ++q) {
+            vec4 wq[ROWS];
+            [[unroll]] for (uint r = 0; r < ROWS; ++r) {
+                uint t[Q_CODE_WORDS];
+                [[unroll]] for (uint i = 0; i < Q_CODE_WORDS; ++i) t[i] = code[r * Q_CODE_WORDS + i];
+                wq[r] = q_block_quad(t, d[r], q);
+            }
+            [[unroll]] for (uint n = 0; n < NX; ++n) {
+                const vec4 xv = load_x_quad(xrow[n], 8u * c + q);
+                [[unroll]] for (uint r = 0; r < ROWS; ++r) {
+                    float s = acc[n * ROWS + r];
+                    s = fma(xv.x, wq[r].x, s);
+                    s = fma(xv.y, wq[r].y, s);
+                    s = fma(xv.z, wq[r].z, s);
+                    s = fma(xv.w, wq[r].w, s);
+                    acc[n * ROWS + r] = s;
+                }
+            }
+        }
+    }
+#else
     for (uint c = tid; c < chunks; c += WG) {
         // All weight loads first, so they are in flight together.
         float wv[ROWS * E];
@@ -141,6 +195,7 @@ void main() {
             }
         }
     }
+#endif
 
 #if defined(USE_SUBGROUPS)
     [[unroll]] for (uint v = 0; v < NX * ROWS; ++v) acc[v] = subgroupAdd(acc[v]);

@@ -47,8 +47,8 @@ void main() {
     const uvec4 w = UVec4s(row_address(pc.table.addr, uint(r), pc.cols * 2u)).v[u];
     vec4 lo, hi;
     if (pc.table.dtype == DTYPE_F16) {
-        lo = vec4(unpackHalf2x16(w.x), unpackHalf2x16(w.y));
-        hi = vec4(unpackHalf2x16(w.z), unpackHalf2x16(w.w));
+        lo = vec4(unpack_half2(w.x), unpack_half2(w.y));
+        hi = vec4(unpack_half2(w.z), unpack_half2(w.w));
     } else {
         lo = uintBitsToFloat(uvec4(w.x << 16, w.x & 0xFFFF0000u, w.y << 16, w.y & 0xFFFF0000u));
         hi = uintBitsToFloat(uvec4(w.z << 16, w.z & 0xFFFF0000u, w.w << 16, w.w & 0xFFFF0000u));

@@ -20,10 +20,12 @@ namespace {
 
 uint8_t sentinel(uint64_t i) { return static_cast<uint8_t>(0xA5u ^ (i * 37u)); }
 
-// One tensor in its own backend buffer: [guard | data | guard].
+// One tensor in its own backend buffer: [guard | data | guard]. The front guard is kGuardBytes
+// plus `lead` bytes, so the data starts `lead` bytes past a 4096-aligned offset (InputSpec::misalign).
 class GuardedBuffer {
 public:
-    GuardedBuffer(const mnemo_backend_api* api, void* ctx, uint64_t data_bytes) : api_(api), ctx_(ctx), bytes_(data_bytes) {
+    GuardedBuffer(const mnemo_backend_api* api, void* ctx, uint64_t data_bytes, uint64_t lead = 0)
+        : api_(api), ctx_(ctx), bytes_(data_bytes), front_(kGuardBytes + lead) {
         mnemo_error err{};
         if (api->buffer_alloc(ctx, total(), &buffer_, &err) != MNEMO_OK || !buffer_)
             throw mnemo::Error("buffer_alloc(" + std::to_string(total()) + " bytes) failed: " + err.message);
@@ -34,15 +36,16 @@ public:
     GuardedBuffer(const GuardedBuffer&) = delete;
     GuardedBuffer& operator=(const GuardedBuffer&) = delete;
 
-    uint64_t total() const { return kGuardBytes + bytes_ + kGuardBytes; }
+    uint64_t total() const { return front_ + bytes_ + kGuardBytes; }
+    uint64_t data_offset() const { return front_; }
     void* handle() const { return buffer_; }
 
     // Guards get the sentinel, the data region `data` (or NaN bytes when empty).
     void upload(const std::vector<uint8_t>& data) {
         image_.resize(total());
         for (uint64_t i = 0; i < total(); ++i) image_[i] = sentinel(i);
-        if (data.empty()) std::memset(image_.data() + kGuardBytes, 0xFF, bytes_);  // 0xFFFFFFFF is a NaN
-        else std::memcpy(image_.data() + kGuardBytes, data.data(), bytes_);
+        if (data.empty()) std::memset(image_.data() + front_, 0xFF, bytes_);  // 0xFFFFFFFF is a NaN
+        else std::memcpy(image_.data() + front_, data.data(), bytes_);
         mnemo_error err{};
         if (api_->buffer_write(ctx_, buffer_, 0, image_.data(), total(), &err) != MNEMO_OK)
             throw mnemo::Error(std::string("buffer_write failed: ") + err.message);
@@ -57,11 +60,11 @@ public:
     // "" when both guards are intact, else where the first changed byte is.
     std::string guard_damage(const std::vector<uint8_t>& all) const {
         for (uint64_t i = 0; i < total(); ++i) {
-            if (i >= kGuardBytes && i < kGuardBytes + bytes_) continue;
+            if (i >= front_ && i < front_ + bytes_) continue;
             if (all[i] != sentinel(i)) {
                 std::ostringstream s;
-                if (i < kGuardBytes) s << "byte " << (kGuardBytes - i) << " before the tensor";
-                else s << "byte " << (i - kGuardBytes - bytes_) << " after the end of the tensor (" << bytes_ << " bytes)";
+                if (i < front_) s << "byte " << (front_ - i) << " before the tensor";
+                else s << "byte " << (i - front_ - bytes_) << " after the end of the tensor (" << bytes_ << " bytes)";
                 s << " was overwritten";
                 return s.str();
             }
@@ -69,13 +72,14 @@ public:
         return "";
     }
     std::vector<uint8_t> data_of(const std::vector<uint8_t>& all) const {
-        return std::vector<uint8_t>(all.begin() + kGuardBytes, all.begin() + static_cast<std::ptrdiff_t>(kGuardBytes + bytes_));
+        return std::vector<uint8_t>(all.begin() + static_cast<std::ptrdiff_t>(front_), all.begin() + static_cast<std::ptrdiff_t>(front_ + bytes_));
     }
 
 private:
     const mnemo_backend_api* api_;
     void* ctx_;
     uint64_t bytes_;
+    uint64_t front_;
     void* buffer_ = nullptr;
     std::vector<uint8_t> image_;
 };
@@ -255,8 +259,8 @@ bool run_on_backend(const mnemo_backend_api* api, void* ctx, const OpCase& c, co
     std::vector<std::unique_ptr<GuardedBuffer>> bufs;
     mnemo_node node = ref;
     for (size_t i = 0; i < inputs.size(); ++i) {
-        bufs.push_back(std::make_unique<GuardedBuffer>(api, ctx, inputs[i].size()));
-        node.inputs[i] = tensor_of(bufs.back()->handle(), kGuardBytes, spec_shape(c.inputs[i]));
+        bufs.push_back(std::make_unique<GuardedBuffer>(api, ctx, inputs[i].size(), c.inputs[i].misalign));
+        node.inputs[i] = tensor_of(bufs.back()->handle(), bufs.back()->data_offset(), spec_shape(c.inputs[i]));
     }
     GuardedBuffer* out_buf = in_place ? bufs[0].get() : nullptr;
     if (!in_place) {

@@ -38,6 +38,9 @@ struct InputSpec {
     float stddev = 1.0f;
     std::vector<float> values;
     std::vector<int32_t> ints;
+    // The tensor starts this many bytes past a 4096-aligned offset of its buffer (a multiple of
+    // the dtype's alignment), to reach the kernels' paths for tensors that are not 16-byte aligned.
+    uint64_t misalign = 0;
 };
 
 struct OpCase {

@@ -113,6 +113,14 @@ inline void matmul_quantized(std::vector<OpCase>& out) {
         add(dt, {2, 1, 3, 256}, 17, "matmul_q_x2x1x3x256_M17");
         add(dt, {8, 768}, 1, "matmul_q_N8_K768_M1");
     }
+    // x 4 bytes and W 2 bytes past 16-byte alignment: x in single floats instead of vec4s, W's
+    // blocks starting on the other half word (decode and prefill).
+    for (DType dt : kQuantizedTypes)
+        for (int64_t n : {1, 3, 12}) {
+            add(dt, {n, 512}, 9, "matmul_q_misaligned_N" + std::to_string(n) + "_K512_M9");
+            out.back().inputs[0].misalign = 4;
+            out.back().inputs[1].misalign = 2;
+        }
     // The 32-weight types: one block, three blocks, and K = 0 (an empty sum: zeros).
     for (DType dt : {DType::Q8_0, DType::Q4_0}) {
         add(dt, {1, 32}, 5, "matmul_q_N1_K32_M5");

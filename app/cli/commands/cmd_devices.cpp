@@ -29,6 +29,7 @@ std::string caps_text(uint32_t caps) {
     add(MNEMO_CAP_HOST_MEMORY, "host-memory");
     add(MNEMO_CAP_F16, "f16");
     add(MNEMO_CAP_BF16, "bf16");
+    add(MNEMO_CAP_QUANT, "q8_0, q4_0, q4_k, q5_k, q6_k");
     add(MNEMO_CAP_PROFILE, "profile");
     add(MNEMO_CAP_IMPORT_HOST, "import-host");
     add(MNEMO_CAP_MAP_HOST, "map-host");

@@ -81,7 +81,7 @@ void fill_device_info(mnemo_device_info* out) {
                              quantized_paths();
     copy_text(out->description, sizeof(out->description), desc);
     out->type = MNEMO_DEVICE_CPU;
-    out->caps = MNEMO_CAP_HOST_MEMORY | MNEMO_CAP_F16 | MNEMO_CAP_BF16 | MNEMO_CAP_PROFILE;
+    out->caps = MNEMO_CAP_HOST_MEMORY | MNEMO_CAP_F16 | MNEMO_CAP_BF16 | MNEMO_CAP_QUANT | MNEMO_CAP_PROFILE;
     struct sysinfo si {};
     if (sysinfo(&si) == 0) {
         const uint64_t unit = si.mem_unit ? si.mem_unit : 1;

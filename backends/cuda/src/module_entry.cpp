@@ -34,7 +34,7 @@ mnemo_status device_info(int32_t index, mnemo_device_info* out) {
                   bandwidth_gbps, list.driver_version, list.runtime_version,
                   blas ? ("cuBLAS " + blas->library).c_str() : "no cuBLAS", uuid.c_str());
     out->type = d.integrated ? MNEMO_DEVICE_IGPU : MNEMO_DEVICE_GPU;
-    out->caps = MNEMO_CAP_F16 | MNEMO_CAP_BF16 | MNEMO_CAP_PROFILE | (d.integrated && d.can_map_host ? MNEMO_CAP_IMPORT_HOST : 0u) |
+    out->caps = MNEMO_CAP_F16 | MNEMO_CAP_BF16 | MNEMO_CAP_QUANT | MNEMO_CAP_PROFILE | (d.integrated && d.can_map_host ? MNEMO_CAP_IMPORT_HOST : 0u) |
                 (d.can_map_host ? MNEMO_CAP_MAP_HOST : 0u);
     out->memory_total = d.memory_total;
     std::memcpy(out->uuid, d.uuid, 16);

@@ -526,16 +526,22 @@ VkPipeline Context::pipeline(const PipelineKey& key, std::string& why) {
         why = vk_fail(("vkCreateShaderModule(" + key.shader + ")").c_str(), r);
         return VK_NULL_HANDLE;
     }
-    std::vector<VkSpecializationMapEntry> entries(key.spec.size());
+    // The kernel's own constants are ids 0..n-1; the device-wide ones of shaders/common.glsl
+    // follow them in the data (an id a shader does not declare is ignored).
+    std::vector<uint32_t> values = key.spec;
+    std::vector<VkSpecializationMapEntry> entries;
     for (size_t i = 0; i < key.spec.size(); ++i)
-        entries[i] = {static_cast<uint32_t>(i), static_cast<uint32_t>(i * 4), 4};
-    VkSpecializationInfo spec{static_cast<uint32_t>(entries.size()), entries.data(), key.spec.size() * 4, key.spec.data()};
+        entries.push_back({static_cast<uint32_t>(i), static_cast<uint32_t>(i * 4), 4});
+    constexpr uint32_t kHalfByIntegerOpsId = 100;  // HALF_BY_INTEGER_OPS
+    entries.push_back({kHalfByIntegerOpsId, static_cast<uint32_t>(values.size() * 4), 4});
+    values.push_back(features().half_by_integer_ops ? 1u : 0u);  // a bool constant is 32 bits
+    VkSpecializationInfo spec{static_cast<uint32_t>(entries.size()), entries.data(), values.size() * 4, values.data()};
     auto ci = vk_struct<VkComputePipelineCreateInfo>(VK_STRUCTURE_TYPE_COMPUTE_PIPELINE_CREATE_INFO);
     ci.stage.sType = VK_STRUCTURE_TYPE_PIPELINE_SHADER_STAGE_CREATE_INFO;
     ci.stage.stage = VK_SHADER_STAGE_COMPUTE_BIT;
     ci.stage.module = module;
     ci.stage.pName = "main";
-    ci.stage.pSpecializationInfo = key.spec.empty() ? nullptr : &spec;
+    ci.stage.pSpecializationInfo = &spec;
     ci.layout = layout_;
     VkPipeline p = VK_NULL_HANDLE;
     r = vk_.vkCreateComputePipelines(device_, cache_, 1, &ci, nullptr, &p);

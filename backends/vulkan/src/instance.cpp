@@ -151,8 +151,13 @@ bool describe(const GlobalFunctions& vk, VkPhysicalDevice pd, PhysicalDevice& d,
     if (env_on("MNEMO_VK_DISABLE_SUBGROUPS")) f.subgroup_arithmetic = f.subgroup_shuffle = false;
     if (env_on("MNEMO_VK_DISABLE_FP16")) f.shader_float16 = false;
     if (env_on("MNEMO_VK_DISABLE_FP64")) f.shader_float64 = false;
+#if defined(__aarch64__)
+    f.half_by_integer_ops = driver.driverID == VK_DRIVER_ID_MESA_LLVMPIPE;
+#endif
+    if (env_on("MNEMO_VK_HALF_BY_INTEGER_OPS")) f.half_by_integer_ops = true;
     f.unified_memory = d.props.deviceType == VK_PHYSICAL_DEVICE_TYPE_INTEGRATED_GPU ||
                        d.props.deviceType == VK_PHYSICAL_DEVICE_TYPE_CPU;
+    f.cpu_device = d.props.deviceType == VK_PHYSICAL_DEVICE_TYPE_CPU && !env_on("MNEMO_VK_DISABLE_CPU_TUNING");
     f.host_import = host_import_support(vk, pd, &f.host_import_alignment);
     if (env_on("MNEMO_VK_DISABLE_HOST_IMPORT")) f.host_import = false;
     f.max_shared_memory = d.props.limits.maxComputeSharedMemorySize;

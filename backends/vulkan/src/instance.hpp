@@ -9,6 +9,10 @@
 //   MNEMO_VK_DISABLE_FP64       no double arithmetic (kernels take their f32-only paths)
 //   MNEMO_VK_DISABLE_HOST_IMPORT  weights are copied into device buffers even on unified memory
 //                                 (VK_EXT_external_memory_host is not used)
+//   MNEMO_VK_HALF_BY_INTEGER_OPS  f16 is widened by integer arithmetic, as on lavapipe for AArch64
+//                                 (so that path is tested on any device)
+//   MNEMO_VK_DISABLE_CPU_TUNING   a CPU implementation gets the kernel shapes of a GPU (so those
+//                                 are tested on lavapipe)
 #pragma once
 #include <cstdint>
 #include <string>
@@ -29,7 +33,15 @@ struct DeviceFeatures {
     bool storage_16bit = false;        // 16-bit loads from storage buffers
     bool shader_int64 = false;
     bool shader_float64 = false;       // double arithmetic (exact top-k score sums; see PK_TOPK)
+    // Shaders widen f16 with integer arithmetic instead of unpackHalf2x16 (the HALF_BY_INTEGER_OPS
+    // specialization constant of shaders/common.glsl): llvmpipe on AArch64 aborts compiling the
+    // built-in or miscompiles it (Mesa 22.3, LLVM 15; docs/edge.md).
+    bool half_by_integer_ops = false;
     bool unified_memory = false;       // integrated / CPU: device memory is host memory
+    // A CPU implementation (lavapipe, SwiftShader): a subgroup is the SIMD lanes of one core and a
+    // workgroup a coroutine, so kernels prefer few workgroups of one subgroup each, doing more
+    // work per lane, over the many small workgroups that hide a GPU's memory latency.
+    bool cpu_device = false;
     // VK_EXT_external_memory_host with buffers importable from host allocations (usable by
     // storage buffers with device addresses); the start and size of an import must be multiples
     // of host_import_alignment (minImportedHostPointerAlignment).

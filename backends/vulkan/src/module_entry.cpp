@@ -37,17 +37,18 @@ mnemo_status device_info(int32_t index, mnemo_device_info* out) {
     std::snprintf(out->name, sizeof out->name, "%.127s", d.props.deviceName);
     const std::string uuid = mnemo_backend::format_uuid(d.uuid);
     std::snprintf(out->description, sizeof out->description,
-                  "%s; Vulkan %u.%u; driver %s %s; subgroup %u%s; fp16 %s; int8 %s; 16-bit storage %s; %s; uuid %s",
+                  "%s; Vulkan %u.%u; driver %s %s; subgroup %u%s; fp16 %s%s; int8 %s; 16-bit storage %s; %s; uuid %s",
                   type_name(d.props.deviceType), VK_API_VERSION_MAJOR(f.api_version), VK_API_VERSION_MINOR(f.api_version),
                   d.driver_name.c_str(), d.driver_info.c_str(), f.subgroup_size, f.subgroup_arithmetic ? " (arithmetic)" : "",
-                  f.shader_float16 ? "yes" : "no", f.shader_int8 ? "yes" : "no", f.storage_16bit ? "yes" : "no", d.heaps.c_str(), uuid.c_str());
+                  f.shader_float16 ? "yes" : "no",
+                  f.half_by_integer_ops ? " (f16 widened by integer ops: driver workaround)" : "", f.shader_int8 ? "yes" : "no", f.storage_16bit ? "yes" : "no", d.heaps.c_str(), uuid.c_str());
     switch (d.props.deviceType) {
         case VK_PHYSICAL_DEVICE_TYPE_DISCRETE_GPU: out->type = MNEMO_DEVICE_GPU; break;
         case VK_PHYSICAL_DEVICE_TYPE_INTEGRATED_GPU: out->type = MNEMO_DEVICE_IGPU; break;
         case VK_PHYSICAL_DEVICE_TYPE_CPU: out->type = MNEMO_DEVICE_CPU; break;
         default: out->type = MNEMO_DEVICE_OTHER; break;
     }
-    out->caps = MNEMO_CAP_F16 | MNEMO_CAP_BF16 | (f.timestamps ? MNEMO_CAP_PROFILE : 0u) |
+    out->caps = MNEMO_CAP_F16 | MNEMO_CAP_BF16 | MNEMO_CAP_QUANT | (f.timestamps ? MNEMO_CAP_PROFILE : 0u) |
                 (host_import_usable(d) ? MNEMO_CAP_IMPORT_HOST : 0u) | (f.host_import ? MNEMO_CAP_MAP_HOST : 0u);
     out->memory_total = d.device_local_bytes;
     std::memcpy(out->uuid, d.uuid, 16);

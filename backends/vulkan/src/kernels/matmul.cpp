@@ -90,14 +90,15 @@ void build_vec(KernelBuilder& b, const Shape& s) {
     // The widest load every row start of W and x is aligned for: 16 bytes when rows are a
     // multiple of 16 bytes and both tensors start 16-byte aligned; for 16-bit weights one word
     // (2 elements) when K is even and W starts on a word; one element otherwise.
-    // A block-quantized W is decoded 8 weights per load (K is a whole number of 32-weight blocks),
-    // at any alignment.
+    // A block-quantized W is decoded a block of 32 (q8_0, q4_0) or 8 weights (K-quants) per
+    // load, at any alignment; x in vec4s when it starts 16-byte aligned (K is a multiple of 32).
     const uint64_t w_start = KernelBuilder::address(w);
     std::string variant = "matmul_vec_";
     uint32_t per_load = 1;
     if (dtype_is_quantized(dt)) {
         variant += quant_tag(dt);
-        per_load = 8;
+        if (p.x % 16 == 0) variant += "_xvec";
+        per_load = dt == MNEMO_DTYPE_Q8_0 || dt == MNEMO_DTYPE_Q4_0 ? 32 : 8;
     } else if (const uint64_t esize = dtype_bytes(dt); (s.k * esize) % 16 == 0 && w_start % 16 == 0 && p.x % 16 == 0) {
         variant += std::string(dtype_tag(dt)) + "_vec";
         per_load = static_cast<uint32_t>(16 / esize);
@@ -119,6 +120,13 @@ void build_vec(KernelBuilder& b, const Shape& s) {
     // chunk of W already meets N chunks of x and more rows reuse each x load; 2 otherwise. The
     // reduction buffer (N x rows x threads floats) must fit the shared memory.
     uint32_t rows_per_group = threads <= 64 || s.n >= 4 ? 4 : 2;
+    // On a CPU implementation one subgroup per workgroup (no barrier, no shared-memory step) and
+    // more rows each, so a lane walks a long stretch of K: on lavapipe decode runs 1.5x faster
+    // than with the GPU's shape (docs/benchmarks.md); 16 rows spill registers.
+    if (f.cpu_device && f.subgroup_size > 0) {
+        threads = pow2_at_most(f.subgroup_size);
+        rows_per_group = s.n >= 4 ? 4 : 8;
+    }
     auto shared = [&] { return s.n * rows_per_group * threads * 4; };
     while (shared() > f.max_shared_memory && rows_per_group > 1) rows_per_group /= 2;
     while (shared() > f.max_shared_memory && threads > 1) threads /= 2;

@@ -24,6 +24,7 @@
 #include <vector>
 
 #include "kernel_api.hpp"
+#include "mnemo/ops/dtype.hpp"
 
 namespace mnemo_vk {
 namespace {
@@ -90,6 +91,17 @@ Plan plan_for(const mnemo_node& n) {
     }
     p.bytes = std::max<uint64_t>(p.bytes, 16);  // F = 0 or k = 0 still get a (never written) h range
     return p;
+}
+
+// The refusal a user can act on (requantize with gate and up alike, or run on the CPU/CUDA).
+std::string refusal(const DeviceFeatures&, const mnemo_node& n) {
+    const int32_t gate_dt = n.inputs[3].dtype, up_dt = n.inputs[4].dtype;
+    if (n.n_inputs == 6 && gate_dt != up_dt && (dtype_is_quantized(gate_dt) || dtype_is_quantized(up_dt)))
+        return std::string("moe_ffn: gate (") + std::string(mnemo::dtype_name(static_cast<mnemo::DType>(gate_dt))) + ") and up (" +
+               std::string(mnemo::dtype_name(static_cast<mnemo::DType>(up_dt))) +
+               ") weights of different types, one block-quantized: the Vulkan up pass decodes both with one shader "
+               "variant (quantize them to the same type, or run on the CPU or CUDA backend)";
+    return "";
 }
 
 bool supports(const DeviceFeatures& f, const mnemo_node& n) {
@@ -268,7 +280,7 @@ void build(KernelBuilder& b) {
 }  // namespace
 
 void register_moe_kernels() {
-    register_kernel(MNEMO_OP_MOE_FFN, Kernel{supports, scratch_bytes, build, /*reads_quantized=*/true});
+    register_kernel(MNEMO_OP_MOE_FFN, Kernel{supports, scratch_bytes, build, /*reads_quantized=*/true, refusal});
 }
 
 }  // namespace mnemo_vk

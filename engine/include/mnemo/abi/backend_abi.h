@@ -41,6 +41,9 @@ typedef enum mnemo_device_type {
  * memory layers' value tables, of which a step reads only the selected rows. Implied by
  * MNEMO_CAP_HOST_MEMORY and MNEMO_CAP_IMPORT_HOST. */
 #define MNEMO_CAP_MAP_HOST (1u << 5)
+/* Block-quantized weights (q8_0, q4_0, q4_k, q5_k, q6_k) in MATMUL, GET_ROWS and the memory-layer
+ * and MoE ops that take weight tables, decoded by the kernels (docs/ops.md lists op by op). */
+#define MNEMO_CAP_QUANT (1u << 6)
 
 typedef struct mnemo_device_info {
     char name[128];        /* short, e.g. "AMD EPYC 7B13" */
