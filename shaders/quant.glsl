@@ -150,35 +150,104 @@ void q_oct(Weight row, uint k, out vec4 w0, out vec4 w1) {
     w1 = q_apply(s, q_codes(row, base, j + 4u));
 }
 
-#if Q_TYPE == 16 || Q_TYPE == 17
-// Whole blocks for the mat-vec (q8_0, q4_0: 32 weights under one f16 scale). A block at an even
-// byte p spans the Q_BLOCK_WORDS aligned words from p & ~3 (both alignments), so it is read in that
-// many word loads (5 for q4_0's 18 bytes, 9 for q8_0's 34) instead of two per quad, and the codes
-// are realigned in registers: Q_CODE_WORDS words of the block's bytes 2.. (its codes).
+// ------------------------------------------------------------------ wide chunks for the mat-vec
+// A lane decodes Q_WIDE_ELEMS consecutive weights at once (q8_0, q4_0: a whole block of 32; q4_k,
+// q5_k: the 64 weights of two sub-blocks, whose codes share their bytes): the chunk's bytes are
+// read in as few aligned word loads as they span (never a word holding none of them: it could lie
+// past the tensor), realigned in registers, and its scales worked out once, instead of a few
+// loads per quad. q6_k keeps the quad path (its 32-weight groups
+// draw on three arrays). Q_WIDE_WORDS words per row hold what the quads are decoded from.
+#if Q_TYPE == 16 || Q_TYPE == 17 || Q_TYPE == 18 || Q_TYPE == 19
+#define Q_WIDE 1
 #if Q_TYPE == 16
-const uint Q_BLOCK_WORDS = 9u, Q_CODE_WORDS = 8u;
+const uint Q_WIDE_ELEMS = 32u, Q_WIDE_WORDS = 8u;
+#elif Q_TYPE == 17
+const uint Q_WIDE_ELEMS = 32u, Q_WIDE_WORDS = 4u;
+#elif Q_TYPE == 18
+const uint Q_WIDE_ELEMS = 64u, Q_WIDE_WORDS = 8u;
 #else
-const uint Q_BLOCK_WORDS = 5u, Q_CODE_WORDS = 4u;
+const uint Q_WIDE_ELEMS = 64u, Q_WIDE_WORDS = 16u;  // 8 words of codes, 8 of fifth bits
 #endif
 
-// Block b of a row: its scale d and its code words.
-float q_block_load(Weight row, uint b, out uint code[Q_CODE_WORDS]) {
-    const uint p = row.first + b * Q_BLOCK_BYTES;
+// The word at byte p (even) of a row, from the aligned words lo (holding byte p & ~3) and hi.
+uint q_funnel(uint lo, uint hi, bool odd_half) { return odd_half ? (lo >> 16) | (hi << 16) : lo; }
+
+// N words from byte p (even) of a row into o[0..N-1]: N loads when p is word-aligned, N + 1
+// when it is not (never a word that holds none of the bytes: it could lie past the tensor).
+#define Q_READ_WORDS(N, row, p, o)                                                           \
+    {                                                                                        \
+        const uint a_ = (p) >> 2;                                                            \
+        const bool odd_ = ((p) & 2u) != 0u;                                                  \
+        uint w_[N + 1];                                                                      \
+        [[unroll]] for (uint i_ = 0u; i_ < N; ++i_) w_[i_] = Words((row).addr).v[a_ + i_];   \
+        w_[N] = odd_ ? Words((row).addr).v[a_ + N] : 0u;                                     \
+        [[unroll]] for (uint i_ = 0u; i_ < N; ++i_) o[i_] = q_funnel(w_[i_], w_[i_ + 1u], odd_); \
+    }
+
+#if Q_TYPE == 18 || Q_TYPE == 19
+// Scale and min of sub-block j (as q_scale_min) from the header words h1..h3 (the 12 packed bytes),
+// by shifts only: j is not known at compile time, and indexing a local array by it costs a CPU
+// implementation a trip through memory per lane.
+uvec2 q_hdr_scale_min(uint h1, uint h2, uint h3, uint j) {
+    const uint shift = 8u * (j & 3u);
+    const uint b1 = (h1 >> shift) & 0xFFu, b2 = (h2 >> shift) & 0xFFu, b3 = (h3 >> shift) & 0xFFu;
+    if (j < 4u) return uvec2(b1 & 63u, b2 & 63u);
+    return uvec2((b3 & 0x0Fu) | ((b1 >> 6) << 4), (b3 >> 4) | ((b2 >> 6) << 4));
+}
+#endif
+
+// Chunk c of a row: its words, and the scales its quads use ((a, b) of the first 32 weights in
+// .xy, of the next 32 in .zw; a weight is a * code - b).
+vec4 q_wide_load(Weight row, uint c, out uint words[Q_WIDE_WORDS]) {
+#if Q_TYPE == 16 || Q_TYPE == 17
+    // The block (2 + 4 * Q_WIDE_WORDS bytes) spans Q_WIDE_WORDS + 1 aligned words from its even
+    // start either way: f16 d, then the codes from byte 2.
+    const uint p = row.first + c * Q_BLOCK_BYTES;
     const uint a = p >> 2;
-    uint w[Q_BLOCK_WORDS];
-    [[unroll]] for (uint i = 0u; i < Q_BLOCK_WORDS; ++i) w[i] = Words(row.addr).v[a + i];
-    const bool odd_half = (p & 2u) != 0u;  // the block starts in the upper half of word 0
-    [[unroll]] for (uint i = 0u; i < Q_CODE_WORDS; ++i) code[i] = odd_half ? w[i + 1u] : (w[i] >> 16) | (w[i + 1u] << 16);
-    return half_to_f32(odd_half ? w[0] >> 16 : w[0]);
+    uint w[Q_WIDE_WORDS + 1u];
+    [[unroll]] for (uint i = 0u; i <= Q_WIDE_WORDS; ++i) w[i] = Words(row.addr).v[a + i];
+    const bool odd_half = (p & 2u) != 0u;  // the block starts in the upper half of w[0]
+    [[unroll]] for (uint i = 0u; i < Q_WIDE_WORDS; ++i) words[i] = odd_half ? w[i + 1u] : (w[i] >> 16) | (w[i + 1u] << 16);
+    const float d = half_to_f32(odd_half ? w[0] >> 16 : w[0]);
+    return vec4(d, 0.0, d, 0.0);
+#else
+    const uint per_block = Q_BLOCK_ELEMS / Q_WIDE_ELEMS;  // 4 chunks of 64 in a block of 256
+    const uint i = c % per_block;
+    const uint base = row.first + (c / per_block) * Q_BLOCK_BYTES;
+    uint h[4];  // d, dmin; 12 bytes of scales and mins
+    Q_READ_WORDS(4u, row, base, h)
+#if Q_TYPE == 18
+    Q_READ_WORDS(8u, row, base + 16u + 32u * i, words)
+#else
+    uint codes[8], high[8];
+    Q_READ_WORDS(8u, row, base + 48u + 32u * i, codes)
+    Q_READ_WORDS(8u, row, base + 16u, high)
+    [[unroll]] for (uint k = 0u; k < 8u; ++k) {
+        words[k] = codes[k];
+        words[8u + k] = high[k] >> (2u * i);  // bit 0: the fifth bit of the first 32, bit 1 the next
+    }
+#endif
+    const vec2 dm = unpack_half2(h[0]);  // d, dmin
+    const uvec2 s0 = q_hdr_scale_min(h[1], h[2], h[3], 2u * i), s1 = q_hdr_scale_min(h[1], h[2], h[3], 2u * i + 1u);
+    precise float a0 = dm.x * float(s0.x), b0 = dm.y * float(s0.y);
+    precise float a1 = dm.x * float(s1.x), b1 = dm.y * float(s1.y);
+    return vec4(a0, b0, a1, b1);
+#endif
 }
 
-// Weights 4i .. 4i+3 of a loaded block (i < 8).
-vec4 q_block_quad(uint code[Q_CODE_WORDS], float d, uint i) {
+// Weights 4q .. 4q+3 of a loaded chunk (q < Q_WIDE_ELEMS / 4).
+vec4 q_wide_quad(uint words[Q_WIDE_WORDS], vec4 scales, uint q) {
 #if Q_TYPE == 16
-    const ivec4 q = bytes_i(code[i]);
-#else  // q4_0: byte j holds weight j (low nibble) and j + 16 (high nibble)
-    const ivec4 q = ivec4(bytes_u((code[i & 3u] >> (i & 4u)) & 0x0F0F0F0Fu)) - 8;
+    return q_apply(scales.xy, bytes_i(words[q]));
+#elif Q_TYPE == 17  // byte j holds weight j (low nibble) and j + 16 (high nibble)
+    return q_apply(scales.xy, ivec4(bytes_u((words[q & 3u] >> (q & 4u)) & 0x0F0F0F0Fu)) - 8);
+#else  // the first 32 weights are the low nibbles of the 32 code bytes, the next 32 the high ones
+    const uint half_ = q / 8u, w = q % 8u;
+    uint codes = (words[w] >> (4u * half_)) & 0x0F0F0F0Fu;
+#if Q_TYPE == 19  // the fifth bit (qh, shifted to the chunk by q_wide_load)
+    codes |= ((words[8u + w] >> half_) & 0x01010101u) << 4;
 #endif
-    return q_apply(vec2(d, 0.0), q);
+    return q_apply(half_ == 0u ? scales.xy : scales.zw, ivec4(bytes_u(codes)));
+#endif
 }
 #endif

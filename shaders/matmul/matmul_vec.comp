@@ -13,9 +13,9 @@
 //   LOAD_WORD  16-bit W as one word (2 elements) per load, x as vec2: K even, `first` 0
 //   (neither)  one element per load through weight_at: any K, any `first`, any dtype
 //   Q_TYPE     a block-quantized W (quant.glsl), decoded to f32 in registers (each block read
-//              once): q8_0 and q4_0 a whole block of 32 per chunk (Q_WIDE: its 5 or 9 words in
-//              one go, then quad by quad against x), the K-quants 8 weights per chunk (two quads
-//              under one scale read). x in vec4s with X_VEC (x starts 16-byte aligned), else one
+//              once): with Q_WIDE (q8_0, q4_0: a block of 32; q4_k, q5_k: 64 weights) a chunk's
+//              words in one go, then quad by quad against x; q6_k 8 weights per chunk (two
+//              quads under one scale read). x in vec4s with X_VEC (x starts 16-byte aligned), else one
 //              float at a time. Per-lane loads are what a CPU implementation (lavapipe) pays
 //              for, and on a GPU fewer, wider loads are no worse.
 // W_F32 / W_F16 / W_BF16 fix the dtype of the VEC/WORD variants; the generic one reads it at
@@ -44,13 +44,9 @@ layout(push_constant) uniform Push {
     uint row_groups;  // workgroups per grid row (gl_NumWorkGroups.x)
 } pc;
 
-#if defined(Q_TYPE) && (Q_TYPE == 16 || Q_TYPE == 17)
-#define Q_WIDE 1
-#endif
-
 // Elements per load.
 #if defined(Q_WIDE)
-#define E 32
+#define E Q_WIDE_ELEMS
 #elif defined(LOAD_VEC) && defined(W_F32)
 #define E 4
 #elif defined(LOAD_VEC) || defined(Q_TYPE)
@@ -148,23 +144,23 @@ void main() {
     const uint chunks = pc.K / E;  // the host picks E dividing K
 #if defined(Q_WIDE)
     for (uint c = tid; c < chunks; c += WG) {
-        // Every row's block first, so the loads are in flight together; then quad by quad.
-        uint code[ROWS * Q_CODE_WORDS];
-        float d[ROWS];
+        // Every row's chunk first, so the loads are in flight together; then quad by quad.
+        uint words[ROWS * Q_WIDE_WORDS];
+        vec4 scales[ROWS];
         [[unroll]] for (uint r = 0; r < ROWS; ++r) {
-            uint t[Q_CODE_WORDS];
-            d[r] = q_block_load(wrow[r], c, t);
-            [[unroll]] for (uint i = 0; i < Q_CODE_WORDS; ++i) code[r * Q_CODE_WORDS + i] = t[i];
+            uint t[Q_WIDE_WORDS];
+            scales[r] = q_wide_load(wrow[r], c, t);
+            [[unroll]] for (uint i = 0; i < Q_WIDE_WORDS; ++i) words[r * Q_WIDE_WORDS + i] = t[i];
         }
-        [[unroll]] for (uint q = 0; q < 8u; ++q) {
+        [[unroll]] for (uint q = 0; q < E / 4u; ++q) {
             vec4 wq[ROWS];
             [[unroll]] for (uint r = 0; r < ROWS; ++r) {
-                uint t[Q_CODE_WORDS];
-                [[unroll]] for (uint i = 0; i < Q_CODE_WORDS; ++i) t[i] = code[r * Q_CODE_WORDS + i];
-                wq[r] = q_block_quad(t, d[r], q);
+                uint t[Q_WIDE_WORDS];
+                [[unroll]] for (uint i = 0; i < Q_WIDE_WORDS; ++i) t[i] = words[r * Q_WIDE_WORDS + i];
+                wq[r] = q_wide_quad(t, scales[r], q);
             }
             [[unroll]] for (uint n = 0; n < NX; ++n) {
-                const vec4 xv = load_x_quad(xrow[n], 8u * c + q);
+                const vec4 xv = load_x_quad(xrow[n], (E / 4u) * c + q);
                 [[unroll]] for (uint r = 0; r < ROWS; ++r) {
                     float s = acc[n * ROWS + r];
                     s = fma(xv.x, wq[r].x, s);
