@@ -152,12 +152,11 @@ void q_oct(Weight row, uint k, out vec4 w0, out vec4 w1) {
 
 // ------------------------------------------------------------------ wide chunks for the mat-vec
 // A lane decodes Q_WIDE_ELEMS consecutive weights at once (q8_0, q4_0: a whole block of 32; q4_k,
-// q5_k: the 64 weights of two sub-blocks, whose codes share their bytes): the chunk's bytes are
+// q5_k: the 64 weights of two sub-blocks, whose codes share their bytes; q6_k: a group of 32
+// under two scales, its low and high bits from two arrays): the chunk's bytes are
 // read in as few aligned word loads as they span (never a word holding none of them: it could lie
 // past the tensor), realigned in registers, and its scales worked out once, instead of a few
-// loads per quad. q6_k keeps the quad path (its 32-weight groups
-// draw on three arrays). Q_WIDE_WORDS words per row hold what the quads are decoded from.
-#if Q_TYPE == 16 || Q_TYPE == 17 || Q_TYPE == 18 || Q_TYPE == 19
+// loads per quad. Q_WIDE_WORDS words per row hold what the quads are decoded from.
 #define Q_WIDE 1
 #if Q_TYPE == 16
 const uint Q_WIDE_ELEMS = 32u, Q_WIDE_WORDS = 8u;
@@ -165,8 +164,10 @@ const uint Q_WIDE_ELEMS = 32u, Q_WIDE_WORDS = 8u;
 const uint Q_WIDE_ELEMS = 32u, Q_WIDE_WORDS = 4u;
 #elif Q_TYPE == 18
 const uint Q_WIDE_ELEMS = 64u, Q_WIDE_WORDS = 8u;
-#else
+#elif Q_TYPE == 19
 const uint Q_WIDE_ELEMS = 64u, Q_WIDE_WORDS = 16u;  // 8 words of codes, 8 of fifth bits
+#else
+const uint Q_WIDE_ELEMS = 32u, Q_WIDE_WORDS = 16u;  // 8 words of low 4 bits, 8 of top 2 bits
 #endif
 
 // The word at byte p (even) of a row, from the aligned words lo (holding byte p & ~3) and hi.
@@ -210,6 +211,23 @@ vec4 q_wide_load(Weight row, uint c, out uint words[Q_WIDE_WORDS]) {
     [[unroll]] for (uint i = 0u; i < Q_WIDE_WORDS; ++i) words[i] = odd_half ? w[i + 1u] : (w[i] >> 16) | (w[i + 1u] << 16);
     const float d = half_to_f32(odd_half ? w[0] >> 16 : w[0]);
     return vec4(d, 0.0, d, 0.0);
+#elif Q_TYPE == 20
+    // Group g = 4h + k of a block: weights 128h + 32k + l take their low 4 bits from ql[64h + l +
+    // 32(k & 1)] (nibble k >> 1), their top 2 from bits 2k of qh[32h + l], and scale sc[8h + 2k +
+    // l / 16]; both sets of bits are moved into place here, once.
+    const uint g = c % 8u, h = g / 4u, k = g % 4u;
+    const uint base = row.first + (c / 8u) * Q_BLOCK_BYTES;
+    uint lo[8], hi[8];
+    Q_READ_WORDS(8u, row, base + 64u * h + 32u * (k & 1u), lo)
+    Q_READ_WORDS(8u, row, base + 128u + 32u * h, hi)
+    [[unroll]] for (uint q = 0u; q < 8u; ++q) {
+        words[q] = (lo[q] >> (4u * (k >> 1))) & 0x0F0F0F0Fu;
+        words[8u + q] = ((hi[q] >> (2u * k)) & 0x03030303u) << 4;
+    }
+    const uint sc = q_u16(row, (c / 8u) * Q_BLOCK_BYTES + 192u + 8u * h + 2u * k);  // two int8
+    const float d = q_f16(row, (c / 8u) * Q_BLOCK_BYTES + 208u);
+    precise float a0 = d * float(int(sc << 24) >> 24), a1 = d * float(int(sc << 16) >> 24);
+    return vec4(a0, 0.0, a1, 0.0);
 #else
     const uint per_block = Q_BLOCK_ELEMS / Q_WIDE_ELEMS;  // 4 chunks of 64 in a block of 256
     const uint i = c % per_block;
@@ -241,6 +259,8 @@ vec4 q_wide_quad(uint words[Q_WIDE_WORDS], vec4 scales, uint q) {
     return q_apply(scales.xy, bytes_i(words[q]));
 #elif Q_TYPE == 17  // byte j holds weight j (low nibble) and j + 16 (high nibble)
     return q_apply(scales.xy, ivec4(bytes_u((words[q & 3u] >> (q & 4u)) & 0x0F0F0F0Fu)) - 8);
+#elif Q_TYPE == 20  // quads 0-3 under the group's first scale, 4-7 under its second
+    return q_apply(q < 4u ? scales.xy : scales.zw, ivec4(bytes_u(words[q] | words[8u + q])) - 32);
 #else  // the first 32 weights are the low nibbles of the 32 code bytes, the next 32 the high ones
     const uint half_ = q / 8u, w = q % 8u;
     uint codes = (words[w] >> (4u * half_)) & 0x0F0F0F0Fu;
@@ -250,4 +270,3 @@ vec4 q_wide_quad(uint words[Q_WIDE_WORDS], vec4 scales, uint q) {
     return q_apply(half_ == 0u ? scales.xy : scales.zw, ivec4(bytes_u(codes)));
 #endif
 }
-#endif

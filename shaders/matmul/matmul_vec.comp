@@ -13,9 +13,8 @@
 //   LOAD_WORD  16-bit W as one word (2 elements) per load, x as vec2: K even, `first` 0
 //   (neither)  one element per load through weight_at: any K, any `first`, any dtype
 //   Q_TYPE     a block-quantized W (quant.glsl), decoded to f32 in registers (each block read
-//              once): with Q_WIDE (q8_0, q4_0: a block of 32; q4_k, q5_k: 64 weights) a chunk's
-//              words in one go, then quad by quad against x; q6_k 8 weights per chunk (two
-//              quads under one scale read). x in vec4s with X_VEC (x starts 16-byte aligned), else one
+//              once): a wide chunk per load (Q_WIDE: q8_0, q4_0 a block of 32; q4_k, q5_k 64
+//              weights; q6_k a group of 32), its words in one go, then quad by quad against x. x in vec4s with X_VEC (x starts 16-byte aligned), else one
 //              float at a time. Per-lane loads are what a CPU implementation (lavapipe) pays
 //              for, and on a GPU fewer, wider loads are no worse.
 // W_F32 / W_F16 / W_BF16 fix the dtype of the VEC/WORD variants; the generic one reads it at
@@ -49,7 +48,7 @@ layout(push_constant) uniform Push {
 #define E Q_WIDE_ELEMS
 #elif defined(LOAD_VEC) && defined(W_F32)
 #define E 4
-#elif defined(LOAD_VEC) || defined(Q_TYPE)
+#elif defined(LOAD_VEC)
 #define E 8
 #elif defined(LOAD_WORD)
 #define E 2
@@ -64,11 +63,6 @@ shared float red[NX * ROWS * WG];
 void load_w(Weight row, uint c, out float v[E]) {
 #if defined(Q_WIDE)
     // (not used: the Q_WIDE loop in main() decodes quad by quad)
-#elif defined(Q_TYPE)
-    vec4 a, b;
-    q_oct(row, 8u * c, a, b);
-    v[0] = a.x; v[1] = a.y; v[2] = a.z; v[3] = a.w;
-    v[4] = b.x; v[5] = b.y; v[6] = b.z; v[7] = b.w;
 #elif defined(LOAD_VEC) && defined(W_F32)
     const vec4 q = Vec4s(row.addr).v[c];
     v[0] = q.x; v[1] = q.y; v[2] = q.z; v[3] = q.w;
@@ -97,10 +91,8 @@ vec4 load_x_quad(uvec2 row, uint q) {
 
 // Chunk c of a row of x.
 void load_x(uvec2 row, uint c, out float v[E]) {
-#if defined(Q_TYPE)
-    const vec4 a = load_x_quad(row, 2u * c), b = load_x_quad(row, 2u * c + 1u);
-    v[0] = a.x; v[1] = a.y; v[2] = a.z; v[3] = a.w;
-    v[4] = b.x; v[5] = b.y; v[6] = b.z; v[7] = b.w;
+#if defined(Q_WIDE)
+    // (not used: the Q_WIDE loop reads x a quad at a time, load_x_quad)
 #elif E == 8
     const vec4 a = Vec4s(row).v[2u * c], b = Vec4s(row).v[2u * c + 1u];
     v[0] = a.x; v[1] = a.y; v[2] = a.z; v[3] = a.w;

@@ -90,15 +90,15 @@ void build_vec(KernelBuilder& b, const Shape& s) {
     // The widest load every row start of W and x is aligned for: 16 bytes when rows are a
     // multiple of 16 bytes and both tensors start 16-byte aligned; for 16-bit weights one word
     // (2 elements) when K is even and W starts on a word; one element otherwise.
-    // A block-quantized W is decoded a block of 32 (q8_0, q4_0), 64 weights (q4_k, q5_k) or 8
-    // (q6_k) per load, at any alignment; x in vec4s when it starts 16-byte aligned (K is a multiple of 32).
+    // A block-quantized W is decoded a block of 32 (q8_0, q4_0), 64 weights (q4_k, q5_k) or a
+    // 32-weight group (q6_k) per load, at any alignment; x in vec4s when it starts 16-byte aligned (K is a multiple of 32).
     const uint64_t w_start = KernelBuilder::address(w);
     std::string variant = "matmul_vec_";
     uint32_t per_load = 1;
     if (dtype_is_quantized(dt)) {
         variant += quant_tag(dt);
         if (p.x % 16 == 0) variant += "_xvec";
-        per_load = dt == MNEMO_DTYPE_Q8_0 || dt == MNEMO_DTYPE_Q4_0 ? 32 : dt == MNEMO_DTYPE_Q6_K ? 8 : 64;  // quant.glsl's Q_WIDE_ELEMS
+        per_load = dt == MNEMO_DTYPE_Q4_K || dt == MNEMO_DTYPE_Q5_K ? 64 : 32;  // quant.glsl's Q_WIDE_ELEMS
     } else if (const uint64_t esize = dtype_bytes(dt); (s.k * esize) % 16 == 0 && w_start % 16 == 0 && p.x % 16 == 0) {
         variant += std::string(dtype_tag(dt)) + "_vec";
         per_load = static_cast<uint32_t>(16 / esize);
