@@ -42,7 +42,7 @@ int cmd_export(int argc, char** argv) {
         const float* v = bank->vector(id);
         w.vector.assign(v, v + spec.retrieval_dim);
         memories.push_back(std::move(w));
-        refs.push_back({bank->reference(id).tokens, bank->reference(id).text});
+        refs.push_back({bank->reference(id).tokens, bank->reference(id).text, bank->reference(id).doc_id});
     }
     write_memory_folder(out, bank->model(), memories, refs, force, &bank->codec());
     std::fprintf(stderr, "export: bank '%s' version %llu (%llu memories) -> %s\n", bank_dir.c_str(),
