@@ -30,6 +30,7 @@ namespace {
 const std::string kTitle = "\x1b[31mAmber\nreferences read (0):\xE2\x80\xAE" "txt.exe";
 const std::string kSource = "file\x1b]0;owned\x07.txt";
 const std::string kFailure = "\x1b[2J\nmnemo: all good";
+const std::string kDocId = "notes\x1b[1m.md";
 
 class ChattyKnowledgeBase final : public kbv1::KnowledgeBase::Service {
 public:
@@ -58,6 +59,8 @@ public:
         h->set_score(1.0f);
         h->set_title(kTitle);
         h->set_source(kSource);
+        h->set_doc_id(kDocId);
+        h->set_doc_version(4);
         reply->mutable_retrieval()->set_bank_version(1);
         if (req->have_ids().empty()) {
             kbv1::MemoryRecord* r = reply->add_records();
@@ -105,10 +108,12 @@ bool has_raw_controls(const std::string& out) {
            out.find("\xE2\x80\xAE") != std::string::npos;
 }
 
+// The reference line names the document and the bank version that added its text (Hit.doc_id,
+// doc_version), escaped like the rest.
 TEST_F(KbCliText, TitlesAndSourcesFromTheServerAreEscaped) {
     const auto r = ask(false);
     EXPECT_TRUE(exited_with(r, 0, {"references read (1, from knowledge server",
-                                   "  #0 \\e[31mAmber\\nreferences read (0):\\u{202E}txt.exe  (file\\e]0;owned\\x07.txt)\n"}));
+                                   "  #0 \\e[31mAmber\\nreferences read (0):\\u{202E}txt.exe  (file\\e]0;owned\\x07.txt)  [doc notes\\e[1m.md v4]\n"}));
     EXPECT_FALSE(has_raw_controls(r.output)) << r.output;
 }
 

@@ -252,7 +252,8 @@ TEST_F(KbGrpcEndToEnd, MnemoRunWithKbAndItsErrors) {
     const std::string token = " --kb-token-file " + shell_quote((root_ / "token.txt").string());
 
     EXPECT_TRUE(exited_with(run_program("mnemo", common + token + ca, 60), 0, {"kb"}));
-    // `mnemo eval --kb` names, per item, the bank's records its generation read, with their titles.
+    // `mnemo eval --kb` names, per item, the bank's records its generation read, with their titles
+    // and documents.
     std::ofstream(root_ / "qa.jsonl") << "{\"question\": \"memory river bank\", \"answer\": \"stone\"}\n"
                                       << "{\"prompt\": \"alpha beta gamma delta river\", \"completion\": \"ocean\"}\n";
     const std::string items = (root_ / "items.jsonl").string(), report = (root_ / "report.json").string();
@@ -272,6 +273,11 @@ TEST_F(KbGrpcEndToEnd, MnemoRunWithKbAndItsErrors) {
         for (const json::Value& ref : item.find("references")->as_array()) {
             const json::Value* title = ref.find("title");
             EXPECT_TRUE(title != nullptr && !title->as_string().empty()) << line;
+            // ... and the document each is a piece of, with the bank version that added it.
+            const json::Value* doc_id = ref.find("doc_id");
+            EXPECT_TRUE(doc_id != nullptr && !doc_id->as_string().empty()) << line;
+            const json::Value* doc_version = ref.find("doc_version");
+            EXPECT_TRUE(doc_version != nullptr && doc_version->as_int() == 1) << line;
         }
     }
     EXPECT_EQ(n_items, 2);

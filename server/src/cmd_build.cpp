@@ -77,6 +77,9 @@ std::string report_json(const std::string& bank, const BankBuildReport& r) {
         .key("references").value(r.references)
         .key("tokens").value(r.tokens)
         .key("total_records").value(r.total_records)
+        .key("replaced_documents").value(r.replaced_documents)
+        .key("retired_records").value(r.retired_records)
+        .key("retired_total").value(r.retired_total)
         .key("batches").value(r.batches)
         .key("resumed_batches").value(r.resumed_batches)
         .key("codec_trained").value(r.codec_trained)
@@ -112,7 +115,9 @@ int run_bank_command(int argc, char** argv, bool add) {
                      add ? "mnemo-kb add BANK CORPUS -m MODEL_DIR [options]"
                          : "mnemo-kb build CORPUS -m MODEL_DIR -o BANK [options]",
                      add ? "Memorize CORPUS with the bank's model and codec and publish a new version of BANK holding its old "
-                           "records and the new ones. CORPUS: a folder of .txt/.md files or a .jsonl file (server/README.md)."
+                           "records and the new ones. A document whose id the bank already holds replaces it: the old "
+                           "document's records are retired in the new version. CORPUS: a folder of .txt/.md files or a "
+                           ".jsonl file (server/README.md)."
                          : "Memorize every reference of CORPUS with the model, train the VQ codec on the memories (or reuse "
                            "one with --codec-from), and publish a bank in BANK for `mnemo-kb serve`. CORPUS: a folder of "
                            ".txt/.md files or a .jsonl file (server/README.md). An interrupted build resumes from its "
@@ -186,6 +191,10 @@ int run_bank_command(int argc, char** argv, bool add) {
                     bank.c_str(), static_cast<unsigned long long>(r.version), static_cast<unsigned long long>(r.references),
                     static_cast<unsigned long long>(r.documents), static_cast<unsigned long long>(r.tokens),
                     static_cast<unsigned long long>(r.total_records));
+        if (r.replaced_documents)
+            std::printf("  replaced %llu documents: %llu old records retired (%llu retired in all; `mnemo-kb compact` drops them)\n",
+                        static_cast<unsigned long long>(r.replaced_documents), static_cast<unsigned long long>(r.retired_records),
+                        static_cast<unsigned long long>(r.retired_total));
         std::printf("  codec %s / %s (%s); records %llu B vs %llu B f32 (%.2fx); %llu bytes written\n", r.key_factory.c_str(),
                     r.value_factory.c_str(), r.codec_trained ? "trained" : "reused", static_cast<unsigned long long>(r.record_bytes),
                     static_cast<unsigned long long>(r.record_bytes_f32), r.ratio(), static_cast<unsigned long long>(r.bytes_written));

@@ -28,19 +28,25 @@ int cmd_export(int argc, char** argv) {
 
     const auto bank = Bank::open(open_folder_storage(bank_dir, false));
     const MemorySpec& spec = bank->model().spec;
-    std::vector<WrittenMemory> memories(bank->count());
-    std::vector<MemoryReference> refs(bank->count());
+    // The live records only, renumbered 0.. in their order (as `compact` would): a memory folder
+    // has no retired records, and ranks as the bank does.
+    std::vector<WrittenMemory> memories;
+    std::vector<MemoryReference> refs;
     for (uint32_t id = 0; id < bank->count(); ++id) {
+        if (bank->retired(id)) continue;
         const std::string rec = bank->record(id);
-        memories[id].memory = *decode_memory_record(reinterpret_cast<const uint8_t*>(rec.data()), rec.size(), id, spec, &bank->codec(),
-                                                    "bank '" + bank_dir + "': record " + std::to_string(id));
+        WrittenMemory w;
+        w.memory = *decode_memory_record(reinterpret_cast<const uint8_t*>(rec.data()), rec.size(), id, spec, &bank->codec(),
+                                         "bank '" + bank_dir + "': record " + std::to_string(id));
+        w.memory.id = static_cast<uint32_t>(memories.size());
         const float* v = bank->vector(id);
-        memories[id].vector.assign(v, v + spec.retrieval_dim);
-        refs[id] = {bank->reference(id).tokens, bank->reference(id).text};
+        w.vector.assign(v, v + spec.retrieval_dim);
+        memories.push_back(std::move(w));
+        refs.push_back({bank->reference(id).tokens, bank->reference(id).text, bank->reference(id).doc_id});
     }
     write_memory_folder(out, bank->model(), memories, refs, force, &bank->codec());
     std::fprintf(stderr, "export: bank '%s' version %llu (%llu memories) -> %s\n", bank_dir.c_str(),
-                 static_cast<unsigned long long>(bank->version()), static_cast<unsigned long long>(bank->count()), out.c_str());
+                 static_cast<unsigned long long>(bank->version()), static_cast<unsigned long long>(memories.size()), out.c_str());
     return 0;
 }
 

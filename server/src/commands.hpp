@@ -8,6 +8,9 @@ int cmd_compress(int argc, char** argv);
 int cmd_build(int argc, char** argv);
 int cmd_add(int argc, char** argv);
 int cmd_export(int argc, char** argv);
+int cmd_delete(int argc, char** argv);
+int cmd_compact(int argc, char** argv);
+int cmd_documents(int argc, char** argv);
 #ifdef MNEMO_KB_SERVE
 int cmd_serve(int argc, char** argv);  // src/serve/cmd_serve.cpp
 int cmd_token(int argc, char** argv);  // src/serve/cmd_token.cpp

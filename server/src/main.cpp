@@ -10,7 +10,10 @@ using mnemo::app::Command;
 const Command kCommands[] = {
     {"compress", mnemo::kb::cmd_compress, "train a VQ codec on a memory folder and write its memories as codes"},
     {"build", mnemo::kb::cmd_build, "memorize a corpus into a new bank (codec, records, retrieval index)"},
-    {"add", mnemo::kb::cmd_add, "memorize a corpus into a new version of a bank, with its codec"},
+    {"add", mnemo::kb::cmd_add, "memorize a corpus into a new version of a bank, with its codec (a known doc_id replaces its document)"},
+    {"delete", mnemo::kb::cmd_delete, "publish a new version of a bank without some documents (by doc_id)"},
+    {"compact", mnemo::kb::cmd_compact, "publish a new version of a bank whose segments no longer hold retired records"},
+    {"documents", mnemo::kb::cmd_documents, "list a bank's documents with their versions"},
     {"export", mnemo::kb::cmd_export, "write a bank's current version as a compressed memory folder (mnemo run --memories)"},
 #ifdef MNEMO_KB_SERVE
     {"serve", mnemo::kb::cmd_serve, "serve a bank over gRPC with TLS and access tokens (docs/kb-protocol.md)"},

@@ -29,6 +29,7 @@ BankShape fuzz_bank(bool tokenizer) {
     s.version = 3;
     s.retrieval_dim = 4;
     s.count = 100;
+    s.retired = [](uint32_t id) { return id % 7 == 3; };  // some records of replaced documents
     s.has_tokenizer = tokenizer;
     s.key_codebook_sha256 = std::string(64, 'a');
     s.value_codebook_sha256 = std::string(64, 'b');
@@ -78,7 +79,18 @@ void check_fetch_once(const v1::FetchRequest& r, const BankShape& bank, const Se
     if (!s.ok()) return;
     if (r.ids_size() == 0 || static_cast<uint32_t>(r.ids_size()) > limits.max_ids_per_request) std::abort();
     for (uint32_t id : r.ids())
-        if (id >= bank.count) std::abort();
+        if (id >= bank.count || bank.retired(id)) std::abort();
+}
+
+void check_info_once(const v1::InfoRequest& r, const ServeLimits& limits) {
+    const grpc::Status s = check_info(r, limits);
+    if (s.error_code() != StatusCode::OK && s.error_code() != StatusCode::INVALID_ARGUMENT) std::abort();
+    if (!s.ok() && s.error_message().empty()) std::abort();
+    if (!s.ok()) return;
+    if (static_cast<uint32_t>(r.doc_ids_size()) > limits.max_ids_per_request) std::abort();
+    if (r.list_documents() > ServeLimits::kMaxListDocuments) std::abort();
+    for (const std::string& id : r.doc_ids())
+        if (!mnemo::is_valid_utf8(id)) std::abort();
 }
 
 void check_codebook_once(const v1::CodebookRequest& r, const BankShape& bank) {
@@ -112,6 +124,6 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     v1::CodebookRequest codebook;
     if (decode_agrees(msg, n, codebook)) check_codebook_once(codebook, bank);
     v1::InfoRequest info;
-    decode_agrees(msg, n, info);
+    if (decode_agrees(msg, n, info)) check_info_once(info, limits);
     return 0;
 }

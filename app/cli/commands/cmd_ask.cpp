@@ -70,9 +70,14 @@ int cmd_ask(int argc, char** argv) {
         const std::vector<RetrievedReference> read = distinct_references(recorder->take(0));
         std::printf("references read (%zu, from %s):\n", read.size(), printable(attached.source->describe()).c_str());
         for (const RetrievedReference& u : read) {
-            if (u.title.empty()) std::printf("  #%u\n", u.id);
-            else std::printf("  #%u %s%s%s\n", u.id, printable(u.title).c_str(), u.source.empty() ? "" : "  (",
-                             u.source.empty() ? "" : (printable(u.source) + ")").c_str());
+            // "  #12 Title  (source)  [doc e0 v3]": the document and the bank version that added
+            // its text, so a corrected document shows which text the answer read.
+            std::string doc;
+            if (!u.doc_id.empty())
+                doc = "  [doc " + printable(u.doc_id) + (u.doc_version ? " v" + std::to_string(u.doc_version) : std::string()) + "]";
+            if (u.title.empty()) std::printf("  #%u%s\n", u.id, doc.c_str());
+            else std::printf("  #%u %s%s%s%s\n", u.id, printable(u.title).c_str(), u.source.empty() ? "" : "  (",
+                             u.source.empty() ? "" : (printable(u.source) + ")").c_str(), doc.c_str());
         }
     } else {
         std::printf("(no explicit memories: the answer comes from the model's weights alone)\n");

@@ -137,6 +137,8 @@ std::string eval_items_jsonl(const std::vector<EvalOutcome>& outcomes) {
             w.begin_object().key("id").value(static_cast<uint64_t>(r.id));
             if (!r.title.empty()) w.key("title").value(r.title);
             if (!r.source.empty()) w.key("source").value(r.source);
+            if (!r.doc_id.empty()) w.key("doc_id").value(r.doc_id);
+            if (r.doc_version) w.key("doc_version").value(r.doc_version);
             w.end_object();
         }
         w.end_array();

@@ -42,6 +42,8 @@ std::vector<RetrievedReference> references_of(const google::protobuf::RepeatedPt
         r.text = h.text();
         r.title = h.title();
         r.source = h.source();
+        r.doc_id = h.doc_id();
+        r.doc_version = h.doc_version();
         out.push_back(std::move(r));
     }
     return out;

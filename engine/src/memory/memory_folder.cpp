@@ -133,11 +133,11 @@ void write_memory_folder(const std::string& dir, const MemoryFolderModel& model,
         put_floats(vec, memories[i].vector);
         std::vector<json::Value> toks;
         for (int32_t t : references[i].tokens) toks.push_back(num(t));
-        refs += json::Value::make_object({{"id", num(static_cast<int64_t>(i))},
-                                          {"tokens", json::Value::make_array(std::move(toks))},
-                                          {"text", json::Value::make_string(references[i].text)}})
-                    .dump() +
-                "\n";
+        std::vector<std::pair<std::string, json::Value>> line = {{"id", num(static_cast<int64_t>(i))},
+                                                                 {"tokens", json::Value::make_array(std::move(toks))},
+                                                                 {"text", json::Value::make_string(references[i].text)}};
+        if (!references[i].doc_id.empty()) line.emplace_back("doc_id", json::Value::make_string(references[i].doc_id));
+        refs += json::Value::make_object(std::move(line)).dump() + "\n";
     }
     std::vector<std::pair<std::string, json::Value>> fields = {{"format", json::Value::make_string("mnemo-memories")},
                                                                {"version", num(kVersion)},
@@ -289,6 +289,7 @@ Folder open_folder(const std::string& dir) {
         MemoryReference r;
         r.tokens = int_list(v, "tokens", lwhere);
         r.text = string_member(v, "text", lwhere);
+        if (v.find("doc_id")) r.doc_id = string_member(v, "doc_id", lwhere);  // optional: older folders have none
         f.refs.push_back(std::move(r));
     }
     return f;

@@ -31,7 +31,10 @@ std::vector<std::shared_ptr<const ExplicitMemory>> RetrievalRecorder::retrieve(c
         if (d != described.end()) r = *d;
         r.id = memory->id;
         r.chunk = chunk;
-        if (folder_ && memory->id < folder_->size()) r.text = folder_->reference(memory->id).text;
+        if (folder_ && memory->id < folder_->size()) {
+            r.text = folder_->reference(memory->id).text;
+            r.doc_id = folder_->reference(memory->id).doc_id;
+        }
         seq.references.push_back(std::move(r));
     }
     return got;

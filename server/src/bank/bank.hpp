@@ -5,7 +5,9 @@
 //   - the key and value codebooks (canonical bytes, by SHA-256);
 //   - the retrieval index: every record's retrieval vector (searched with FAISS, inner product)
 //     and BM25 over the references' token ids; hybrid = reciprocal rank fusion;
-//   - the reference texts with their title, source and document id;
+//   - the reference texts with their title, source, document id and document version;
+//   - retired records: references of documents that were replaced or deleted, still stored in
+//     their segments until `compact`, never retrieved or served (bank_retired.hpp);
 //   - optionally the model's tokenizer (text queries);
 //   - a manifest naming all of the above with hashes, the model facts and fingerprint, counts and
 //     the version; the pointer "CURRENT" names the published manifest.
@@ -19,6 +21,7 @@
 #include <string>
 #include <vector>
 
+#include "bank_documents.hpp"
 #include "bank_storage.hpp"
 #include "mnemo/error.hpp"
 #include "mnemo/memory/memory_record.hpp"
@@ -34,6 +37,9 @@ struct BankReference {
     std::string title;
     std::string source;
     std::string doc_id;
+    // The bank version in which this document's text was added (`build`/`add`); 0 when a bank
+    // written before document versions does not say (server/README.md, "Document versions").
+    uint64_t doc_version = 0;
     std::vector<int32_t> tokens;  // the model's token ids of `text` (what BM25 counts)
 };
 
@@ -74,21 +80,32 @@ public:
     virtual const MemoryCodec& codec() const = 0;
     // The canonical bytes of the keys' or values' codebook with this SHA-256, or nullptr.
     virtual const std::vector<uint8_t>* codebook_bytes(const std::string& sha256) const = 0;
+    // Record ids are 0..count()-1, retired ones included; count() - retired_count() are served.
     virtual uint64_t count() const = 0;
     virtual uint64_t record_bytes() const = 0;
     virtual uint32_t segments() const = 0;
     // The bank's tokenizer (for text queries), or nullptr when the bank holds none.
     virtual const Tokenizer* tokenizer() const = 0;
 
-    // Best first, at most q.k; equal scores go to the lower id. Vector only: inner product.
+    // Whether record `id` is retired in this version (its document was replaced or deleted):
+    // retrieve() never returns it, record() refuses it. False for ids >= count().
+    virtual bool retired(uint32_t id) const = 0;
+    virtual uint64_t retired_count() const = 0;
+    // The live documents (doc_id, version, live record ids), sorted by doc_id.
+    virtual const BankDocuments& documents() const = 0;
+
+    // Best first, at most q.k; equal scores go to the lower id. Retired records are not in the
+    // indexes at all (BM25's document count and average length are the live records'), so a
+    // version ranks exactly as its compacted successor does, ids aside. Vector only: inner product.
     // Tokens only: BM25 (references sharing no term are not returned). Both: reciprocal rank
     // fusion of the two rankings, sum 1 / (60 + rank), rank from 1. Throws mnemo::Error on a
     // vector of the wrong length or with a non-finite value, QueryStopped when q.should_stop says
     // so. The source filter costs one hash lookup per reference, whatever the number of sources.
     virtual std::vector<BankHit> retrieve(const BankQuery& q) const = 0;
     // Record `id`'s bytes as stored (CRC checked here too: a damaged record is an error, never
-    // served). Throws mnemo::Error when id >= count().
+    // served). Throws mnemo::Error when id >= count() or the record is retired.
     virtual std::string record(uint32_t id) const = 0;
+    // Reference `id`'s text and document, retired ones included (compact and tools read them).
     virtual const BankReference& reference(uint32_t id) const = 0;
     // Record `id`'s retrieval vector (model().spec.retrieval_dim floats). Throws when id >= count().
     virtual const float* vector(uint32_t id) const = 0;

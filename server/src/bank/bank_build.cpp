@@ -7,6 +7,7 @@
 #include <filesystem>
 
 #include "bank.hpp"
+#include "bank_documents.hpp"
 #include "bank_staging.hpp"
 #include "bank_writer.hpp"
 #include "corpus.hpp"
@@ -108,6 +109,27 @@ BankBuildReport build_bank(Session& session, const BankBuildOptions& o) {
     }
     note("corpus '" + printable(o.corpus) + "': " + std::to_string(docs.size()) + " documents, " + std::to_string(refs.size()) + " references, " +
          std::to_string(r.tokens) + " tokens");
+    // add: a document whose doc_id the bank holds replaces it (its live records are retired in
+    // the new version). Known before any memorizing is spent, so a refusal costs nothing.
+    std::vector<uint32_t> retire;
+    if (o.add) {
+        std::vector<bool> has_text(docs.size(), false);
+        for (const CorpusReference& ref : refs) has_text[ref.document] = true;
+        for (size_t d = 0; d < docs.size(); ++d) {
+            const BankDocument* old = reuse->documents().find(docs[d].doc_id);
+            if (!old) continue;
+            if (!has_text[d])
+                throw Error("corpus '" + printable(o.corpus) + "': document '" + printable(docs[d].doc_id, 200) +
+                            "' has no text, so it would replace version " + std::to_string(old->version) +
+                            " of that document with nothing; use `mnemo-kb delete` to retire a document");
+            retire.insert(retire.end(), old->ids.begin(), old->ids.end());
+            ++r.replaced_documents;
+        }
+        r.retired_records = retire.size();
+        if (r.replaced_documents)
+            note("replacing " + std::to_string(r.replaced_documents) + " documents of version " + std::to_string(reuse->version()) + " (" +
+                 std::to_string(retire.size()) + " records retired)");
+    }
 
     // Memorize, batch by batch, each checkpointed before the next starts.
     const std::string key = staging_key(model.fingerprint, o.batch, tokens);
@@ -184,6 +206,7 @@ BankBuildReport build_bank(Session& session, const BankBuildOptions& o) {
     vs.value_factory = r.value_factory;
     vs.tokenizer_files = tokenizer_files(o.model_dir);
     vs.segment_records = o.segment_records;
+    vs.retire = std::move(retire);
     const WrittenVersion wv = write_bank_version(st, vs, rec);
     if (o.progress) o.progress("write", 1, 1);
     remove_staging(st);  // only now: a crash before publishing resumes from the checkpoints
@@ -191,6 +214,7 @@ BankBuildReport build_bank(Session& session, const BankBuildOptions& o) {
 
     r.version = wv.manifest.version;
     r.total_records = wv.manifest.count;
+    for (const IdRange& x : wv.manifest.retired) r.retired_total += x.count;
     r.record_bytes = wv.manifest.record_bytes;
     r.record_bytes_f32 = memory_record_bytes(spec, nullptr);
     r.bytes_written = wv.bytes_written;

@@ -39,7 +39,10 @@ struct BankBuildReport {
     uint64_t documents = 0;
     uint64_t references = 0;  // new records
     uint64_t tokens = 0;
-    uint64_t total_records = 0;
+    uint64_t total_records = 0;   // record ids of the new version, retired ones included
+    uint64_t replaced_documents = 0;  // add: documents of the bank this corpus replaced
+    uint64_t retired_records = 0;     // add: their records, retired by this version
+    uint64_t retired_total = 0;       // retired records of the new version (before `compact`)
     uint64_t batches = 0;
     uint64_t resumed_batches = 0;  // read back from checkpoints instead of memorized
     std::string key_factory, value_factory;
@@ -52,6 +55,8 @@ struct BankBuildReport {
     double ratio() const { return record_bytes ? static_cast<double>(record_bytes_f32) / static_cast<double>(record_bytes) : 0; }
 };
 
+// add: a corpus document whose doc_id is a live document of the bank replaces it (its records are
+// retired in the new version; a replacing document without text is refused).
 // Throws mnemo::Error: no memory model, a bank for another model (naming both), an existing bank
 // without `replace` (build) or no bank (add), a codec that does not match its files, a corpus
 // without text, too few training vectors.

@@ -6,6 +6,8 @@
 #include "mnemo/error.hpp"
 #include "mnemo/io/json.hpp"
 #include "mnemo/io/printable.hpp"
+#include "bank_storage.hpp"
+#include "sha256_hex.hpp"
 
 namespace mnemo::kb {
 namespace {
@@ -63,6 +65,30 @@ BlobRef blob_from_json(const Value& obj, const char* key, const std::string& whe
     return b;
 }
 
+// "retired": [[first_id, count], ...]: sorted, disjoint and not touching (the writer merges
+// neighbours, so one form per set of ids), each inside [0, count) with a positive count.
+std::vector<IdRange> retired_from_json(const Value& v, uint64_t count, const std::string& where) {
+    if (!v.is_array()) throw Error(where + ": expected an array of [first_id, count] pairs");
+    std::vector<IdRange> out;
+    uint64_t end_of_last = 0;
+    for (size_t i = 0; i < v.as_array().size(); ++i) {
+        const Value& r = v.as_array()[i];
+        const std::string w = where + "[" + std::to_string(i) + "]";
+        if (!r.is_array() || r.as_array().size() != 2 || !r.as_array()[0].is_integer() || !r.as_array()[1].is_integer())
+            throw Error(w + ": expected [first_id, count], two integers");
+        const int64_t first = r.as_array()[0].as_int(), n = r.as_array()[1].as_int();
+        if (first < 0 || n < 1 || static_cast<uint64_t>(first) + static_cast<uint64_t>(n) > count)
+            throw Error(w + ": [" + std::to_string(first) + ", " + std::to_string(n) + "] is not a non-empty range of ids in [0, " +
+                        std::to_string(count) + ")");
+        if (i > 0 && static_cast<uint64_t>(first) <= end_of_last)
+            throw Error(w + ": starts at " + std::to_string(first) + ", not after the previous range's end " + std::to_string(end_of_last) +
+                        " (ranges are sorted, disjoint and merged)");
+        out.push_back({static_cast<uint32_t>(first), static_cast<uint32_t>(n)});
+        end_of_last = static_cast<uint64_t>(first) + static_cast<uint64_t>(n);
+    }
+    return out;
+}
+
 void put_u32(std::string& out, uint32_t v) {
     for (int i = 0; i < 4; ++i) out += static_cast<char>((v >> (8 * i)) & 0xff);
 }
@@ -77,6 +103,21 @@ std::string manifest_name(uint64_t version) {
     char buf[48];
     std::snprintf(buf, sizeof buf, "manifest-%06llu.json", static_cast<unsigned long long>(version));
     return buf;
+}
+
+std::string segment_blob_name(const char* kind, uint64_t version, size_t n, const char* ext) {
+    char buf[96];
+    std::snprintf(buf, sizeof buf, "%s-%06llu-%04zu.%s", kind, static_cast<unsigned long long>(version), n, ext);
+    return buf;
+}
+
+uint64_t version_in_segment_name(const std::string& file, const char* kind) {
+    const std::string prefix = std::string(kind) + "-";
+    if (file.compare(0, prefix.size(), prefix) != 0) return 0;
+    const size_t dash = file.find('-', prefix.size());
+    const std::string digits = file.substr(prefix.size(), dash == std::string::npos ? 0 : dash - prefix.size());
+    if (digits.size() < 6 || digits.size() > 18 || digits.find_first_not_of("0123456789") != std::string::npos) return 0;
+    return std::stoull(digits);
 }
 
 std::string current_pointer_content(uint64_t version) { return manifest_name(version) + "\n"; }
@@ -118,8 +159,8 @@ std::string manifest_to_json(const BankManifest& m) {
                                    {"bytes", num(static_cast<int64_t>(b.bytes))},
                                    {"factory", str(factory)}});
     };
-    const Value v = Value::make_object({{"format", str(kBankFormat)},
-                                        {"format_version", num(kBankFormatVersion)},
+    std::vector<std::pair<std::string, Value>> fields = {{"format", str(kBankFormat)},
+                                        {"format_version", num(m.retired.empty() ? kBankFormatVersion : kBankFormatRetired)},
                                         {"version", num(static_cast<int64_t>(m.version))},
                                         {"created", str(m.created)},
                                         {"model", memory_model_to_json(m.model)},
@@ -128,8 +169,13 @@ std::string manifest_to_json(const BankManifest& m) {
                                         {"record_bytes", num(static_cast<int64_t>(m.record_bytes))},
                                         {"count", num(static_cast<int64_t>(m.count))},
                                         {"segments", Value::make_array(std::move(segs))},
-                                        {"tokenizer", Value::make_array(std::move(tok))}});
-    return v.dump() + "\n";
+                                        {"tokenizer", Value::make_array(std::move(tok))}};
+    if (!m.retired.empty()) {
+        std::vector<Value> ranges;
+        for (const IdRange& r : m.retired) ranges.push_back(Value::make_array({num(r.first), num(r.count)}));
+        fields.emplace_back("retired", Value::make_array(std::move(ranges)));
+    }
+    return Value::make_object(std::move(fields)).dump() + "\n";
 }
 
 BankManifest manifest_from_json(std::string_view text, const std::string& where) {
@@ -138,9 +184,9 @@ BankManifest manifest_from_json(std::string_view text, const std::string& where)
     const std::string format = string_member(v, "format", where);
     if (format != kBankFormat) throw Error(where + ": format is \"" + printable(format, 80) + "\", expected \"" + kBankFormat + "\"");
     const uint64_t fv = uint_member(v, "format_version", where, 1u << 30);
-    if (fv != kBankFormatVersion)
+    if (fv != kBankFormatVersion && fv != kBankFormatRetired)
         throw Error(where + ": format_version " + std::to_string(fv) + " is not supported (this build reads " +
-                    std::to_string(kBankFormatVersion) + ")");
+                    std::to_string(kBankFormatVersion) + " and " + std::to_string(kBankFormatRetired) + ")");
     BankManifest m;
     m.version = uint_member(v, "version", where, uint64_t{1} << 59);
     if (m.version == 0) throw Error(where + ": version must be >= 1");
@@ -202,7 +248,25 @@ BankManifest manifest_from_json(std::string_view text, const std::string& where)
             m.tokenizer.push_back(std::move(f));
         }
     }
+    if (const Value* retired = v.find("retired")) {
+        if (fv < kBankFormatRetired)
+            throw Error(where + ": 'retired' needs format_version " + std::to_string(kBankFormatRetired) + ", the manifest says " +
+                        std::to_string(fv));
+        m.retired = retired_from_json(*retired, m.count, where + ": retired");
+    }
     return m;
+}
+
+std::string read_checked_blob(const BankStorage& st, const BlobRef& b, const std::string& what) {
+    const std::string where = st.describe() + ": " + what + " '" + printable(b.file) + "'";
+    // Capped at the manifest's size: a larger file is refused before it is read into memory.
+    std::optional<std::string> bytes = st.read_blob(b.file, b.bytes);
+    if (!bytes) throw Error(where + ": missing");
+    if (bytes->size() != b.bytes)
+        throw Error(where + ": " + std::to_string(bytes->size()) + " bytes, the manifest says " + std::to_string(b.bytes));
+    const std::string h = sha256_hex(*bytes);
+    if (h != b.sha256) throw Error(where + ": SHA-256 " + h + " does not match the manifest's " + b.sha256);
+    return std::move(*bytes);
 }
 
 std::string segment_header(uint64_t record_bytes, uint32_t first_id, uint32_t count) {

@@ -13,7 +13,12 @@
 namespace mnemo::kb {
 
 constexpr const char* kBankFormat = "mnemo-kb-bank";
+// 1: every record is live. 2: the manifest retires records ("retired"). A version with retired
+// records is written as format 2 so that a reader that does not know retirement refuses it
+// instead of serving replaced or deleted documents; one without stays format 1 (a compacted bank
+// is readable by every release).
 constexpr int64_t kBankFormatVersion = 1;
+constexpr int64_t kBankFormatRetired = 2;
 constexpr const char* kCurrentPointer = "CURRENT";
 // Largest CURRENT and manifest read (BankStorage::read_blob's cap): CURRENT is one line; a
 // manifest lists segments, a few hundred bytes each. Anything larger is not a bank's.
@@ -35,6 +40,14 @@ struct SegmentEntry {
     BlobRef vectors;   // count x retrieval_dim f32, little-endian
 };
 
+// Consecutive record ids [first, first + count): a document's references are cut and written
+// together, so retiring a document is one range, whatever its length.
+struct IdRange {
+    uint32_t first = 0;
+    uint32_t count = 0;
+    bool operator==(const IdRange& o) const { return first == o.first && count == o.count; }
+};
+
 struct TokenizerFile {
     std::string name;  // the model folder's file name ("tokenizer.json")
     BlobRef blob;
@@ -50,9 +63,17 @@ struct BankManifest {
     uint64_t count = 0;
     std::vector<SegmentEntry> segments;
     std::vector<TokenizerFile> tokenizer;  // empty: the bank has no tokenizer
+    // Records of this version that are retired (their document was replaced or deleted): still in
+    // their segments, never retrieved or served. Sorted, disjoint, not touching, inside [0, count).
+    // JSON: "retired": [[first_id, count], ...], present only in format 2.
+    std::vector<IdRange> retired;
 };
 
 std::string manifest_name(uint64_t version);  // "manifest-000007.json"
+// A version's n-th segment blob of a kind: "seg-000007-0002.rec", "texts-...jsonl", "vectors-...f32".
+std::string segment_blob_name(const char* kind, uint64_t version, size_t n, const char* ext);
+// The version such a name was written by, or 0 when `file` is not a name of that form.
+uint64_t version_in_segment_name(const std::string& file, const char* kind);
 // The version a CURRENT pointer's content names; Error (prefixed with `where`) when malformed.
 uint64_t parse_current_pointer(std::string_view content, const std::string& where);
 std::string current_pointer_content(uint64_t version);
@@ -67,6 +88,11 @@ BankManifest manifest_from_json(std::string_view text, const std::string& where)
 constexpr size_t kSegmentHeaderBytes = 24;
 std::string segment_header(uint64_t record_bytes, uint32_t first_id, uint32_t count);
 void check_segment_header(const uint8_t* header, const SegmentEntry& seg, uint64_t record_bytes, const std::string& where);
+
+// A whole blob the manifest names, its size and SHA-256 checked: mnemo::Error naming the storage,
+// `what` ("texts") and the blob when it is missing, of another size or of other bytes.
+class BankStorage;
+std::string read_checked_blob(const BankStorage& storage, const BlobRef& blob, const std::string& what);
 
 // The current time as "2024-05-01T12:00:00Z".
 std::string utc_now();

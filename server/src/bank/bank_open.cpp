@@ -16,13 +16,13 @@
 
 #include "bank.hpp"
 #include "bank_format.hpp"
+#include "bank_retired.hpp"
 #include "bm25_index.hpp"
 #include "mnemo/error.hpp"
 #include "mnemo/io/json.hpp"
 #include "mnemo/io/printable.hpp"
 #include "mnemo/memory/retrieval_settings.hpp"
 #include "mnemo/tokenizer/tokenizer.hpp"
-#include "sha256_hex.hpp"
 
 namespace mnemo::kb {
 namespace {
@@ -32,19 +32,6 @@ namespace fs = std::filesystem;
 // Reciprocal rank fusion's constant (Cormack et al. 2009) and how deep each ranking is fused.
 constexpr double kRrfK = 60;
 constexpr size_t kFusionDepth = 100;
-
-// A whole blob, its size and SHA-256 checked against the manifest.
-std::string load_checked(const BankStorage& st, const BlobRef& b, const std::string& what) {
-    const std::string where = st.describe() + ": " + what + " '" + printable(b.file) + "'";
-    // Capped at the manifest's size: a larger file is refused before it is read into memory.
-    std::optional<std::string> bytes = st.read_blob(b.file, b.bytes);
-    if (!bytes) throw Error(where + ": missing");
-    if (bytes->size() != b.bytes)
-        throw Error(where + ": " + std::to_string(bytes->size()) + " bytes, the manifest says " + std::to_string(b.bytes));
-    const std::string h = sha256_hex(*bytes);
-    if (h != b.sha256) throw Error(where + ": SHA-256 " + h + " does not match the manifest's " + b.sha256);
-    return std::move(*bytes);
-}
 
 std::vector<int32_t> token_list(const json::Value& v, const std::string& where) {
     if (!v.is_array()) throw Error(where + ": 'tokens' must be an array of integers");
@@ -73,7 +60,7 @@ std::unique_ptr<Tokenizer> load_bank_tokenizer(const BankStorage& st, const Bank
     const fs::path dir(tmpl);
     try {
         for (const TokenizerFile& t : m.tokenizer) {
-            const std::string bytes = load_checked(st, t.blob, "tokenizer file");
+            const std::string bytes = read_checked_blob(st, t.blob, "tokenizer file");
             std::FILE* f = std::fopen((dir / t.name).c_str(), "wb");
             const bool ok = f && std::fwrite(bytes.data(), 1, bytes.size(), f) == bytes.size();
             if (f) std::fclose(f);
@@ -125,8 +112,8 @@ public:
 
     void load(const std::string& manifest_where) {
         const BankStorage& st = *storage_;
-        const std::string keys = load_checked(st, m_.keys_codebook, "keys codebook");
-        const std::string values = load_checked(st, m_.values_codebook, "values codebook");
+        const std::string keys = read_checked_blob(st, m_.keys_codebook, "keys codebook");
+        const std::string values = read_checked_blob(st, m_.values_codebook, "values codebook");
         codec_.keys = parse_vq_codebook(keys.data(), keys.size(), st.describe() + ": " + m_.keys_codebook.file, m_.keys_codebook.sha256);
         codec_.values =
             parse_vq_codebook(values.data(), values.size(), st.describe() + ": " + m_.values_codebook.file, m_.values_codebook.sha256);
@@ -154,10 +141,7 @@ public:
             segment_where_.push_back(where);
             readers_.push_back(std::move(r));
         }
-        for (const BankReference& ref : refs_) bm25_.add(ref.tokens);
-        bm25_.finish();
-        index_ = std::make_unique<faiss::IndexFlatIP>(static_cast<faiss::Index::idx_t>(dim));
-        if (m_.count) index_->add(static_cast<faiss::Index::idx_t>(m_.count), vectors_.data());
+        index_live_records(dim);
         tokenizer_ = load_bank_tokenizer(st, m_);
     }
 
@@ -172,6 +156,9 @@ public:
     uint64_t count() const override { return m_.count; }
     uint64_t record_bytes() const override { return m_.record_bytes; }
     uint32_t segments() const override { return static_cast<uint32_t>(m_.segments.size()); }
+    bool retired(uint32_t id) const override { return retired_.contains(id); }
+    uint64_t retired_count() const override { return retired_.size(); }
+    const BankDocuments& documents() const override { return documents_; }
     const Tokenizer* tokenizer() const override { return tokenizer_.get(); }
 
     std::vector<BankHit> retrieve(const BankQuery& q) const override;
@@ -179,6 +166,9 @@ public:
     std::string record(uint32_t id) const override {
         if (id >= m_.count)
             throw Error(storage_->describe() + ": no record " + std::to_string(id) + " (the bank holds " + std::to_string(m_.count) + ")");
+        if (retired_.contains(id))
+            throw Error(storage_->describe() + ": record " + std::to_string(id) + " is retired in version " + std::to_string(m_.version) +
+                        " (its document '" + printable(refs_[id].doc_id, 200) + "' was replaced or deleted)");
         // The segment whose id range holds `id` (segments are sorted by first_id).
         auto it = std::upper_bound(m_.segments.begin(), m_.segments.end(), id,
                                    [](uint32_t v, const SegmentEntry& s) { return v < s.first_id; });
@@ -207,8 +197,11 @@ public:
 
 private:
     void load_texts(const SegmentEntry& s) {
-        const std::string bytes = load_checked(*storage_, s.texts, "texts");
+        const std::string bytes = read_checked_blob(*storage_, s.texts, "texts");
         const std::string where = storage_->describe() + ": texts '" + printable(s.texts.file) + "'";
+        // Lines written before documents had versions carry none: the segment's own name says
+        // which version wrote it (every build and add names its segments so).
+        const uint64_t segment_version = version_in_segment_name(s.records.file, "seg");
         size_t pos = 0;
         uint32_t id = s.first_id;
         while (pos < bytes.size()) {
@@ -228,6 +221,7 @@ private:
             r.title = text_field(v, "title", lw);
             r.source = text_field(v, "source", lw);
             r.doc_id = text_field(v, "doc_id", lw);
+            r.doc_version = doc_version(v, segment_version, lw);
             const json::Value* tokens = v.find("tokens");
             if (!tokens) throw Error(lw + ": missing 'tokens'");
             r.tokens = token_list(*tokens, lw);
@@ -238,8 +232,41 @@ private:
             throw Error(where + ": " + std::to_string(id - s.first_id) + " references, the segment holds " + std::to_string(s.count));
     }
 
+    // A line's "doc_version": the version that added its document's text, 0 when unknown; never
+    // later than this version.
+    uint64_t doc_version(const json::Value& line, uint64_t fallback, const std::string& where) const {
+        const json::Value* v = line.find("doc_version");
+        if (!v) return fallback <= m_.version ? fallback : 0;
+        if (!v->is_integer() || v->as_int() < 0 || static_cast<uint64_t>(v->as_int()) > m_.version)
+            throw Error(where + ": 'doc_version' must be an integer in [0, " + std::to_string(m_.version) + "] (the manifest's version)");
+        return static_cast<uint64_t>(v->as_int());
+    }
+
+    // The retrieval indexes over the live records only (retired ones are left out of FAISS and of
+    // BM25's statistics), and the documents.
+    void index_live_records(size_t dim) {
+        retired_ = RetiredSet(m_.retired);
+        const auto live = [&](uint32_t id) { return !retired_.contains(id); };
+        live_ids_.reserve(m_.count - retired_.size());
+        for (uint32_t id = 0; id < m_.count; ++id)
+            if (live(id)) live_ids_.push_back(id);
+        for (uint32_t id : live_ids_) bm25_.add(id, refs_[id].tokens);
+        bm25_.finish();
+        index_ = std::make_unique<faiss::IndexFlatIP>(static_cast<faiss::Index::idx_t>(dim));
+        if (live_ids_.size() == m_.count) {
+            if (m_.count) index_->add(static_cast<faiss::Index::idx_t>(m_.count), vectors_.data());
+        } else if (!live_ids_.empty()) {
+            std::vector<float> kept(live_ids_.size() * dim);
+            for (size_t p = 0; p < live_ids_.size(); ++p)
+                std::memcpy(kept.data() + p * dim, vectors_.data() + size_t{live_ids_[p]} * dim, dim * sizeof(float));
+            index_->add(static_cast<faiss::Index::idx_t>(live_ids_.size()), kept.data());
+        }
+        documents_ = BankDocuments(
+            m_.count, [&](uint32_t id) { return std::make_pair(&refs_[id].doc_id, refs_[id].doc_version); }, live);
+    }
+
     void load_vectors(const SegmentEntry& s, size_t dim) {
-        const std::string bytes = load_checked(*storage_, s.vectors, "vectors");
+        const std::string bytes = read_checked_blob(*storage_, s.vectors, "vectors");
         const size_t n = bytes.size() / 4;
         const size_t at = vectors_.size();
         vectors_.resize(at + n);
@@ -260,7 +287,10 @@ private:
     std::vector<uint8_t> key_bytes_, value_bytes_;
     std::vector<BankReference> refs_;
     std::vector<float> vectors_;
-    std::unique_ptr<faiss::IndexFlatIP> index_;
+    RetiredSet retired_;
+    std::vector<uint32_t> live_ids_;  // FAISS position -> record id (ascending: ties still go to the lower id)
+    BankDocuments documents_;
+    std::unique_ptr<faiss::IndexFlatIP> index_;  // the live records' vectors, in live_ids_ order
     Bm25Index bm25_;
     std::vector<std::unique_ptr<BlobReader>> readers_;
     std::vector<std::string> segment_where_;
@@ -277,24 +307,25 @@ std::vector<BankHit> OpenBank::vector_ranking(const BankQuery& q, const SourceFi
     std::vector<uint8_t> bitmap;
     faiss::SearchParameters params;
     std::unique_ptr<faiss::IDSelectorBitmap> sel;
+    const size_t n = live_ids_.size();
     if (filtered) {
-        bitmap.assign((m_.count + 7) / 8, 0);
-        for (uint32_t i = 0; i < m_.count; ++i) {
-            if (i % kStopCheckEvery == 0) stop_if_asked(q);
-            if (filter.passes(refs_[i].source)) bitmap[i / 8] |= static_cast<uint8_t>(1u << (i % 8));
+        bitmap.assign((n + 7) / 8, 0);
+        for (size_t p = 0; p < n; ++p) {
+            if (p % kStopCheckEvery == 0) stop_if_asked(q);
+            if (filter.passes(refs_[live_ids_[p]].source)) bitmap[p / 8] |= static_cast<uint8_t>(1u << (p % 8));
         }
         sel = std::make_unique<faiss::IDSelectorBitmap>(bitmap.size(), bitmap.data());
         params.sel = sel.get();
     }
     // One more than asked, so that a tie at the cut can still go to the lower id.
-    const size_t want = std::min<size_t>(m_.count, depth + 1);
+    const size_t want = std::min<size_t>(n, depth + 1);
     std::vector<float> dist(want);
     std::vector<faiss::Index::idx_t> ids(want);
     stop_if_asked(q);
     if (want) index_->search(1, q.vector->data(), static_cast<faiss::Index::idx_t>(want), dist.data(), ids.data(), filtered ? &params : nullptr);
     std::vector<BankHit> hits;
     for (size_t i = 0; i < want; ++i)
-        if (ids[i] >= 0) hits.push_back({static_cast<uint32_t>(ids[i]), dist[i]});
+        if (ids[i] >= 0) hits.push_back({live_ids_[static_cast<size_t>(ids[i])], dist[i]});
     sort_hits(hits);
     if (hits.size() > depth) hits.resize(depth);
     return hits;

@@ -1,7 +1,7 @@
-// Writing one new bank version: new segments (records, texts, vectors), the codebooks and
-// tokenizer files when the storage does not hold them yet, the manifest, and last the CURRENT
-// pointer. Until that last step the previous version stays the published one, whole, so a crash
-// anywhere leaves a servable bank (or, for a first build, none at all).
+// Writing the version `build` or `add` publishes: new segments (records, texts, vectors), the
+// codebooks and tokenizer files when the storage does not hold them yet, the base version's
+// records that the new documents replace marked retired, the manifest, and last the CURRENT
+// pointer (bank_version_writer.hpp: a crash anywhere leaves the previous version published).
 #pragma once
 
 #include <cstdint>
@@ -11,6 +11,7 @@
 
 #include "bank_format.hpp"
 #include "bank_storage.hpp"
+#include "bank_version_writer.hpp"
 #include "mnemo/memory/explicit_memory.hpp"
 
 namespace mnemo::kb {
@@ -35,18 +36,13 @@ struct BankVersionSpec {
     // The model folder's tokenizer files (name, bytes), stored unless `base` has a tokenizer.
     std::vector<std::pair<std::string, std::string>> tokenizer_files;
     uint32_t segment_records = 65536;  // records per new segment file
+    // Records of `base` the new version retires (the documents the new ones replace).
+    std::vector<uint32_t> retire;
 };
 
-struct WrittenVersion {
-    BankManifest manifest;
-    uint64_t bytes_written = 0;  // new blobs, manifest included
-};
-
-// The manifest of the version CURRENT names, or nothing when there is no CURRENT.
-std::optional<BankManifest> read_current_manifest(const BankStorage& storage);
-
-// Writes version (base ? base->version : current) + 1 and publishes it. Blobs of that version left
-// by an interrupted earlier attempt are removed first (no published manifest names them).
+// Writes version (published version) + 1 and publishes it. Blobs of that version left by an
+// interrupted earlier attempt are removed first (no stored manifest names them). The new
+// records' texts lines carry doc_version = the new version.
 WrittenVersion write_bank_version(BankStorage& storage, const BankVersionSpec& spec, const NewBankRecords& records);
 
 }  // namespace mnemo::kb

@@ -1,25 +1,30 @@
 #include "bm25_index.hpp"
 
 #include <cmath>
+#include <string>
+
+#include "mnemo/error.hpp"
 
 namespace mnemo::kb {
 
-void Bm25Index::add(const std::vector<int32_t>& tokens) {
-    const auto doc = static_cast<uint32_t>(length_.size());
+void Bm25Index::add(uint32_t doc, const std::vector<int32_t>& tokens) {
+    if (doc < length_.size()) throw Error("BM25 index: document " + std::to_string(doc) + " added out of order");
     std::unordered_map<int32_t, int32_t> tf;
     for (int32_t t : tokens) ++tf[t];
     for (const auto& [t, n] : tf) postings_[t].push_back({doc, n});
+    length_.resize(doc, 0);
     length_.push_back(static_cast<int32_t>(tokens.size()));
+    ++documents_;
 }
 
 void Bm25Index::finish() {
-    double total = 0;
+    double total = 0;  // skipped ids hold 0: the sum is the added documents'
     for (int32_t l : length_) total += l;
-    avg_length_ = length_.empty() ? 0 : total / static_cast<double>(length_.size());
+    avg_length_ = documents_ == 0 ? 0 : total / static_cast<double>(documents_);
 }
 
 double Bm25Index::idf(size_t df) const {
-    const double n = static_cast<double>(length_.size()), d = static_cast<double>(df);
+    const double n = static_cast<double>(documents_), d = static_cast<double>(df);
     return std::log((n - d + 0.5) / (d + 0.5) + 1.0);
 }
 

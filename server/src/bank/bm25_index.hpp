@@ -16,8 +16,11 @@ namespace mnemo::kb {
 
 class Bm25Index {
 public:
-    // Documents are added in id order (0, 1, ...), then finish() computes the average length.
-    void add(const std::vector<int32_t>& tokens);
+    // Documents are added in ascending id order, then finish() computes the average length. Ids
+    // may skip (a version's retired records are not indexed): N and the average length are those
+    // of the documents added, so an index with gaps scores as one of the same documents renumbered.
+    void add(uint32_t doc, const std::vector<int32_t>& tokens);
+    void add(const std::vector<int32_t>& tokens) { add(static_cast<uint32_t>(length_.size()), tokens); }  // the next id
     void finish();
 
     // (id, score) of every document sharing a term with the query (score > 0), any order.
@@ -34,7 +37,8 @@ private:
     double term_score(double idf, const Posting& p) const;
 
     std::unordered_map<int32_t, std::vector<Posting>> postings_;
-    std::vector<int32_t> length_;
+    std::vector<int32_t> length_;  // by id; 0 for ids skipped
+    size_t documents_ = 0;         // ids added (BM25's N)
     double avg_length_ = 0;
 };
 

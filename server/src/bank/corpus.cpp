@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <filesystem>
 #include <sstream>
+#include <unordered_map>
 
 #include "app/paragraphs.hpp"
 #include "mnemo/error.hpp"
@@ -103,6 +104,7 @@ std::string optional_string(const json::Value& v, const char* key, const std::st
 std::vector<CorpusDocument> read_jsonl(const fs::path& file) {
     const std::string bytes = read_file(file);
     std::vector<CorpusDocument> docs;
+    std::unordered_map<std::string, size_t> line_of;  // doc_id -> its line
     std::istringstream in(bytes);
     std::string line;
     size_t n = 0;
@@ -127,6 +129,11 @@ std::vector<CorpusDocument> read_jsonl(const fs::path& file) {
             if (!m->is_object()) throw Error(where + ": 'metadata' must be an object");
             d.metadata_json = m->dump();
         }
+        // One document per id: `add` replaces a bank's document by its id, so two lines with one
+        // id would leave which text is current to chance.
+        if (auto [it, fresh] = line_of.emplace(d.doc_id, n); !fresh)
+            throw Error(where + ": id '" + printable(d.doc_id, 200) + "' is already the id of line " + std::to_string(it->second) +
+                        "; each document needs an id of its own");
         docs.push_back(std::move(d));
     }
     if (docs.empty()) throw Error("corpus '" + printable(file.string()) + "' holds no document");

@@ -4,8 +4,8 @@
 //     marks removed) or else the file's stem. Linked sub-folders are not entered; a linked file
 //     is read when it resolves inside the folder (see CorpusOptions);
 //   - a .jsonl file: one {"id", "text", optional "title", "source", "metadata" (an object)} per
-//     line; doc_id is the id (a string or an integer), the title defaults to the id and the
-//     source to the file's name.
+//     line; doc_id is the id (a string or an integer; two lines with one id are an error), the
+//     title defaults to the id and the source to the file's name.
 // A document is split into paragraphs at blank lines (app/paragraphs.hpp, as `mnemo memorize`),
 // each paragraph tokenized and cut into pieces of at most reference_length tokens.
 #pragma once

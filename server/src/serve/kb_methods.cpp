@@ -1,6 +1,7 @@
 // The seven methods of the KnowledgeBase service (docs/kb-protocol.md, "Calls"), each given its
 // decoded request inside the call frame of kb_service.cpp. Errors a client sees never carry the
 // server's file paths (bank errors do: those go to CallNote::server_error, for the log).
+#include <algorithm>
 #include <unordered_set>
 
 #include "bank/bank.hpp"
@@ -32,6 +33,30 @@ void fill_bank_info(const Bank& bank, v1::BankInfo* info) {
     info->set_count(bank.count());
     info->set_segments(bank.segments());
     info->set_has_tokenizer(bank.tokenizer() != nullptr);
+    info->set_retired(bank.retired_count());
+    info->set_documents(bank.documents().all().size());
+}
+
+void fill_document(const Bank& bank, const std::string& doc_id, const BankDocument* d, v1::DocumentInfo* out) {
+    out->set_doc_id(utf8_for_reply(doc_id));
+    if (!d) return;  // not a live document: version 0, no references
+    out->set_version(d->version);
+    out->set_references(static_cast<uint32_t>(d->ids.size()));
+    const BankReference& first = bank.reference(d->ids.front());
+    out->set_title(utf8_for_reply(first.title));
+    out->set_source(utf8_for_reply(first.source));
+}
+
+// InfoRequest.doc_ids, one entry each in order, then up to list_documents live documents after
+// list_after (the documents are sorted by doc_id, so a page is a binary search and a slice).
+void fill_documents(const Bank& bank, const v1::InfoRequest& req, v1::InfoReply* out) {
+    for (const std::string& id : req.doc_ids()) fill_document(bank, id, bank.documents().find(id), out->add_documents());
+    if (req.list_documents() == 0) return;
+    const std::vector<BankDocument>& all = bank.documents().all();
+    auto it = std::upper_bound(all.begin(), all.end(), req.list_after(), [](const std::string& k, const BankDocument& d) { return k < d.doc_id; });
+    if (req.list_after().empty()) it = all.begin();
+    for (uint32_t n = 0; it != all.end() && n < req.list_documents(); ++it, ++n) fill_document(bank, it->doc_id, &*it, out->add_documents());
+    out->set_more_documents(it != all.end());
 }
 
 // A unary method's one reply; when it cannot be sent, why the call ends.
@@ -51,10 +76,13 @@ Status damaged_record(CallIo& io, const Bank& bank, uint32_t id, const std::exce
 
 }  // namespace
 
-Status KbService::info(const v1::InfoRequest&, CallIo& io) {
+Status KbService::info(const v1::InfoRequest& req, CallIo& io) {
     const std::shared_ptr<const Bank> bank = bank_.current();
+    const Status st = check_info(req, config_.limits);
+    if (!st.ok()) return st;
     v1::InfoReply out;
     fill_bank_info(*bank, out.mutable_bank());
+    fill_documents(*bank, req, &out);
     out.set_server_version(utf8_for_reply(config_.server_version));
     for (const auto& [name, value] : counters_.snapshot()) (*out.mutable_counters())[name] = value;
     out.set_max_k(config_.limits.max_k);
@@ -107,6 +135,7 @@ Status KbService::retrieve_into(CallIo& io, const Bank& bank, const v1::Retrieve
         hit->set_score(static_cast<float>(h.score));
         const BankReference& ref = bank.reference(h.id);
         hit->set_doc_id(utf8_for_reply(ref.doc_id));
+        hit->set_doc_version(ref.doc_version);
         if (!req.omit_texts()) {
             hit->set_text(utf8_for_reply(ref.text));
             hit->set_title(utf8_for_reply(ref.title));

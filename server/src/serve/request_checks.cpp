@@ -53,6 +53,8 @@ BankShape shape_of(const Bank& bank) {
     s.version = bank.version();
     s.retrieval_dim = static_cast<uint32_t>(bank.model().spec.retrieval_dim);
     s.count = bank.count();
+    // The call holds its bank for its whole life (kb_service.cpp), so the reference stays valid.
+    if (bank.retired_count() > 0) s.retired = [&bank](uint32_t id) { return bank.retired(id); };
     s.has_tokenizer = bank.tokenizer() != nullptr;
     s.key_codebook_sha256 = bank.codec().keys.sha256;
     s.value_codebook_sha256 = bank.codec().values.sha256;
@@ -111,6 +113,25 @@ Status check_fetch(const v1::FetchRequest& req, const BankShape& bank, const Ser
         if (req.ids(i) >= bank.count)
             return Status(StatusCode::NOT_FOUND, "ids[" + std::to_string(i) + "] = " + std::to_string(req.ids(i)) + " is not in bank version " +
                                                      std::to_string(bank.version) + " (" + std::to_string(bank.count) + " records)");
+    if (bank.retired)
+        for (int i = 0; i < req.ids_size(); ++i)
+            if (bank.retired(req.ids(i)))
+                return Status(StatusCode::NOT_FOUND, "ids[" + std::to_string(i) + "] = " + std::to_string(req.ids(i)) + " is retired in bank version " +
+                                                         std::to_string(bank.version) + " (its document was replaced or deleted; retrieve again)");
+    return Status::OK;
+}
+
+Status check_info(const v1::InfoRequest& req, const ServeLimits& limits) {
+    if (static_cast<uint32_t>(req.doc_ids_size()) > limits.max_ids_per_request)
+        return Status(StatusCode::INVALID_ARGUMENT, "doc_ids has " + std::to_string(req.doc_ids_size()) + " entries; this server describes at most " +
+                                                        std::to_string(limits.max_ids_per_request) + " per request");
+    if (req.list_documents() > ServeLimits::kMaxListDocuments)
+        return Status(StatusCode::INVALID_ARGUMENT, "list_documents is " + std::to_string(req.list_documents()) + "; this server lists at most " +
+                                                        std::to_string(ServeLimits::kMaxListDocuments) + " per request (page with list_after)");
+    // decode_request already refused these; checked again so the checks hold for any request.
+    for (int i = 0; i < req.doc_ids_size(); ++i)
+        if (!is_valid_utf8(req.doc_ids(i))) return Status(StatusCode::INVALID_ARGUMENT, "doc_ids[" + std::to_string(i) + "] is not valid UTF-8");
+    if (!is_valid_utf8(req.list_after())) return Status(StatusCode::INVALID_ARGUMENT, "list_after is not valid UTF-8");
     return Status::OK;
 }
 

@@ -10,6 +10,7 @@
 #include <grpcpp/support/status.h>
 
 #include <cstdint>
+#include <functional>
 #include <string>
 
 #include "mnemo_kb.pb.h"
@@ -24,6 +25,7 @@ struct BankShape {
     uint64_t version = 0;
     uint32_t retrieval_dim = 0;
     uint64_t count = 0;  // ids are 0..count-1
+    std::function<bool(uint32_t)> retired;  // ids of replaced or deleted documents; empty: none
     bool has_tokenizer = false;
     std::string key_codebook_sha256;
     std::string value_codebook_sha256;
@@ -34,6 +36,7 @@ BankShape shape_of(const Bank& bank);
 grpc::Status check_retrieve(const v1::RetrieveRequest& req, const BankShape& bank, const ServeLimits& limits);
 grpc::Status check_fetch(const v1::FetchRequest& req, const BankShape& bank, const ServeLimits& limits);
 grpc::Status check_codebook(const v1::CodebookRequest& req, const BankShape& bank);
+grpc::Status check_info(const v1::InfoRequest& req, const ServeLimits& limits);
 
 // The canonical status names ("INVALID_ARGUMENT"), for logs and counters.
 const char* status_code_name(grpc::StatusCode code);

@@ -20,6 +20,9 @@ struct ServeLimits {
     // query is 64 tokens; these leave room for any honest client.
     static constexpr uint32_t kMaxFilterSources = 1024;  // RetrieveRequest.filter.sources entries
     static constexpr uint32_t kMaxTextBytes = 64u << 10;  // RetrieveRequest.text
+    // InfoRequest.list_documents: a page of a bank's documents (InfoRequest.doc_ids is bounded by
+    // max_ids_per_request).
+    static constexpr uint32_t kMaxListDocuments = 1024;
 };
 
 }  // namespace mnemo::kb

@@ -91,6 +91,10 @@ struct RetrievedReference {
     std::string text;     // the reference's text; empty when a knowledge server was not asked for texts
     std::string title;    // from a knowledge server; a memory folder keeps none
     std::string source;   // likewise
+    std::string doc_id;   // the document it is a piece of: a knowledge server's, or a memory folder's
+                          // when it was written with ids (`mnemo memorize`); empty when unknown
+    uint64_t doc_version = 0;  // a knowledge server's: the bank version in which that document's
+                               // text was added (docs/kb-protocol.md); 0 when unknown
 };
 
 // The memory source: where the engine gets a chunk's memories from, a memory folder made by
