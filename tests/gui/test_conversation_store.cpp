@@ -43,6 +43,8 @@ Conversation sample(const QString& id, const QString& title, int minutesAgo) {
     r.id = 7;
     r.text = "Tour Hujert was born in Zeajusy.";
     r.source = "memory folder mem/";
+    r.doc_id = "tour-hujert";
+    r.doc_version = 3;
     a.references = {r};
     c.messages = {q, a};
     return c;
@@ -99,6 +101,8 @@ private Q_SLOTS:
         QCOMPARE(a.references.size(), 1);
         QCOMPARE(a.references.first().id, 7u);
         QCOMPARE(a.references.first().text, std::string("Tour Hujert was born in Zeajusy."));
+        QCOMPARE(a.references.first().doc_id, std::string("tour-hujert"));
+        QCOMPARE(a.references.first().doc_version, uint64_t{3});
         // Saving what was read gives the same bytes.
         QCOMPARE(conversationToBytes(*back), conversationToBytes(c));
     }

@@ -101,6 +101,8 @@ private Q_SLOTS:
             QVERIFY(r.has_score);          // the server ranks: each reference has its score
             QVERIFY(!r.text.empty());      // and its text, for the references panel
             QCOMPARE(r.source, std::string("knowledge.jsonl"));
+            QVERIFY(!r.doc_id.empty());    // the document and the bank version of its text
+            QVERIFY(r.doc_version > 0);
         }
         qInfo("answer %s with %d references, first: %s (score %.3f)", qPrintable(a.text.trimmed()), static_cast<int>(a.references.size()),
               a.references.first().title.c_str(), static_cast<double>(a.references.first().score));

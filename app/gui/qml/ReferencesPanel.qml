@@ -31,6 +31,8 @@ ColumnLayout {
                     text: "chunk " + modelData.chunk + " · memory #" + modelData.id
                           + (modelData.score !== undefined && modelData.score !== null ? " · score " + Number(modelData.score).toFixed(3) : "")
                           + (modelData.source.length > 0 ? " · " + modelData.source : "")
+                          + (modelData.docId.length > 0 ? " · doc " + modelData.docId : "")
+                          + (modelData.docVersion > 0 ? " v" + modelData.docVersion : "")
                 }
                 Label {
                     Layout.fillWidth: true

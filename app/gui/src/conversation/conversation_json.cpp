@@ -4,6 +4,8 @@
 #include <QJsonDocument>
 #include <QJsonParseError>
 
+#include <algorithm>
+
 namespace mnemo::gui {
 
 namespace {
@@ -12,6 +14,8 @@ QJsonObject referenceToJson(const RetrievedReference& r) {
     QJsonObject o{{"chunk", r.chunk}, {"id", static_cast<qint64>(r.id)}, {"text", QString::fromStdString(r.text)}};
     if (!r.title.empty()) o.insert("title", QString::fromStdString(r.title));
     if (!r.source.empty()) o.insert("source", QString::fromStdString(r.source));
+    if (!r.doc_id.empty()) o.insert("doc_id", QString::fromStdString(r.doc_id));
+    if (r.doc_version > 0) o.insert("doc_version", static_cast<qint64>(r.doc_version));
     if (r.has_score) o.insert("score", static_cast<double>(r.score));
     return o;
 }
@@ -23,6 +27,8 @@ RetrievedReference referenceFromJson(const QJsonObject& o) {
     r.text = o.value("text").toString().toStdString();
     r.title = o.value("title").toString().toStdString();
     r.source = o.value("source").toString().toStdString();
+    r.doc_id = o.value("doc_id").toString().toStdString();
+    r.doc_version = static_cast<uint64_t>(std::max<qint64>(0, o.value("doc_version").toInteger()));
     r.has_score = o.contains("score");
     r.score = static_cast<float>(o.value("score").toDouble());
     return r;

@@ -35,6 +35,8 @@ QVariant ConversationModel::data(const QModelIndex& index, int role) const {
                                            {"text", QString::fromStdString(r.text)},
                                            {"title", QString::fromStdString(r.title)},
                                            {"source", QString::fromStdString(r.source)},
+                                           {"docId", QString::fromStdString(r.doc_id)},
+                                           {"docVersion", static_cast<qulonglong>(r.doc_version)},
                                            {"score", r.has_score ? QVariant(static_cast<double>(r.score)) : QVariant()}});
             return list;
         }
