@@ -5,7 +5,10 @@
 #   2. a question about a held-out entity it never saw in training, first from its weights alone,
 #      then with explicit memories fetched from a knowledge server on loopback (mnemo-kb serving
 #      the prebuilt bank assets/world/bank; an in-process memory folder when mnemo-kb was built
-#      without gRPC), listing the references it read.
+#      without gRPC), listing the references it read;
+#   3. (with mnemo-kb) a person nobody trained on, added to a copy of the bank by `mnemo-kb add`:
+#      asked without and with the server; then a correction replaces the document (same id) and
+#      the answer follows it. The server picks each new bank version up by itself (--watch-seconds).
 # Each answer is marked against the world's answer.
 #   scripts/demo.sh [BUILD_DIR]
 set -euo pipefail
@@ -38,13 +41,38 @@ echo
 tmp=$(mktemp -d)
 trap 'kill "${server:-0}" 2>/dev/null || true; rm -rf "$tmp"' EXIT
 if [ -x "$BIN/mnemo-kb" ] && "$BIN/mnemo-kb" serve --help >/dev/null 2>&1; then
-  echo "== the same, with explicit memories from mnemo-kb on loopback ($WORLD/bank) =="
-  "$BIN/mnemo-kb" serve "$WORLD/bank" --listen 127.0.0.1:0 --port-file "$tmp/port" --insecure --no-auth \
-      2>"$tmp/server.log" &
+  echo "== the same, with explicit memories from mnemo-kb on loopback (a copy of $WORLD/bank) =="
+  cp -r "$WORLD/bank" "$tmp/bank"
+  "$BIN/mnemo-kb" serve "$tmp/bank" --listen 127.0.0.1:0 --port-file "$tmp/port" --insecure --no-auth \
+      --watch-seconds 1 2>"$tmp/server.log" &
   server=$!
   for _ in $(seq 100); do [ -s "$tmp/port" ] && break; sleep 0.1; done
   [ -s "$tmp/port" ] || { echo "demo: mnemo-kb did not start:" >&2; cat "$tmp/server.log" >&2; exit 1; }
-  ask "$A" --kb "grpc://127.0.0.1:$(cat "$tmp/port")" --retrieval bm25 -q "$Q"
+  kb="grpc://127.0.0.1:$(cat "$tmp/port")"
+  ask "$A" --kb "$kb" --retrieval bm25 -q "$Q"
+  echo
+  # publish(PLACE): the document "demo-zorblat" saying Zorblat Quen was born in PLACE, added to the
+  # served bank (a new version; the same id replaces the earlier text), then wait for the server.
+  publish() {
+    printf '{"id": "demo-zorblat", "title": "Zorblat Quen", "text": "Zorblat Quen was born in %s.\\n\\nZorblat Quen works as a tailor.\\n\\nThe birth year of Zorblat Quen is 1791."}\n' "$1" \
+        >"$tmp/zorblat.jsonl"
+    "$BIN/mnemo-kb" add "$tmp/bank" "$tmp/zorblat.jsonl" -m assets/default-model --json >"$tmp/add.json" 2>"$tmp/add.log" ||
+      { echo "demo: mnemo-kb add failed:" >&2; cat "$tmp/add.log" >&2; exit 1; }
+    local version
+    version=$(sed -n 's/.*"version": *\([0-9]*\).*/\1/p' "$tmp/add.json")
+    echo "(mnemo-kb add: \"Zorblat Quen was born in $1\" published as bank version $version)"
+    for _ in $(seq 50); do grep -q "serving version $version" "$tmp/server.log" && break; sleep 0.2; done
+  }
+  echo "== something new: a person nobody trained on, added to the served bank =="
+  publish Maisiwain
+  echo "-- weights alone (the model never heard of Zorblat Quen):"
+  ask Maisiwain -q "Where was Zorblat Quen born?"
+  echo "-- with the server:"
+  ask Maisiwain --kb "$kb" --retrieval bm25 -q "Where was Zorblat Quen born?"
+  echo
+  echo "== a correction: the same document id, another birthplace; the old text is retired =="
+  publish Kaimekim
+  ask Kaimekim --kb "$kb" --retrieval bm25 -q "Where was Zorblat Quen born?"
 else
   echo "== the same, with explicit memories from an in-process memory folder (mnemo-kb not built) =="
   "$BIN/mnemo" memorize --corpus "$WORLD/knowledge.txt" -o "$tmp/memories" >/dev/null 2>&1
@@ -53,3 +81,4 @@ fi
 echo
 echo "The model holds what it was trained on in its weights and reads what it never saw from explicit"
 echo "memories: 92.9% of held-out questions right with the server, 4.2% without (assets/default-model/README.md)."
+echo "A bank is corrected by replacing a document (mnemo-kb add with its id), delete and compact (server/README.md)."
