@@ -79,13 +79,20 @@ uvec4 bytes_u(uint v) { return uvec4(v & 0xFFu, (v >> 8) & 0xFFu, (v >> 16) & 0x
 ivec4 bytes_i(uint v) { return ivec4(int(v << 24), int(v << 16), int(v << 8), int(v)) >> 24; }
 
 #if Q_TYPE == 18 || Q_TYPE == 19
-// Scale and min of sub-block j (0..7) from the 12 bytes at byte s: sub-blocks 0-3 keep 6 bits in
-// bytes j (scale) and j + 4 (min); 4-7 their low 4 bits in byte j + 4 and their top 2 bits in the
-// top bits of bytes j - 4 (scale) and j (min).
+// Scale and min of sub-block j (0..7) from the 12 packed bytes, given as the words h1, h2, h3
+// (bytes 0-3, 4-7, 8-11): sub-blocks 0-3 keep 6 bits in bytes j (scale) and j + 4 (min); 4-7
+// their low 4 bits in byte j + 4 and their top 2 bits in the top bits of bytes j - 4 (scale) and
+// j (min). By shifts only: j is not known at compile time, and indexing a local array by it costs
+// a CPU implementation a trip through memory per lane.
+uvec2 q_scale_min_of_words(uint h1, uint h2, uint h3, uint j) {
+    const uint shift = 8u * (j & 3u);
+    const uint b1 = (h1 >> shift) & 0xFFu, b2 = (h2 >> shift) & 0xFFu, b3 = (h3 >> shift) & 0xFFu;
+    if (j < 4u) return uvec2(b1 & 63u, b2 & 63u);
+    return uvec2((b3 & 0x0Fu) | ((b1 >> 6) << 4), (b3 >> 4) | ((b2 >> 6) << 4));
+}
+// The same from the 12 bytes at byte s of a row.
 uvec2 q_scale_min(Weight row, uint s, uint j) {
-    if (j < 4u) return uvec2(q_u8(row, s + j) & 63u, q_u8(row, s + j + 4u) & 63u);
-    const uint b = q_u8(row, s + j + 4u);
-    return uvec2((b & 0x0Fu) | ((q_u8(row, s + j - 4u) >> 6) << 4), (b >> 4) | ((q_u8(row, s + j) >> 6) << 4));
+    return q_scale_min_of_words(q_u32(row, s), q_u32(row, s + 4u), q_u32(row, s + 8u), j);
 }
 #endif
 
@@ -185,18 +192,6 @@ uint q_funnel(uint lo, uint hi, bool odd_half) { return odd_half ? (lo >> 16) | 
         [[unroll]] for (uint i_ = 0u; i_ < N; ++i_) o[i_] = q_funnel(w_[i_], w_[i_ + 1u], odd_); \
     }
 
-#if Q_TYPE == 18 || Q_TYPE == 19
-// Scale and min of sub-block j (as q_scale_min) from the header words h1..h3 (the 12 packed bytes),
-// by shifts only: j is not known at compile time, and indexing a local array by it costs a CPU
-// implementation a trip through memory per lane.
-uvec2 q_hdr_scale_min(uint h1, uint h2, uint h3, uint j) {
-    const uint shift = 8u * (j & 3u);
-    const uint b1 = (h1 >> shift) & 0xFFu, b2 = (h2 >> shift) & 0xFFu, b3 = (h3 >> shift) & 0xFFu;
-    if (j < 4u) return uvec2(b1 & 63u, b2 & 63u);
-    return uvec2((b3 & 0x0Fu) | ((b1 >> 6) << 4), (b3 >> 4) | ((b2 >> 6) << 4));
-}
-#endif
-
 // Chunk c of a row: its words, and the scales its quads use ((a, b) of the first 32 weights in
 // .xy, of the next 32 in .zw; a weight is a * code - b).
 vec4 q_wide_load(Weight row, uint c, out uint words[Q_WIDE_WORDS]) {
@@ -246,7 +241,7 @@ vec4 q_wide_load(Weight row, uint c, out uint words[Q_WIDE_WORDS]) {
     }
 #endif
     const vec2 dm = unpack_half2(h[0]);  // d, dmin
-    const uvec2 s0 = q_hdr_scale_min(h[1], h[2], h[3], 2u * i), s1 = q_hdr_scale_min(h[1], h[2], h[3], 2u * i + 1u);
+    const uvec2 s0 = q_scale_min_of_words(h[1], h[2], h[3], 2u * i), s1 = q_scale_min_of_words(h[1], h[2], h[3], 2u * i + 1u);
     precise float a0 = dm.x * float(s0.x), b0 = dm.y * float(s0.y);
     precise float a1 = dm.x * float(s1.x), b1 = dm.y * float(s1.y);
     return vec4(a0, b0, a1, b1);

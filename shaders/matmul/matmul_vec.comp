@@ -59,11 +59,10 @@ layout(push_constant) uniform Push {
 // One partial sum per (value, thread); the subgroup variant only uses one slot per subgroup.
 shared float red[NX * ROWS * WG];
 
+#if !defined(Q_WIDE)  // (the Q_WIDE loop in main() decodes W and reads x quad by quad instead)
 // Chunk c of a row of W.
 void load_w(Weight row, uint c, out float v[E]) {
-#if defined(Q_WIDE)
-    // (not used: the Q_WIDE loop in main() decodes quad by quad)
-#elif defined(LOAD_VEC) && defined(W_F32)
+#if defined(LOAD_VEC) && defined(W_F32)
     const vec4 q = Vec4s(row.addr).v[c];
     v[0] = q.x; v[1] = q.y; v[2] = q.z; v[3] = q.w;
 #elif defined(LOAD_VEC)
@@ -79,21 +78,9 @@ void load_w(Weight row, uint c, out float v[E]) {
 #endif
 }
 
-// Quad q (elements 4q .. 4q+3) of a row of x, for the quantized paths.
-vec4 load_x_quad(uvec2 row, uint q) {
-#if defined(X_VEC)
-    return Vec4s(row).v[q];
-#else
-    const uint k = 4u * q;
-    return vec4(Floats(row).v[k], Floats(row).v[k + 1u], Floats(row).v[k + 2u], Floats(row).v[k + 3u]);
-#endif
-}
-
 // Chunk c of a row of x.
 void load_x(uvec2 row, uint c, out float v[E]) {
-#if defined(Q_WIDE)
-    // (not used: the Q_WIDE loop reads x a quad at a time, load_x_quad)
-#elif E == 8
+#if E == 8
     const vec4 a = Vec4s(row).v[2u * c], b = Vec4s(row).v[2u * c + 1u];
     v[0] = a.x; v[1] = a.y; v[2] = a.z; v[3] = a.w;
     v[4] = b.x; v[5] = b.y; v[6] = b.z; v[7] = b.w;
@@ -107,6 +94,17 @@ void load_x(uvec2 row, uint c, out float v[E]) {
     v[0] = Floats(row).v[c];
 #endif
 }
+#else
+// Quad q (elements 4q .. 4q+3) of a row of x, for the quantized path.
+vec4 load_x_quad(uvec2 row, uint q) {
+#if defined(X_VEC)
+    return Vec4s(row).v[q];
+#else
+    const uint k = 4u * q;
+    return vec4(Floats(row).v[k], Floats(row).v[k + 1u], Floats(row).v[k + 2u], Floats(row).v[k + 3u]);
+#endif
+}
+#endif
 
 void store(uint m0, uint v, float s) {
     const uint n = v / ROWS, m = m0 + v % ROWS;

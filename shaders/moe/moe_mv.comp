@@ -10,7 +10,7 @@
 // reported by UP and its slot skipped by both passes.
 //
 // Block-quantized weights (Q_TYPE, shaders/quant.glsl; UP: gate and up share it) are read eight
-// weights at a time under one scale read (q_oct, as the MATMUL mat-vec does): rows are whole
+// weights at a time under one scale read (q_oct): rows are whole
 // blocks of 32 or 256 weights, so a row length is a multiple of 8. Each weight is decoded
 // exactly as the CPU reference decodes it.
 #ifdef SUBGROUPS
