@@ -151,10 +151,10 @@ std::vector<mnemo_node> matmul_get_rows_nodes(void* buf) {
     return {mm, gr};
 }
 
-// The nodes `make(buf)` builds (in a 1 MiB buffer buf) on the first device of `backend`:
-// supported, and they prepare (their values are the conformance cases'). Skips without a device.
-template <class Make>
-void expect_nodes_taken(const std::string& backend, Make make) {
+// `check(api, ctx, buf)` on the first device of `backend`, with a 1 MiB buffer `buf`; skips
+// without the module or a device.
+template <class Check>
+void on_device_buffer(const std::string& backend, Check check) {
     const BackendModule* m = backends().find(backend);
     if (!m) GTEST_SKIP() << "the " << backend << " module is not built";
     if (m->api->device_count() <= 0) GTEST_SKIP() << backend << ": no device";
@@ -164,15 +164,24 @@ void expect_nodes_taken(const std::string& backend, Make make) {
     ASSERT_EQ(m->api->open(0, &cfg, &ctx, &err), MNEMO_OK) << err.message;
     void* buf = nullptr;
     ASSERT_EQ(m->api->buffer_alloc(ctx, 1 << 20, &buf, &err), MNEMO_OK) << err.message;
-    for (const mnemo_node& n : make(buf)) {
-        EXPECT_NE(m->api->supports_node(ctx, &n), 0) << backend << ": " << mnemo_op_name(n.op);
-        void* g = nullptr;
-        mnemo_error e{};
-        EXPECT_EQ(m->api->graph_prepare(ctx, &n, 1, &g, &e), MNEMO_OK) << backend << ": " << e.message;
-        if (g) m->api->graph_release(ctx, g);
-    }
+    check(m->api, ctx, buf);
     m->api->buffer_free(ctx, buf);
     m->api->close(ctx);
+}
+
+// The nodes `make(buf)` builds (in a 1 MiB buffer buf) on the first device of `backend`:
+// supported, and they prepare (their values are the conformance cases'). Skips without a device.
+template <class Make>
+void expect_nodes_taken(const std::string& backend, Make make) {
+    on_device_buffer(backend, [&](const mnemo_backend_api* api, void* ctx, void* buf) {
+        for (const mnemo_node& n : make(buf)) {
+            EXPECT_NE(api->supports_node(ctx, &n), 0) << backend << ": " << mnemo_op_name(n.op);
+            void* g = nullptr;
+            mnemo_error e{};
+            EXPECT_EQ(api->graph_prepare(ctx, &n, 1, &g, &e), MNEMO_OK) << backend << ": " << e.message;
+            if (g) api->graph_release(ctx, g);
+        }
+    });
 }
 
 // Memory-layer, MoE and KV-cache nodes with quantized inputs (issue 26): EMBEDDING_BAG over a
@@ -230,28 +239,19 @@ TEST(QuantizedWeights, VulkanTakesThemInMatmulAndGetRows) { expect_nodes_taken("
 // Vulkan's MoE up pass decodes gate and up with one shader variant: a quantized pair of two types
 // is refused, and the message says which types and what to do (not "not supported on this device").
 TEST(QuantizedWeights, VulkanNamesTheGateUpTypeMixItRefuses) {
-    const BackendModule* m = backends().find("vulkan");
-    if (!m) GTEST_SKIP() << "the vulkan module is not built";
-    if (m->api->device_count() <= 0) GTEST_SKIP() << "vulkan: no device";
-    void* ctx = nullptr;
-    mnemo_error err{};
-    mnemo_backend_config cfg{};
-    ASSERT_EQ(m->api->open(0, &cfg, &ctx, &err), MNEMO_OK) << err.message;
-    void* buf = nullptr;
-    ASSERT_EQ(m->api->buffer_alloc(ctx, 1 << 20, &buf, &err), MNEMO_OK) << err.message;
-    mnemo_node moe = memory_moe_kv_nodes(buf)[1];
-    ASSERT_EQ(moe.op, MNEMO_OP_MOE_FFN);
-    moe.inputs[4].dtype = MNEMO_DTYPE_Q8_0;  // gate stays q4_0
-    EXPECT_EQ(node_error(moe), "");          // fine by the op's rule (the CPU takes it)
-    EXPECT_EQ(m->api->supports_node(ctx, &moe), 0);
-    void* g = nullptr;
-    mnemo_error e{};
-    EXPECT_NE(m->api->graph_prepare(ctx, &moe, 1, &g, &e), MNEMO_OK);
-    EXPECT_NE(std::string(e.message).find("gate (q4_0) and up (q8_0)"), std::string::npos) << e.message;
-    EXPECT_NE(std::string(e.message).find("quantize them to the same type"), std::string::npos) << e.message;
-    if (g) m->api->graph_release(ctx, g);
-    m->api->buffer_free(ctx, buf);
-    m->api->close(ctx);
+    on_device_buffer("vulkan", [](const mnemo_backend_api* api, void* ctx, void* buf) {
+        mnemo_node moe = memory_moe_kv_nodes(buf)[1];
+        ASSERT_EQ(moe.op, MNEMO_OP_MOE_FFN);
+        moe.inputs[4].dtype = MNEMO_DTYPE_Q8_0;  // gate stays q4_0
+        EXPECT_EQ(node_error(moe), "");          // fine by the op's rule (the CPU takes it)
+        EXPECT_EQ(api->supports_node(ctx, &moe), 0);
+        void* g = nullptr;
+        mnemo_error e{};
+        EXPECT_NE(api->graph_prepare(ctx, &moe, 1, &g, &e), MNEMO_OK);
+        EXPECT_NE(std::string(e.message).find("gate (q4_0) and up (q8_0)"), std::string::npos) << e.message;
+        EXPECT_NE(std::string(e.message).find("quantize them to the same type"), std::string::npos) << e.message;
+        if (g) api->graph_release(ctx, g);
+    });
 }
 TEST(QuantizedWeights, CudaTakesThemInMatmulAndGetRows) { expect_nodes_taken("cuda", matmul_get_rows_nodes); }
 
