@@ -25,9 +25,9 @@ using mnemo::testing::shell_quote;
 namespace {
 
 // The stdout of `mnemo ARGS` alone (run_mnemo mixes in stderr, where timings go).
-std::string stdout_of_mnemo(const std::string& args) {
+std::string stdout_of_mnemo(const std::string& args, const std::string& stdin_file = "/dev/null") {
     const std::string cmd = "timeout -k 5 120 " + shell_quote(std::string(MNEMO_BUILD_BIN) + "/mnemo") + " " + args +
-                            " </dev/null 2>/dev/null";
+                            " <" + shell_quote(stdin_file) + " 2>/dev/null";
     FILE* p = popen(cmd.c_str(), "r");
     if (p == nullptr) return {};
     std::string out;
@@ -167,6 +167,12 @@ TEST_F(EvalCli, BadLineIsAnErrorNamingTheLineAndWritesNoReport) {
         {"{\"question\": \"q\", \"answers\": [\"x\", 3]}\n", {"line 2", "\"answers\"[1]"}},
         {"{\"id\": \"1\", \"question\": \"q\", \"answer\": \"x\"}\n", {"line 2", "\"id\"", "earlier item"}},
         {"{\"question\": \"q\", \"answer\": \"x\", \"set\": [\"s\"]}\n", {"line 2", "field \"set\""}},
+        {"{\"prompt\": \"p\", \"completion\": \"x\", \"history\": []}\n", {"line 2", "\"history\" belongs with \"question\""}},
+        {"{\"question\": \"q\", \"answer\": \"x\", \"history\": {}}\n", {"line 2", "field \"history\"", "an array"}},
+        {"{\"question\": \"q\", \"answer\": \"x\", \"history\": [{\"question\": \"a\"}]}\n", {"line 2", "\"history\"[0]"}},
+        // The tiny model has no chat template: a conversation cannot be put to it as a chat would.
+        {"{\"question\": \"q\", \"answer\": \"x\", \"history\": [{\"question\": \"a\", \"answer\": \"b\"}]}\n",
+         {"line 2", "\"history\" needs a model with a chat template"}},
     };
     const std::string report = path("report.json"), items = path("items.jsonl");
     for (const auto& [bad, parts] : cases) {
@@ -255,3 +261,48 @@ TEST_F(EvalCli, MemoryFolderItemsMatchRunAndNameTheMemoriesRead) {
 }
 
 }  // namespace
+
+// A follow-up question is scored as `mnemo chat` answers it: the default model's greedy chat of
+// two questions, then an item whose history is the first exchange. The chat's second answer must
+// score, another must not; and the conversation reuses its cache (no re-fed turn is reported).
+TEST(EvalCliConversation, AFollowUpIsAnsweredAsTheChatAnswersIt) {
+    const fs::path tmp = fs::temp_directory_path() / ("mnemo-evalchat-" + std::to_string(::getpid()));
+    fs::remove_all(tmp);
+    fs::create_directories(tmp);
+    const std::string q1 = "Where was Quear Mousaim born?", q2 = "What colour is the Dreachioth telescope?";
+    const std::string typed = (tmp / "typed.txt").string();
+    std::ofstream(typed) << q1 << "\n" << q2 << "\n";
+    const std::string out = stdout_of_mnemo("chat --temp 0 -n 12", typed);
+    std::istringstream lines(out);
+    std::string a1, a2;
+    std::getline(lines, a1);
+    std::getline(lines, a2);
+    ASSERT_TRUE(has_content(a1) && has_content(a2)) << out;
+    auto item = [&](const std::string& id, const std::string& answer) {
+        return "{\"id\": \"" + id + "\", \"question\": " + mnemo::json::quote(q2) + ", \"answer\": " + mnemo::json::quote(answer) +
+               ", \"history\": [{\"question\": " + mnemo::json::quote(q1) + ", \"answer\": " + mnemo::json::quote(a1) + "}]}\n";
+    };
+    const std::string file = (tmp / "follow_up.jsonl").string();
+    std::ofstream(file) << item("chat", a2) << item("other", a2 + " and " + upper(a2) + "x");
+    const std::string report = (tmp / "items.jsonl").string();
+    const mnemo::testing::ProcessResult r = run_mnemo("eval --questions " + shell_quote(file) + " --items " + shell_quote(report));
+    EXPECT_TRUE(exited_with(r, 0, {}));
+    EXPECT_EQ(r.output.find("re-fed the whole conversation"), std::string::npos) << r.output;
+    const std::vector<mnemo::json::Value> items = read_jsonl(report);
+    ASSERT_EQ(items.size(), 2u);
+    EXPECT_EQ(items[0].find("output")->as_string(), a2);
+    EXPECT_TRUE(items[0].find("exact")->as_bool());
+    EXPECT_FALSE(items[1].find("exact")->as_bool());
+    // Without memories, how the history is fed changes nothing the model reads: the same tokens
+    // at the same positions, whether turn by turn or as one prompt.
+    for (const char* feed : {"whole", "chunks"}) {
+        const std::string other = (tmp / (std::string(feed) + ".jsonl")).string();
+        EXPECT_TRUE(exited_with(run_mnemo("eval --questions " + shell_quote(file) + " --items " + shell_quote(other) +
+                                          " --history-feed " + feed),
+                                0));
+        EXPECT_EQ(read_jsonl(other)[0].find("output")->as_string(), a2) << feed;
+    }
+    EXPECT_TRUE(exited_with(run_mnemo("eval --questions " + shell_quote(file) + " --history-feed sideways"), 2,
+                            {"--history-feed", "turns, whole or chunks"}));
+    fs::remove_all(tmp);
+}

@@ -33,6 +33,7 @@ Conversation sample(const QString& id, const QString& title, int minutesAgo) {
     Message a;
     a.role = QStringLiteral("assistant");
     a.text = QStringLiteral("Zeajusy, see `code`\n\n```\nx = 1\n```");
+    a.historyText = QStringLiteral(" ") + a.text;
     a.finish = QStringLiteral("end of turn");
     a.device = QStringLiteral("cpu:0 AMD EPYC");
     a.tokens = 5;
@@ -93,6 +94,7 @@ private Q_SLOTS:
         QCOMPARE(back->messages.size(), 2);
         const Message& a = back->messages.at(1);
         QCOMPARE(a.text, c.messages.at(1).text);
+        QCOMPARE(a.historyText, c.messages.at(1).historyText);  // what the template renders
         QCOMPARE(a.finish, QStringLiteral("end of turn"));
         QCOMPARE(a.device, QStringLiteral("cpu:0 AMD EPYC"));
         QCOMPARE(a.tokens, 5);

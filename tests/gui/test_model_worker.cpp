@@ -127,6 +127,27 @@ private Q_SLOTS:
         QVERIFY(emittedOn != nullptr && emittedOn != QThread::currentThread());
     }
 
+    // A follow-up feeds only its own turn: the first answer, kept as it continues the
+    // conversation (historyText), renders to the tokens generated, so the cache is reused. Kept
+    // as displayed (its first space dropped) it would not be, and the whole chat is fed again.
+    void aFollowUpFeedsOnlyTheNewTurn() {
+        WorkerThread thread;
+        ModelWorker* w = thread.worker();
+        QVERIFY(!load(w, modelAt(defaultModelDir()), true).isEmpty());
+        const Question q = trainedQuestion();
+        QList<ChatTurn> turns = ask(q.question);
+        const GenerationResult first = generate(w, turns, greedy());
+        QCOMPARE(first.text.trimmed(), q.answer);
+        QCOMPARE(first.historyText, QStringLiteral(" ") + first.text);  // SentencePiece: the piece's space
+        turns << ChatTurn{QStringLiteral("assistant"), first.historyText} << ChatTurn{QStringLiteral("user"), q.question};
+        const GenerationResult second = generate(w, turns, greedy());
+        QCOMPARE(second.text, first.text);
+        QCOMPARE(second.promptTokens, second.contextUsed - second.tokens - first.contextUsed);  // the new turn only
+        turns[1].text = first.text;  // as mnemo-chat kept it before
+        const GenerationResult third = generate(w, turns, greedy());
+        QCOMPARE(third.promptTokens, third.contextUsed - third.tokens);  // fed from scratch
+    }
+
     void stopEndsAGenerationAtTheNextToken() {
         WorkerThread thread;
         ModelWorker* w = thread.worker();

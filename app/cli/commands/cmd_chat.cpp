@@ -1,7 +1,7 @@
 // `mnemo chat`: an interactive conversation. The conversation lives in the session's KV cache:
 // each turn re-renders the whole conversation with the chat template, tokenizes it, and feeds
-// only the tokens after what the cache already holds (when the rendering of the past turns
-// tokenizes differently, the cache is rebuilt from scratch instead).
+// only the tokens after what the cache already holds (app::ChatCache; answers are kept as they
+// continue the conversation, GenerateResult::history_text, so the past renders as it was fed).
 #include <unistd.h>
 
 #include <algorithm>
@@ -10,6 +10,7 @@
 #include <cstdlib>
 #include <cstring>
 
+#include "app/chat_cache.hpp"
 #include "app/generate.hpp"
 #include "commands.hpp"
 #include "common.hpp"
@@ -64,55 +65,31 @@ ReadResult read_line(std::string& out, size_t max_bytes) {
 class Conversation {
 public:
     Conversation(Session& s, const Tokenizer& tok, const ChatTemplate& tmpl, std::string system)
-        : session_(s), tok_(tok), tmpl_(tmpl), system_(std::move(system)) {
+        : cache_(s), tok_(tok), tmpl_(tmpl), system_(std::move(system)) {
         reset();
     }
 
     void reset() {
         messages_.clear();
         if (!system_.empty()) messages_.push_back({"system", system_});
-        session_.reset(0);
-        fed_.clear();
+        cache_.reset();
     }
 
     std::vector<ChatMessage>& messages() { return messages_; }
-    std::vector<int32_t>& fed() { return fed_; }
+    std::vector<int32_t>& fed() { return cache_.fed(); }
 
-    // Tokens of the whole conversation rendered with the assistant header at the end.
-    std::vector<int32_t> render_tokens() const { return tmpl_.render_tokens(tok_, messages_); }
-
+    // The whole conversation rendered with the assistant header at the end.
+    app::RenderedChat render() const { return app::render_chat(tmpl_, tok_, messages_); }
     // Bring the cache up to `target`; returns the logits of its last token. Throws Cancelled.
-    const float* sync(const std::vector<int32_t>& target) {
-        size_t common = 0;
-        while (common < fed_.size() && common < target.size() && fed_[common] == target[common]) ++common;
-        if (common < fed_.size() || common == target.size()) {
-            // The cache holds tokens the new rendering does not start with (or nothing is new):
-            // rebuild, since a sequence can only be forgotten as a whole.
-            session_.reset(0);
-            fed_.clear();
-            common = 0;
-        }
-        const std::vector<int32_t> tail(target.begin() + static_cast<std::ptrdiff_t>(common), target.end());
-        const float* logits = session_.append(0, tail).data();
-        fed_.insert(fed_.end(), tail.begin(), tail.end());
-        return logits;
-    }
-
-    // After an interrupted append the cache length may not match what we think it holds.
-    void check_consistent() {
-        if (session_.seq_length(0) != static_cast<int32_t>(fed_.size())) {
-            session_.reset(0);
-            fed_.clear();
-        }
-    }
+    const float* sync(const app::RenderedChat& target) { return cache_.sync(target); }
+    void check_consistent() { cache_.check_consistent(); }
 
 private:
-    Session& session_;
+    app::ChatCache cache_;
     const Tokenizer& tok_;
     const ChatTemplate& tmpl_;
     std::string system_;
     std::vector<ChatMessage> messages_;
-    std::vector<int32_t> fed_;
 };
 
 }  // namespace
@@ -184,15 +161,15 @@ int cmd_chat(int argc, char** argv) {
         if (line.empty()) continue;
 
         conv.messages().push_back({"user", line});
-        std::vector<int32_t> target = conv.render_tokens();
-        if (static_cast<int64_t>(target.size()) >= session->n_ctx()) {
+        app::RenderedChat target = conv.render();
+        if (static_cast<int64_t>(target.tokens.size()) >= session->n_ctx()) {
             // Start over with only this turn; if even that does not fit, drop it.
             conv.reset();
             conv.messages().push_back({"user", line});
-            target = conv.render_tokens();
-            if (static_cast<int64_t>(target.size()) >= session->n_ctx()) {
+            target = conv.render();
+            if (static_cast<int64_t>(target.tokens.size()) >= session->n_ctx()) {
                 std::fprintf(stderr, "mnemo: this message has %zu tokens but the context holds %d (-c); skipped\n",
-                             target.size(), session->n_ctx());
+                             target.tokens.size(), session->n_ctx());
                 conv.reset();
                 continue;
             }
@@ -231,7 +208,7 @@ int cmd_chat(int argc, char** argv) {
             std::fprintf(stderr, "(the context is full: the conversation was reset)\n");
             continue;
         }
-        conv.messages().push_back({"assistant", r.text});
+        conv.messages().push_back({"assistant", r.history_text});
     }
     if (source.kb) std::fprintf(stderr, "%s\n", kb_summary(source.kb->status()).c_str());
     return 0;

@@ -7,7 +7,9 @@
 
 #include <cstdio>
 
+#include "app/chat_cache.hpp"
 #include "app/generate.hpp"
+#include "eval/eval_conversation.hpp"
 #include "app/measure.hpp"
 #include "commands.hpp"
 #include "common.hpp"
@@ -46,6 +48,7 @@ int cmd_eval(int argc, char** argv) {
     int32_t max_tokens = 32;
     int32_t limit = 0;
     bool quiet = false;
+    std::string history_feed = "turns";
 
     app::ArgParser p("eval", "mnemo eval [-m DIR] --questions FILE.jsonl [options]",
                      "Score the model on questions with known answers: each item is generated greedily and scored by "
@@ -58,10 +61,17 @@ int cmd_eval(int argc, char** argv) {
         .int_opt("--limit", "N", "evaluate only the first N items; 0 = all (default: 0)", &limit, 0, 1 << 30)
         .string_opt("--report", "FILE", "write the JSON report here (written whole at the end)", &report_path)
         .string_opt("--items", "FILE", "write one JSON line per item here: output, scores, memories read", &items_path)
+        .string_opt("--history-feed", "HOW", "how items' \"history\" turns are fed: turns (as mnemo chat feeds them, the default), "
+                    "whole (the conversation as one prompt, its turns retrieval segments), chunks (one prompt in plain "
+                    "64-token chunks that mix turns: what chats did before; for measuring the retrieval rule)", &history_feed)
         .flag("--quiet", "no progress lines on stderr", &quiet);
     add_memory_flags(p, memories);
     if (!p.parse(argc, argv, 2)) return 0;
     if (questions.empty()) throw app::UsageError("missing --questions FILE.jsonl");
+    HistoryFeed feed = HistoryFeed::Turns;
+    if (history_feed == "whole") feed = HistoryFeed::Whole;
+    else if (history_feed == "chunks") feed = HistoryFeed::Chunks;
+    else if (history_feed != "turns") throw app::UsageError("--history-feed: expected turns, whole or chunks, got '" + history_feed + "'");
 
     // Everything that can be wrong with the input is found before the model loads.
     std::vector<EvalItem> items = read_eval_items(questions);
@@ -79,6 +89,13 @@ int cmd_eval(int argc, char** argv) {
     std::vector<std::vector<int32_t>> prompts;
     prompts.reserve(items.size());
     for (const EvalItem& item : items) {
+        if (!item.history.empty()) {  // a conversation: rendered turn by turn as it runs
+            if (!format.templated)
+                throw Error(questions + ": line " + std::to_string(item.line) + ": field \"history\" needs a model with a chat "
+                            "template; " + dir + " has none (questions are asked as plain text)");
+            prompts.emplace_back();
+            continue;
+        }
         const std::string text = item.is_question ? format.prompt(item.text) : item.text;
         prompts.push_back(prompt_tokens(*tok, text, /*add_bos=*/true, /*parse_special=*/true));
         const std::string where = questions + ": line " + std::to_string(item.line);
@@ -102,6 +119,7 @@ int cmd_eval(int argc, char** argv) {
     double generation_seconds = 0;
     const bool progress_in_place = isatty(STDERR_FILENO);
     const double t0 = app::now_seconds();
+    app::ChatCache conversation(*session);  // items with a history
     for (size_t i = 0; i < items.size(); ++i) {
         const EvalItem& item = items[i];
         session->reset(0);  // every item starts from an empty sequence, as a fresh `mnemo run` would
@@ -111,7 +129,13 @@ int cmd_eval(int argc, char** argv) {
         if (item.is_question) req.stop_strings = format.stops();
         app::GenerateResult r;
         try {
-            req.first_logits = session->append(0, prompts[i]).data();
+            if (item.history.empty()) {
+                req.first_logits = session->append(0, prompts[i]).data();
+            } else {
+                req.first_logits = feed_conversation(*session, *tok, format.tmpl, conversation, item, recorder.get(),
+                                                     questions + ": line " + std::to_string(item.line), feed);
+                fed = conversation.fed();
+            }
             r = app::generate(req);
         } catch (const Cancelled&) {
             r.reason = app::StopReason::Cancelled;
@@ -126,7 +150,7 @@ int cmd_eval(int argc, char** argv) {
         o.output = r.text;
         o.score = score_output(r.text, item.expected);
         o.stop = stop_name(r.reason);
-        o.prompt_tokens = static_cast<int32_t>(prompts[i].size());
+        o.prompt_tokens = static_cast<int32_t>(item.history.empty() ? prompts[i].size() : conversation.fed().size());
         o.generated_tokens = r.n_generated;
         if (recorder) o.references = distinct_references(recorder->take(0));
         outcomes.push_back(std::move(o));
@@ -136,6 +160,11 @@ int cmd_eval(int argc, char** argv) {
         }
     }
     if (!quiet && progress_in_place) std::fputc('\n', stderr);
+    // Conversations must reuse their cache turn after turn, as `mnemo chat` does; a restart means
+    // an answer rendered differently from how it was fed (the chat would pay a full re-prompt).
+    if (conversation.restarts() > 0)
+        std::fprintf(stderr, "mnemo eval: %lld conversation turns re-fed the whole conversation (the chat template renders an "
+                             "answer differently from its tokens)\n", static_cast<long long>(conversation.restarts()));
 
     EvalRun run;
     run.questions = questions;

@@ -94,6 +94,19 @@ EvalItem parse_item(const std::string& line_text, const LineContext& at) {
         else at.fail(std::string("field \"id\": expected a string or an integer, found ") + type_name(*id));
         if (item.id.empty()) at.fail("field \"id\" is empty");
     }
+    if (const json::Value* history = v.find("history")) {
+        if (!item.is_question) at.fail("field \"history\" belongs with \"question\": a raw prompt holds its own context");
+        if (!history->is_array()) at.fail(std::string("field \"history\": expected an array of {\"question\", \"answer\"}, found ") + type_name(*history));
+        for (size_t i = 0; i < history->as_array().size(); ++i) {
+            const json::Value& t = history->as_array()[i];
+            const std::string field = "field \"history\"[" + std::to_string(i) + "]";
+            if (!t.is_object()) at.fail(field + ": expected an object {\"question\", \"answer\"}, found " + type_name(t));
+            const std::string* q = string_field(t, "question", at);
+            const std::string* a = string_field(t, "answer", at);
+            if (!q || q->empty() || !a || a->empty()) at.fail(field + ": expected a non-empty \"question\" and \"answer\"");
+            item.history.push_back({*q, *a});
+        }
+    }
     const std::string* set = string_field(v, "set", at);
     item.set = set ? *set : "default";
     if (item.set.empty()) at.fail("field \"set\" is empty");

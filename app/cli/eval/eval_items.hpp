@@ -2,7 +2,9 @@
 //   {"question": "...", "answer": "..."}     a question, rendered with the chat template
 //   {"prompt": "...", "completion": "..."}   a raw prompt and the completion expected
 // with optional "id" (string or integer; default: the line number), "set" (a group the report
-// scores separately; default "default") and "answers" (more accepted answers). Blank lines are
+// scores separately; default "default"), "answers" (more accepted answers) and, for a question,
+// "history": the turns before it in a conversation, [{"question": "...", "answer": "..."}, ...],
+// fed as `mnemo chat` feeds them (each answer as if the model had generated it). Blank lines are
 // skipped; other fields are ignored (data sets carry their own metadata).
 #pragma once
 
@@ -19,6 +21,10 @@ struct EvalItem {
     bool is_question = false;           // "question" (chat template, stops at a newline) or "prompt" (raw)
     std::string text;                   // the question or the prompt
     std::vector<std::string> expected;  // "answer"/"completion" first, then "answers"
+    struct Turn {
+        std::string question, answer;
+    };
+    std::vector<Turn> history;          // earlier turns of the conversation (questions only)
 };
 
 // Reads and checks every line before anything runs. Throws mnemo::Error naming the file, the

@@ -37,6 +37,7 @@ GenerateResult generate(const GenerateRequest& r) {
 
     const double start = now_seconds();
     const float* logits = r.first_logits;
+    int32_t first_piece = -1;  // the first generated token with text
     while (true) {
         if (r.cancel != nullptr && r.cancel->load()) {
             result.reason = StopReason::Cancelled;
@@ -61,6 +62,7 @@ GenerateResult generate(const GenerateRequest& r) {
             break;
         }
         ++result.n_generated;
+        if (first_piece < 0 && !r.tokenizer->is_special(id)) first_piece = id;
         show(stops.push(decoder.push(id)));
         if (stops.stopped()) {
             result.reason = StopReason::StopString;
@@ -90,7 +92,14 @@ GenerateResult generate(const GenerateRequest& r) {
         show(tail);
     }
     result.seconds = now_seconds() - start;
+    result.history_text = history_text_of(*r.tokenizer, first_piece, result.text);
     return result;
+}
+
+std::string history_text_of(const Tokenizer& tokenizer, int32_t first_piece, const std::string& text) {
+    if (first_piece < 0 || (!text.empty() && text[0] == ' ')) return text;
+    const std::string bytes = tokenizer.token_bytes(first_piece);
+    return !bytes.empty() && bytes[0] == ' ' ? " " + text : text;
 }
 
 }  // namespace mnemo::app

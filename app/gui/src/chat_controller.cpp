@@ -134,7 +134,7 @@ bool ChatController::startAnswer() {
     if (!current_.systemPrompt.trimmed().isEmpty()) turns.push_back({QStringLiteral("system"), current_.systemPrompt});
     for (const Message& m : conversation_.messages()) {
         if (m.role == QLatin1String("assistant") && !m.error.isEmpty()) continue;  // a failed answer is not context
-        turns.push_back({m.role, m.text});
+        turns.push_back({m.role, m.historyText.isEmpty() ? m.text : m.historyText});
     }
     if (turns.isEmpty() || turns.back().role != QLatin1String("user")) {
         setStatus(QStringLiteral("Nothing to answer: the last message is not yours"), true);
@@ -203,6 +203,7 @@ void ChatController::onFinished(quint64 id, const GenerationResult& r) {
     if (id != generation_) return;
     Message m = conversation_.at(answerRow_);
     m.text = r.text;  // the same as the pieces, which were streamed through the same decoder
+    m.historyText = r.historyText;
     m.streaming = false;
     m.finish = finishReasonText(r.reason);
     takeMeasurements(m, r);

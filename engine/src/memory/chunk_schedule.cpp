@@ -8,16 +8,25 @@
 
 namespace mnemo::detail {
 
-std::vector<std::shared_ptr<const MemorySet>> ChunkSchedule::begin_prompt(int32_t seq, int64_t start,
-                                                                          const std::vector<int32_t>& tokens) {
+ChunkSchedule::Prompt ChunkSchedule::begin_prompt(int32_t seq, int64_t start, const std::vector<int32_t>& tokens,
+                                                  const std::vector<int32_t>& segment_starts) {
     const size_t C = static_cast<size_t>(spec_.chunk_length);
     Seq& s = seqs_[static_cast<size_t>(seq)];
-    // Each prompt chunk reads the memories its own text retrieves.
+    // Each prompt chunk reads the memories its own text retrieves; a segment (a turn) starts a
+    // chunk of its own, so no retrieval text mixes two turns.
+    Prompt prompt;
     std::vector<ChunkText> chunks;
-    for (size_t i = 0; i < tokens.size(); i += C)
-        chunks.push_back({seq, std::vector<int32_t>(tokens.begin() + static_cast<long>(i),
-                                                    tokens.begin() + static_cast<long>(std::min(tokens.size(), i + C)))});
-    auto sets = retrieval_.retrieve(chunks, empty_);
+    size_t next_segment = 0;
+    for (size_t i = 0; i < tokens.size();) {
+        while (next_segment < segment_starts.size() && static_cast<size_t>(segment_starts[next_segment]) <= i) ++next_segment;
+        size_t end = std::min(tokens.size(), i + C);
+        if (next_segment < segment_starts.size()) end = std::min(end, static_cast<size_t>(segment_starts[next_segment]));
+        prompt.chunk_begin.push_back(i);
+        chunks.push_back({seq, std::vector<int32_t>(tokens.begin() + static_cast<long>(i), tokens.begin() + static_cast<long>(end))});
+        i = end;
+    }
+    prompt.chunk_sets = retrieval_.retrieve(chunks, empty_);
+    const auto& sets = prompt.chunk_sets;
     s.tokens.resize(static_cast<size_t>(start));
     s.tokens.insert(s.tokens.end(), tokens.begin(), tokens.end());
     s.gen_start = static_cast<int32_t>(start + static_cast<int64_t>(tokens.size()));
@@ -26,16 +35,18 @@ std::vector<std::shared_ptr<const MemorySet>> ChunkSchedule::begin_prompt(int32_
     s.gen_set.reset();
     s.next_chunk = -1;
     s.next = ChunkText{};
-    return sets;
+    return prompt;
 }
 
-size_t ChunkSchedule::prompt_run(const std::vector<std::shared_ptr<const MemorySet>>& chunk_sets, size_t begin, size_t end,
-                                 size_t blocks) {
-    const size_t C = static_cast<size_t>(spec_.chunk_length);
+size_t ChunkSchedule::prompt_run(const Prompt& prompt, size_t begin, size_t end, size_t blocks) {
     run_sets_.clear();
     row_set_.clear();
+    // The chunk of row `begin`, then one step at a time.
+    size_t c = static_cast<size_t>(std::upper_bound(prompt.chunk_begin.begin(), prompt.chunk_begin.end(), begin) -
+                                   prompt.chunk_begin.begin()) - 1;
     for (size_t i = begin; i < end; ++i) {
-        const auto& set = chunk_sets[i / C];
+        while (c + 1 < prompt.chunk_begin.size() && prompt.chunk_begin[c + 1] <= i) ++c;
+        const auto& set = prompt.chunk_sets[c];
         if (run_sets_.empty() || run_sets_.back() != set) {
             if (run_sets_.size() == blocks) return i;
             run_sets_.push_back(set);

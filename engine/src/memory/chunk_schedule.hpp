@@ -1,5 +1,6 @@
 // The chunk schedule of Memory3 §3.1: which memories every row of a run reads. A prompt is cut
-// into chunk_length chunks that each retrieve with their own text; generated tokens keep the
+// into chunk_length chunks that each retrieve with their own text (restarting at every segment
+// start the caller gives: a conversation's turns); generated tokens keep the
 // last prompt chunk's memories for chunk_length tokens, then every generated chunk retrieves
 // with the text of the one before. For a prefetching source, a generated chunk's query is
 // announced in the step that completes its text, one step before it is asked.
@@ -19,11 +20,18 @@ public:
     ChunkSchedule(const MemorySpec& spec, int32_t n_seq, ChunkRetrieval& retrieval, std::shared_ptr<const MemorySet> empty)
         : spec_(spec), retrieval_(retrieval), empty_(std::move(empty)), seqs_(static_cast<size_t>(n_seq)) {}
 
-    // The memories of each chunk of a prompt appended to `seq` at position `start`.
-    std::vector<std::shared_ptr<const MemorySet>> begin_prompt(int32_t seq, int64_t start, const std::vector<int32_t>& tokens);
-    // The sets of prompt rows [begin, end) (chunk_sets from begin_prompt): the run stops before
-    // the first chunk that would need more than `blocks` distinct sets. Returns its end.
-    size_t prompt_run(const std::vector<std::shared_ptr<const MemorySet>>& chunk_sets, size_t begin, size_t end, size_t blocks);
+    // A prompt's chunks: where each begins (offsets into the prompt) and the memories it reads.
+    struct Prompt {
+        std::vector<size_t> chunk_begin;
+        std::vector<std::shared_ptr<const MemorySet>> chunk_sets;
+    };
+    // The chunks of a prompt appended to `seq` at position `start`, each with its memories:
+    // chunk_length tokens each, a new chunk at every offset of segment_starts.
+    Prompt begin_prompt(int32_t seq, int64_t start, const std::vector<int32_t>& tokens,
+                        const std::vector<int32_t>& segment_starts = {});
+    // The sets of prompt rows [begin, end): the run stops before the first chunk that would
+    // need more than `blocks` distinct sets. Returns its end.
+    size_t prompt_run(const Prompt& prompt, size_t begin, size_t end, size_t blocks);
     // The sets of a batch of generated rows, retrieving where a row starts a new chunk. Throws
     // when the batch needs more than `blocks` distinct sets.
     void generated_run(const std::vector<BatchToken>& batch, size_t blocks);

@@ -18,7 +18,7 @@ void MemoryState::set_source(std::shared_ptr<MemorySource> source) {
 }
 
 size_t MemoryState::bind_prompt_run(const Prompt& prompt, size_t begin, size_t end, std::vector<int32_t>& block_input) {
-    end = schedule_.prompt_run(prompt.chunk_sets, begin, end, blocks_.blocks());
+    end = schedule_.prompt_run(prompt, begin, end, blocks_.blocks());
     blocks_.bind(schedule_.run_sets(), schedule_.row_set(), block_input);
     return end;
 }

@@ -34,11 +34,10 @@ public:
     // A prompt appended to `seq` at `start`: every chunk retrieves now. Then, for each run of its
     // rows [begin, end), bind_prompt_run writes the MEMORY_BLOCK input of the rows it takes and
     // returns where the run must end (a run reads at most as many chunks as there are blocks).
-    struct Prompt {
-        std::vector<std::shared_ptr<const MemorySet>> chunk_sets;
-    };
-    Prompt begin_prompt(int32_t seq, int64_t start, const std::vector<int32_t>& tokens) {
-        return {schedule_.begin_prompt(seq, start, tokens)};
+    using Prompt = ChunkSchedule::Prompt;
+    Prompt begin_prompt(int32_t seq, int64_t start, const std::vector<int32_t>& tokens,
+                        const std::vector<int32_t>& segment_starts) {
+        return schedule_.begin_prompt(seq, start, tokens, segment_starts);
     }
     size_t bind_prompt_run(const Prompt& prompt, size_t begin, size_t end, std::vector<int32_t>& block_input);
     // A batch of generated rows (checked by the session): the MEMORY_BLOCK input of every row.

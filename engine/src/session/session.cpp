@@ -438,7 +438,8 @@ const std::vector<float>& Session::decode(const std::vector<BatchToken>& batch) 
     return impl_->logits;
 }
 
-const std::vector<float>& Session::append(int32_t seq, const std::vector<int32_t>& tokens, bool all_logits) {
+const std::vector<float>& Session::append(int32_t seq, const std::vector<int32_t>& tokens, bool all_logits,
+                                          const std::vector<int32_t>& segment_starts) {
     Impl& s = *impl_;
     if (seq < 0 || seq >= s.n_seq) throw Error("sequence " + std::to_string(seq) + " does not exist");
     if (tokens.empty()) throw Error("append: no tokens given");
@@ -447,8 +448,13 @@ const std::vector<float>& Session::append(int32_t seq, const std::vector<int32_t
         throw Error("context is full: sequence " + std::to_string(seq) + " holds " + std::to_string(start) + " of " +
                     std::to_string(s.n_ctx) + " positions and " + plural(tokens.size(), "more token") +
                     " do not fit (raise it with -c/--ctx-size)");
+    for (size_t i = 0; i < segment_starts.size(); ++i)
+        if (segment_starts[i] < 0 || static_cast<size_t>(segment_starts[i]) >= tokens.size() ||
+            (i > 0 && segment_starts[i] <= segment_starts[i - 1]))
+            throw Error("append: segment start " + std::to_string(segment_starts[i]) + " (at " + std::to_string(i) +
+                        ") is not an increasing offset into the " + plural(tokens.size(), "token") + " given");
     detail::MemoryState::Prompt prompt;  // the memories of each prompt chunk
-    if (s.memory) prompt = s.memory->begin_prompt(seq, start, tokens);
+    if (s.memory) prompt = s.memory->begin_prompt(seq, start, tokens, segment_starts);
     s.logits.clear();
     const size_t vocab = static_cast<size_t>(s.info.vocab_size);
     for (size_t begin = 0, end = 0; begin < tokens.size(); begin = end) {

@@ -7,6 +7,7 @@
 // bos_id) when encoding the rendered prompt, so it appears exactly once. A caller that builds raw
 // text without the tokenizer may prepend bos_text itself. Later literal BOS/EOS texts inside the
 // rendering (Llama-2 repeats "<s>" per turn) must be encoded with parse_special = true.
+#include <algorithm>
 #include <cctype>
 #include <filesystem>
 
@@ -129,12 +130,51 @@ std::string ChatTemplate::render(const std::vector<ChatMessage>& messages,
     return out;
 }
 
-std::vector<int32_t> ChatTemplate::render_tokens(const Tokenizer& tokenizer, const std::vector<ChatMessage>& messages) const {
-    const std::string text = render(messages, /*add_generation_prompt=*/true);
+namespace {
+
+std::vector<int32_t> encode_rendered(const ChatTemplate& t, const Tokenizer& tokenizer, const std::string& text) {
     std::vector<int32_t> ids;
-    const bool text_has_bos = !bos_text.empty() && text.rfind(bos_text, 0) == 0;
+    const bool text_has_bos = !t.bos_text.empty() && text.rfind(t.bos_text, 0) == 0;
     if (tokenizer.add_bos && tokenizer.bos_id && !text_has_bos) ids.push_back(*tokenizer.bos_id);
     for (int32_t id : tokenizer.encode(text, /*parse_special=*/true)) ids.push_back(id);
+    return ids;
+}
+
+}  // namespace
+
+std::vector<int32_t> ChatTemplate::render_tokens(const Tokenizer& tokenizer, const std::vector<ChatMessage>& messages) const {
+    return encode_rendered(*this, tokenizer, render(messages, /*add_generation_prompt=*/true));
+}
+
+std::vector<int32_t> ChatTemplate::render_tokens(const Tokenizer& tokenizer, const std::vector<ChatMessage>& messages,
+                                                 std::vector<int32_t>& turn_starts) const {
+    std::vector<int32_t> ids = render_tokens(tokenizer, messages);
+    turn_starts.clear();
+    bool seen_user = false;
+    for (size_t k = 0; k < messages.size(); ++k) {
+        if (messages[k].role != "user") continue;
+        if (!seen_user) {  // the first turn starts with the conversation
+            seen_user = true;
+            continue;
+        }
+        // The conversation before this turn, as a template renders a finished exchange, up to
+        // where an answer's generation stopped (its end-of-turn marker): a chat feeds the turn
+        // from there, so the turn's retrieval text is the same fed at once or turn by turn.
+        const std::vector<ChatMessage> before(messages.begin(), messages.begin() + static_cast<std::ptrdiff_t>(k));
+        std::string text = render(before, /*add_generation_prompt=*/false);
+        if (messages[k - 1].role == "assistant") {
+            size_t cut = std::string::npos;
+            for (const std::string& stop : stop_strings) {
+                const size_t at = stop.empty() ? std::string::npos : text.rfind(stop);
+                if (at != std::string::npos && (cut == std::string::npos || at > cut)) cut = at;
+            }
+            if (cut != std::string::npos) text.resize(cut);
+        }
+        const std::vector<int32_t> prefix = encode_rendered(*this, tokenizer, text);
+        const bool is_prefix = prefix.size() < ids.size() && std::equal(prefix.begin(), prefix.end(), ids.begin());
+        if (is_prefix && (turn_starts.empty() || static_cast<int32_t>(prefix.size()) > turn_starts.back()))
+            turn_starts.push_back(static_cast<int32_t>(prefix.size()));
+    }
     return ids;
 }
 

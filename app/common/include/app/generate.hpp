@@ -23,6 +23,11 @@ struct GenerateResult {
     double seconds = 0.0;
     StopReason reason = StopReason::Limit;
     std::string text;  // everything emitted
+    // The text as it continues the conversation: `text` with the space a SentencePiece
+    // tokenizer drops from a sequence's first piece put back. A chat keeps this one in its
+    // history, so the next turn's rendering tokenizes to the tokens generated (text would not:
+    // "\nKaimekim" and "\n Kaimekim" are other tokens) and the cache is reused, not rebuilt.
+    std::string history_text;
 };
 
 struct GenerateRequest {
@@ -48,5 +53,9 @@ struct GenerateRequest {
 };
 
 GenerateResult generate(const GenerateRequest& r);
+
+// GenerateResult::history_text of generated text whose first token with text is `first_piece`
+// (-1: none): `text` with the space a SentencePiece decode drops from a first piece put back.
+std::string history_text_of(const Tokenizer& tokenizer, int32_t first_piece, const std::string& text);
 
 }  // namespace mnemo::app

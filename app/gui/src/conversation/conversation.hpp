@@ -14,6 +14,9 @@ namespace mnemo::gui {
 struct Message {
     QString role;  // "user" or "assistant" (the system prompt is the conversation's own field)
     QString text;
+    // An answer as the conversation continues it (GenerationResult::historyText), what the chat
+    // template renders so the cached conversation is reused; empty: text (and for prompts).
+    QString historyText;
     bool streaming = false;         // tokens are still arriving
     QString finish;                 // why the answer ended ("stopped", "token limit", ...); empty for prompts
     QString error;                  // why an answer failed; empty when it did not

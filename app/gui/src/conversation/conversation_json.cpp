@@ -38,6 +38,8 @@ QJsonObject messageToJson(const Message& m) {
     QJsonObject o{{"role", m.role}, {"text", m.text}};
     if (m.role == QLatin1String("assistant")) {
         o.insert("finish", m.finish);
+        // Only when it differs from the text: what the template renders (Message::historyText).
+        if (!m.historyText.isEmpty() && m.historyText != m.text) o.insert("history_text", m.historyText);
         if (!m.error.isEmpty()) o.insert("error", m.error);
         if (!m.device.isEmpty()) o.insert("device", m.device);
         if (!m.notice.isEmpty()) o.insert("notice", m.notice);
@@ -115,6 +117,7 @@ std::optional<Conversation> conversationFromBytes(const QByteArray& bytes, ReadP
         msg.error = m.value("error").toString();
         msg.device = m.value("device").toString();
         msg.notice = m.value("notice").toString();  // optional: files written before it existed have none
+        msg.historyText = m.value("history_text").toString();  // optional likewise
         msg.tokens = m.value("tokens").toInt();
         msg.tokensPerSecond = m.value("tokens_per_second").toDouble();
         msg.firstTokenSeconds = m.value("first_token_seconds").toDouble();

@@ -146,7 +146,7 @@ void ModelWorker::load(quint64 id, LoadRequest request) {
         template_ = std::move(tmpl);
         recorder_ = std::move(recorder);
         info_ = info;
-        fed_.clear();
+        cache_ = std::make_unique<app::ChatCache>(*session_);
         Q_EMIT loaded(id, info);
     } catch (const std::exception& e) {
         Q_EMIT loadFailed(id, QString::fromUtf8(e.what()), session_ != nullptr);
@@ -210,34 +210,6 @@ KbStatus ModelWorker::kbNow() const {
     return k;
 }
 
-std::vector<int32_t> ModelWorker::renderTokens(const QList<ChatTurn>& turns) const {
-    return renderChatTokens(*tokenizer_, template_, turns);
-}
-
-const float* ModelWorker::syncCache(const std::vector<int32_t>& target) {
-    size_t common = 0;
-    while (common < fed_.size() && common < target.size() && fed_[common] == target[common]) ++common;
-    if (common < fed_.size() || common == target.size()) {
-        // The cache holds tokens the new rendering does not start with (an edit, a regeneration,
-        // a template that closes the turn differently from how generation ended), or nothing is
-        // new: rebuild.
-        session_->reset(0);
-        fed_.clear();
-        common = 0;
-    }
-    const std::vector<int32_t> tail(target.begin() + static_cast<std::ptrdiff_t>(common), target.end());
-    const float* logits = session_->append(0, tail).data();
-    fed_.insert(fed_.end(), tail.begin(), tail.end());
-    return logits;
-}
-
-void ModelWorker::forgetCacheIfInconsistent() {
-    if (session_ && session_->seq_length(0) != static_cast<int32_t>(fed_.size())) {
-        session_->reset(0);
-        fed_.clear();
-    }
-}
-
 void ModelWorker::generate(quint64 id, QList<ChatTurn> turns, SamplingSettings settings) {
     const RunCancellation::Run run(cancellation_, id);
     QElapsedTimer clock;
@@ -253,9 +225,9 @@ void ModelWorker::generate(quint64 id, QList<ChatTurn> turns, SamplingSettings s
         return;
     }
     try {
-        const std::vector<int32_t> target = renderTokens(turns);
-        if (static_cast<int64_t>(target.size()) >= session_->n_ctx())
-            throw Error("the conversation has " + std::to_string(target.size()) + " tokens but the context holds " +
+        const app::RenderedChat target = renderChat(*tokenizer_, template_, turns);
+        if (static_cast<int64_t>(target.tokens.size()) >= session_->n_ctx())
+            throw Error("the conversation has " + std::to_string(target.tokens.size()) + " tokens but the context holds " +
                         std::to_string(session_->n_ctx()) + ": start a new conversation or edit an earlier message");
         if (recorder_) recorder_->take(0);  // forget what an earlier, failed request retrieved
         const KbSource* kb = recorder_ ? recorder_->kb() : nullptr;
@@ -273,8 +245,9 @@ void ModelWorker::generate(quint64 id, QList<ChatTurn> turns, SamplingSettings s
         app::GenerateResult r;
         bool first = true;
         try {
-            const float* logits = syncCache(target);
-            app::GenerateRequest req(*session_, *tokenizer_, sampler, fed_, cancellation_.flag());
+            const float* logits = cache_->sync(target);
+            result.promptTokens = static_cast<int>(cache_->last_fed());
+            app::GenerateRequest req(*session_, *tokenizer_, sampler, cache_->fed(), cancellation_.flag());
             req.first_logits = logits;
             req.stop_strings = template_.stop_strings;
             req.max_tokens = settings.maxTokens;
@@ -289,14 +262,15 @@ void ModelWorker::generate(quint64 id, QList<ChatTurn> turns, SamplingSettings s
         } catch (const Cancelled&) {
             r.reason = app::StopReason::Cancelled;
         }
-        if (r.reason == app::StopReason::Cancelled) forgetCacheIfInconsistent();
+        if (r.reason == app::StopReason::Cancelled) cache_->check_consistent();
         result.text = QString::fromStdString(r.text);
+        result.historyText = QString::fromStdString(r.history_text);
         result.reason = finishReason(r.reason);
         result.tokens = r.n_generated;
         result.seconds = static_cast<double>(clock.nsecsElapsed()) * 1e-9;
         if (first) result.firstTokenSeconds = result.seconds;
         result.tokensPerSecond = r.seconds > 0 ? r.n_generated / r.seconds : 0.0;
-        result.contextUsed = static_cast<int>(fed_.size());
+        result.contextUsed = static_cast<int>(cache_->fed().size());
         result.device = info_.deviceText();
         if (recorder_) {
             const std::vector<RetrievedReference> read = recorder_->take(0);
@@ -318,8 +292,7 @@ void ModelWorker::generate(quint64 id, QList<ChatTurn> turns, SamplingSettings s
         Q_EMIT generationFinished(id, result);
     } catch (const std::exception& e) {
         // The cache may hold half of a prompt: start the next request from scratch.
-        session_->reset(0);
-        fed_.clear();
+        cache_->reset();
         Q_EMIT generationFailed(id, QString::fromUtf8(e.what()));
     }
 }

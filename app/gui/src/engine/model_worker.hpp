@@ -18,6 +18,7 @@
 
 #include "engine/owned_thread.hpp"
 #include "engine/run_cancellation.hpp"
+#include "app/chat_cache.hpp"
 #include "engine/worker_types.hpp"
 #include "mnemo/session/session.hpp"
 #include "mnemo/tokenizer/tokenizer.hpp"
@@ -58,9 +59,6 @@ Q_SIGNALS:
     void kbWarning(QString message);
 
 private:
-    std::vector<int32_t> renderTokens(const QList<ChatTurn>& turns) const;
-    const float* syncCache(const std::vector<int32_t>& target);
-    void forgetCacheIfInconsistent();
     // Connects to the request's knowledge server for `session`; nullptr (and `status` saying
     // why) when it cannot: the model then answers without memories.
     std::shared_ptr<KbSource> connectKb(Session& session, const LoadRequest& request, KbStatus& status);
@@ -71,7 +69,7 @@ private:
     ChatTemplate template_;
     std::shared_ptr<RetrievalRecorder> recorder_;  // in front of the memory source, if any
     ModelInfo info_;
-    std::vector<int32_t> fed_;  // tokens in the KV cache of sequence 0
+    std::unique_ptr<app::ChatCache> cache_;  // the conversation in session_'s sequence 0
 
     RunCancellation cancellation_;  // the session's and the token loop's cancel flag
 };

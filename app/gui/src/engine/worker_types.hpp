@@ -74,6 +74,8 @@ enum class FinishReason { EndOfTurn, Limit, ContextFull, Stopped };
 
 struct GenerationResult {
     QString text;
+    QString historyText;  // the answer as the conversation continues it (app::GenerateResult::history_text)
+    int promptTokens = 0; // tokens this request fed before generating: the new turn, or all after a rebuild
     FinishReason reason = FinishReason::EndOfTurn;
     int tokens = 0;
     double seconds = 0.0;           // from the request to the last token

@@ -118,8 +118,13 @@ public:
     // into chunk_length chunks that each retrieve their own memories; generated tokens keep the
     // last prompt chunk's memories for chunk_length tokens, then retrieve with the text just
     // generated (Memory3 §3.1).
+    // segment_starts: offsets in `tokens` where a new retrieval segment begins, e.g. each turn of
+    // a conversation fed as one prompt; chunks restart there, so no chunk's retrieval text spans
+    // two turns and a whole conversation reads what it read when its turns were fed one by one
+    // (docs/memories.md, "Retrieval in a conversation"). Offsets must be increasing and < size.
     // Returns logits of the last token, or of every token when all_logits.
-    const std::vector<float>& append(int32_t seq, const std::vector<int32_t>& tokens, bool all_logits = false);
+    const std::vector<float>& append(int32_t seq, const std::vector<int32_t>& tokens, bool all_logits = false,
+                                     const std::vector<int32_t>& segment_starts = {});
     // Positions already filled in sequence `seq`.
     int32_t seq_length(int32_t seq) const;
     // Forget a sequence (its cache rows are overwritten by the next append).

@@ -89,6 +89,13 @@ struct MNEMO_API ChatTemplate {
     // The same as token ids, with the assistant header at the end: a BOS token first when the
     // tokenizer adds one and the rendered text does not already start with the BOS text.
     std::vector<int32_t> render_tokens(const Tokenizer& tokenizer, const std::vector<ChatMessage>& messages) const;
+    // The same, and where each user turn after the first begins in those ids (increasing
+    // offsets): the segments a conversation's retrieval keeps apart (Session::append). A turn
+    // begins where a chat feeds it: after the previous answer's text, at its end-of-turn marker
+    // (a stop string). A turn whose rendered prefix does not tokenize as a prefix of the whole
+    // is left out.
+    std::vector<int32_t> render_tokens(const Tokenizer& tokenizer, const std::vector<ChatMessage>& messages,
+                                       std::vector<int32_t>& turn_starts) const;
 };
 
 // Detect the template for a model folder, or a GGUF file (its tokenizer.chat_template). `note`
