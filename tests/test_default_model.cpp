@@ -121,6 +121,53 @@ TEST_P(DefaultModel, LogitsWithFiveMemoriesMatchTheReference) {
     EXPECT_LT(test::max_rel_error(got, load_npy(golden("logits_5.npy")).as_f32()), 1e-4);
 }
 
+namespace {
+
+std::vector<int32_t> ids_of(const json::Value& array) {
+    std::vector<int32_t> out;
+    for (const json::Value& v : array.as_array()) out.push_back(static_cast<int32_t>(v.as_int()));
+    return out;
+}
+
+// Hands the chunks of a prompt, in the order asked, the memories of one turn each.
+class TurnSource : public MemorySource {
+public:
+    explicit TurnSource(std::vector<std::vector<std::shared_ptr<const ExplicitMemory>>> turns) : turns_(std::move(turns)) {}
+    bool wants_vector() const override { return false; }
+    std::vector<std::shared_ptr<const ExplicitMemory>> retrieve(const ChunkQuery&, int32_t) override {
+        EXPECT_LT(asked_, turns_.size()) << "more chunks than turns";
+        return asked_ < turns_.size() ? turns_[asked_++] : std::vector<std::shared_ptr<const ExplicitMemory>>{};
+    }
+    std::string describe() const override { return "one turn's memories per chunk"; }
+    size_t asked() const { return asked_; }
+
+private:
+    std::vector<std::vector<std::shared_ptr<const ExplicitMemory>>> turns_;
+    size_t asked_ = 0;
+};
+
+}  // namespace
+
+// A conversation fed at once with its turns as segments: each turn's chunk reads its own
+// memories, as training read them (tools/train/check_export.py checks the training code against
+// the same reference) and as a chat feeding the turns one by one reads them.
+TEST_P(DefaultModel, LogitsOfAConversationMatchTheReference) {
+    const json::Value c = json::parse_file(golden("conversation.json"));
+    auto s = open();
+    std::vector<std::vector<std::shared_ptr<const ExplicitMemory>>> turns;
+    for (const json::Value& turn : c.find("references")->as_array()) {
+        std::vector<std::vector<int32_t>> refs;
+        for (const json::Value& r : turn.as_array()) refs.push_back(ids_of(r));
+        turns.emplace_back();
+        for (WrittenMemory& w : s->write_memories(refs)) turns.back().push_back(std::make_shared<const ExplicitMemory>(std::move(w.memory)));
+    }
+    auto source = std::make_shared<TurnSource>(turns);
+    s->set_memory_source(source);
+    const std::vector<float> got = s->append(0, ids_of(*c.find("ids")), /*all_logits=*/true, ids_of(*c.find("turn_starts")));
+    EXPECT_EQ(source->asked(), turns.size());
+    EXPECT_LT(test::max_rel_error(got, load_npy(golden("logits_conversation.npy")).as_f32()), 1e-4);
+}
+
 // What the memory layers hold: a training entity's fact, answered from the weights alone.
 TEST_P(DefaultModel, AnswersATrainedQuestionFromItsWeights) {
     const json::Value q = json::parse_file(golden("train_question.json"));

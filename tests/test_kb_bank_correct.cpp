@@ -303,26 +303,48 @@ TEST_F(KbBankCorrect, CompactDropsRetiredRecordsAndRanksAsBefore) {
     EXPECT_FALSE(fs::exists(dir / "manifest-000005.json"));
 }
 
-// A bank written before document versions (the shipped one): each document's version is the one
-// in its segment's name. A texts line claiming a later version than its manifest is refused.
+// Replaces the texts file of a bank's first segment by `t`, fixing its checksum and size in the
+// manifest.
+void rewrite_texts(const fs::path& dir, const std::string& t) {
+    const fs::path texts = dir / "texts-000001-0000.jsonl";
+    std::string manifest = test::read_text(dir / "manifest-000001.json");
+    const std::string old_text = test::read_text(texts);
+    const std::string old_sha = kb::sha256_hex(old_text);
+    const size_t at = manifest.find(old_sha);
+    manifest.replace(at, 64, kb::sha256_hex(t));
+    const std::string old_bytes = "\"bytes\":" + std::to_string(old_text.size());
+    const size_t bytes_at = manifest.find(old_bytes, at);
+    ASSERT_NE(bytes_at, std::string::npos) << "the texts entry's size follows its checksum";
+    manifest.replace(bytes_at, old_bytes.size(), "\"bytes\":" + std::to_string(t.size()));
+    test::write_text(texts, t);
+    test::write_text(dir / "manifest-000001.json", manifest);
+}
+
+// A bank written before document versions (texts lines without "doc_version", as the bank shipped
+// before issue 27 was): each document's version is the one in its segment's name. A texts line
+// claiming a later version than its manifest is refused.
 TEST_F(KbBankCorrect, DocumentVersionsOfOlderBanksAndBadOnes) {
     const auto shipped = open_kb_bank(fs::path(MNEMO_SOURCE_DIR) / "assets/world/bank");
     EXPECT_EQ(shipped->reference(0).doc_version, 1u);
     ASSERT_NE(shipped->documents().find("e0"), nullptr);
     EXPECT_EQ(shipped->documents().find("e0")->version, 1u);
-    EXPECT_EQ(shipped->documents().all().size(), 2200u);
+    EXPECT_EQ(shipped->documents().all().size(), 2800u) << "one document per entity of assets/world";
+
+    const fs::path older = copy_base("older");
+    std::string lines = test::read_text(older / "texts-000001-0000.jsonl");
+    for (size_t at; (at = lines.find("\"doc_version\":1,")) != std::string::npos;) lines.erase(at, 16);
+    rewrite_texts(older, lines);
+    const auto old_bank = open_kb_bank(older);
+    ASSERT_FALSE(old_bank->documents().all().empty());
+    for (const auto& d : old_bank->documents().all()) EXPECT_EQ(d.version, 1u) << "from seg-000001's name";
+    EXPECT_EQ(old_bank->reference(0).doc_version, 1u);
 
     const fs::path dir = copy_base("bad-doc-version");
-    const fs::path texts = dir / "texts-000001-0000.jsonl";
-    std::string t = test::read_text(texts);
+    std::string t = test::read_text(dir / "texts-000001-0000.jsonl");
     const size_t at = t.find("\"doc_version\":1");
     ASSERT_NE(at, std::string::npos);
     t.replace(at, 15, "\"doc_version\":7");
-    std::string manifest = test::read_text(dir / "manifest-000001.json");
-    const std::string old_sha = kb::sha256_hex(test::read_text(texts));
-    manifest.replace(manifest.find(old_sha), 64, kb::sha256_hex(t));
-    test::write_text(texts, t);
-    test::write_text(dir / "manifest-000001.json", manifest);
+    rewrite_texts(dir, t);
     expect_error_with([&] { open_kb_bank(dir); }, {"texts-000001-0000.jsonl", "line 1", "'doc_version'", "[0, 1]"});
 }
 

@@ -338,16 +338,27 @@ class Memory:
     retrieval: torch.Tensor    # [D] unit-norm retrieval vector of the reference
 
 
-def chunk_indices(T: int, prompt_len: Optional[int], chunk_length: int) -> torch.Tensor:
+def chunk_indices(T: int, prompt_len: Optional[int], chunk_length: int,
+                  segment_starts: Sequence[int] = ()) -> torch.Tensor:
     """Chunk index of every position (module docstring, "Chunks"): prompt chunks 0..Cp-1 by
     position; decoded chunk 0 reuses Cp-1 (§7.5: "the first decoded chunk inherits the explicit
-    memories retrieved by the last input chunk"), decoded chunk k >= 1 is Cp-1+k."""
+    memories retrieved by the last input chunk"), decoded chunk k >= 1 is Cp-1+k.
+    segment_starts: prompt positions where a new segment (a conversation's turn) begins; prompt
+    chunks restart there (the engine's Session::append(..., segment_starts))."""
     P = T if prompt_len is None else int(prompt_len)
     if not 1 <= P <= T:
         raise ValueError(f"prompt_len {P} must be in [1, {T}]")
+    bounds = sorted(set([0] + [int(s) for s in segment_starts] + [P]))
+    if bounds[0] != 0 or bounds[-1] != P or any(not 0 < s < P for s in segment_starts):
+        raise ValueError(f"segment starts {list(segment_starts)} must lie inside the prompt (1..{P - 1})")
+    chunk = torch.empty(T, dtype=torch.long)
+    c = 0
+    for a, b in zip(bounds[:-1], bounds[1:]):
+        for s in range(a, b, chunk_length):
+            chunk[s:min(b, s + chunk_length)] = c
+            c += 1
     t = torch.arange(T)
-    last_prompt = (P - 1) // chunk_length
-    return torch.where(t < P, t // chunk_length, last_prompt + (t - P) // chunk_length)
+    return torch.where(t < P, chunk, (c - 1) + (t - P) // chunk_length)
 
 
 def query_ranges(T: int, prompt_len: Optional[int], chunk_length: int) -> List[Tuple[int, int]]:
@@ -517,14 +528,14 @@ class Memory3:
         return mems
 
     def forward_chunkwise(self, ids: Sequence[int], memories_for_chunk: MemorySource,
-                          prompt_len: Optional[int] = None) -> torch.Tensor:
+                          prompt_len: Optional[int] = None, segment_starts: Sequence[int] = ()) -> torch.Tensor:
         """Logits [T, V], all positions in one pass: every layer runs ONE masked attention over
         [reference BOS | the memories of every chunk | context] in which a memory column is open
         only to the queries of its own chunk (eq. 4 for all chunks at once, no loop over chunks;
         §7.5 Remark 8 names that loop as the paper's bottleneck)."""
         cfg, m3, W = self.cfg, self.m3, self.W
         T = len(ids)
-        chunk = chunk_indices(T, prompt_len, m3.chunk_length)
+        chunk = chunk_indices(T, prompt_len, m3.chunk_length, segment_starts)
         mems = {int(c): self._check_memories(int(c), memories_for_chunk(int(c))) for c in torch.unique(chunk)}
         Hkv = cfg.kv_heads
         causal = torch.tril(torch.ones(T, T, dtype=torch.bool))[None].expand(Hkv, T, T)

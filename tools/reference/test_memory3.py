@@ -154,6 +154,12 @@ class SelectionByHand(unittest.TestCase):
         self.assertEqual(m3ref.query_ranges(64, 40, 16), [(0, 16), (16, 32), (32, 40), (40, 56)])
         self.assertEqual(m3ref.query_ranges(40, 40, 16), [(0, 16), (16, 32), (32, 40)])
         self.assertEqual(m3ref.query_ranges(56, 40, 16), [(0, 16), (16, 32), (32, 40)])   # decoded chunk 0 only
+        # a conversation's turns: chunks restart at each segment start (10 and 30), then decoded
+        # 40..55 keep the last prompt chunk (30..39), 56.. is the next chunk
+        self.assertEqual(m3ref.chunk_indices(64, 40, 16, [10, 30]).tolist(),
+                         [0] * 10 + [1] * 16 + [2] * 4 + [3] * 26 + [4] * 8)
+        with self.assertRaises(ValueError):
+            m3ref.chunk_indices(40, 40, 16, [40])
         self.assertEqual(m3ref.query_ranges(57, 40, 16), [(0, 16), (16, 32), (32, 40), (40, 56)])
 
     def test_cosine_ranking(self):

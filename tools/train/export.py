@@ -27,7 +27,7 @@ import safetensors_io  # noqa: E402
 
 
 def load(path: str) -> DefaultModel:
-    st = torch.load(path)
+    st = read_model_folder(path) if os.path.isdir(path) else torch.load(path)
     model = DefaultModel(ModelConfig.from_dict(st["config"]))
     model.load_state_dict(st["model"])
     model.refresh_rank1()
@@ -60,6 +60,47 @@ def tensors_of(model: DefaultModel) -> dict:
             for k in range(c.mem_cores):
                 out[p + f"tucker_core.{k}"] = f(m.cores[k])
     return out
+
+
+def read_model_folder(folder: str) -> dict:
+    """The inverse of tensors_of: an exported folder as a checkpoint dict ({"model", "config",
+    "steps", "seconds", "stages"}), so the recipe's later stages can start from the shipped model."""
+    from tokenizer import Tokenizer
+    from train import make_config
+    cfg = make_config(Tokenizer(folder), dense=False)
+    model = DefaultModel(cfg)
+    got = safetensors_io.read_checkpoint(folder)
+    params = dict(model.named_parameters())
+    params.update({n: b for n, b in model.named_buffers() if n.endswith("shuffle")})
+    # Which parameter each exported name was written from (tensors_of's names).
+    source = {"model.embed_tokens.weight": "embed", "model.norm.weight": "g_final",
+              "model.full_memory_layer.values_for_look_up": "values",
+              "model.full_memory_layer.pre_values_for_look_up": "pre_values"}
+    hf = {"input_layernorm.weight": "g_in", "post_attention_layernorm.weight": "g_post",
+          "self_attn.q_proj.weight": "wq", "self_attn.k_proj.weight": "wk", "self_attn.v_proj.weight": "wv",
+          "self_attn.o_proj.weight": "wo", "mlp.gate_proj.weight": "w_gate", "mlp.up_proj.weight": "w_up",
+          "mlp.down_proj.weight": "w_down"}
+    for i in range(cfg.layers):
+        source.update({f"model.layers.{i}.{k}": f"blocks.{i}.{v}" for k, v in hf.items()})
+    mem = {"query_proj.weight": "query_proj", "query_norm.weight": "query_norm", "keys": "keys",
+           "keys_norm.weight": "keys_norm", "shuffle_index": "shuffle", "pre_values_proj.weight": "pre_values_proj",
+           "values_proj.weight": "values_proj"}
+    for l in range(len(cfg.mem_blocks)):
+        source.update({f"model.mem_blocks.{l}.{k}": f"mems.{l}.{v}" for k, v in mem.items()})
+    with torch.no_grad():
+        for name, t in got.items():
+            if name in source:
+                p = params[source[name]]
+                p.copy_(torch.from_numpy(np.array(t.data)).reshape(p.shape).to(p.dtype))
+            elif ".tucker_core." in name:
+                l, k = int(name.split(".")[2]), int(name.rsplit(".", 1)[1])
+                model.mems[l].cores[k].copy_(torch.from_numpy(np.array(t.data)))
+            elif not name.endswith(("tucker_core_u", "tucker_core_v")):   # refresh_rank1 derives u, v
+                raise ValueError(f"{folder}: unexpected tensor {name}")
+    model.refresh_rank1()
+    note = json.load(open(os.path.join(folder, "config.json"))).get("mnemo_generator", {})
+    return {"model": model.state_dict(), "config": cfg.to_dict(), "steps": note.get("steps"),
+            "seconds": note.get("training_seconds", 0), "stages": note.get("stages", [])}
 
 
 def config_of(c: ModelConfig, tok_cfg: dict, note: dict) -> dict:

@@ -24,6 +24,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(HERE), "reference"))
 from tokenizer import Tokenizer, chat_prompt  # noqa: E402
 from world import World  # noqa: E402
 import memory3  # noqa: E402
+from check_export import conversation_example  # noqa: E402
 
 
 def main() -> int:
@@ -62,6 +63,15 @@ def main() -> int:
     prompt = [tok.bos] + tok.encode(chat_prompt(trained["question"]))
     with open(os.path.join(out, "train_question.json"), "w") as f:
         json.dump({"question": trained["question"], "answer": trained["answer"], "prompt_ids": prompt}, f, indent=1)
+    # A conversation of two turns, each reading its own entity's references: the engine's chat
+    # feeds the turns as segments (Session::append), the reference restarts its chunks there.
+    ids, starts, turn_refs = conversation_example(World(14), tok)
+    written = [[m.write(r) for r in turn] for turn in turn_refs]
+    np.save(os.path.join(out, "logits_conversation.npy"),
+            np.asarray(m.forward_chunkwise(ids, lambda c: written[c], prompt_len=len(ids), segment_starts=starts),
+                       dtype=np.float32))
+    with open(os.path.join(out, "conversation.json"), "w") as f:
+        json.dump({"ids": ids, "turn_starts": starts, "references": turn_refs}, f)
     with open(os.path.join(out, "meta.json"), "w") as f:
         json.dump({"generator": "tools/train/make_goldens.py (tools/reference/memory3.py, float64)",
                    "question": q, "references": [d["id"] for d in chosen]}, f, indent=1)

@@ -213,6 +213,16 @@ class Memories:
     # Per memory layer, the §3.3 selection weights [B, M, kv_heads, n] the slots were chosen by
     # (differentiable: keep_loss trains them; the choice itself is a top-k without gradient).
     mass: List[torch.Tensor] = field(default_factory=list)
+    # Conversations (data.py dialogue rows): the turn of each slot [B, S] and of each token [B, T];
+    # a token reads only its own turn's memories, as each chat turn reads what its prompt retrieved.
+    slot_turn: Optional[torch.Tensor] = None
+    token_turn: Optional[torch.Tensor] = None
+
+    def set_turns(self, ref_turn: torch.Tensor, token_turn: torch.Tensor) -> None:
+        """ref_turn [B, M] (the turn of each reference) -> slot_turn, slots being reference-major."""
+        keep = self.k[0].shape[2] // ref_turn.shape[1]
+        self.slot_turn = ref_turn.repeat_interleave(keep, dim=1)
+        self.token_turn = token_turn
 
 
 class DefaultModel(nn.Module):
@@ -401,14 +411,15 @@ class DefaultModel(nn.Module):
             keys.append(k)
             vals.append(v)
             opens.append(causal)
-            out = self._attend_heads(q, keys, vals, opens, memories.valid if memories is not None else None)
+            out = self._attend_heads(q, keys, vals, opens, memories)
             h = h + out @ blk.wo.T
             h = self._ffn(i, h)
         return self.logits(h)
 
-    def _attend_heads(self, q, keys, vals, opens, mem_valid) -> torch.Tensor:
+    def _attend_heads(self, q, keys, vals, opens, memories: Optional[Memories]) -> torch.Tensor:
         """Attention over concatenated key sets; the memory set (open_ None) has a per-kv-head
-        validity mask mem_valid [B, Hkv, S]."""
+        validity mask memories.valid [B, Hkv, S], and in a conversation each token sees only the
+        slots of its own turn."""
         c = self.cfg
         B, T = q.shape[:2]
         rep = c.heads // c.kv_heads
@@ -417,8 +428,11 @@ class DefaultModel(nn.Module):
         masks = []
         for kk, o in zip(keys, opens):
             if o is None:
-                mv = mem_valid.repeat_interleave(rep, dim=1)              # [B, H, S]
-                masks.append(mv[:, :, None, :].expand(-1, -1, T, -1))
+                mv = memories.valid.repeat_interleave(rep, dim=1)         # [B, H, S]
+                m = mv[:, :, None, :].expand(-1, -1, T, -1)
+                if memories.token_turn is not None:
+                    m = m & (memories.token_turn[:, None, :, None] == memories.slot_turn[:, None, None, :])
+                masks.append(m)
             else:
                 masks.append(o[:, None].expand(-1, c.heads, -1, -1))
         open_ = torch.cat(masks, -1)                                      # [B, H, T, S]

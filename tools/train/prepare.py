@@ -10,7 +10,7 @@ import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import tokenizer  # noqa: E402
-from world import World, write_outputs  # noqa: E402
+from world import UNSEEN_SPLITS, World, write_outputs  # noqa: E402
 
 
 def main() -> int:
@@ -26,7 +26,7 @@ def main() -> int:
     rng = random.Random(a.seed + 2)
     lines = ["Reference:"] * 200  # the reference BOS text (model.py prefix) should be a piece or two
     for e in w.entities:
-        if e.split == "held_out":
+        if e.split in UNSEEN_SPLITS:   # held out and novel: never in training text
             continue
         for _ in range(3):
             lines.append(w.document(e, rng))

@@ -4,7 +4,9 @@ evaluation is `mnemo eval` on the exported model). With --memories each question
 entity's three one-fact references plus two other entities' facts as explicit memories.
 
     /usr/bin/python3 tools/train/quick_eval.py --work WORK --checkpoint WORK/model.ckpt.pt [--split train] [--n 200]
+    ... --questions WORK/questions-unseen_names.jsonl --memories   # the items of a question set
 """
+import json
 import argparse
 import os
 import random
@@ -26,6 +28,7 @@ def main() -> int:
     ap.add_argument("--split", default="train")
     ap.add_argument("--n", type=int, default=200)
     ap.add_argument("--memories", action="store_true")
+    ap.add_argument("--questions", help="a question set (world.py's JSONL): its first N items, not --split")
     a = ap.parse_args()
     torch.set_num_threads(1)
     model = load(a.checkpoint)
@@ -35,9 +38,15 @@ def main() -> int:
     ents = world.split(a.split)
     others = world.split("train") + world.split("practice")
     right = 0
+    items = [json.loads(l) for l in open(a.questions)][:a.n] if a.questions else None
+    by_id = {e.id: e for e in world.entities}
     for k in range(a.n):
-        e = rng.choice(ents)
-        rel, q, ans = rng.choice(world.questions(e)[::2])
+        if items:
+            it = items[k]
+            e, q, ans = by_id[int(it["id"].split(".")[-2][1:])], it["question"], it["answer"]
+        else:
+            e = rng.choice(ents)
+            rel, q, ans = rng.choice(world.questions(e)[::2])
         ids = [tok.bos] + tok.encode(chat_prompt(q))
         mem = None
         if a.memories:
@@ -65,7 +74,8 @@ def main() -> int:
         right += got.lower() == ans.lower()
         if k < 5:
             print(f"  {q} -> {got!r} (expected {ans!r})")
-    print(f"{a.split}{' +memories' if a.memories else ''}: {right}/{a.n} = {100 * right / a.n:.1f}% exact")
+    name = os.path.basename(a.questions) if a.questions else a.split
+    print(f"{name}{' +memories' if a.memories else ''}: {right}/{a.n} = {100 * right / a.n:.1f}% exact")
     return 0
 
 

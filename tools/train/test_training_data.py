@@ -13,7 +13,7 @@ import unittest
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
 sys.path.insert(0, HERE)
-from world import World  # noqa: E402
+from world import HELD_OUT_QUESTIONS, MORE_QUESTIONS, QUESTIONS, UNSEEN_SPLITS, World  # noqa: E402
 
 ASSETS = os.path.join(ROOT, "assets")
 
@@ -37,23 +37,65 @@ class WorldTests(unittest.TestCase):
                 self.assertEqual(it["set"], split)
                 self.assertTrue(any(name in it["question"] and v == it["answer"] for name, v in want), it)
 
-    def test_relations_point_at_training_entities_only(self):
+    def test_relations_point_at_training_entities_or_unseen_ones(self):
+        """Train and practice entities' relations point at training entities only; held-out and
+        novel entities' relations point at held-out or novel ones, so their answers are names
+        training never produced (the unseen_names set)."""
         train_names = {e.name for e in self.world.split("train")}
-        others = {e.name for e in self.world.entities} - train_names
+        unseen = {e.name for e in self.world.entities if e.split in UNSEEN_SPLITS}
+        names = {e.name for e in self.world.entities}
+        others = names - train_names
         for e in self.world.entities:
-            for v in e.facts.values():
-                self.assertNotIn(v, others, f"{e.name} points at a non-training entity")
+            for rel, v in e.facts.items():
+                if e.split in UNSEEN_SPLITS and v in names:
+                    self.assertIn(v, unseen, f"{e.name}.{rel} points at a seen entity")
+                elif e.split not in UNSEEN_SPLITS:
+                    self.assertNotIn(v, others, f"{e.name} points at a non-training entity")
 
-    def test_held_out_names_never_reach_training_text(self):
-        held = [e.name for e in self.world.split("held_out")]
+    def test_unseen_names_never_reach_training_text(self):
+        """No held-out or novel name is in any text training shows: documents and every training
+        wording of the train entities, nor a fresh entity's name or value."""
+        held = [e.name for e in self.world.entities if e.split in UNSEEN_SPLITS]
         rng = random.Random(0)
         text = []
         for e in self.world.split("train"):
             text.append(self.world.document(e, rng))
-            text.extend(q for _, q, _ in self.world.questions(e))
+            text.extend(q + " " + a for _, q, a in self.world.questions(e, "train"))
+        for _ in range(2000):
+            f = self.world.fresh(rng, new_names=0.5)
+            text.append(f.name + " " + " ".join(f.facts.values()))
         blob = "\n".join(text)
         for name in held:
             self.assertNotIn(name, blob)
+
+    def test_held_out_wordings_are_not_training_wordings(self):
+        for key, held in HELD_OUT_QUESTIONS.items():
+            for q in held:
+                self.assertNotIn(q, QUESTIONS[key] + MORE_QUESTIONS[key])
+
+    def test_reading_sets(self):
+        """The shipped reading sets: what each claims to measure holds for every item."""
+        def items(name):
+            with open(os.path.join(ASSETS, "world", f"questions-{name}.jsonl")) as f:
+                return [json.loads(line) for line in f]
+        unseen = {e.name for e in self.world.entities if e.split in UNSEEN_SPLITS}
+        names = items("unseen_names")
+        self.assertGreaterEqual(len(names), 500)
+        for it in names:
+            self.assertIn(it["answer"], unseen, it)
+        wordings = items("held_out_wordings")
+        self.assertGreaterEqual(len(wordings), 500)
+        held_wordings = {q.split("{e}")[0] for qs in HELD_OUT_QUESTIONS.values() for q in qs}
+        for it in wordings:
+            self.assertTrue(any(it["question"].startswith(w) for w in held_wordings), it)
+        follow = items("follow_up")
+        self.assertGreaterEqual(sum(1 for it in follow if it["turn"] > 1), 500)
+        for it in follow:
+            self.assertEqual(len(it["history"]), it["turn"] - 1)
+        corrected = items("corrected")
+        self.assertGreaterEqual(len(corrected), 500)
+        for it in corrected:
+            self.assertNotEqual(it["answer"], it["old"], it)
 
     def test_fresh_entities_are_new(self):
         names = {e.name.lower() for e in self.world.entities}
@@ -138,6 +180,30 @@ class BatchTests(unittest.TestCase):
             shared += len(mine & set(self.tok.encode(d.name)))
             random_shared += len(mine & set(self.tok.encode(rng.choice(self.batches.readable_of[e.kind]).name)))
         self.assertGreater(shared, 2 * random_shared)
+
+    def test_dialogue_rows_read_their_own_turns_references(self):
+        """A conversation row is the chat template's rendering; the loss is on the answers (and
+        their <|im_end|>) only; each turn's references are its own (its entity's facts among
+        them when it reads any); the <|im_end|> closing a turn is fed with the next one."""
+        b = self.batches
+        b.stage2_data, b.wordings, b.new_names, b.fresh_share = "dialogue", "train", 0.5, 1.0
+        ids, tgt, pos, item, refs, valid, marks, ref_turn, tok_turn = b.stage2(12, 5)
+        for r in range(12):
+            n = int(tok_turn[r].max()) + 1
+            text = self.tok.decode(ids[r][item[r] >= 0].tolist())
+            self.assertEqual(text.count("user"), n, text)
+            scored = [t for t in range(ids.shape[1]) if tgt[r, t] >= 0]
+            answers = self.tok.decode([int(tgt[r, t]) for t in scored if int(tgt[r, t]) != self.tok.im_end])
+            for t in range(n):
+                turn_tokens = [i for i in range(ids.shape[1]) if tok_turn[r, i] == t]
+                self.assertEqual(turn_tokens, list(range(turn_tokens[0], turn_tokens[-1] + 1)), "a turn is contiguous")
+                if t > 0:
+                    self.assertEqual(int(ids[r, turn_tokens[0]]), self.tok.im_end)
+                mine = [j for j in range(refs.shape[1]) if ref_turn[r, j] == t]
+                if mine:   # this turn's answer is stated by one of its own references
+                    stated = [self.tok.decode(refs[r, j][marks[r, j]].tolist()).strip() for j in mine]
+                    self.assertTrue(any(v and v in answers for v in stated), (stated, answers))
+            self.assertEqual(int(tgt[r, scored[-1]]), self.tok.im_end)
 
     def test_stage2_batches_are_seeded(self):
         """A resumed run redraws the same batches: the data depends on the seed alone."""

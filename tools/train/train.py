@@ -71,10 +71,20 @@ def progress(step: int, total: int, loss: float, t0: float, start: int) -> None:
     sys.stderr.flush()
 
 
+def load_init(init: str) -> dict:
+    """A checkpoint, or an exported model folder (export.py's output, e.g. the shipped
+    assets/default-model) read back into one: the recipe's later stages can start from the
+    shipped model without its training folder."""
+    if os.path.isdir(init):
+        from export import read_model_folder
+        return read_model_folder(init)
+    return torch.load(init)
+
+
 def stages_before(init: str) -> list:
     """The stages that made the checkpoint a run starts from, so that the exported config names
     the whole recipe, not only its last stage. A checkpoint from before this record names itself."""
-    st = torch.load(init)
+    st = load_init(init)
     if "stages" in st:
         return list(st["stages"])
     return [{"name": os.path.basename(init), "steps": st.get("steps", st.get("step")),
@@ -98,8 +108,15 @@ def main() -> int:
     ap.add_argument("--name", help="run name for checkpoints and logs (default: model or dense)")
     ap.add_argument("--warmup", type=int, default=200)
     ap.add_argument("--fresh-share", type=float, default=0.6, help="stage-2 questions about fresh entities")
-    ap.add_argument("--stage2-data", choices=("facts", "paragraphs"), default="facts",
-                    help="stage-2 questions and references (data.py); paragraphs = the first recipe")
+    ap.add_argument("--stage2-data", choices=("facts", "paragraphs", "dialogue"), default="facts",
+                    help="stage-2 questions and references (data.py); paragraphs = the first recipe, "
+                         "dialogue = conversations of several turns (the dialogue stage)")
+    ap.add_argument("--wordings", choices=("base", "train"), default="base",
+                    help="question wordings: the base recipe's two, or those and world.MORE_QUESTIONS")
+    ap.add_argument("--new-names", type=float, default=0.0,
+                    help="share of fresh entities' entity-valued facts that name made-up entities")
+    ap.add_argument("--name-questions", type=float, default=0.0,
+                    help="dialogue: share of fresh entities' turns that ask for such a made-up name")
     ap.add_argument("--lookalike-share", type=float, default=0.0,
                     help="stage-2 distractors whose names share the most pieces with the entity asked's")
     ap.add_argument("--keep-weight", type=float, default=1.0,
@@ -118,12 +135,15 @@ def main() -> int:
     batches.stage2_data = a.stage2_data
     batches.fresh_share = a.fresh_share
     batches.lookalike_share = a.lookalike_share
+    batches.wordings = a.wordings
+    batches.new_names = a.new_names
+    batches.name_questions = a.name_questions
     total = a.steps1 + a.steps2
     ckpt = os.path.join(a.work, f"{name}.ckpt.pt")
     start = 0
     stages = stages_before(a.init) if a.init else []
     if a.init and not os.path.exists(ckpt):
-        model.load_state_dict(torch.load(a.init)["model"])
+        model.load_state_dict(load_init(a.init)["model"])
         print(f"{name}: starting from {a.init}", file=sys.stderr)
     if os.path.exists(ckpt):
         st = torch.load(ckpt)
@@ -146,8 +166,10 @@ def main() -> int:
         loss = loss1
         loss2 = None
         if step >= a.steps1:
-            ids, tgt, pos, item, refs, valid, marks = batches.stage2(a.rows2, cfg.references_per_chunk)
+            ids, tgt, pos, item, refs, valid, marks, *turns = batches.stage2(a.rows2, cfg.references_per_chunk)
             mem = model.write_memories(refs, valid)
+            if turns:
+                mem.set_turns(*turns)
             loss2 = loss_of(model, ids, tgt, pos, item, mem)
             keep = model.keep_loss(mem, valid, marks)
             loss = loss1 + loss2 + a.keep_weight * keep
@@ -175,6 +197,7 @@ def main() -> int:
     stages.append({"name": name, "steps1": a.steps1, "steps2": a.steps2, "lr": a.lr, "warmup": a.warmup,
                    "fresh_share": a.fresh_share, "lookalike_share": a.lookalike_share,
                    "keep_weight": a.keep_weight, "stage2_data": a.stage2_data, "dense": a.dense,
+                   "wordings": a.wordings, "new_names": a.new_names, "name_questions": a.name_questions,
                    "seconds": round(time.time() - t0)})
     torch.save({"model": model.state_dict(), "config": cfg.to_dict(), "steps": total,
                 "seconds": time.time() - t0, "stages": stages}, os.path.join(a.work, f"{name}.final.pt"))

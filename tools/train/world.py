@@ -11,8 +11,14 @@ from closed value sets or from other entities. Every entity belongs to one split
   held_out  appears nowhere in training, only in the knowledge corpus: answering about it
             needs the knowledge server.
 
-Relations only point at `train` entities, so a held-out name never leaks into training text.
-Everything is a pure function of the seed (random.Random, no global state).
+  novel     made after the others (their own random stream, so the base world is unchanged): like
+            held_out, but their relations, and those of held_out entities, point at held_out or
+            novel entities, so their answers are names training never produced; the set that
+            measures reading rather than choosing from known names (issue 27).
+
+Relations of train and practice entities only point at `train` entities, so a held-out name never
+leaks into training text. Everything is a pure function of the seed (random.Random, no global
+state).
 
     python3 tools/train/world.py --seed 14 --out DIR      # writes DIR/world.json, corpus, questions
 """
@@ -52,6 +58,8 @@ CODAS = ["", "", "n", "r", "l", "s", "th", "m", "x", "nd", "rt", "sk", "v"]
 KINDS = ("person", "place", "object", "organisation")
 COUNTS = {"person": 800, "place": 400, "object": 600, "organisation": 400}
 SPLIT_SHARES = (("held_out", 0.1), ("practice", 0.1))   # the rest: train
+NOVEL_COUNTS = {"person": 200, "place": 100, "object": 150, "organisation": 150}
+UNSEEN_SPLITS = ("held_out", "novel")   # never in training text: answered from the knowledge server
 
 # ---------------------------------------------------------------------------------------------
 # Relations: how a fact is said (documents) and asked (questions)
@@ -86,6 +94,9 @@ STATEMENTS = {
                                   "{e} was established in {v}."],
 }
 
+# The first two wordings of each relation are the base recipe's (stages 1-4 and the tokenizer's
+# text); the dialogue stage also trains on MORE_QUESTIONS; HELD_OUT_QUESTIONS never reach training
+# (the held-out wordings evaluation).
 QUESTIONS = {
     ("person", "born_in"): ["Where was {e} born?", "What is the birthplace of {e}?"],
     ("person", "job"): ["What does {e} do for a living?", "What is the job of {e}?"],
@@ -99,6 +110,36 @@ QUESTIONS = {
     ("organisation", "city"): ["Where is {e} based?", "In which town is {e} based?"],
     ("organisation", "field"): ["What field does {e} work in?", "What is the trade of {e}?"],
     ("organisation", "founded"): ["When was {e} founded?", "In what year was {e} founded?"],
+}
+
+MORE_QUESTIONS = {
+    ("person", "born_in"): ["In which town was {e} born?", "Which town is {e} from?"],
+    ("person", "job"): ["What work does {e} do?", "What is {e} by trade?"],
+    ("person", "year"): ["What year was {e} born in?", "What is the birth year of {e}?"],
+    ("place", "animal"): ["What is the emblem of {e}?", "Which animal does {e} honour?"],
+    ("place", "founded"): ["What year was {e} founded?", "When was {e} first settled?"],
+    ("place", "colour"): ["What colour are the houses in {e}?", "Which colour are the roofs of {e}?"],
+    ("object", "colour"): ["Which colour is {e}?", "What colour was {e} painted?"],
+    ("object", "material"): ["What was {e} built from?", "What is the material of {e}?"],
+    ("object", "maker"): ["Who built {e}?", "Which firm made {e}?"],
+    ("organisation", "city"): ["Where does {e} have its seat?", "What is the home town of {e}?"],
+    ("organisation", "field"): ["What does {e} do?", "Which trade is {e} in?"],
+    ("organisation", "founded"): ["When did {e} open?", "What year was {e} established?"],
+}
+
+HELD_OUT_QUESTIONS = {
+    ("person", "born_in"): ["Where does {e} come from?", "Tell me where {e} was born."],
+    ("person", "job"): ["What kind of work does {e} do?", "How does {e} earn a living?"],
+    ("person", "year"): ["Which year was {e} born in?", "Tell me the year {e} was born."],
+    ("place", "animal"): ["Which animal is the emblem of {e}?", "What animal do the people of {e} honour?"],
+    ("place", "founded"): ["How old is {e}: when was it founded?", "Tell me when {e} was founded."],
+    ("place", "colour"): ["What colour do the roofs of {e} have?", "Tell me the colour of the roofs in {e}."],
+    ("object", "colour"): ["Tell me the colour of {e}.", "What colour does {e} have?"],
+    ("object", "material"): ["Tell me what {e} is made of.", "From what material was {e} made?"],
+    ("object", "maker"): ["Tell me who made {e}.", "Who was {e} made by?"],
+    ("organisation", "city"): ["Tell me where {e} is based.", "Where is the seat of {e}?"],
+    ("organisation", "field"): ["Tell me the trade of {e}.", "What line of work is {e} in?"],
+    ("organisation", "founded"): ["Tell me when {e} was founded.", "Which year was {e} established in?"],
 }
 
 INTROS = {
@@ -168,6 +209,7 @@ class World:
         train_of = {k: [e for e in self.entities if e.kind == k and e.split == "train"] for k in KINDS}
         self._train_of = train_of
         self._names = {e.name.lower() for e in self.entities}
+        self._reserved: set = set()
         for e in self.entities:
             for rel, source in RELATIONS[e.kind]:
                 if source == "year":
@@ -177,23 +219,63 @@ class World:
                 else:
                     v = rng.choice(source)
                 e.facts[rel] = v
+        self._add_novel(random.Random(seed * 1000 + 27), used)
+        # Every value a training text can state: the closed sets, years, training entities' names.
+        self.known_values = {e.name for e in self.entities if e.split == "train"} | \
+            {v for src in RELATIONS.values() for _, s in src if isinstance(s, list) for v in s} | \
+            {str(y) for y in range(1500, 2000)}
 
-    def fresh(self, rng: random.Random, kind: Optional[str] = None) -> Entity:
+    def _add_novel(self, rng: random.Random, used: set) -> None:
+        """The novel split, from its own random stream after the base world (whose entities,
+        facts and random draws stay what stages 1-4 of the recipe trained on), and the held-out
+        entities' relations re-pointed at held-out or novel entities: names never seen in
+        training, which can only be answered by copying them from a reference."""
+        start = len(self.entities)
+        for kind in KINDS:
+            for _ in range(NOVEL_COUNTS[kind]):
+                while True:
+                    name, okind = _name(rng, kind)
+                    key = name.lower().split()[{"person": -1, "place": 0, "object": 1, "organisation": 0}[kind]]
+                    if name.lower() not in used and key not in used:
+                        used.add(name.lower())
+                        used.add(key)
+                        break
+                self.entities.append(Entity(len(self.entities), kind, name, "novel", object_kind=okind))
+        unseen_of = {k: [e for e in self.entities if e.kind == k and e.split in UNSEEN_SPLITS] for k in KINDS}
+        for e in self.entities:
+            if e.split not in UNSEEN_SPLITS:
+                continue
+            for rel, source in RELATIONS[e.kind]:
+                if e.id >= start and source == "year":
+                    e.facts[rel] = str(rng.randint(1500, 1999))
+                elif e.id >= start and isinstance(source, list):
+                    e.facts[rel] = rng.choice(source)
+                elif isinstance(source, str) and source != "year":
+                    e.facts[rel] = rng.choice([d for d in unseen_of[source] if d.id != e.id]).name
+        self._reserved = {e.name.lower() for e in self.entities[start:]}
+
+    def fresh(self, rng: random.Random, kind: Optional[str] = None, new_names: float = 0.0) -> Entity:
         """A new entity that exists only in this call: a name no world entity has, facts drawn as
         the world's are. Questions about it can only be answered from its document, so training
         on them teaches reading explicit memories, not remembering (a fixed set of practice
-        entities would simply be memorised). kind: of this kind (default: a random one)."""
+        entities would simply be memorised). kind: of this kind (default: a random one).
+        new_names: the share of its entity-valued facts that name another made-up entity instead
+        of a training one: answers the model has never produced, copied from the reference or
+        not at all (the dialogue stage; the base recipe uses 0, which draws as it always did)."""
         kind = kind or rng.choice(KINDS)
         while True:
             name, okind = _name(rng, kind)
-            if name.lower() not in self._names:
+            if name.lower() not in self._names and name.lower() not in self._reserved:
                 break
         e = Entity(-1, kind, name, "fresh", object_kind=okind)
         for rel, source in RELATIONS[kind]:
             if source == "year":
                 e.facts[rel] = str(rng.randint(1500, 1999))
             elif isinstance(source, str):
-                e.facts[rel] = rng.choice(self._train_of[source]).name
+                if new_names > 0 and rng.random() < new_names:
+                    e.facts[rel] = self.fresh(rng, source).name
+                else:
+                    e.facts[rel] = rng.choice(self._train_of[source]).name
             else:
                 e.facts[rel] = rng.choice(source)
         return e
@@ -239,11 +321,14 @@ class World:
             out.append((s[0].upper() + s[1:], start, start + len(v)))
         return out
 
-    def questions(self, e: Entity) -> List[Tuple[str, str, str]]:
-        """(relation, question, answer) for every fact, every wording."""
+    def questions(self, e: Entity, wordings: str = "base") -> List[Tuple[str, str, str]]:
+        """(relation, question, answer) for every fact, every wording of the set: "base" (the
+        first recipe's two), "train" (those and MORE_QUESTIONS) or "held_out" (never trained)."""
+        table = {"base": QUESTIONS, "held_out": HELD_OUT_QUESTIONS,
+                 "train": {k: QUESTIONS[k] + MORE_QUESTIONS[k] for k in QUESTIONS}}[wordings]
         out = []
         for rel, v in e.facts.items():
-            for q in QUESTIONS[(e.kind, rel)]:
+            for q in table[(e.kind, rel)]:
                 s = q.format(e=e.name)
                 out.append((rel, s[0].upper() + s[1:], v))
         return out
@@ -269,6 +354,65 @@ def write_outputs(world: World, out: str) -> None:
             for e in world.split(split):
                 for rel, q, a in world.questions(e)[::2]:
                     f.write(json.dumps({"id": f"e{e.id}.{rel}", "set": split, "question": q, "answer": a}) + "\n")
+    write_reading_sets(world, out, random.Random(world.seed + 3))
+
+
+def _item(e: Entity, rel: str, q: str, a: str, set_name: str, **extra) -> str:
+    return json.dumps({"id": f"e{e.id}.{rel}", "set": set_name, "question": q, "answer": a, **extra}) + "\n"
+
+
+def write_reading_sets(world: World, out: str, rng: random.Random) -> None:
+    """The sets that measure reading (issue 27), all about entities training never saw:
+    unseen_names   every entity-valued fact of held_out and novel entities: the answer is a name
+                   training never produced (first wording);
+    held_out_wordings  every fact of held_out entities in a wording kept out of training;
+    follow_up      conversations of five questions about different held_out entities, an item per
+                   turn with the turns before it as "history" (their right answers): turn 1 is a
+                   first question, turns 2-5 are follow-ups;
+    corrected      replacement documents (corrections.jsonl, the same ids, every fact changed) for
+                   a third of the unseen entities, and questions whose answer is the new value."""
+    unseen = [e for e in world.entities if e.split in UNSEEN_SPLITS]
+    held = world.split("held_out")
+    with open(os.path.join(out, "questions-unseen_names.jsonl"), "w") as f:
+        for e in unseen:
+            for rel, source in RELATIONS[e.kind]:
+                if isinstance(source, str) and source != "year":
+                    q = [x for r, x, _ in world.questions(e) if r == rel][0]
+                    f.write(_item(e, rel, q, e.facts[rel], "unseen_names"))
+    with open(os.path.join(out, "questions-held_out_wordings.jsonl"), "w") as f:
+        for i, e in enumerate(held):
+            for j, (rel, q, a) in enumerate(world.questions(e, "held_out")[(i % 2)::2]):
+                f.write(_item(e, rel, q, a, "held_out_wordings"))
+    with open(os.path.join(out, "questions-follow_up.jsonl"), "w") as f:
+        order = held[:]
+        for c in range(160):
+            if c % (len(order) // 5) == 0:
+                rng.shuffle(order)
+            people = order[(c % (len(order) // 5)) * 5:][:5]
+            history = []
+            for turn, e in enumerate(people):
+                rel, q, a = rng.choice(world.questions(e)[::2])
+                f.write(_item(e, rel, q, a, "follow_up", turn=turn + 1, history=list(history))
+                        .replace(f'"id": "e{e.id}.{rel}"', f'"id": "c{c}.t{turn + 1}.e{e.id}.{rel}"'))
+                history.append({"question": q, "answer": a})
+    chosen = rng.sample(unseen, 170)
+    unseen_of = {k: [e for e in unseen if e.kind == k] for k in KINDS}
+    with open(os.path.join(out, "corrections.jsonl"), "w") as fc, \
+            open(os.path.join(out, "questions-corrected.jsonl"), "w") as fq:
+        for e in sorted(chosen, key=lambda x: x.id):
+            new = Entity(e.id, e.kind, e.name, e.split, dict(e.facts), e.object_kind)
+            for rel, source in RELATIONS[e.kind]:
+                while new.facts[rel] == e.facts[rel]:
+                    if source == "year":
+                        new.facts[rel] = str(rng.randint(1500, 1999))
+                    elif isinstance(source, str):
+                        new.facts[rel] = rng.choice([d for d in unseen_of[source] if d.id != e.id]).name
+                    else:
+                        new.facts[rel] = rng.choice(source)
+            fc.write(json.dumps({"id": f"e{e.id}", "title": e.name, "text": "\n\n".join(world.fact_sentences(new, rng)),
+                                 "metadata": {"kind": e.kind, "split": e.split, "corrected": True}}) + "\n")
+            for rel, q, a in world.questions(new)[::2]:
+                fq.write(_item(new, rel, q, a, "corrected", old=e.facts[rel]))
 
 
 def main() -> int:
