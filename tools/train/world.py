@@ -178,6 +178,18 @@ def _name(rng: random.Random, kind: str) -> Tuple[str, str]:
     return _word(rng, 2) + " " + rng.choice(ORG_WORDS), ""
 
 
+def _unique_name(rng: random.Random, kind: str, used: set) -> Tuple[str, str]:
+    """A name (and object kind) no entity has yet, recorded in `used`. The distinctive word must be
+    unique too, so that a name's rare word points at one entity (what lexical retrieval relies on)."""
+    while True:
+        name, okind = _name(rng, kind)
+        key = name.lower().split()[{"person": -1, "place": 0, "object": 1, "organisation": 0}[kind]]
+        if name.lower() not in used and key not in used:
+            used.add(name.lower())
+            used.add(key)
+            return name, okind
+
+
 class World:
     def __init__(self, seed: int):
         self.seed = seed
@@ -186,15 +198,7 @@ class World:
         used = set()
         for kind in KINDS:
             for _ in range(COUNTS[kind]):
-                while True:
-                    name, okind = _name(rng, kind)
-                    # The distinctive word must be unique too, so that a name's rare word points
-                    # at one entity (what lexical retrieval relies on).
-                    key = name.lower().split()[{"person": -1, "place": 0, "object": 1, "organisation": 0}[kind]]
-                    if name.lower() not in used and key not in used:
-                        used.add(name.lower())
-                        used.add(key)
-                        break
+                name, okind = _unique_name(rng, kind, used)
                 self.entities.append(Entity(len(self.entities), kind, name, "train", object_kind=okind))
         # Splits: a fixed share of every kind.
         for kind in KINDS:
@@ -233,13 +237,7 @@ class World:
         start = len(self.entities)
         for kind in KINDS:
             for _ in range(NOVEL_COUNTS[kind]):
-                while True:
-                    name, okind = _name(rng, kind)
-                    key = name.lower().split()[{"person": -1, "place": 0, "object": 1, "organisation": 0}[kind]]
-                    if name.lower() not in used and key not in used:
-                        used.add(name.lower())
-                        used.add(key)
-                        break
+                name, okind = _unique_name(rng, kind, used)
                 self.entities.append(Entity(len(self.entities), kind, name, "novel", object_kind=okind))
         unseen_of = {k: [e for e in self.entities if e.kind == k and e.split in UNSEEN_SPLITS] for k in KINDS}
         for e in self.entities:
