@@ -4,8 +4,9 @@
 // it gives with its tables on the device (same kernels, same bytes), and says how many bytes stay
 // in host memory. On Vulkan the discrete-GPU path is taken too (MNEMO_VK_FORCE_STAGING=1: every
 // other weight is copied into device buffers, the tables are imported through
-// VK_EXT_external_memory_host). A model without tables keeps everything on the device, with a
-// warning.
+// VK_EXT_external_memory_host), and NVIDIA's (MNEMO_VK_COPY_HOST_MEMORY=1: the tables copied once
+// into host-visible memory, since that driver refuses imports of file pages). A model without
+// tables keeps everything on the device, with a warning.
 #include <gtest/gtest.h>
 
 #include <cstdlib>
@@ -43,6 +44,7 @@ bool has_device(const std::string& backend) {
 struct Case {
     std::string backend, model;
     const char* force_staging;  // MNEMO_VK_FORCE_STAGING for the run (nullptr: unset)
+    const char* copy_host;      // MNEMO_VK_COPY_HOST_MEMORY: tables copied into host-visible memory, as on NVIDIA
     uint64_t table_bytes;       // f32 bytes of the model's tables (EMBEDDING_BAG / PEER_GATE / HIVE)
 };
 
@@ -52,6 +54,7 @@ TEST_P(MemoryTablesHost, GiveTheLogitsOfTablesOnTheDevice) {
     const Case& c = GetParam();
     if (!has_device(c.backend)) GTEST_SKIP() << c.backend << ": no device";
     test::ScopedEnv staging("MNEMO_VK_FORCE_STAGING", c.force_staging);
+    test::ScopedEnv copy_host("MNEMO_VK_COPY_HOST_MEMORY", c.copy_host);
     const std::vector<int32_t> ids = test::read_ids(test::model_dir(c.model) + "/golden_ids.txt");
     auto on_device = open_on(c.model, c.backend, SessionOptions::MemoryTables::Device);
     auto in_host = open_on(c.model, c.backend, SessionOptions::MemoryTables::Host);
@@ -75,16 +78,18 @@ std::vector<Case> cases() {
     std::vector<Case> out;
     for (const std::string model : {"ultramem_v2-tiny-f32", "pkm-tiny-f32", "memory_plus_peer-tiny-f32"}) {
         const uint64_t bytes = model == "ultramem_v2-tiny-f32" ? 2 * 64 * 8 * 4 : model == "pkm-tiny-f32" ? 2 * 8 * 8 * 32 * 4 : 2 * 16 * 16 * 32 * 4;
-        out.push_back({"cpu", model, nullptr, bytes});
-        out.push_back({"vulkan", model, nullptr, bytes});
-        out.push_back({"vulkan", model, "1", bytes});
-        out.push_back({"cuda", model, nullptr, bytes});
+        out.push_back({"cpu", model, nullptr, nullptr, bytes});
+        out.push_back({"vulkan", model, nullptr, nullptr, bytes});
+        out.push_back({"vulkan", model, "1", nullptr, bytes});
+        out.push_back({"vulkan", model, "1", "1", bytes});
+        out.push_back({"cuda", model, nullptr, nullptr, bytes});
     }
     return out;
 }
 
 INSTANTIATE_TEST_SUITE_P(Backends, MemoryTablesHost, ::testing::ValuesIn(cases()), [](const auto& info) {
-    return test::param_name(info.param.backend + (info.param.force_staging ? "_staging_" : "_") + info.param.model);
+    return test::param_name(info.param.backend + (info.param.force_staging ? "_staging_" : "_") +
+                            (info.param.copy_host ? "copied_" : "") + info.param.model);
 });
 
 TEST(MemoryTablesHostModel, WithoutTablesWarnsAndKeepsTheWeightsOnTheDevice) {

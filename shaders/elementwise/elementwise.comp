@@ -35,8 +35,10 @@ void main() {
 #elif defined(OP_GELU_ERF)
     y = gelu_erf(x);
 #elif defined(OP_CLAMP)
-    // Not GLSL's clamp(), which leaves NaN undefined: NaN fails both tests and stays NaN.
-    y = x < pc.s ? pc.s : (x > pc.hi ? pc.hi : x);
+    // Not GLSL's clamp(), which leaves NaN undefined: NaN stays NaN. The NaN test is on the bits:
+    // NVIDIA's compiler turns compares (and isnan) into min/max, which give hi for a NaN.
+    const bool is_nan = (floatBitsToUint(x) & 0x7fffffffu) > 0x7f800000u;
+    y = is_nan ? x : (x < pc.s ? pc.s : (x > pc.hi ? pc.hi : x));
 #elif defined(OP_SWIGLU)
     const float u = Floats(pc.b).v[i];
     y = x / (1.0 + exp(-x)) * u;

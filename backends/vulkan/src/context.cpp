@@ -82,6 +82,9 @@ Context::Context(int32_t device_index) {
         throw std::runtime_error(why);
     }
     import_host_ = import && vk_.vkGetMemoryHostPointerPropertiesEXT;
+    // MNEMO_VK_COPY_HOST_MEMORY=1 takes NVIDIA's path on any device (tests); read when a context
+    // opens, as MNEMO_VK_FORCE_STAGING.
+    import_refused_ = import_host_ && (!physical_->features.host_import_file_pages || env_on("MNEMO_VK_COPY_HOST_MEMORY"));
     try {
         vk_.vkGetDeviceQueue(device_, physical_->compute_queue_family, 0, &queue_);
 
@@ -257,6 +260,30 @@ Buffer* Context::alloc(uint64_t size, std::string& why) {
 // buffers (each its own VkDeviceMemory; the spec sets no rule against overlapping imports, and a
 // driver that refused one would only send that weight down the upload path).
 Buffer* Context::import_host(const void* host, uint64_t size, std::string& why) {
+    if (!import_refused_) {
+        Buffer* b = import_host_pages(host, size, why);
+        if (b || !import_host_ || !host || size == 0) return b;
+        import_refused_ = true;  // later buffers of this context go straight to copies
+    } else {
+        why = "this driver does not import such memory";
+    }
+    // A driver that refuses the import (NVIDIA's is known to, DeviceFeatures::host_import_file_pages,
+    // and is not even asked) gets the bytes once in host-visible memory of its own: still host
+    // memory that kernels read over the bus, as --memory-tables host asks, and as read-only as an
+    // import; the cost is a second copy in RAM.
+    std::string copy_why;
+    Buffer* c = make_buffer(size, true, copy_why);
+    if (!c) {
+        why += "; copying it into host-visible memory failed too: " + copy_why;
+        return nullptr;
+    }
+    std::memcpy(c->mapped, host, size);
+    c->host_copy = true;
+    buffers_[c].reset(c);
+    return c;
+}
+
+Buffer* Context::import_host_pages(const void* host, uint64_t size, std::string& why) {
     if (!import_host_) {
         why = "this context does not import host memory";
         return nullptr;
@@ -415,8 +442,8 @@ bool Context::stage_copy(VkBuffer src, uint64_t src_off, VkBuffer dst, uint64_t 
 bool Context::write(Buffer* b, uint64_t offset, const void* src, uint64_t size, std::string& why) {
     why = mnemo_backend::range_error("write", offset, size, b->size);
     if (!why.empty()) return false;
-    if (b->imported) {
-        why = "the buffer is imported host memory (read-only weights); it cannot be written";
+    if (b->imported || b->host_copy) {
+        why = "the buffer holds weights imported from host memory (read-only); it cannot be written";
         return false;
     }
     if (size == 0) return true;

@@ -23,6 +23,7 @@ struct Buffer {
     uint64_t base_offset = 0;
     uint8_t* mapped = nullptr;  // host pointer of the engine's byte 0 when host-visible
     bool imported = false;      // host memory the engine owns (read-only weights): never written
+    bool host_copy = false;     // a host-visible copy of such memory (the driver refused the import): never written
 };
 
 // Whether weights on this device are used in place through VK_EXT_external_memory_host: only on
@@ -69,6 +70,8 @@ public:
     // unchanged; fails (nullptr, why) when the device lacks VK_EXT_external_memory_host or the
     // driver refuses the pointer. On unified memory (host_import_usable) the engine imports every
     // weight so; elsewhere only memory tables it was asked to keep in host memory.
+    // A driver that takes the pointer but refuses to import its pages gets a read-only copy in
+    // host-visible memory instead (import_host_pages is the import itself).
     Buffer* import_host(const void* host, uint64_t size, std::string& why);
     void release(Buffer* b);
     bool owns(const void* handle) const;
@@ -89,6 +92,7 @@ public:
     static constexpr uint32_t kPushConstantBytes = 128;
 
 private:
+    Buffer* import_host_pages(const void* host, uint64_t size, std::string& why);
     void destroy();    // releases everything; safe to call twice
     bool flush(std::string& why);  // submit pending uploads and wait
     bool end_uploads(std::string& why);  // close the pending-upload command buffer
@@ -110,6 +114,7 @@ private:
     uint32_t memory_type_count_ = 0;
     bool map_device_buffers_ = false;  // UMA: kernels' buffers are host-visible, read/written in place
     bool import_host_ = false;         // VK_EXT_external_memory_host enabled and its entry point loaded
+    bool import_refused_ = false;      // the driver refused an import: copy into host-visible memory from then on
 
     // Staging for device-only buffers: writes are copied here and uploaded with the next
     // submission (no wait for small writes); reads copy through it and wait.

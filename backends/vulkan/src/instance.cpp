@@ -160,6 +160,7 @@ bool describe(const GlobalFunctions& vk, VkPhysicalDevice pd, PhysicalDevice& d,
     f.cpu_device = d.props.deviceType == VK_PHYSICAL_DEVICE_TYPE_CPU && !env_on("MNEMO_VK_DISABLE_CPU_TUNING");
     f.host_import = host_import_support(vk, pd, &f.host_import_alignment);
     if (env_on("MNEMO_VK_DISABLE_HOST_IMPORT")) f.host_import = false;
+    f.host_import_file_pages = f.host_import && driver.driverID != VK_DRIVER_ID_NVIDIA_PROPRIETARY;
     f.max_shared_memory = d.props.limits.maxComputeSharedMemorySize;
     f.max_workgroup_invocations = d.props.limits.maxComputeWorkGroupInvocations;
     for (int i = 0; i < 3; ++i) f.max_workgroup_count[i] = d.props.limits.maxComputeWorkGroupCount[i];

@@ -47,6 +47,11 @@ struct DeviceFeatures {
     // of host_import_alignment (minImportedHostPointerAlignment).
     bool host_import = false;
     uint64_t host_import_alignment = 0;
+    // Whether an import of a read-only file mapping (the mmapped checkpoint) may be tried. Not on
+    // NVIDIA's driver: it refuses those pages (vkAllocateMemory: VK_ERROR_OUT_OF_DEVICE_MEMORY),
+    // and after one refusal the device creates no more pipelines (VK_ERROR_UNKNOWN; driver 580 on
+    // an H100). Such memory goes into host-visible copies there (Context::import_host).
+    bool host_import_file_pages = false;
     uint32_t max_shared_memory = 0;    // bytes per workgroup
     uint32_t max_workgroup_invocations = 0;
     uint32_t max_workgroup_count[3] = {};

@@ -74,7 +74,7 @@ bool load_device_functions(const GlobalFunctions& g, VkDevice device, DeviceFunc
     return true;
 }
 
-const char* result_name(VkResult r) {
+std::string result_name(VkResult r) {
     switch (r) {
         case VK_SUCCESS: return "VK_SUCCESS";
         case VK_NOT_READY: return "VK_NOT_READY";
@@ -95,7 +95,11 @@ const char* result_name(VkResult r) {
         case VK_ERROR_OUT_OF_POOL_MEMORY: return "VK_ERROR_OUT_OF_POOL_MEMORY";
         case VK_ERROR_INVALID_EXTERNAL_HANDLE: return "VK_ERROR_INVALID_EXTERNAL_HANDLE";
         case VK_ERROR_INVALID_OPAQUE_CAPTURE_ADDRESS: return "VK_ERROR_INVALID_OPAQUE_CAPTURE_ADDRESS";
-        default: return "VkResult error";
+        case VK_ERROR_FRAGMENTATION: return "VK_ERROR_FRAGMENTATION";
+        case VK_ERROR_UNKNOWN: return "VK_ERROR_UNKNOWN";
+        case VK_ERROR_INVALID_SHADER_NV: return "VK_ERROR_INVALID_SHADER_NV";
+        case VK_PIPELINE_COMPILE_REQUIRED: return "VK_PIPELINE_COMPILE_REQUIRED";
+        default: return "VkResult " + std::to_string(static_cast<int>(r));  // a code this list lacks, by number
     }
 }
 

@@ -117,7 +117,7 @@ bool load_instance_functions(GlobalFunctions* g, VkInstance instance, std::strin
 // (left nullptr when the driver does not offer them).
 bool load_device_functions(const GlobalFunctions& g, VkDevice device, DeviceFunctions* d, std::string* why);
 
-// "VK_ERROR_OUT_OF_DEVICE_MEMORY" etc. for messages.
-const char* result_name(VkResult r);
+// "VK_ERROR_OUT_OF_DEVICE_MEMORY" etc. for messages ("VkResult <n>" for a code it does not name).
+std::string result_name(VkResult r);
 
 }  // namespace mnemo_vk
