@@ -2,7 +2,8 @@
 # Everything that needs a GPU, in one run (for a machine with an NVIDIA GPU and the CUDA
 # Toolkit): builds for this GPU's architecture only, runs the CUDA and Vulkan tests, the CUDA op
 # tests under compute-sanitizer memcheck, the device copy bandwidth, per-op times and decode
-# benchmarks, printing each result as it comes. Logs and JSON go to OUT (default gpu-check/).
+# benchmarks, printing each result as it comes. Logs, gtest XML and JSON go to GPU_CHECK_OUT
+# (default gpu-check/).
 #   scripts/gpu-check.sh [--quick] [--no-build]
 #     --quick     tests only: no sanitizer and no benchmarks
 #     --no-build  use the build already in BUILD (default build-gpu), e.g. one made on a machine
@@ -10,7 +11,7 @@
 # STEP_TIMEOUT (seconds, default 240) bounds each step, so that a hang costs one step, not the run.
 set -uo pipefail
 cd "$(dirname "$0")/.."
-out=${OUT:-gpu-check}
+out=${GPU_CHECK_OUT:-gpu-check}
 build=${BUILD:-build-gpu}
 step_timeout=${STEP_TIMEOUT:-240}
 quick=0 no_build=0
