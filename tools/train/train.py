@@ -111,8 +111,9 @@ def main() -> int:
     ap.add_argument("--stage2-data", choices=("facts", "paragraphs", "dialogue"), default="facts",
                     help="stage-2 questions and references (data.py); paragraphs = the first recipe, "
                          "dialogue = conversations of several turns (the dialogue stage)")
-    ap.add_argument("--wordings", choices=("base", "train"), default="base",
-                    help="question wordings: the base recipe's two, or those and world.MORE_QUESTIONS")
+    ap.add_argument("--wordings", choices=("base", "train", "wide"), default="base",
+                    help="question wordings: the base recipe's two, those and world.MORE_QUESTIONS (train), "
+                         "or those and world.WIDE_QUESTIONS too (wide)")
     ap.add_argument("--new-names", type=float, default=0.0,
                     help="share of fresh entities' entity-valued facts that name made-up entities")
     ap.add_argument("--name-questions", type=float, default=0.0,

@@ -127,6 +127,36 @@ MORE_QUESTIONS = {
     ("organisation", "founded"): ["When did {e} open?", "What year was {e} established?"],
 }
 
+# More forms for the "wide" stage (questions, requests, indirect questions), each relation
+# several ways; none uses the verb "tell" nor any held-out wording, so HELD_OUT_QUESTIONS stay a
+# test of paraphrases never seen.
+WIDE_QUESTIONS = {
+    ("person", "born_in"): ["Name the town where {e} was born.", "Do you know where {e} was born?",
+                            "I would like to know the birthplace of {e}.", "{e} was born where?"],
+    ("person", "job"): ["Name the job of {e}.", "Do you know what {e} does for a living?",
+                        "I would like to know the trade of {e}.", "What is the occupation of {e}?"],
+    ("person", "year"): ["Name the year of birth of {e}.", "Do you know when {e} was born?",
+                         "I would like to know the birth year of {e}.", "{e} was born in which year?"],
+    ("place", "animal"): ["Name the animal on the emblem of {e}.", "Do you know the emblem of {e}?",
+                          "I would like to know which animal stands for {e}.", "What beast is the emblem of {e}?"],
+    ("place", "founded"): ["Name the year {e} was founded.", "Do you know when {e} was founded?",
+                           "I would like to know when {e} was founded.", "{e} was founded in which year?"],
+    ("place", "colour"): ["Name the colour of the roofs of {e}.", "Do you know the colour of the roofs in {e}?",
+                          "I would like to know the roof colour of {e}.", "What is the roof colour in {e}?"],
+    ("object", "colour"): ["Name the colour of {e}.", "Do you know the colour of {e}?",
+                           "I would like to know the colour of {e}.", "{e} is what colour?"],
+    ("object", "material"): ["Name the material of {e}.", "Do you know what {e} is made of?",
+                             "I would like to know what {e} was made from.", "{e} is made of what?"],
+    ("object", "maker"): ["Name the maker of {e}.", "Do you know who made {e}?",
+                          "I would like to know who built {e}.", "Which maker produced {e}?"],
+    ("organisation", "city"): ["Name the town where {e} is based.", "Do you know where {e} is based?",
+                               "I would like to know the home town of {e}.", "In what town does {e} sit?"],
+    ("organisation", "field"): ["Name the trade of {e}.", "Do you know what field {e} works in?",
+                                "I would like to know the line of business of {e}.", "What business is {e} in?"],
+    ("organisation", "founded"): ["Name the year {e} was founded.", "Do you know when {e} was founded?",
+                                  "I would like to know when {e} was established.", "{e} was founded in which year?"],
+}
+
 HELD_OUT_QUESTIONS = {
     ("person", "born_in"): ["Where does {e} come from?", "Tell me where {e} was born."],
     ("person", "job"): ["What kind of work does {e} do?", "How does {e} earn a living?"],
@@ -321,9 +351,11 @@ class World:
 
     def questions(self, e: Entity, wordings: str = "base") -> List[Tuple[str, str, str]]:
         """(relation, question, answer) for every fact, every wording of the set: "base" (the
-        first recipe's two), "train" (those and MORE_QUESTIONS) or "held_out" (never trained)."""
+        first recipe's two), "train" (those and MORE_QUESTIONS), "wide" (and WIDE_QUESTIONS) or
+        "held_out" (never trained)."""
         table = {"base": QUESTIONS, "held_out": HELD_OUT_QUESTIONS,
-                 "train": {k: QUESTIONS[k] + MORE_QUESTIONS[k] for k in QUESTIONS}}[wordings]
+                 "train": {k: QUESTIONS[k] + MORE_QUESTIONS[k] for k in QUESTIONS},
+                 "wide": {k: QUESTIONS[k] + MORE_QUESTIONS[k] + WIDE_QUESTIONS[k] for k in QUESTIONS}}[wordings]
         out = []
         for rel, v in e.facts.items():
             for q in table[(e.kind, rel)]:

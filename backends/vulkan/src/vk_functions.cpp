@@ -74,6 +74,8 @@ bool load_device_functions(const GlobalFunctions& g, VkDevice device, DeviceFunc
     return true;
 }
 
+std::string vk_fail(const char* what, VkResult r) { return std::string(what) + " failed: " + result_name(r); }
+
 std::string result_name(VkResult r) {
     switch (r) {
         case VK_SUCCESS: return "VK_SUCCESS";

@@ -119,5 +119,7 @@ bool load_device_functions(const GlobalFunctions& g, VkDevice device, DeviceFunc
 
 // "VK_ERROR_OUT_OF_DEVICE_MEMORY" etc. for messages ("VkResult <n>" for a code it does not name).
 std::string result_name(VkResult r);
+// "<what> failed: <result_name>".
+std::string vk_fail(const char* what, VkResult r);
 
 }  // namespace mnemo_vk
