@@ -187,13 +187,16 @@ TEST(CacheTypeDefaultModel, F16AndQ8_0LogitsStayCloseToF32) {
     const std::vector<float> q8 = prompt_logits(MNEMO_DTYPE_Q8_0);
     ASSERT_EQ(f16.size(), f32.size());
     ASSERT_EQ(q8.size(), f32.size());
-    // Bounds: measured 1.3e-4 (f16) and 2.4e-2 (q8_0) of the largest logit, with a margin (q8_0 was
-    // 4.9e-3 before the dialogue stage taught the model to copy names: its attention is sharper); an
-    // f16 or q8_0 cache read as another dtype, or a wrong block scale, errs by O(1).
+    // Bounds: measured 1.0e-2 (f16) and 2.4e-2 (q8_0) of the largest logit, with a margin; an f16
+    // or q8_0 cache read as another dtype, or a wrong block scale, errs by O(1). The f16 figure is
+    // one position of the 20 (position 11; the others <= 3e-4, and 1.1e-4 everywhere for the
+    // model before the wide stage): a jump, not drift, most likely a discrete choice (the memory
+    // layers' top-8) flipped by the rounding; the greedy text stays the f32 text (below). q8_0 was
+    // 4.9e-3 before the dialogue stage taught the model to copy names (sharper attention).
     const double e16 = test::max_rel_error(f16, f32), e8 = test::max_rel_error(q8, f32);
     RecordProperty("f16_max_rel_error", std::to_string(e16));
     RecordProperty("q8_0_max_rel_error", std::to_string(e8));
-    EXPECT_LT(e16, 1e-3);
+    EXPECT_LT(e16, 3e-2);
     EXPECT_LT(e8, 5e-2);
     EXPECT_GT(e8, 0.0) << "a q8_0 cache cannot be bit-identical to f32 over every prompt position";
     // f32 is still the reference's answer (the golden's bound).
