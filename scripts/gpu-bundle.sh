@@ -20,13 +20,17 @@ cmake --build "$build" -j "$(nproc)" --target mnemo_tests mnemo-test-ops mnemo-c
 stage=$(mktemp -d)
 trap 'rm -rf "$stage"' EXIT
 mkdir -p "$stage/$build" "$stage/deps"
-cp -a "$build/bin" "$build/test-modules" "$stage/$build/"
-rm -f "$stage/$build/bin/mnemo_embed_spirv" "$stage/$build/bin"/fuzz_*
+# Only what gpu-check.sh runs, and the modules they load: the working tree and the bundle travel
+# together under the device tool's 64 MiB.
+mkdir -p "$stage/$build/bin"
+cp -a "$build"/bin/*.so* "$build"/bin/mnemo "$build"/bin/mnemo_tests "$build"/bin/mnemo-test-ops \
+    "$build"/bin/mnemo-cuda-bandwidth "$stage/$build/bin/"
+cp -a "$build/test-modules" "$stage/$build/"
 find "$stage/$build" -type f \( -perm -u+x -o -name '*.so*' \) -exec strip --strip-unneeded {} + 2>/dev/null || true
 # Shared libraries outside the build, but not the C and C++ runtimes: the GPU machine's own are
 # newer, and a binary built against older ones runs on them.
-for f in "$build"/bin/*; do [ -f "$f" ] && ldd "$f" 2>/dev/null; done | awk '/=>/ {print $3}' | sort -u |
-  grep -v "^$root" | grep -Ev '/(libc|libm|libstdc\+\+|libgcc_s|libpthread|libdl|librt)\.so' |
+for f in "$stage/$build"/bin/*; do [ -f "$f" ] && ldd "$f" 2>/dev/null; done | awk '/=>/ {print $3}' | sort -u |
+  grep -v -e "^$root" -e "^$stage" | grep -Ev '/(libc|libm|libstdc\+\+|libgcc_s|libpthread|libdl|librt)\.so' |
   while read -r lib; do cp -L "$lib" "$stage/deps/"; done
 # Loaded at run time (dlopen), so ldd does not list them: the Vulkan loader and the GL dispatch
 # libraries NVIDIA's Vulkan driver needs.
@@ -35,7 +39,7 @@ for lib in libvulkan.so.1 libGLdispatch.so.0 libGLX.so.0 libEGL.so.1 libOpenGL.s
   [ -n "$p" ] && cp -L "$p" "$stage/deps/"
 done
 mkdir -p "$dir"
-(cd "$stage" && tar cf - .) | xz -6 -T0 >"$dir/bundle.tar.xz"
+(cd "$stage" && tar cf - .) | xz -9 -T0 >"$dir/bundle.tar.xz"
 
 cat >"$dir/run.sh" <<EOF
 #!/usr/bin/env bash
