@@ -12,11 +12,11 @@ namespace mnemo_vk {
 // The import covers whole alignment units: from the unit holding `host` to the end of the unit
 // holding its last byte. Neighbouring weights share units, so a page may be imported by two
 // buffers (each its own VkDeviceMemory; the spec sets no rule against overlapping imports, and a
-// driver that refused one would only send that weight down the upload path).
+// driver that refuses one makes this context copy from then on, below).
 Buffer* Context::import_host(const void* host, uint64_t size, std::string& why) {
+    if (!import_host_ || !host || size == 0) return import_host_pages(host, size, why);  // says why not
     if (!import_refused_) {
-        Buffer* b = import_host_pages(host, size, why);
-        if (b || !import_host_ || !host || size == 0) return b;
+        if (Buffer* b = import_host_pages(host, size, why)) return b;
         import_refused_ = true;  // later buffers of this context go straight to copies
     } else {
         why = "this driver does not import such memory";
