@@ -6,8 +6,8 @@
 # (default gpu-check/).
 #   scripts/gpu-check.sh [--quick] [--no-build]
 #     --quick     tests only: no sanitizer and no benchmarks
-#     --no-build  use the build already in BUILD (default build-gpu), e.g. one made on a machine
-#                 without a GPU with -DMNEMO_CUDA_ARCHS=<this GPU's arch>-real and copied here
+#     --no-build  use the build already in BUILD (default build-gpu), e.g. one made elsewhere by
+#                 scripts/gpu-bundle.sh (which runs this script that way through .gpu/run.sh)
 # STEP_TIMEOUT (seconds, default 240) bounds each step, so that a hang costs one step, not the run.
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -49,8 +49,8 @@ bin=$build/bin
 export MNEMO_VK_CACHE_DIR=$PWD/$build/vk-pipeline-cache
 stamp "tests (cuda and vulkan in parallel)"
 declare -A filter=([cuda]='*cuda*:*Cuda*:*CUDA*' [vulkan]='*vulkan*:*Vulkan*')
+mkdir -p "$build/tests"  # the folder ctest runs the tests in
 for b in cuda vulkan; do
-  mkdir -p "$build/tests"
   (cd "$build/tests" && timeout "$step_timeout" ../bin/mnemo_tests --gtest_filter="${filter[$b]}" \
       --gtest_output="xml:$out_abs/tests-$b.xml" >"$out_abs/tests-$b.log" 2>&1; echo $? >"$out_abs/tests-$b.rc") &
 done
