@@ -47,6 +47,7 @@ install_deps() {
     libvulkan-dev:arm64 mesa-vulkan-drivers:arm64   # loader + lavapipe, for the Vulkan backend and its tests
     libgtest-dev:arm64
     libgrpc++-dev:arm64 libprotobuf-dev:arm64        # the knowledge client (mnemo --kb)
+    libcpp-httplib-dev:arm64 libssl-dev:arm64        # mnemo serve (the OpenAI-compatible API)
   )
   local missing=()
   if ! dpkg --print-foreign-architectures | grep -qx arm64; then

@@ -28,6 +28,7 @@ packages=(
   libfaiss-dev   # FAISS 1.7.3 (static, with its BLAS/LAPACK/OpenMP deps): mnemo-kb trains the memory codec
   libgrpc++-dev libprotobuf-dev protobuf-compiler protobuf-compiler-grpc   # the knowledge server's protocol
   libssl-dev     # mnemo-kb hashes its access tokens (SHA-256) with OpenSSL's libcrypto
+  libcpp-httplib-dev   # `mnemo serve`, the OpenAI-compatible HTTP API (cpp-httplib 0.11, with OpenSSL for TLS)
   # The desktop app mnemo-chat (app/gui, Qt 6.4): headers and tools, then the QML modules its
   # window imports. The -dev packages do not pull those in, and a missing one fails only when the
   # QML loads (tests/gui/test_main_window.cpp loads the window and opens its dialogs). The file
@@ -48,6 +49,7 @@ if [ "$want_tests" = 1 ]; then
     qml6-module-qttest   # QtQuick.Test, for QML test cases of the GUI
     fonts-dejavu-core    # text renders in the GUI tests' offscreen screenshots
     dpkg-dev systemd     # the packaging test: dpkg-shlibdeps (cpack), systemd-analyze verify (tests/packaging)
+    curl perl            # `mnemo serve`'s SSE stream checked byte for byte (tests/serve/openai_client/run.sh)
   )
 fi
 
@@ -57,6 +59,13 @@ if [ "$want_train" = 1 ]; then
     libopenblas0-pthread   # torch on the reference BLAS is ~5x slower; training loads OpenBLAS itself
                            # (LD_LIBRARY_PATH), the system keeps the reference BLAS (see below)
   )
+fi
+
+# The official OpenAI client's test (tests/serve/openai_client) runs on Node.js and installs the
+# client from the npm registry into the build tree. A machine that has Node.js already (e.g. from
+# NodeSource) keeps it; Debian's nodejs and npm are installed only where there is none.
+if [ "$want_tests" = 1 ] && ! command -v node >/dev/null; then
+  packages+=(nodejs npm)
 fi
 
 missing=()

@@ -18,5 +18,6 @@ int cmd_ask(int argc, char** argv);
 int cmd_tokenize(int argc, char** argv);
 int cmd_quantize(int argc, char** argv);
 int cmd_perplexity(int argc, char** argv);
+int cmd_serve(int argc, char** argv);
 
 }  // namespace mnemo::cli

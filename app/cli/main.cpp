@@ -10,6 +10,7 @@ using mnemo::app::Command;
 const Command kCommands[] = {
     {"run", mnemo::cli::cmd_run, "generate text from a prompt"},
     {"chat", mnemo::cli::cmd_chat, "interactive chat using the model's chat template"},
+    {"serve", mnemo::cli::cmd_serve, "serve the model over the OpenAI HTTP API (continuous batching, explicit memories)"},
     {"memorize", mnemo::cli::cmd_memorize, "write explicit memories of a text corpus for a model that reads them (memory3)"},
     {"ask", mnemo::cli::cmd_ask, "ask one question (chat template, greedy) and show the memories the answer read"},
     {"eval", mnemo::cli::cmd_eval, "score the model on questions with known answers (exact and contains match)"},

@@ -7,7 +7,7 @@
 #include "commands.hpp"
 #include "common.hpp"
 #include "eval/question_format.hpp"
-#include "generation/prompt_tokens.hpp"
+#include "app/prompt_tokens.hpp"
 #include "generation/sampling_flags.hpp"
 #include "memory/memory_flags.hpp"
 #include "mnemo/error.hpp"
@@ -37,8 +37,8 @@ int cmd_ask(int argc, char** argv) {
     const AttachedMemories attached = attach_memories(*session, memories);
     const std::shared_ptr<RetrievalRecorder> recorder = record_retrieval(*session, attached);
     const QuestionFormat format = question_format(dir);
-    const std::vector<int32_t> ids = prompt_tokens(*tok, format.prompt(question), /*add_bos=*/true, /*parse_special=*/true);
-    check_room_to_generate(ids.size(), session->n_ctx(), "question");
+    const std::vector<int32_t> ids = app::prompt_tokens(*tok, format.prompt(question), /*add_bos=*/true, /*parse_special=*/true);
+    app::check_room_to_generate(ids.size(), session->n_ctx(), "question");
 
     install_interrupt_handler();
     session->set_cancel_flag(&interrupt_flag());

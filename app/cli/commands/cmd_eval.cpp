@@ -17,7 +17,7 @@
 #include "eval/eval_report.hpp"
 #include "eval/eval_scoring.hpp"
 #include "eval/question_format.hpp"
-#include "generation/prompt_tokens.hpp"
+#include "app/prompt_tokens.hpp"
 #include "memory/memory_flags.hpp"
 #include "mnemo/error.hpp"
 #include "mnemo/io/atomic_file.hpp"
@@ -97,10 +97,10 @@ int cmd_eval(int argc, char** argv) {
             continue;
         }
         const std::string text = item.is_question ? format.prompt(item.text) : item.text;
-        prompts.push_back(prompt_tokens(*tok, text, /*add_bos=*/true, /*parse_special=*/true));
+        prompts.push_back(app::prompt_tokens(*tok, text, /*add_bos=*/true, /*parse_special=*/true));
         const std::string where = questions + ": line " + std::to_string(item.line);
         if (prompts.back().empty()) throw Error(where + ": the prompt is empty after tokenization");
-        check_room_to_generate(prompts.back().size(), session->n_ctx(), where + ": the prompt");
+        app::check_room_to_generate(prompts.back().size(), session->n_ctx(), where + ": the prompt");
     }
 
     install_interrupt_handler();

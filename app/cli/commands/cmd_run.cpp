@@ -7,7 +7,7 @@
 #include "app/measure.hpp"
 #include "commands.hpp"
 #include "common.hpp"
-#include "generation/prompt_tokens.hpp"
+#include "app/prompt_tokens.hpp"
 #include "generation/sampling_flags.hpp"
 #include "memory/memory_flags.hpp"
 #include "mnemo/error.hpp"
@@ -46,9 +46,9 @@ int cmd_run(int argc, char** argv) {
     const auto session = open_session(session_options(model, dir));
     const auto source = attach_memories(*session, memories);
 
-    const std::vector<int32_t> ids = prompt_tokens(*tok, prompt, /*add_bos=*/!no_bos, /*parse_special=*/!raw);
+    const std::vector<int32_t> ids = app::prompt_tokens(*tok, prompt, /*add_bos=*/!no_bos, /*parse_special=*/!raw);
     if (ids.empty()) throw app::UsageError("the prompt is empty after tokenization (and no BOS token is added)");
-    check_room_to_generate(ids.size(), session->n_ctx(), "prompt");
+    app::check_room_to_generate(ids.size(), session->n_ctx(), "prompt");
 
     install_interrupt_handler();
     session->set_cancel_flag(&interrupt_flag());

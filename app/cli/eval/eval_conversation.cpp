@@ -1,7 +1,7 @@
 #include "eval/eval_conversation.hpp"
 
 #include "app/generate.hpp"
-#include "generation/prompt_tokens.hpp"
+#include "app/prompt_tokens.hpp"
 #include "mnemo/error.hpp"
 
 namespace mnemo::cli {
@@ -10,7 +10,7 @@ namespace {
 
 // Room for the rendering plus one generated token.
 void check_fits(const app::RenderedChat& r, const Session& session, const std::string& where) {
-    check_room_to_generate(r.tokens.size(), session.n_ctx(), where + ": the conversation");
+    app::check_room_to_generate(r.tokens.size(), session.n_ctx(), where + ": the conversation");
 }
 
 // An answer's text as a chat keeps it (GenerateResult::history_text of its tokens).

@@ -425,6 +425,7 @@ std::unique_ptr<Session> Session::open(const SessionOptions& options) {
 const ModelSummary& Session::summary() const { return impl_->summary; }
 int32_t Session::n_ctx() const { return impl_->n_ctx; }
 int32_t Session::n_seq() const { return impl_->n_seq; }
+int32_t Session::n_ubatch() const { return impl_->options.n_ubatch; }
 int32_t Session::vocab_size() const { return static_cast<int32_t>(impl_->info.vocab_size); }
 
 const std::vector<float>& Session::decode(const std::vector<BatchToken>& batch) {

@@ -106,6 +106,7 @@ public:
     const ModelSummary& summary() const;
     int32_t n_ctx() const;
     int32_t n_seq() const;
+    int32_t n_ubatch() const;  // rows one decode() takes at most
     int32_t vocab_size() const;
 
     // Run one batch of GENERATED tokens (any mix of sequences/positions, at most n_ubatch rows). Returns logits

@@ -1,5 +1,5 @@
 // A prompt as the model reads it: the tokenizer's BOS (when it asks for one) and the encoded
-// text, checked against the context. Shared by `mnemo run` and `mnemo eval`, so an evaluation
+// text, checked against the context. Shared by `mnemo run`, `mnemo eval` and `mnemo serve`, so an evaluation
 // scores exactly what `mnemo run` would generate for the same prompt.
 #pragma once
 
@@ -9,7 +9,7 @@
 
 #include "mnemo/tokenizer/tokenizer.hpp"
 
-namespace mnemo::cli {
+namespace mnemo::app {
 
 // BOS (when the tokenizer adds one and `add_bos`) + the encoded text. A text that already starts
 // with the BOS text (a chat template writes it) keeps a single BOS. `parse_special` reads
@@ -21,4 +21,4 @@ std::vector<int32_t> prompt_tokens(const Tokenizer& tok, const std::string& text
 // context of n_ctx tokens; `what` names the prompt ("prompt", "questions.jsonl: line 3").
 void check_room_to_generate(size_t prompt_tokens, int32_t n_ctx, const std::string& what);
 
-}  // namespace mnemo::cli
+}  // namespace mnemo::app

@@ -1,8 +1,8 @@
-#include "generation/prompt_tokens.hpp"
+#include "app/prompt_tokens.hpp"
 
 #include "mnemo/error.hpp"
 
-namespace mnemo::cli {
+namespace mnemo::app {
 
 std::vector<int32_t> prompt_tokens(const Tokenizer& tok, const std::string& text, bool add_bos, bool parse_special) {
     std::vector<int32_t> ids;
@@ -25,4 +25,4 @@ void check_room_to_generate(size_t prompt_tokens, int32_t n_ctx, const std::stri
     }
 }
 
-}  // namespace mnemo::cli
+}  // namespace mnemo::app
