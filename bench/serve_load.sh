@@ -43,6 +43,7 @@ load() {  # label clients [extra args]
 run_set() {  # label: the server on $port is up
   for c in 1 4 16; do load "$1" "$c"; done
   load "$1 +long" 16 --long-every 2 --long-words 120   # every other request with a ~1,000-token prompt
+  load "$1 x128" 16 --max-tokens 128                   # longer answers: the batch stays full longer
 }
 
 "$bin/mnemo" serve --port $port --parallel 16 -c 2048 -t "$threads" > "$out/mnemo-default.log" 2>&1 & server=$!

@@ -56,6 +56,7 @@ struct Stream {
     bool reads_memories = false;
     bool sent_role = false;
     bool finished = false;
+    std::string echo;  // a completion's prompt, sent first when `echo` was asked
     std::string text;
     AnswerHistory* history = nullptr;
     int keepalive_ms = 2000;
@@ -71,6 +72,11 @@ bool stream_step(Stream& st, httplib::DataSink& sink) {
         if (st.meta.chat) {
             Chunk c;
             c.role = true;
+            c.usage_null = st.include_usage;
+            if (!write(sink, sse_event(chunk_json(st.meta, c)))) return false;
+        } else if (!st.echo.empty()) {
+            Chunk c;
+            c.text = st.echo;
             c.usage_null = st.include_usage;
             if (!write(sink, sse_event(chunk_json(st.meta, c)))) return false;
         }
@@ -165,6 +171,7 @@ struct ApiServer::Routes {
             st->reads_memories = s.model_.reads_memories;
             st->history = meta.chat ? &s.history_ : nullptr;
             st->keepalive_ms = s.options_.keepalive_comment_ms;
+            st->echo = std::move(prefix);
             res.set_header("Cache-Control", "no-cache");
             res.set_header("X-Accel-Buffering", "no");
             res.set_chunked_content_provider(

@@ -113,11 +113,18 @@ void BatchScheduler::loop() {
             }
             metrics_.queued.store(static_cast<int64_t>(queue_.size()));
         }
-        admit(incoming);
-        drop_cancelled();
-        decode_step();
-        prefill_step();
-        copy_memory_stats();
+        try {
+            admit(incoming);
+            drop_cancelled();
+            decode_step();
+            prefill_step();
+            copy_memory_stats();
+        } catch (const std::exception& e) {
+            // Not expected (each step answers its own failures); if it happens, every request in
+            // flight gets the error instead of a server whose loop is gone.
+            for (auto& s : slots_)
+                if (s->job) fail(*s, 500, std::string("internal error in the batch scheduler: ") + e.what());
+        }
     }
 }
 

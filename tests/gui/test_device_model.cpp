@@ -32,6 +32,13 @@ private Q_SLOTS:
         QVERIFY2(disabled.contains(QStringLiteral("Vulkan: not in this build: no libmnemo-backend-vulkan module was found")),
                  qPrintable(disabled.join('\n')));
         QCOMPARE(m.rowOf(QStringLiteral("nodevice"), 0), -1);
+        // The server entry: last, choosable, never benchmarked by Fastest nor a device of a backend.
+        const DeviceRow& server = m.at(m.serverRow());
+        QVERIFY(server.isServer && server.enabled && server.backend.isEmpty());
+        QVERIFY(server.label.startsWith(QStringLiteral("Server (mnemo serve)")));
+        for (const DeviceRow& r : m.choosable()) QVERIFY(!r.isServer);
+        m.setServerDetail(QStringLiteral("in use: m at http://h:1/v1"));
+        QCOMPARE(m.at(m.serverRow()).detail, QStringLiteral("in use: m at http://h:1/v1"));
     }
 
     void fastestPicksTheQuickestThatRanAndItsFiguresSurviveTheCache() {

@@ -296,6 +296,38 @@ private Q_SLOTS:
         QVERIFY(waitLoaded(*chat_));
     }
 
+    // The picker's server entry, as a person chooses it: it opens the server panel; a server
+    // that does not answer is said there and in the status line, and the model runs on as it did.
+    void theServerEntryAsksForAServer() {
+        QObject* panel = engine_->rootObjects().first()->findChild<QObject*>(QStringLiteral("serverPanel"));
+        QVERIFY(panel);
+        QQuickItem* picker = findItem(window_, "devicePicker");
+        const int before = picker->property("currentIndex").toInt();
+        click(window_, picker);
+        QTRY_VERIFY(picker->property("popup").value<QObject*>()->property("opened").toBool());
+        QQuickItem* row = nullptr;
+        for (QQuickItem* i : allItems(window_))
+            if (i->isVisible() && i->inherits("QQuickItemDelegate") && i->property("text").toString().startsWith(QStringLiteral("Server (mnemo serve)")))
+                row = i;
+        QVERIFY(row);
+        click(window_, row);
+        QTRY_VERIFY(panel->property("opened").toBool());
+        QCOMPARE(picker->property("currentIndex").toInt(), before);  // nothing answers there yet
+        visibleItem(window_, "serverUrlField")->setProperty("text", QStringLiteral("http://127.0.0.1:1"));
+        visibleItem(window_, "serverKeyField")->setProperty("text", QStringLiteral("typed-key"));
+        click(window_, visibleItem(window_, "serverConnectButton"));
+        QTRY_VERIFY_WITH_TIMEOUT(chat_->server()->state() == QStringLiteral("failed"), 20000);
+        QVERIFY(visibleItem(window_, "serverKeyField")->property("text").toString().isEmpty());  // no copy of the key stays
+        QTRY_VERIFY(visibleItem(window_, "serverStatus")->property("text").toString().contains(QStringLiteral("cannot reach http://127.0.0.1:1/v1")));
+        QVERIFY(chat_->statusIsError());
+        QVERIFY(!chat_->model()->remote());
+        QTest::qWait(100);
+        screenshot(window_, QStringLiteral("server-panel.png"));
+        QMetaObject::invokeMethod(panel, "close");
+        QTRY_VERIFY(!panel->property("visible").toBool());
+        QCOMPARE(picker->property("currentIndex").toInt(), before);
+    }
+
     void devicePickerFollowsASwitch() {
         QQuickItem* picker = findItem(window_, "devicePicker");
         QVERIFY(picker);

@@ -3,10 +3,15 @@
 // 429, a client that disconnects mid-stream, eight concurrent streams, prefix reuse.
 #include <gtest/gtest.h>
 
+#include <httplib.h>
+
 #include <atomic>
 #include <thread>
 
+#include "fixtures/tls_certificates.hpp"
+
 #include "http_test_client.hpp"
+#include "mnemo/error.hpp"
 #include "mnemo/io/json.hpp"
 #include "serve/api_server.hpp"
 #include "serve_fixture.hpp"
@@ -30,9 +35,14 @@ public:
         api_ = std::make_unique<ApiServer>(o, sm, scheduler_, metrics);
         port = api_->bind();
         thread_ = std::thread([this] { api_->run(); });
+        // Plain HTTP answers once it runs; a TLS server answers a plain request by closing.
+        const bool tls = !o.tls_cert.empty();
         for (int i = 0; i < 500; ++i) {
             try {
-                if (http(port, "GET", "/health").status == 200) break;
+                RawConnection c(port);
+                if (tls) break;  // it accepts connections: it is listening
+                c.send(request_text("GET", "/health", ""));
+                if (parse_reply(c.read_all()).status == 200) break;
             } catch (const std::exception&) {
             }
             std::this_thread::sleep_for(std::chrono::milliseconds(10));
@@ -182,11 +192,11 @@ TEST_F(ServeHttp, CompletionsLogprobsEcho) {
     for (const json::Value& l : lp->find("token_logprobs")->as_array()) EXPECT_LE(l.as_double(), 0.0);
     EXPECT_EQ(lp->find("top_logprobs")->as_array()[0].size(), 2u);
 
-    const HttpReply st = http(s.port, "POST", "/v1/completions", R"({"prompt":"The birthplace of Quear Mousaim is","max_tokens":4,"temperature":0,"stream":true})");
+    const HttpReply st = http(s.port, "POST", "/v1/completions", R"({"prompt":"The birthplace of Quear Mousaim is","max_tokens":4,"temperature":0,"stream":true,"echo":true})");
     ASSERT_EQ(st.status, 200);
     const std::vector<std::string> data = sse_data(st.body);
     EXPECT_EQ(parse(data[0]).find("object")->as_string(), "text_completion");
-    EXPECT_EQ("The birthplace of Quear Mousaim is" + streamed_text(data), text);
+    EXPECT_EQ(streamed_text(data), text);  // the echoed prompt first, then the same tokens
     EXPECT_EQ(parse(data[data.size() - 2]).find_path("choices.0.finish_reason")->as_string(), "length");
 }
 
@@ -279,6 +289,38 @@ TEST_F(ServeHttp, ApiKeys) {
     EXPECT_EQ(http(s.port, "GET", "/metrics").status, 401);
     EXPECT_EQ(http(s.port, "GET", "/health").status, 200);  // for load balancers
     EXPECT_EQ(s.metrics.rejected_auth.load(), 4u);
+}
+
+// HTTPS from certificate files: a client that checks the certificate against its CA gets the
+// API; plain HTTP on that port gets nothing.
+TEST_F(ServeHttp, TlsFromCertificateFiles) {
+    const std::filesystem::path dir = std::filesystem::temp_directory_path() / ("mnemo-serve-tls-" + std::to_string(::getpid()));
+    std::filesystem::create_directories(dir);
+    ASSERT_TRUE(mnemo::test::make_certificates(dir)) << "openssl failed";
+    ServerOptions o;
+    o.tls_cert = (dir / "server.pem").string();
+    o.tls_key = (dir / "server.key").string();
+    {
+        RunningServer s(*model_, o);
+        httplib::SSLClient client("127.0.0.1", s.port);
+        client.set_ca_cert_path((dir / "ca.pem").string().c_str());
+        client.enable_server_certificate_verification(true);
+        const auto r = client.Post("/v1/chat/completions", chat_body(held_out_questions(1)[0].question, false), "application/json");
+        ASSERT_TRUE(r) << "HTTPS request failed: " << httplib::to_string(r.error());
+        EXPECT_EQ(r->status, 200);
+        EXPECT_EQ(parse(r->body).find_path("choices.0.message.content")->as_string(), held_out_questions(1)[0].answer);
+        RawConnection plain(s.port);
+        plain.send(request_text("GET", "/v1/models", ""));
+        EXPECT_EQ(plain.read_all().find("HTTP/1.1 200"), std::string::npos);
+    }
+    // Files that are not a certificate and its key: a clear error, no server.
+    ServerOptions bad;
+    bad.tls_cert = (dir / "ca.key").string();
+    bad.tls_key = (dir / "server.key").string();
+    Metrics metrics;
+    BatchScheduler scheduler(*model_->session, *model_->tok, model_->recorder, {}, metrics);
+    EXPECT_THROW(ApiServer(bad, ServedModel{}, scheduler, metrics), Error);
+    std::filesystem::remove_all(dir);
 }
 
 std::string long_prompt_body(bool stream) {

@@ -20,7 +20,7 @@ Pane {
             TextBox {
                 id: prompt
                 objectName: "promptInput"
-                placeholderText: chat.model.loaded ? "Ask something (Enter sends, Shift+Enter for a new line)" : "Open a model to start"
+                placeholderText: chat.model.canAnswer ? "Ask something (Enter sends, Shift+Enter for a new line)" : "Open a model to start"
                 wrapMode: TextArea.Wrap
                 Accessible.name: "Message to the model"
                 Keys.onReturnPressed: function(event) {
@@ -34,7 +34,7 @@ Pane {
             objectName: "sendButton"
             text: "Send"
             visible: !chat.busy
-            enabled: prompt.text.trim().length > 0 && (chat.model.loaded || chat.model.loading)
+            enabled: prompt.text.trim().length > 0 && (chat.model.canAnswer || chat.model.loading)
             Accessible.name: "Send"
             ToolTip.visible: hovered
             ToolTip.text: "Send the message (Enter or Ctrl+Enter)"

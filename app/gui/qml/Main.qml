@@ -1,9 +1,9 @@
 // The main window: conversations on the left; on the right the model and device bar, the chat,
 // the performance strip and the prompt box. Every action calls the C++ controller `chat`
 // (ChatController) or one of its controllers (chat.model, chat.settings, chat.kb,
-// chat.fastestDevice, chat.compare); nothing here decides anything on its own. Text from outside
-// the app (titles, references, model and device names, reasons) is shown as plain text, never as
-// HTML.
+// chat.fastestDevice, chat.compare, chat.server); nothing here decides anything on its own. Text
+// from outside the app (titles, references, model and device names, reasons) is shown as plain
+// text, never as HTML.
 import QtQuick
 import QtQuick.Controls
 import QtQuick.Layouts
@@ -55,6 +55,7 @@ ApplicationWindow {
     SettingsPopup { id: settings }
     CompareView { id: compareView }
     KbPanel { id: kbPanel }
+    ServerPanel { id: serverPanel }
 
     SplitView {
         anchors.fill: parent
@@ -77,6 +78,7 @@ ApplicationWindow {
                 onOpenSettings: settings.open()
                 onOpenCompare: compareView.open()
                 onOpenKb: kbPanel.open()
+                onOpenServer: serverPanel.open()
                 onExportAs: function(format) { exportDialog.format = format; exportDialog.open() }
             }
 

@@ -1,5 +1,6 @@
-// The top bar: the loaded model's facts, the device picker, and the buttons for model, memories,
-// settings, export and the views that are not written yet.
+// The top bar: the loaded model's facts (or the server's), the device picker (its last entry: a
+// server), and the buttons for model, memories, settings, export and the views that are not
+// written yet.
 import QtQuick
 import QtQuick.Controls
 import QtQuick.Layouts
@@ -12,6 +13,7 @@ ToolBar {
     signal openSettings()
     signal openCompare()
     signal openKb()
+    signal openServer()
     signal exportAs(string format)
 
     ColumnLayout {
@@ -102,6 +104,7 @@ ToolBar {
                 Connections {
                     target: chat.model
                     function onInfoChanged() { deviceBox.currentIndex = chat.model.deviceRow }
+                    function onServerAsked() { bar.openServer() }
                 }
             }
             BusyIndicator {

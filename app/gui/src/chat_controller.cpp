@@ -19,6 +19,7 @@ ChatController::ChatController(const QString& conversationsFolder, const QString
       fastestDevice_(devices_, appSettings_),
       model_(devices_, appSettings_, settings_, fastestDevice_),
       kb_(model_, appSettings_),
+      server_(model_, appSettings_),
       settingsNotice_(appSettings_.problem()) {
     ModelWorker* w = model_.worker();
     // The worker lives on its own thread: requests are queued to it, its reports are queued back.
@@ -26,9 +27,20 @@ ChatController::ChatController(const QString& conversationsFolder, const QString
     connect(w, &ModelWorker::token, this, &ChatController::onToken, Qt::QueuedConnection);
     connect(w, &ModelWorker::generationFinished, this, &ChatController::onFinished, Qt::QueuedConnection);
     connect(w, &ModelWorker::generationFailed, this, &ChatController::onFailed, Qt::QueuedConnection);
+    // The server's answers come the same way, queued too, though its worker lives on this thread
+    // (remote_worker.hpp): nothing it reports arrives inside the call that asked for it.
+    RemoteWorker* remote = server_.worker();
+    connect(this, &ChatController::requestRemoteGenerate, remote, &RemoteWorker::generate, Qt::QueuedConnection);
+    connect(remote, &RemoteWorker::token, this, &ChatController::onToken, Qt::QueuedConnection);
+    connect(remote, &RemoteWorker::generationFinished, this, &ChatController::onFinished, Qt::QueuedConnection);
+    connect(remote, &RemoteWorker::generationFailed, this, &ChatController::onFailed, Qt::QueuedConnection);
+    connect(remote, &RemoteWorker::promptProgress, this, [this](quint64 id, int done, int total) {
+        if (id == generation_) setStatus(QStringLiteral("The server is reading the conversation: %1 / %2 tokens").arg(done).arg(total), false);
+    });
     // The other controllers speak through the one status line.
     connect(&model_, &ModelController::statusMessage, this, &ChatController::setStatus);
     connect(&kb_, &KbController::statusMessage, this, &ChatController::setStatus);
+    connect(&server_, &ServerController::statusMessage, this, &ChatController::setStatus);
     connect(&fastestDevice_, &FastestDeviceController::statusMessage, this, &ChatController::setStatus);
     connect(&model_, &ModelController::stopAnswer, this, &ChatController::stopCurrent);
     connect(&model_, &ModelController::modelReplaced, this, [this](const ModelInfo& info) { current_.model = info.modelDir; });
@@ -59,6 +71,11 @@ void ChatController::dismissNotices() {
 
 QString ChatController::performance() const {
     if (lastTokensPerSecond_ <= 0 && contextUsed_ == 0) return QStringLiteral("No answer yet");
+    if (lastFromServer_)  // the server's decode rate; the first token as this app saw it, network included
+        return QStringLiteral("%1 tokens/s on the server · first token %2 ms · %3 tokens in the conversation")
+            .arg(lastTokensPerSecond_, 0, 'f', 1)
+            .arg(lastFirstTokenMs_, 0, 'f', 0)
+            .arg(contextUsed_);
     return QStringLiteral("%1 tokens/s · first token %2 ms · context %3 / %4 tokens · %5 in memory")
         .arg(lastTokensPerSecond_, 0, 'f', 1)
         .arg(lastFirstTokenMs_, 0, 'f', 0)
@@ -83,7 +100,7 @@ void ChatController::setStatus(const QString& s, bool error) {
 bool ChatController::send(const QString& text) {
     const QString prompt = text.trimmed();
     if (prompt.isEmpty()) return false;
-    if (!model_.loaded() && !model_.loading()) {
+    if (!model_.canAnswer() && !model_.loading()) {
         setStatus(QStringLiteral("No model is loaded: open a model folder first"), true);
         return false;
     }
@@ -146,7 +163,8 @@ bool ChatController::startAnswer() {
     answerRow_ = conversation_.append(answer);
     generation_ = ++nextId_;
     Q_EMIT busyChanged();
-    Q_EMIT requestGenerate(generation_, turns, settings_.sampling());
+    if (model_.remote()) Q_EMIT requestRemoteGenerate(generation_, turns, settings_.sampling());
+    else Q_EMIT requestGenerate(generation_, turns, settings_.sampling());
     return true;
 }
 
@@ -155,7 +173,9 @@ void ChatController::stop() { stopCurrent(); }
 void ChatController::stopCurrent() {
     if (generation_ == 0) return;
     // Directly, not queued: the worker is busy in its token loop and checks the flag per token.
+    // Both are told: the answer may have gone to either, and each ignores ids it never ran.
     model_.worker()->requestStop(generation_);
+    server_.worker()->requestStop(generation_);  // aborts the HTTP request: the server frees its slot
     // The stopped answer keeps the text that arrived; tokens still in flight are ignored (by id).
     // Its result, which follows at once, still gives it its measurements (onFinished).
     if (answerRow_ >= 0 && answerRow_ < conversation_.count()) {
@@ -188,7 +208,8 @@ void ChatController::takeMeasurements(Message& m, const GenerationResult& r) {
     m.firstTokenSeconds = r.firstTokenSeconds;
     m.references = r.references;
     m.notice = r.kbNotice;
-    kb_.update(r.kb);
+    if (!r.remote) kb_.update(r.kb);  // the local model's memory source; a server's are its own
+    lastFromServer_ = r.remote;
     lastTokensPerSecond_ = r.tokensPerSecond;
     lastFirstTokenMs_ = r.firstTokenSeconds * 1000.0;
     contextUsed_ = r.contextUsed;

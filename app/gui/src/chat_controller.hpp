@@ -3,9 +3,10 @@
 // rename, delete, export; each saved as it changes). What is not the chat has its own controller,
 // reached through a property: the model and its device (model), the settings of the next answers
 // and loads (settings), where memories come from (kb: a memory folder or a knowledge server), the
-// measured Fastest device (fastestDevice) and the compare view (compare). It lives on the GUI
-// thread and never waits for the engine: answers go to the ModelWorker by queued signals and come
-// back as queued signals. Each answer carries an id, so what a stopped or replaced one still sends
+// measured Fastest device (fastestDevice), the compare view (compare) and a `mnemo serve` that
+// answers instead of the local model (server: the device picker's server entry). It lives on the GUI
+// thread and never waits for the engine: answers go to the ModelWorker (or the RemoteWorker of the
+// server) by queued signals and come back as queued signals. Each answer carries an id, so what a stopped or replaced one still sends
 // is ignored.
 #pragma once
 
@@ -19,6 +20,7 @@
 #include "fastest_device/fastest_device_controller.hpp"
 #include "kb/kb_controller.hpp"
 #include "model/model_controller.hpp"
+#include "remote/server_controller.hpp"
 #include "settings/app_settings.hpp"
 #include "settings/settings_controller.hpp"
 
@@ -34,6 +36,7 @@ class ChatController : public QObject {
     Q_PROPERTY(mnemo::gui::KbController* kb READ kb CONSTANT)
     Q_PROPERTY(mnemo::gui::FastestDeviceController* fastestDevice READ fastestDevice CONSTANT)
     Q_PROPERTY(mnemo::gui::CompareController* compare READ compare CONSTANT)
+    Q_PROPERTY(mnemo::gui::ServerController* server READ server CONSTANT)
     Q_PROPERTY(bool busy READ busy NOTIFY busyChanged)
     Q_PROPERTY(QString status READ status NOTIFY statusChanged)
     Q_PROPERTY(bool statusIsError READ statusIsError NOTIFY statusChanged)
@@ -60,6 +63,7 @@ public:
     KbController* kb() { return &kb_; }
     FastestDeviceController* fastestDevice() { return &fastestDevice_; }
     CompareController* compare() { return &compare_; }
+    ServerController* server() { return &server_; }
 
     bool busy() const { return generation_ != 0; }
     QString status() const { return status_; }
@@ -94,6 +98,7 @@ public:
 
 Q_SIGNALS:
     void requestGenerate(quint64 id, QList<mnemo::gui::ChatTurn> turns, mnemo::gui::SamplingSettings settings);
+    void requestRemoteGenerate(quint64 id, QList<mnemo::gui::ChatTurn> turns, mnemo::gui::SamplingSettings settings);
 
     void busyChanged();
     void statusChanged();
@@ -126,6 +131,7 @@ private:
     ModelController model_;  // owns the worker thread (stopped first, in the destructor)
     KbController kb_;
     CompareController compare_;  // the compare view, on a thread of its own
+    ServerController server_;    // answers from a mnemo serve, when the picker's server entry is in use
 
     Conversation current_;  // the open conversation's fields; its messages are conversation_'s
     quint64 nextId_ = 0;
@@ -144,6 +150,7 @@ private:
     double lastTokensPerSecond_ = 0.0;
     double lastFirstTokenMs_ = 0.0;
     int contextUsed_ = 0;
+    bool lastFromServer_ = false;  // the strip's figures are the server's
 };
 
 }  // namespace mnemo::gui

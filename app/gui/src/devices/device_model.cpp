@@ -11,6 +11,9 @@ namespace {
 const QLatin1String kFastestDetail("the fastest device that fits, measured by a short benchmark of the loaded model on each device "
                                    "(cached per model and device list)");
 
+const QLatin1String kServerDetail("a running mnemo serve (or another OpenAI-compatible API) answers instead of a device of this "
+                                  "machine: asks for its address and API key");
+
 template <size_t N>
 QString cField(const char (&a)[N]) {
     size_t n = 0;
@@ -81,6 +84,15 @@ DeviceModel::DeviceModel(const BackendRegistry& registry, QObject* parent) : QAb
             rows_.push_back({backendTitle(known),
                              QStringLiteral("not in this build: no libmnemo-backend-%1 module was found").arg(QLatin1String(known)),
                              QString(), 0, false});
+    DeviceRow server{QStringLiteral("Server (mnemo serve)…"), kServerDetail, QString(), 0, true};
+    server.isServer = true;
+    rows_.push_back(server);
+}
+
+void DeviceModel::setServerDetail(const QString& detail) {
+    const int row = serverRow();
+    rows_[row].detail = detail.isEmpty() ? QString(kServerDetail) : detail;
+    Q_EMIT dataChanged(index(row), index(row), {DetailRole});
 }
 
 void DeviceModel::setFastestDetail(const QString& detail) {
@@ -91,7 +103,7 @@ void DeviceModel::setFastestDetail(const QString& detail) {
 QList<DeviceRow> DeviceModel::choosable() const {
     QList<DeviceRow> out;
     for (const DeviceRow& r : rows_)
-        if (r.enabled && !r.isFastest) out << r;
+        if (r.enabled && !r.isFastest && !r.isServer) out << r;
     return out;
 }
 

@@ -1,7 +1,8 @@
 // The device picker's rows: Fastest (measured), then every device of every backend module found, as
 // `mnemo devices` lists them (a GPU reached through two backends points back to its first row),
 // and a disabled row with the reason for each backend without a device, each module that failed
-// to load, and each known backend that is not there at all.
+// to load, and each known backend that is not there at all; last, the "server" entry: a running
+// `mnemo serve` answers instead of a local device (ServerController asks for its address).
 #pragma once
 
 #include <QAbstractListModel>
@@ -18,6 +19,7 @@ struct DeviceRow {
     int device = 0;
     bool enabled = false;
     bool isFastest = false;  // the first row: the fastest device that fits, measured
+    bool isServer = false;   // the last row: a `mnemo serve` over HTTP, not a device of this machine
 };
 
 class DeviceModel : public QAbstractListModel {
@@ -40,7 +42,11 @@ public:
     static constexpr int kFastestRow = 0;
     // The Fastest row's detail: what it chose and the figures it measured.
     void setFastestDetail(const QString& detail);
-    // Every device that can be chosen (not Fastest), in the picker's order, for the Fastest benchmark.
+    // The server entry's row (always the last), and its detail: the server in use, or what it is.
+    int serverRow() const { return static_cast<int>(rows_.size()) - 1; }
+    void setServerDetail(const QString& detail);
+    // Every device that can be chosen (not Fastest, not the server), in the picker's order, for
+    // the Fastest benchmark.
     QList<DeviceRow> choosable() const;
 
 private:

@@ -89,6 +89,9 @@ struct GenerationResult {
     // Why this answer was written without (some of) its memories; empty when none were missing.
     QString kbNotice;
     KbStatus kb;  // the source's state after the answer
+    // Answered by a server (RemoteWorker), not by the local model: `kb` and the context's size
+    // are the local model's business and say nothing about it.
+    bool remote = false;
 };
 
 QString finishReasonText(FinishReason r);

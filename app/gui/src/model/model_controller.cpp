@@ -43,6 +43,7 @@ ModelController::ModelController(DeviceModel& devices, AppSettings& appSettings,
 ModelController::~ModelController() = default;
 
 QString ModelController::line() const {
+    if (server_) return QStringLiteral("%1 · served by %2 (mnemo serve)").arg(server_->modelId, server_->url);
     if (!loaded_) return loading() ? QStringLiteral("Loading the model…") : QStringLiteral("No model loaded");
     QString line = QStringLiteral("%1 · %2 parameters, %3 per token · %4 read per token · %5 in memory · %6 template · context %7 · %8")
                        .arg(info_.modelType, count(info_.totalParams), count(info_.activatedParams),
@@ -54,16 +55,40 @@ QString ModelController::line() const {
 }
 
 QString ModelController::details() const {
+    if (server_) {
+        const QString local = loaded_ ? QStringLiteral("%1 on %2").arg(info_.modelDir, info_.deviceText()) : QStringLiteral("none");
+        return QStringLiteral("%1\nThe local model stays loaded (a device chosen answers with it again): %2").arg(line(), local);
+    }
     if (!loaded_) return line();
     return QStringLiteral("%1\n%2\n%3").arg(info_.modelDir, info_.architecture, line());
 }
 
 int ModelController::deviceRow() const {
+    if (server_) return devices_.serverRow();
     if (fastestDevice_.active()) return DeviceModel::kFastestRow;  // the model line names the device Fastest chose
     return loaded_ ? devices_.rowOf(info_.backend, info_.device) : -1;
 }
 
+void ModelController::useServer(const Server& server) {
+    Q_EMIT stopAnswer();  // an answer of the local model (or another server) ends here
+    fastestDevice_.end();
+    server_ = server;
+    devices_.setServerDetail(QStringLiteral("in use: %1 at %2").arg(server.modelId, server.url));
+    Q_EMIT statusMessage(QStringLiteral("Answers now come from %1 at %2; the conversation goes on there").arg(server.modelId, server.url),
+                         false);
+    Q_EMIT infoChanged();
+}
+
+void ModelController::leaveServer() {
+    if (!server_) return;
+    Q_EMIT stopAnswer();
+    server_.reset();
+    devices_.setServerDetail({});
+    Q_EMIT infoChanged();
+}
+
 void ModelController::send(const LoadRequest& request) {
+    leaveServer();  // a local load means the local model answers
     LoadRequest r = request;
     r.threads = settings_.threads();
     r.contextLength = settings_.contextLength();
@@ -101,6 +126,11 @@ void ModelController::loadModel(const QString& dirOrUrl) {
 void ModelController::chooseDevice(int row) {
     if (row < 0 || row >= devices_.rowCount()) return;
     const DeviceRow& d = devices_.at(row);
+    if (d.isServer) {
+        Q_EMIT serverAsked();
+        Q_EMIT infoChanged();  // the picker shows what answers now until the server is connected
+        return;
+    }
     if (d.isFastest) {
         if (lastLoad_.modelDir.isEmpty()) {
             Q_EMIT statusMessage(QStringLiteral("Open a model first: Fastest measures the loaded model on each device"), true);
@@ -116,8 +146,15 @@ void ModelController::chooseDevice(int row) {
         Q_EMIT infoChanged();
         return;
     }
-    if (loaded_ && d.backend == info_.backend && d.device == info_.device) return;
+    if (loaded_ && d.backend == info_.backend && d.device == info_.device) {
+        if (server_) {
+            leaveServer();
+            Q_EMIT statusMessage(QStringLiteral("Back to the local model on %1; the conversation goes on there").arg(info_.deviceText()), false);
+        }
+        return;
+    }
     if (!loaded_ && lastLoad_.modelDir.isEmpty()) {
+        leaveServer();  // no local model yet: nothing answers until one is opened
         lastLoad_.backend = d.backend;
         lastLoad_.device = d.device;
         return;
@@ -130,6 +167,7 @@ void ModelController::chooseDevice(int row) {
 
 void ModelController::onFastestChosen(const FastestChoice& choice) {
     if (loaded_ && info_.backend == choice.backend && info_.device == choice.device) {
+        leaveServer();
         Q_EMIT statusMessage(QStringLiteral("%1; the model already runs there").arg(fastestDevice_.text()), false);
         Q_EMIT infoChanged();
         return;

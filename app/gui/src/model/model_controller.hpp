@@ -4,11 +4,17 @@
 // has an id, so only the newest ends the loading state, and a load that fails keeps the model
 // that ran. The "Knowledge…" panel (KbController) and Fastest reload the model through reload();
 // the chat answers on worker() and stops its answer when asked (stopAnswer()).
+//
+// The picker's last row is a running `mnemo serve` instead of a device: choosing it asks for the
+// server (serverAsked(); ServerController connects), and once connected (useServer()) the chat
+// answers there and the model line names the server's model and address. The local model stays
+// loaded meanwhile, so choosing a device again (or any local load) returns to it at once.
 #pragma once
 
 #include <QObject>
 #include <QStringList>
 #include <memory>
+#include <optional>
 
 #include "devices/device_model.hpp"
 #include "engine/model_worker.hpp"
@@ -20,7 +26,11 @@ namespace mnemo::gui {
 
 class ModelController : public QObject {
     Q_OBJECT
-    Q_PROPERTY(bool loaded READ loaded NOTIFY infoChanged)
+    Q_PROPERTY(bool loaded READ loaded NOTIFY infoChanged)  // a local model
+    // Answers come from a server (the picker's server entry), not from the local model.
+    Q_PROPERTY(bool remote READ remote NOTIFY infoChanged)
+    // Something can answer: a local model, or a server.
+    Q_PROPERTY(bool canAnswer READ canAnswer NOTIFY infoChanged)
     // A load, or the Fastest benchmark before one.
     Q_PROPERTY(bool loading READ loading NOTIFY loadingChanged)
     Q_PROPERTY(QString line READ line NOTIFY infoChanged)        // type, sizes, template, context, device
@@ -40,6 +50,17 @@ public:
     void stopWorker() { thread_.reset(); }
 
     bool loaded() const { return loaded_; }
+    // The server that answers instead of the local model (ServerController connected it).
+    struct Server {
+        QString url;      // the API's base, http(s)://HOST:PORT/v1
+        QString modelId;  // as GET /v1/models lists it
+    };
+    bool remote() const { return server_.has_value(); }
+    bool canAnswer() const { return loaded_ || remote(); }
+    const std::optional<Server>& server() const { return server_; }
+    // From now on the chat answers on `server`: the answer in progress stops; the local model
+    // stays loaded.
+    void useServer(const Server& server);
     bool loading() const { return pendingLoad_ != 0 || fastestDevice_.measuring(); }
     QString line() const;
     QString details() const;
@@ -73,6 +94,8 @@ Q_SIGNALS:
     // The answer in progress must end: the model is reloaded, or measured by Fastest.
     void stopAnswer();
     void statusMessage(const QString& text, bool error);
+    // The picker's server entry was chosen: the server's address and key are asked for.
+    void serverAsked();
 
 private:
     void onLoaded(quint64 id, const ModelInfo& info);
@@ -80,6 +103,7 @@ private:
     void onFastestChosen(const FastestChoice& choice);
     void send(const LoadRequest& request);
     void openFolder(const QString& modelDir);
+    void leaveServer();  // back to the local model (a device chosen, a local load)
 
     DeviceModel& devices_;
     AppSettings& appSettings_;
@@ -92,6 +116,7 @@ private:
     LoadRequest pending_;  // the newest request, until its answer
     quint64 nextId_ = 0;
     quint64 pendingLoad_ = 0;
+    std::optional<Server> server_;
 
     // Last, so that it is destroyed first: the worker thread stops before what it reports to.
     std::unique_ptr<WorkerThread> thread_;

@@ -118,6 +118,18 @@ void AppSettings::setKbServer(const KbServerSettings& k) {
     ini_->sync();
 }
 
+ApiServerSettings AppSettings::apiServer() const {
+    if (!ini_) return {};
+    return {ini_->value(QStringLiteral("server/url")).toString(), ini_->value(QStringLiteral("server/key_file")).toString()};
+}
+
+void AppSettings::setApiServer(const ApiServerSettings& s) {
+    if (!ini_) return;
+    ini_->setValue(QStringLiteral("server/url"), s.url);
+    ini_->setValue(QStringLiteral("server/key_file"), s.keyFile);
+    ini_->sync();
+}
+
 QString AppSettings::fastestDeviceFigures(const QString& key) const {
     return ini_ ? ini_->value(figuresKey(key)).toString() : fastestFigures_.value(key);
 }

@@ -1,9 +1,10 @@
 // What the app remembers between runs besides its conversations: the sampling settings, context
 // length, threads and memory retrieval of each model folder, the recent model folders, the last
-// knowledge server and the Fastest device's figures, in an INI file (QSettings; Qt 6.4's QML has
-// no Settings type of its own). Groups renamed since (knowledge/ -> kb/, auto_device/ ->
-// fastest_device/) are moved to their new names when the file is opened, so nothing a user had
-// is lost (a cached Fastest choice is not measured again).
+// knowledge server, the last `mnemo serve` (its URL, never its key) and the Fastest device's
+// figures, in an INI file (QSettings; Qt 6.4's QML has no Settings type of its own). Groups
+// renamed since (knowledge/ -> kb/, auto_device/ -> fastest_device/) are moved to their new names
+// when the file is opened, so nothing a user had is lost (a cached Fastest choice is not measured
+// again).
 #pragma once
 
 #include <QSettings>
@@ -32,6 +33,13 @@ struct KbServerSettings {
     QString caFile;
 };
 
+// The `mnemo serve` last used as the model (the device picker's "server" entry). Never its API
+// key: only the file it was read from, if it came from one.
+struct ApiServerSettings {
+    QString url;
+    QString keyFile;
+};
+
 class AppSettings {
 public:
     // Keeps nothing when `iniFile` is empty (tests, or no writable config folder), or when it
@@ -49,6 +57,9 @@ public:
 
     KbServerSettings kbServer() const;
     void setKbServer(const KbServerSettings& k);
+
+    ApiServerSettings apiServer() const;
+    void setApiServer(const ApiServerSettings& s);
 
     // The Fastest device benchmark's figures for `key` (a model folder and the device list), as
     // text; empty when not measured. Kept in memory too when there is no settings file.
