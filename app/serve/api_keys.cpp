@@ -1,151 +1,98 @@
 #include "serve/api_keys.hpp"
 
-#include <fcntl.h>
-#include <openssl/crypto.h>
-#include <openssl/rand.h>
-#include <openssl/sha.h>
-#include <unistd.h>
+#include <filesystem>
 
-#include <cerrno>
-#include <cstring>
-#include <fstream>
-#include <sstream>
-
+#include "app/token_hash.hpp"
 #include "mnemo/error.hpp"
+#include "mnemo/io/atomic_file.hpp"
+#include "mnemo/io/file_read.hpp"
+#include "mnemo/io/printable.hpp"
 
 namespace mnemo::serve {
 
 namespace {
 
-constexpr std::string_view kPrefix = "sha256:";
-
-bool valid_name(std::string_view name) {
-    if (name.empty() || name.size() > 64) return false;
-    for (char c : name)
-        if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '.' || c == '_' || c == '-'))
-            return false;
-    return true;
-}
-
-std::array<uint8_t, 32> digest_of(std::string_view text) {
-    std::array<uint8_t, 32> d{};
-    SHA256(reinterpret_cast<const unsigned char*>(text.data()), text.size(), d.data());
-    return d;
-}
-
-int hex_value(char c) {
-    if (c >= '0' && c <= '9') return c - '0';
-    if (c >= 'a' && c <= 'f') return c - 'a' + 10;
-    if (c >= 'A' && c <= 'F') return c - 'A' + 10;
-    return -1;
-}
-
-std::string hex_of(const std::array<uint8_t, 32>& d) {
-    static const char* hex = "0123456789abcdef";
-    std::string s;
-    for (uint8_t b : d) {
-        s += hex[b >> 4];
-        s += hex[b & 15];
+// Regular files only, size-capped: a FIFO given as the key file must not hang the start.
+std::string read_key_file(const std::string& path) {
+    try {
+        return read_file_capped(path, kMaxSmallFileBytes, "API key file");
+    } catch (const std::exception& e) {
+        throw Error("API key file '" + printable(path) + "': cannot be read: " + printable(e.what()));
     }
-    return s;
 }
 
 }  // namespace
 
 ApiKeys ApiKeys::parse(std::string_view text, const std::string& where) {
     ApiKeys keys;
-    std::istringstream in{std::string(text)};
-    std::string line;
-    for (int n = 1; std::getline(in, line); ++n) {
-        if (!line.empty() && line.back() == '\r') line.pop_back();
-        const size_t first = line.find_first_not_of(" \t");
-        if (first == std::string::npos || line[first] == '#') continue;
-        std::istringstream fields(line);
-        std::vector<std::string> f;
-        for (std::string x; fields >> x;) f.push_back(x);
+    for (size_t n = 1; !text.empty(); ++n) {
+        const size_t nl = text.find('\n');
+        std::string_view line = text.substr(0, nl);
+        text.remove_prefix(nl == std::string_view::npos ? text.size() : nl + 1);
+        if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
+        const std::vector<std::string_view> f = app::token_line_fields(line);
+        if (f.empty() || f[0][0] == '#') continue;
         const std::string at = where + ", line " + std::to_string(n) + ": ";
         if (f.size() != 2) throw Error(at + "expected 'NAME sha256:HEX', got " + std::to_string(f.size()) + " fields");
-        if (!valid_name(f[0])) throw Error(at + "name '" + f[0] + "' is not 1-64 of [A-Za-z0-9._-]");
-        for (const Entry& e : keys.entries_)
-            if (e.name == f[0]) throw Error(at + "name '" + f[0] + "' is used twice");
         Entry e;
-        e.name = f[0];
-        const std::string& h = f[1];
-        if (h.size() != kPrefix.size() + 64 || h.compare(0, kPrefix.size(), kPrefix) != 0)
-            throw Error(at + "hash is not 'sha256:' followed by 64 hex digits");
-        for (size_t i = 0; i < 32; ++i) {
-            const int hi = hex_value(h[kPrefix.size() + 2 * i]), lo = hex_value(h[kPrefix.size() + 2 * i + 1]);
-            if (hi < 0 || lo < 0) throw Error(at + "hash is not 'sha256:' followed by 64 hex digits");
-            e.digest[i] = static_cast<uint8_t>(hi * 16 + lo);
-        }
+        e.name = std::string(f[0]);
+        if (!app::valid_token_name(e.name)) throw Error(at + "name '" + printable(e.name, 80) + "' is not 1-64 of [A-Za-z0-9._-]");
+        for (const Entry& other : keys.entries_)
+            if (other.name == e.name) throw Error(at + "name '" + e.name + "' is used twice");
+        if (!app::parse_token_hash(f[1], &e.digest)) throw Error(at + "hash is not 'sha256:' followed by 64 hex digits");
         keys.entries_.push_back(std::move(e));
     }
     if (keys.entries_.empty()) throw Error(where + " holds no key (lines 'NAME sha256:HEX'): every request would be refused");
     return keys;
 }
 
-ApiKeys ApiKeys::load(const std::string& path) {
-    std::ifstream f(path, std::ios::binary);
-    if (!f) throw Error("API key file '" + path + "': cannot be read: " + std::strerror(errno));
-    std::ostringstream ss;
-    ss << f.rdbuf();
-    return parse(ss.str(), "API key file '" + path + "'");
-}
+ApiKeys ApiKeys::load(const std::string& path) { return parse(read_key_file(path), "API key file '" + printable(path) + "'"); }
 
 std::string ApiKeys::find(std::string_view key) const {
-    const std::array<uint8_t, 32> d = digest_of(key);
+    const app::TokenDigest d = app::token_digest(key);
     const Entry* found = nullptr;
+    // No early exit: the loop's length does not depend on where (or whether) a match is.
     for (const Entry& e : entries_)
-        if (CRYPTO_memcmp(d.data(), e.digest.data(), d.size()) == 0) found = &e;
+        if (app::same_digest(d, e.digest)) found = &e;
     return found ? found->name : std::string();
 }
 
+bool ApiKeys::has_name(std::string_view name) const {
+    for (const Entry& e : entries_)
+        if (e.name == name) return true;
+    return false;
+}
+
 NewApiKey new_api_key(const std::string& name) {
-    if (!valid_name(name)) throw Error("API key name '" + name + "' is not 1-64 of [A-Za-z0-9._-]");
-    unsigned char raw[32];
-    if (RAND_bytes(raw, sizeof raw) != 1) throw Error("making an API key: OpenSSL RAND_bytes failed");
-    static const char* kB64 = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
+    if (!app::valid_token_name(name)) throw Error("API key name '" + printable(name) + "' is not 1-64 of [A-Za-z0-9._-]");
     NewApiKey k;
-    k.key = "mnemo_";
-    uint32_t acc = 0;
-    int bits = 0;
-    for (unsigned char c : raw) {
-        acc = (acc << 8) | c;
-        bits += 8;
-        while (bits >= 6) {
-            bits -= 6;
-            k.key += kB64[(acc >> bits) & 63];
-        }
+    try {
+        k.key = app::generate_token("mnemo_");
+    } catch (const std::exception& e) {
+        throw Error(std::string("making an API key: ") + e.what());
     }
-    if (bits > 0) k.key += kB64[(acc << (6 - bits)) & 63];
-    k.line = name + " sha256:" + hex_of(digest_of(k.key)) + "\n";
+    k.line = name + " " + app::token_hash_field(k.key) + "\n";
     return k;
 }
 
 void append_api_key(const std::string& path, const NewApiKey& key, const std::string& name) {
-    {
-        std::ifstream f(path, std::ios::binary);
-        if (f) {
-            std::ostringstream ss;
-            ss << f.rdbuf();
-            const std::string text = ss.str();
-            std::istringstream in(text);
-            for (std::string line; std::getline(in, line);) {
-                std::istringstream fields(line);
-                std::string first;
-                fields >> first;
-                if (first == name) throw Error("API key file '" + path + "' already has a key named '" + name + "'");
-            }
-        }
+    const std::string where = "API key file '" + printable(path) + "'";
+    std::error_code ec;
+    std::string text;
+    if (std::filesystem::exists(path, ec)) {
+        text = read_key_file(path);
+        // A file that does not parse is not added to.
+        if (ApiKeys::parse(text, where).has_name(name)) throw Error(where + " already has a key named '" + name + "'");
+        if (!text.empty() && text.back() != '\n') text += '\n';
+    } else {
+        text = "# mnemo serve API keys: NAME sha256:HEX (the keys themselves are never stored)\n";
     }
-    const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
-    if (fd < 0) throw Error("API key file '" + path + "': cannot be opened for writing: " + std::strerror(errno));
-    const ssize_t n = ::write(fd, key.line.data(), key.line.size());
-    const int err = errno;
-    const bool synced = ::fsync(fd) == 0;
-    ::close(fd);
-    if (n != static_cast<ssize_t>(key.line.size()) || !synced)
-        throw Error("API key file '" + path + "': writing the new line failed: " + std::strerror(err));
+    text += key.line;
+    try {
+        write_file_atomically(path, text, 0600);  // temporary file, fsync, rename: never half written
+    } catch (const std::exception& e) {
+        throw Error(where + ": writing the new key failed: " + e.what());
+    }
 }
 
 }  // namespace mnemo::serve

@@ -192,11 +192,26 @@ std::string usage_chunk_json(const ResponseMeta& meta, const Usage& u) {
     return w.str();
 }
 
+namespace {
+
+void model_object(JsonWriter& w, const std::string& model, int64_t created) {
+    w.begin_object().key("id").value(model).key("object").value("model").key("created").value(created).key("owned_by").value("mnemo");
+    w.end_object();
+}
+
+}  // namespace
+
+std::string model_json(const std::string& model, int64_t created) {
+    JsonWriter w;
+    model_object(w, model, created);
+    return w.str();
+}
+
 std::string models_json(const std::string& model, int64_t created) {
     JsonWriter w;
     w.begin_object().key("object").value("list").key("data").begin_array();
-    w.begin_object().key("id").value(model).key("object").value("model").key("created").value(created).key("owned_by").value("mnemo");
-    w.end_object().end_array().end_object();
+    model_object(w, model, created);
+    w.end_array().end_object();
     return w.str();
 }
 

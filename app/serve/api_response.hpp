@@ -52,6 +52,8 @@ std::string chunk_json(const ResponseMeta& meta, const Chunk& c);
 // The last chunk when include_usage: no choices, the usage.
 std::string usage_chunk_json(const ResponseMeta& meta, const Usage& u);
 
+// The model object ({"id", "object": "model", "created", "owned_by"}), and the list of the one served.
+std::string model_json(const std::string& model, int64_t created);
 std::string models_json(const std::string& model, int64_t created);
 // encoding_format float (arrays) or base64 (little-endian float32, what the official clients ask for by default).
 std::string embeddings_json(const std::string& model, const std::vector<std::vector<float>>& vectors, int32_t prompt_tokens,

@@ -23,12 +23,9 @@ void reply_error(Response& res, const ApiError& e) {
 }
 
 Endpoint endpoint_of(const std::string& path) {
-    if (path == "/v1/models" || path.rfind("/v1/models/", 0) == 0) return Endpoint::Models;
-    if (path == "/v1/chat/completions") return Endpoint::ChatCompletions;
-    if (path == "/v1/completions") return Endpoint::Completions;
-    if (path == "/v1/embeddings") return Endpoint::Embeddings;
-    if (path == "/health") return Endpoint::Health;
-    if (path == "/metrics") return Endpoint::Metrics;
+    if (path.rfind("/v1/models/", 0) == 0) return Endpoint::Models;  // one model's object
+    for (size_t e = 0; e < static_cast<size_t>(Endpoint::Other); ++e)
+        if (path == endpoint_path(static_cast<Endpoint>(e))) return static_cast<Endpoint>(e);
     return Endpoint::Other;
 }
 
@@ -293,10 +290,7 @@ struct ApiServer::Routes {
         if (req.path != "/v1/models") {
             const std::string id = req.path.substr(std::string("/v1/models/").size());
             if (id != s.model_.id) throw ApiError(404, "not_found_error", "model '" + id + "' is not served here", "model", "model_not_found");
-            const std::string list = models_json(s.model_.id, s.model_.created);
-            // The one entry of the list.
-            const size_t b = list.find("[{") + 1, e = list.rfind("}]") + 1;
-            res.set_content(list.substr(b, e - b), "application/json");
+            res.set_content(model_json(s.model_.id, s.model_.created), "application/json");
             return;
         }
         res.set_content(models_json(s.model_.id, s.model_.created), "application/json");

@@ -209,8 +209,12 @@ void BatchScheduler::drop_cancelled() {
 }
 
 void BatchScheduler::decode_step() {
-    std::vector<BatchToken> batch;
-    std::vector<Slot*> rows;  // the slot of each row that wants logits, in row order
+    std::vector<BatchToken>& batch = step_batch_;
+    std::vector<Slot*>& rows = step_rows_;  // the slot of each row that wants logits, in row order
+    std::vector<Piece>& pieces = step_pieces_;
+    batch.clear();
+    rows.clear();
+    pieces.clear();
     for (auto& s : slots_)
         if (s->job && s->phase == Slot::Phase::Generate) {
             batch.push_back({s->next_token, static_cast<int32_t>(s->fed.size()), s->seq, true});
@@ -219,11 +223,6 @@ void BatchScheduler::decode_step() {
     const size_t generating = rows.size();
     // A model without explicit memories takes prompt tokens in the same batch (one graph run
     // streams the weights once for both); a prompt's last token wants logits.
-    struct Piece {
-        Slot* slot;
-        size_t end;
-    };
-    std::vector<Piece> pieces;
     if (chunk_length_ <= 1 && !slots_.empty()) {
         size_t budget = std::min(static_cast<size_t>(options_.prefill_chunk), static_cast<size_t>(session_.n_ubatch()) - batch.size());
         for (Slot* sp : prefilling()) {

@@ -89,6 +89,15 @@ private:
     int32_t chunk_length_ = 1;   // explicit-memory chunk (1: no memories, any piece end will do)
 
     std::vector<std::unique_ptr<Slot>> slots_;
+    // A decode step's batch, the slot of each row that wants logits, and the prompt pieces in it:
+    // kept between steps so that a step allocates nothing once they have grown.
+    struct Piece {
+        Slot* slot;
+        size_t end;  // the piece ends here in the slot's pending prompt
+    };
+    std::vector<BatchToken> step_batch_;
+    std::vector<Slot*> step_rows_;
+    std::vector<Piece> step_pieces_;
     uint64_t clock_ = 0;         // for least-recently-used slot choice
 
     mutable std::mutex mu_;

@@ -64,7 +64,7 @@ std::string TokenStep::finish_text() {
 
 std::string TokenStep::history_text() const { return app::history_text_of(tok_, first_piece_, text_); }
 
-TokenLogprob TokenStep::logprob_of(const float* logits, int32_t id) const {
+TokenLogprob TokenStep::logprob_of(const float* logits, int32_t id) {
     // log softmax over the vocabulary: logit - max - log(sum exp(logit - max)).
     float mx = logits[0];
     for (int32_t i = 1; i < vocab_; ++i) mx = std::max(mx, logits[i]);
@@ -75,7 +75,8 @@ TokenLogprob TokenStep::logprob_of(const float* logits, int32_t id) const {
     lp.bytes = tok_.token_bytes(id);
     lp.logprob = logits[id] - log_z;
     if (top_logprobs_ > 0) {
-        std::vector<int32_t> ids(static_cast<size_t>(vocab_));
+        std::vector<int32_t>& ids = order_;
+        ids.resize(static_cast<size_t>(vocab_));
         for (int32_t i = 0; i < vocab_; ++i) ids[static_cast<size_t>(i)] = i;
         const size_t k = std::min(static_cast<size_t>(top_logprobs_), ids.size());
         std::partial_sort(ids.begin(), ids.begin() + static_cast<std::ptrdiff_t>(k), ids.end(),

@@ -54,7 +54,7 @@ public:
     const std::string& text() const { return text_; }
 
 private:
-    TokenLogprob logprob_of(const float* logits, int32_t id) const;
+    TokenLogprob logprob_of(const float* logits, int32_t id);
 
     const Tokenizer& tok_;
     Sampler sampler_;
@@ -67,6 +67,7 @@ private:
     int32_t generated_ = 0;
     int32_t first_piece_ = -1;
     std::string text_;
+    std::vector<int32_t> order_;  // token ids ranked for top_logprobs, kept between tokens
 };
 
 }  // namespace mnemo::serve

@@ -1,6 +1,12 @@
 // Parsing the OpenAI requests: what each field becomes, and the 400 that names a bad field.
 #include <gtest/gtest.h>
 
+#include <unistd.h>
+
+#include <filesystem>
+#include <functional>
+
+#include "serve/api_keys.hpp"
 #include "serve/api_request.hpp"
 #include "serve/api_response.hpp"
 
@@ -123,6 +129,54 @@ TEST(ServeResponse, ErrorObjectAndEvents) {
     // base64 embeddings: little-endian float32, as the official clients decode them.
     const std::string j = embeddings_json("m", {{1.0f}}, 1, true);
     EXPECT_NE(j.find("\"embedding\":\"AACAPw==\""), std::string::npos) << j;
+}
+
+}  // namespace
+}  // namespace mnemo::serve
+
+namespace mnemo::serve {
+namespace {
+
+std::string error_text(const std::function<void()>& f) {
+    try {
+        f();
+    } catch (const std::exception& e) {
+        return e.what();
+    }
+    return "(no error)";
+}
+
+// The key file: what a bad line is told, and --new-api-key's atomic rewrite.
+TEST(ServeApiKeys, FileLinesAndNewKeys) {
+    const NewApiKey k = new_api_key("alice");
+    EXPECT_EQ(k.key.rfind("mnemo_", 0), 0u);
+    const ApiKeys keys = ApiKeys::parse("# comment\n\n" + k.line, "keys");
+    EXPECT_EQ(keys.size(), 1u);
+    EXPECT_EQ(keys.find(k.key), "alice");
+    EXPECT_EQ(keys.find(k.key + "x"), "");
+    EXPECT_TRUE(keys.has_name("alice"));
+    EXPECT_NE(error_text([] { ApiKeys::parse("alice sha256:12\n", "keys"); }).find("keys, line 1: hash"), std::string::npos);
+    EXPECT_NE(error_text([&] { ApiKeys::parse(k.line + k.line, "keys"); }).find("line 2: name 'alice' is used twice"),
+              std::string::npos);
+    EXPECT_NE(error_text([] { ApiKeys::parse("a b c\n", "keys"); }).find("expected 'NAME sha256:HEX', got 3 fields"),
+              std::string::npos);
+    EXPECT_NE(error_text([] { ApiKeys::parse("# only a comment\n", "keys"); }).find("holds no key"), std::string::npos);
+    EXPECT_NE(error_text([] { new_api_key("bad name"); }).find("is not 1-64"), std::string::npos);
+
+    const std::string path = (std::filesystem::temp_directory_path() / ("mnemo-keys-" + std::to_string(::getpid()))).string();
+    std::filesystem::remove(path);
+    append_api_key(path, k, "alice");
+    EXPECT_EQ(std::filesystem::status(path).permissions() & std::filesystem::perms::all,
+              std::filesystem::perms::owner_read | std::filesystem::perms::owner_write);
+    const NewApiKey bob = new_api_key("bob");
+    append_api_key(path, bob, "bob");
+    const ApiKeys loaded = ApiKeys::load(path);
+    EXPECT_EQ(loaded.size(), 2u);
+    EXPECT_EQ(loaded.find(bob.key), "bob");
+    EXPECT_NE(error_text([&] { append_api_key(path, new_api_key("alice"), "alice"); }).find("already has a key named 'alice'"),
+              std::string::npos);
+    EXPECT_EQ(ApiKeys::load(path).size(), 2u);  // the refused key left the file as it was
+    std::filesystem::remove(path);
 }
 
 }  // namespace

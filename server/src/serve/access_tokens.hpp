@@ -15,16 +15,18 @@
 #include <string_view>
 #include <vector>
 
+#include "app/token_hash.hpp"
+
 namespace mnemo::kb {
 
 enum class TokenScope { Read, Admin };
 
 const char* scope_name(TokenScope scope);
 
-using TokenDigest = std::array<uint8_t, 32>;
-
-// SHA-256 of a token's text (OpenSSL libcrypto).
-TokenDigest token_digest(std::string_view token);
+// The digest, SHA-256 and name rules every hashed-token file of Mnemo shares (app/token_hash.hpp).
+using app::TokenDigest;
+using app::token_digest;
+using app::valid_token_name;
 
 // One client: its name and scope, and the calls it has in flight now (the per-client limit; an
 // atomic so the read path needs no lock).
@@ -79,8 +81,5 @@ PreparedToken prepare_token(const std::string& path, const std::string& name, To
 void commit_token(const PreparedToken& t);
 // Both steps at once; returns the token.
 std::string add_token(const std::string& path, const std::string& name, TokenScope scope);
-
-// True when `name` can name a client ([A-Za-z0-9._-], 1..64 characters).
-bool valid_token_name(std::string_view name);
 
 }  // namespace mnemo::kb
