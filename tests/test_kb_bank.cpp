@@ -18,7 +18,7 @@
 #include "bank/bank.hpp"
 #include "bank/bank_build.hpp"
 #include "bank/bank_format.hpp"
-#include "bank/corpus.hpp"
+#include "app/corpus.hpp"
 #include "bank/sha256_hex.hpp"
 #include "mnemo/error.hpp"
 #include "mnemo/io/json.hpp"
@@ -100,7 +100,7 @@ protected:
         // of the builder: what every record must be, and a memory folder to compare retrieval with.
         const auto tok = load_tokenizer(bpe_model());
         const MemoryFolderModel model = memory_folder_model(*session_);
-        const auto refs = kb::cut_references(kb::read_corpus(corpus_dir()), *tok, model.spec.reference_length);
+        const auto refs = app::cut_references(app::read_corpus(corpus_dir()), *tok, model.spec.reference_length);
         std::vector<std::vector<int32_t>> tokens;
         std::vector<MemoryReference> meta;
         for (const auto& r : refs) {
@@ -579,14 +579,14 @@ TEST(KbBankCorpus, JsonlAndFolderDocuments) {
     std::ofstream(dir / "f" / "sub" / "b.md") << "\n## Heading here\n\ntext one\n\ntext two\n";
     std::ofstream(dir / "f" / "a.txt") << "first line\nsecond\n";
     std::ofstream(dir / "f" / "skip.bin") << "binary";
-    auto docs = kb::read_corpus((dir / "f").string());
+    auto docs = app::read_corpus((dir / "f").string());
     ASSERT_EQ(docs.size(), 2u);
     EXPECT_EQ(docs[0].doc_id, "a.txt");
     EXPECT_EQ(docs[0].title, "first line");
     EXPECT_EQ(docs[1].source, "sub/b.md");
     EXPECT_EQ(docs[1].title, "Heading here");
     std::ofstream(dir / "c.jsonl") << "{\"id\": 7, \"text\": \"t\", \"metadata\": {\"k\": [1]}}\n\n{\"id\": \"x\", \"text\": \"u\", \"title\": \"T\", \"source\": \"s\"}\n";
-    docs = kb::read_corpus((dir / "c.jsonl").string());
+    docs = app::read_corpus((dir / "c.jsonl").string());
     ASSERT_EQ(docs.size(), 2u);
     EXPECT_EQ(docs[0].doc_id, "7");
     EXPECT_EQ(docs[0].title, "7");
@@ -594,8 +594,8 @@ TEST(KbBankCorpus, JsonlAndFolderDocuments) {
     EXPECT_EQ(docs[0].metadata_json, "{\"k\":[1]}");
     EXPECT_EQ(docs[1].title, "T");
     std::ofstream(dir / "bad.jsonl") << "{\"id\": 1}\n";
-    expect_error([&] { kb::read_corpus((dir / "bad.jsonl").string()); }, {"bad.jsonl", "line 1", "text"});
-    expect_error([&] { kb::read_corpus((dir / "nothing").string()); }, {"does not exist"});
+    expect_error([&] { app::read_corpus((dir / "bad.jsonl").string()); }, {"bad.jsonl", "line 1", "text"});
+    expect_error([&] { app::read_corpus((dir / "nothing").string()); }, {"does not exist"});
     fs::remove_all(dir);
 }
 

@@ -15,7 +15,7 @@
 #include "bank/bank_delete.hpp"
 #include "bank/bank_format.hpp"
 #include "bank/bank_retired.hpp"
-#include "bank/corpus.hpp"
+#include "app/corpus.hpp"
 #include "bank/sha256_hex.hpp"
 #include "fixtures/kb_corrected_bank.hpp"
 #include "mnemo/io/json.hpp"
@@ -171,7 +171,7 @@ TEST_F(KbBankCorrect, AReplacementWithoutTextIsRefused) {
 TEST(KbBankCorpusIds, TwoDocumentsWithOneIdAreRefused) {
     const fs::path f = fs::temp_directory_path() / ("mnemo-kb-dup-" + std::to_string(::getpid()) + ".jsonl");
     test::write_text(f, "{\"id\": \"a\", \"text\": \"x\"}\n{\"id\": \"b\", \"text\": \"y\"}\n{\"id\": \"a\", \"text\": \"z\"}\n");
-    expect_error_with([&] { kb::read_corpus(f.string()); }, {f.filename().string(), "line 3", "'a'", "line 1"});
+    expect_error_with([&] { app::read_corpus(f.string()); }, {f.filename().string(), "line 3", "'a'", "line 1"});
     fs::remove(f);
 }
 

@@ -15,7 +15,7 @@
 
 #include "bank/bank.hpp"
 #include "bank/bm25_index.hpp"
-#include "bank/corpus.hpp"
+#include "app/corpus.hpp"
 #include "fixtures/error_checks.hpp"
 #include "fixtures/fifo.hpp"
 #include "process_util.hpp"
@@ -84,27 +84,27 @@ TEST(KbBankInputs, CorpusLinksOutsideTheFolderAreRefusedUnlessAsked) {
     fs::create_directories(corpus / "sub");
     fs::create_symlink(tmp.path / "outside" / "secret.txt", corpus / "sub" / "notes.txt");
 
-    const std::string e = test::error_from([&] { kb::read_corpus(corpus.string()); });
+    const std::string e = test::error_from([&] { app::read_corpus(corpus.string()); });
     EXPECT_NE(e.find("'sub/notes.txt'"), std::string::npos) << e;
     EXPECT_NE(e.find(fs::canonical(tmp.path / "outside" / "secret.txt").string()), std::string::npos) << e;
     EXPECT_NE(e.find("--follow-external-links"), std::string::npos) << e;
 
-    kb::CorpusOptions follow;
+    app::CorpusOptions follow;
     follow.follow_external_links = true;
-    const auto docs = kb::read_corpus(corpus.string(), follow);
+    const auto docs = app::read_corpus(corpus.string(), follow);
     ASSERT_EQ(docs.size(), 3u);
     EXPECT_EQ(docs[2].source, "sub/notes.txt");
     EXPECT_EQ(docs[2].text, "the server's private notes");
 
     fs::remove(corpus / "sub" / "notes.txt");
-    const auto inside = kb::read_corpus(corpus.string());
+    const auto inside = app::read_corpus(corpus.string());
     ASSERT_EQ(inside.size(), 2u);
     EXPECT_EQ(inside[1].source, "again.txt");
     EXPECT_EQ(inside[1].text, inside[0].text);
 
     // A linked folder is not entered at all (as before), with or without the flag.
     fs::create_directory_symlink(tmp.path / "outside", corpus / "linked");
-    EXPECT_EQ(kb::read_corpus(corpus.string(), follow).size(), 2u);
+    EXPECT_EQ(app::read_corpus(corpus.string(), follow).size(), 2u);
 }
 
 TEST(KbBankInputs, BuildAndAddDocumentTheLinkFlag) {

@@ -10,7 +10,7 @@
 #include "bank_documents.hpp"
 #include "bank_staging.hpp"
 #include "bank_writer.hpp"
-#include "corpus.hpp"
+#include "app/corpus.hpp"
 #include "mnemo/error.hpp"
 #include "mnemo/io/file_read.hpp"
 #include "mnemo/io/printable.hpp"
@@ -95,15 +95,15 @@ BankBuildReport build_bank(Session& session, const BankBuildOptions& o) {
     }
 
     const std::unique_ptr<Tokenizer> tok = load_tokenizer(o.model_dir);
-    const std::vector<CorpusDocument> docs = read_corpus(o.corpus, o.corpus_options);
-    const std::vector<CorpusReference> refs = cut_references(docs, *tok, spec.reference_length);
+    const std::vector<app::CorpusDocument> docs = app::read_corpus(o.corpus, o.corpus_options);
+    const std::vector<app::CorpusReference> refs = app::cut_references(docs, *tok, spec.reference_length);
     if (refs.empty()) throw Error("corpus '" + printable(o.corpus) + "' holds no text");
     BankBuildReport r;
     r.documents = docs.size();
     r.references = refs.size();
     std::vector<std::vector<int32_t>> tokens;
     tokens.reserve(refs.size());
-    for (const CorpusReference& ref : refs) {
+    for (const app::CorpusReference& ref : refs) {
         tokens.push_back(ref.tokens);
         r.tokens += ref.tokens.size();
     }
@@ -114,7 +114,7 @@ BankBuildReport build_bank(Session& session, const BankBuildOptions& o) {
     std::vector<uint32_t> retire;
     if (o.add) {
         std::vector<bool> has_text(docs.size(), false);
-        for (const CorpusReference& ref : refs) has_text[ref.document] = true;
+        for (const app::CorpusReference& ref : refs) has_text[ref.document] = true;
         for (size_t d = 0; d < docs.size(); ++d) {
             const BankDocument* old = reuse->documents().find(docs[d].doc_id);
             if (!old) continue;
@@ -192,8 +192,8 @@ BankBuildReport build_bank(Session& session, const BankBuildOptions& o) {
     if (o.progress) o.progress("encode", rec.memories.size(), rec.memories.size());
     std::vector<BankDocumentRef> doc_refs;
     doc_refs.reserve(docs.size());
-    for (const CorpusDocument& d : docs) doc_refs.push_back({d.doc_id, d.title, d.source, d.metadata_json});
-    for (const CorpusReference& ref : refs) {
+    for (const app::CorpusDocument& d : docs) doc_refs.push_back({d.doc_id, d.title, d.source, d.metadata_json});
+    for (const app::CorpusReference& ref : refs) {
         rec.tokens.push_back(ref.tokens);
         rec.texts.push_back(ref.text);
         rec.documents.push_back(&doc_refs[ref.document]);

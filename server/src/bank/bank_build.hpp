@@ -10,7 +10,7 @@
 
 #include "bank_storage.hpp"
 #include "compress.hpp"
-#include "corpus.hpp"
+#include "app/corpus.hpp"
 
 namespace mnemo {
 class Session;
@@ -20,8 +20,8 @@ namespace mnemo::kb {
 
 struct BankBuildOptions {
     std::shared_ptr<BankStorage> storage;
-    std::string corpus;     // a folder of .txt/.md files or a .jsonl file (bank/corpus.hpp)
-    CorpusOptions corpus_options;  // links leading out of a corpus folder (--follow-external-links)
+    std::string corpus;     // a folder of .txt/.md files or a .jsonl file (app/corpus.hpp)
+    app::CorpusOptions corpus_options;  // links leading out of a corpus folder (--follow-external-links)
     std::string model_dir;  // the session's model folder: its tokenizer (and tokenizer files)
     bool add = false;       // add to the published version (its codec); else build a new bank
     bool replace = false;   // build: publish a new version even though one exists (--force)

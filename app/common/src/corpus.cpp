@@ -1,4 +1,4 @@
-#include "corpus.hpp"
+#include "app/corpus.hpp"
 
 #include <algorithm>
 #include <filesystem>
@@ -12,7 +12,7 @@
 #include "mnemo/io/printable.hpp"
 #include "mnemo/tokenizer/tokenizer.hpp"
 
-namespace mnemo::kb {
+namespace mnemo::app {
 namespace {
 
 namespace fs = std::filesystem;
@@ -169,4 +169,4 @@ std::vector<CorpusReference> cut_references(const std::vector<CorpusDocument>& d
     return out;
 }
 
-}  // namespace mnemo::kb
+}  // namespace mnemo::app

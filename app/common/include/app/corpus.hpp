@@ -18,7 +18,7 @@ namespace mnemo {
 class Tokenizer;
 }
 
-namespace mnemo::kb {
+namespace mnemo::app {
 
 struct CorpusDocument {
     std::string doc_id;
@@ -47,4 +47,4 @@ struct CorpusOptions {
 std::vector<CorpusDocument> read_corpus(const std::string& path, const CorpusOptions& options = {});
 std::vector<CorpusReference> cut_references(const std::vector<CorpusDocument>& docs, const Tokenizer& tok, int32_t reference_length);
 
-}  // namespace mnemo::kb
+}  // namespace mnemo::app
