@@ -11,6 +11,7 @@ int cmd_export(int argc, char** argv);
 int cmd_delete(int argc, char** argv);
 int cmd_compact(int argc, char** argv);
 int cmd_documents(int argc, char** argv);
+int cmd_push(int argc, char** argv);  // the admin client of a running serve (AddDocuments)
 #ifdef MNEMO_KB_SERVE
 int cmd_serve(int argc, char** argv);  // src/serve/cmd_serve.cpp
 int cmd_token(int argc, char** argv);  // src/serve/cmd_token.cpp

@@ -54,10 +54,13 @@ public:
     // Records in the order asked; *reply_bytes grows by every message's size.
     std::vector<kbv1::MemoryRecord> fetch(const kbv1::FetchRequest& request, int32_t timeout_ms, uint64_t* reply_bytes);
 
-private:
+    // For calls made elsewhere on this channel (grpc_kb_admin.cpp): the stub, the deadline and
+    // token of a context, and the error of a failed call.
+    kbv1::KnowledgeBase::Stub& stub() { return *stub_; }
     void prepare(grpc::ClientContext& context, int32_t timeout_ms, bool wait_for_ready) const;
     [[noreturn]] void fail(const char* call, const grpc::Status& status) const;
 
+private:
     KbUrl url_;
     int max_receive_bytes_ = 0;
     std::string authorization_;  // "Bearer <token>", empty without a token

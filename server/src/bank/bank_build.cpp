@@ -95,9 +95,14 @@ BankBuildReport build_bank(Session& session, const BankBuildOptions& o) {
     }
 
     const std::unique_ptr<Tokenizer> tok = load_tokenizer(o.model_dir);
-    const std::vector<app::CorpusDocument> docs = app::read_corpus(o.corpus, o.corpus_options);
+    if (!o.corpus.empty() && !o.documents.empty()) throw Error("build: give a corpus path or documents, not both");
+    const std::string corpus_words = o.corpus.empty() ? printable(o.corpus_name.empty() ? "documents" : o.corpus_name)
+                                                      : "corpus '" + printable(o.corpus) + "'";
+    std::vector<app::CorpusDocument> read;  // a corpus path's documents; given documents are not copied
+    if (!o.corpus.empty()) read = app::read_corpus(o.corpus, o.corpus_options);
+    const std::vector<app::CorpusDocument>& docs = o.corpus.empty() ? o.documents : read;
     const std::vector<app::CorpusReference> refs = app::cut_references(docs, *tok, spec.reference_length);
-    if (refs.empty()) throw Error("corpus '" + printable(o.corpus) + "' holds no text");
+    if (refs.empty()) throw Error(corpus_words + " holds no text");
     BankBuildReport r;
     r.documents = docs.size();
     r.references = refs.size();
@@ -107,7 +112,7 @@ BankBuildReport build_bank(Session& session, const BankBuildOptions& o) {
         tokens.push_back(ref.tokens);
         r.tokens += ref.tokens.size();
     }
-    note("corpus '" + printable(o.corpus) + "': " + std::to_string(docs.size()) + " documents, " + std::to_string(refs.size()) + " references, " +
+    note(corpus_words + ": " + std::to_string(docs.size()) + " documents, " + std::to_string(refs.size()) + " references, " +
          std::to_string(r.tokens) + " tokens");
     // add: a document whose doc_id the bank holds replaces it (its live records are retired in
     // the new version). Known before any memorizing is spent, so a refusal costs nothing.
@@ -119,7 +124,7 @@ BankBuildReport build_bank(Session& session, const BankBuildOptions& o) {
             const BankDocument* old = reuse->documents().find(docs[d].doc_id);
             if (!old) continue;
             if (!has_text[d])
-                throw Error("corpus '" + printable(o.corpus) + "': document '" + printable(docs[d].doc_id, 200) +
+                throw Error(corpus_words + ": document '" + printable(docs[d].doc_id, 200) +
                             "' has no text, so it would replace version " + std::to_string(old->version) +
                             " of that document with nothing; use `mnemo-kb delete` to retire a document");
             retire.insert(retire.end(), old->ids.begin(), old->ids.end());
@@ -140,7 +145,13 @@ BankBuildReport build_bank(Session& session, const BankBuildOptions& o) {
     memories.reserve(refs.size());
     r.batches = (refs.size() + o.batch - 1) / o.batch;
     if (o.progress) o.progress("memorize", 0, refs.size());
+    auto stop_if_cancelled = [&] {
+        if (o.cancelled && o.cancelled())
+            throw BuildCancelled(bank_where + ": cancelled; nothing was published (" + std::to_string(r.resumed_batches) +
+                                 " batches resumed, finished batches stay checkpointed)");
+    };
     for (size_t b = 0; b < r.batches; ++b) {
+        stop_if_cancelled();
         const size_t first = b * o.batch, last = std::min(refs.size(), first + o.batch);
         const std::string blob = staging_blob(key, b);
         std::optional<std::vector<WrittenMemory>> batch;
@@ -207,6 +218,7 @@ BankBuildReport build_bank(Session& session, const BankBuildOptions& o) {
     vs.tokenizer_files = tokenizer_files(o.model_dir);
     vs.segment_records = o.segment_records;
     vs.retire = std::move(retire);
+    stop_if_cancelled();  // the last moment nothing is written yet
     const WrittenVersion wv = write_bank_version(st, vs, rec);
     if (o.progress) o.progress("write", 1, 1);
     remove_staging(st);  // only now: a crash before publishing resumes from the checkpoints

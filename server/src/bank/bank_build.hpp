@@ -10,6 +10,7 @@
 
 #include "bank_storage.hpp"
 #include "compress.hpp"
+#include "mnemo/error.hpp"
 #include "app/corpus.hpp"
 
 namespace mnemo {
@@ -21,6 +22,10 @@ namespace mnemo::kb {
 struct BankBuildOptions {
     std::shared_ptr<BankStorage> storage;
     std::string corpus;     // a folder of .txt/.md files or a .jsonl file (app/corpus.hpp)
+    // Instead of `corpus` (which must then be empty): the documents themselves, as a server's
+    // AddDocuments call received them. `corpus_name` names them in errors ("AddDocuments").
+    std::vector<app::CorpusDocument> documents;
+    std::string corpus_name;
     app::CorpusOptions corpus_options;  // links leading out of a corpus folder (--follow-external-links)
     std::string model_dir;  // the session's model folder: its tokenizer (and tokenizer files)
     bool add = false;       // add to the published version (its codec); else build a new bank
@@ -32,6 +37,16 @@ struct BankBuildOptions {
     // Stage ("memorize", "encode", "write"), done and total units; called often, may be empty.
     std::function<void(const std::string& stage, uint64_t done, uint64_t total)> progress;
     std::function<void(const std::string&)> note;  // one line per step; may be empty
+    // Asked before each batch is memorized, and before the version is written; true stops the
+    // build with BuildCancelled, publishing nothing (finished batches stay checkpointed, so the
+    // same documents resume). May be empty.
+    std::function<bool()> cancelled;
+};
+
+// What build_bank throws when BankBuildOptions::cancelled said stop.
+class BuildCancelled : public Error {
+public:
+    using Error::Error;
 };
 
 struct BankBuildReport {

@@ -2,6 +2,8 @@
 
 #include <google/protobuf/message.h>
 
+#include "serve/request_decode.hpp"
+
 namespace mnemo::kb {
 
 using grpc::Status;
@@ -16,6 +18,24 @@ bool CallIo::send(const google::protobuf::Message& m) {
     ++sent_;
     note_.bytes += size;
     return true;
+}
+
+Status CallIo::read(google::protobuf::Message& m, bool* end) {
+    *end = false;
+    grpc::ByteBuffer bytes;
+    if (!stream_.Read(&bytes)) {
+        if (ctx_.IsCancelled()) return Status(StatusCode::CANCELLED, "the client cancelled the call or went away while sending");
+        *end = true;
+        return Status::OK;
+    }
+    const size_t index = received_++;
+    std::vector<grpc::Slice> slices;
+    std::string flat;
+    if (bytes.Dump(&slices).ok())
+        for (const grpc::Slice& s : slices) flat.append(reinterpret_cast<const char*>(s.begin()), s.size());
+    const Status st = decode_request(flat, m);
+    if (!st.ok()) return Status(st.error_code(), "request message " + std::to_string(index) + ": " + st.error_message());
+    return st;
 }
 
 Status CallIo::cap_exceeded(uint32_t max_call_seconds) {

@@ -9,6 +9,7 @@
 
 #include <chrono>
 #include <cstddef>
+#include <string>
 
 #include "serve/call_watchdog.hpp"
 #include "serve/request_log.hpp"
@@ -28,12 +29,18 @@ public:
         : ctx_(ctx), stream_(stream), deadline_(deadline), max_call_seconds_(max_call_seconds), watch_(watch), note_(note) {}
 
     grpc::ServerContext& context() { return ctx_; }
+    std::string client;  // the caller's token name (for messages about who holds what)
     CallNote& note() { return note_; }
 
     // Serializes `m` and sends it; adds its size to the note. False when it was not sent: the
     // client went away, or the call was cancelled (by the client, its deadline or the watchdog).
     bool send(const google::protobuf::Message& m);
     size_t sent() const { return sent_; }
+    // A client-streaming call's next request message, decoded (request_decode.hpp). OK with
+    // *end = true when the client half-closed; CANCELLED when it cancelled or went away; an
+    // INVALID_ARGUMENT naming the message's index when it does not decode.
+    grpc::Status read(google::protobuf::Message& m, bool* end);
+    size_t received() const { return received_; }
 
     // OK while the call may go on; otherwise the status it ends with: DEADLINE_EXCEEDED past the
     // client's deadline or the server's cap, CANCELLED when the client cancelled or went away.
@@ -54,6 +61,7 @@ private:
     const CallWatchdog::Watch& watch_;
     CallNote& note_;
     size_t sent_ = 0;
+    size_t received_ = 0;
 };
 
 }  // namespace mnemo::kb

@@ -5,6 +5,7 @@
 #include <signal.h>
 
 #include <cstdio>
+#include <exception>
 #include <filesystem>
 #include <thread>
 
@@ -15,6 +16,8 @@
 #include "mnemo/io/atomic_file.hpp"
 #include "mnemo/io/file_read.hpp"
 #include "mnemo/io/printable.hpp"
+#include "mnemo/session/session.hpp"
+#include "serve/bank_editor.hpp"
 #include "serve/kb_server.hpp"
 #include "serve/listen_policy.hpp"
 #include "serve/tls_key_match.hpp"
@@ -37,6 +40,29 @@ std::string read_pem(const std::string& path, const char* what) {
 
 void log_to_stderr(const std::string& line) { std::fprintf(stderr, "%s\n", line.c_str()); }
 
+// The model of AddDocuments, opened on a thread whose signal mask blocks SIGINT/SIGTERM: the
+// threads the backend starts inherit that mask, so the signals keep reaching only the main thread
+// now (their default action: a long load stays interruptible) and only the sigwait thread once
+// serving. A backend thread with them unblocked would take SIGTERM's default action, killing the
+// server without its graceful shutdown.
+std::shared_ptr<Session> open_session_masked(const SessionOptions& so, const sigset_t& signals) {
+    sigset_t old;
+    pthread_sigmask(SIG_BLOCK, &signals, &old);
+    std::shared_ptr<Session> session;
+    std::exception_ptr error;
+    std::thread opener([&] {
+        try {
+            session = Session::open(so);
+        } catch (...) {
+            error = std::current_exception();
+        }
+    });
+    pthread_sigmask(SIG_SETMASK, &old, nullptr);
+    opener.join();
+    if (error) std::rethrow_exception(error);
+    return session;
+}
+
 }  // namespace
 
 int cmd_serve(int argc, char** argv) {
@@ -47,6 +73,11 @@ int cmd_serve(int argc, char** argv) {
     int32_t max_streams = static_cast<int32_t>(o.limits.max_streams_per_client);
     int32_t max_receive = static_cast<int32_t>(o.limits.max_receive_bytes), max_call = static_cast<int32_t>(o.limits.max_call_seconds);
     int32_t watch = 0, grace = 5;
+    // AddDocuments (the model memorizes; build's flags) and its limits.
+    SessionOptions so;
+    int32_t threads = 0, batch = 64;
+    int32_t max_add_docs = static_cast<int32_t>(o.limits.max_add_documents), max_add_seconds = static_cast<int32_t>(o.limits.max_add_seconds);
+    int32_t max_add_bytes = static_cast<int32_t>(o.limits.max_add_bytes);
     app::ArgParser p(
         "serve",
         "mnemo-kb serve BANK --listen ADDR:PORT (--tls-cert F --tls-key F | --insecure) (--tokens F | --no-auth) [options]",
@@ -70,7 +101,17 @@ int cmd_serve(int argc, char** argv) {
                  &watch, 0, 86400)
         .int_opt("--shutdown-grace", "S", "seconds calls in flight get to finish on SIGINT/SIGTERM (default 5)", &grace, 0, 3600)
         .string_opt("--port-file", "FILE", "write the bound port there once serving (atomically), remove it on exit", &port_file)
-        .flag("--log-quiet", "no per-request log lines (reload failures are still reported)", &log_quiet);
+        .flag("--log-quiet", "no per-request log lines (reload failures are still reported)", &log_quiet)
+        .string_opt("-m,--model", "DIR", "the bank's model: lets admins add documents (AddDocuments); without it they are refused",
+                    &so.model_dir)
+        .string_opt("--backend", "NAME", "backend that memorizes added documents (default: cpu)", &so.backend)
+        .int_opt("--device", "I", "device index within the backend (default: 0)", &so.device, 0, 1 << 16)
+        .int_opt("--threads", "N", "threads of the backend that memorizes (default: its own choice)", &threads, 1, 4096)
+        .int_opt("--batch", "N", "references per memorize batch and checkpoint of AddDocuments (default: 64)", &batch, 1, 1 << 20)
+        .int_opt("--max-add-documents", "N", "most documents per AddDocuments call, and doc_ids per DeleteDocuments (default 10000)",
+                 &max_add_docs, 1, 1 << 24)
+        .int_opt("--max-add-bytes", "N", "most text bytes per AddDocuments call (default 268435456)", &max_add_bytes, 1, INT32_MAX)
+        .int_opt("--max-add-seconds", "N", "an AddDocuments call's longest time on the server (default 3600)", &max_add_seconds, 1, 7 * 86400);
     int first = 2;
     if (argc > 2 && argv[2][0] != '-') {
         bank_dir = argv[2];
@@ -99,6 +140,9 @@ int cmd_serve(int argc, char** argv) {
     o.limits.max_streams_per_client = static_cast<uint32_t>(max_streams);
     o.limits.max_receive_bytes = static_cast<uint32_t>(max_receive);
     o.limits.max_call_seconds = static_cast<uint32_t>(max_call);
+    o.limits.max_add_documents = static_cast<uint32_t>(max_add_docs);
+    o.limits.max_add_bytes = static_cast<uint64_t>(max_add_bytes);
+    o.limits.max_add_seconds = static_cast<uint32_t>(max_add_seconds);
     o.watch_seconds = static_cast<uint32_t>(watch);
     o.server_version = MNEMO_VERSION;
     if (!log_quiet) o.log = log_to_stderr;
@@ -109,22 +153,42 @@ int cmd_serve(int argc, char** argv) {
     provider.open = [storage] { return Bank::open(storage); };
     provider.current_version = [storage] { return Bank::current_version(*storage); };
 
-    // SIGINT/SIGTERM are taken by one thread (sigwait) rather than a handler, so the shutdown
-    // runs as ordinary code. The mask is set once the bank is open, before any gRPC thread
-    // exists, so all inherit it; until then the signals keep their default action, so a start
-    // that takes long (a large bank) or gets stuck is still ended by Ctrl-C or systemd's SIGTERM.
     sigset_t stop_signals;
     sigemptyset(&stop_signals);
     sigaddset(&stop_signals, SIGINT);
     sigaddset(&stop_signals, SIGTERM);
+
+    // The writer of AddDocuments/DeleteDocuments: the same folder; the model only with --model
+    // (loaded now, so a wrong folder fails the start, not the first call).
+    BankEditorOptions eo;
+    eo.storage = storage;
+    eo.batch = static_cast<size_t>(batch);
+    if (!so.model_dir.empty()) {
+        so.n_threads = threads;
+        try {
+            eo.session = open_session_masked(so, stop_signals);
+        } catch (const std::exception& e) {
+            if (std::string(e.what()).find(so.model_dir) != std::string::npos) throw;
+            throw with_context("--model '" + so.model_dir + "' on backend '" + so.backend + "'", e);
+        }
+        eo.model_dir = so.model_dir;
+    }
+    o.editor = std::make_shared<BankEditor>(std::move(eo));
+
+    // SIGINT/SIGTERM are taken by one thread (sigwait) rather than a handler, so the shutdown
+    // runs as ordinary code. The mask is set once the bank is open, before any gRPC thread
+    // exists, so all inherit it; until then the signals keep their default action, so a start
+    // that takes long (a large bank) or gets stuck is still ended by Ctrl-C or systemd's SIGTERM.
     o.before_threads = [&stop_signals] { pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr); };
 
     if (!port_file.empty()) std::filesystem::remove(port_file);
     std::unique_ptr<KbServer> server = KbServer::start(std::move(provider), o);
     const std::shared_ptr<const Bank> bank = server->bank();
-    std::fprintf(stderr, "mnemo-kb serve: %s version %llu (%llu memories) on %s, port %d, %s, %s\n", printable(bank_dir).c_str(),
+    o.editor->check_model(*bank);  // a model that is not the bank's would only fail every AddDocuments
+    std::fprintf(stderr, "mnemo-kb serve: %s version %llu (%llu memories) on %s, port %d, %s, %s, %s\n", printable(bank_dir).c_str(),
                  static_cast<unsigned long long>(bank->version()), static_cast<unsigned long long>(bank->count()), printable(o.listen).c_str(),
-                 server->port(), o.insecure ? "plaintext (loopback)" : "TLS", o.tokens ? "bearer tokens" : "NO authentication");
+                 server->port(), o.insecure ? "plaintext (loopback)" : "TLS", o.tokens ? "bearer tokens" : "NO authentication",
+                 o.editor->can_add() ? ("AddDocuments with model '" + printable(so.model_dir) + "'").c_str() : "no AddDocuments (no --model)");
     if (!port_file.empty()) write_file_atomically(port_file, std::to_string(server->port()) + "\n", 0644);
 
     std::thread stopper([&] {

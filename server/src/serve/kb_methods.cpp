@@ -90,6 +90,9 @@ Status KbService::info(const v1::InfoRequest& req, CallIo& io) {
     out.set_max_streams_per_client(config_.limits.max_streams_per_client);
     out.set_max_receive_message_bytes(config_.limits.max_receive_bytes);
     out.set_max_call_seconds(config_.limits.max_call_seconds);
+    out.set_accepts_documents(config_.editor && config_.editor->can_add());
+    out.set_max_add_documents(config_.limits.max_add_documents);
+    out.set_max_add_bytes(config_.limits.max_add_bytes);
     return reply(io, out);
 }
 

@@ -34,6 +34,7 @@ std::unique_ptr<KbServer> KbServer::start(BankProvider provider, ServeOptions o)
     config.tokens = o.tokens ? o.tokens : TokenTable::anonymous();
     config.server_version = o.server_version;
     config.log = o.log;
+    config.editor = o.editor;
     s->service_ = std::make_unique<KbService>(*s->slot_, std::move(config));
 
     std::shared_ptr<grpc::ServerCredentials> creds;

@@ -39,6 +39,9 @@ struct ServeOptions {
     // and SIGTERM there: every gRPC thread inherits the mask (the signals go to its sigwait
     // thread), while the bank's open, however long, stays interruptible by them.
     std::function<void()> before_threads;
+    // What AddDocuments/DeleteDocuments write through (bank_editor.hpp); null: they are refused
+    // with FAILED_PRECONDITION. Its storage must be the one `provider` opens.
+    std::shared_ptr<BankEditor> editor;
 };
 
 class KbServer {

@@ -84,7 +84,8 @@ Clock::time_point call_deadline(const grpc::ServerContext& ctx, Clock::time_poin
 KbService::KbService(BankSlot& bank, ServiceConfig config) : bank_(bank), config_(std::move(config)), watchdog_(kStuckGrace) {
     if (!config_.tokens) throw Error("knowledge service: no token table (TokenTable::anonymous() serves without tokens)");
     if (config_.limits.max_k == 0 || config_.limits.max_ids_per_request == 0 || config_.limits.max_streams_per_client == 0 ||
-        config_.limits.max_call_seconds == 0)
+        config_.limits.max_call_seconds == 0 || config_.limits.max_add_documents == 0 || config_.limits.max_add_bytes == 0 ||
+        config_.limits.max_add_seconds == 0)
         throw Error("knowledge service: every limit must be at least 1");
     add_method<v1::InfoRequest>(KbMethod::Info, TokenScope::Read, true, &KbService::info);
     add_method<v1::HealthRequest>(KbMethod::Health, TokenScope::Read, true, &KbService::health);
@@ -93,23 +94,25 @@ KbService::KbService(BankSlot& bank, ServiceConfig config) : bank_(bank), config
     add_method<v1::RetrieveRequest>(KbMethod::RetrieveMemories, TokenScope::Read, true, &KbService::retrieve_memories);
     add_method<v1::CodebookRequest>(KbMethod::GetCodebook, TokenScope::Read, false, &KbService::get_codebook);
     add_method<v1::ReloadRequest>(KbMethod::Reload, TokenScope::Admin, true, &KbService::reload);
+    add_method<v1::AddDocumentsRequest>(KbMethod::AddDocuments, TokenScope::Admin, false, &KbService::add_documents, true);
+    add_method<v1::DeleteDocumentsRequest>(KbMethod::DeleteDocuments, TokenScope::Admin, true, &KbService::delete_documents);
 }
 
 template <class Request>
-void KbService::add_method(KbMethod method, TokenScope needed, bool unary, Body<Request> body) {
+void KbService::add_method(KbMethod method, TokenScope needed, bool unary, Body<Request> body, bool client_stream) {
     // The path and request type come from the proto's own descriptor, so a renamed or reordered
     // method fails here, at start, instead of answering UNIMPLEMENTED to every client.
     const google::protobuf::ServiceDescriptor* service = Request::descriptor()->file()->FindServiceByName("KnowledgeBase");
     const google::protobuf::MethodDescriptor* md = service ? service->FindMethodByName(method_name(method)) : nullptr;
-    if (md == nullptr || md->input_type() != Request::descriptor() || md->client_streaming() || md->server_streaming() == unary)
+    if (md == nullptr || md->input_type() != Request::descriptor() || md->client_streaming() != client_stream || md->server_streaming() == unary)
         throw Error(std::string("knowledge service: the proto has no method ") + method_name(method) + " of this shape");
     std::string& path = paths_[static_cast<size_t>(method)];
     path = "/" + service->full_name() + "/" + md->name();
     AddMethod(new grpc::internal::RpcServiceMethod(
         path.c_str(), grpc::internal::RpcMethod::BIDI_STREAMING,
         new grpc::internal::BidiStreamingHandler<KbService, grpc::ByteBuffer, grpc::ByteBuffer>(
-            [method, needed, unary, body](KbService* self, grpc::ServerContext* ctx, RawStream* stream) {
-                return self->run_call<Request>(method, ctx, stream, needed, unary, body);
+            [method, needed, unary, body, client_stream](KbService* self, grpc::ServerContext* ctx, RawStream* stream) {
+                return self->run_call<Request>(method, ctx, stream, needed, unary, client_stream, body);
             },
             this)));
 }
@@ -141,10 +144,11 @@ Status KbService::authenticate(grpc::ServerContext* ctx, TokenScope needed, cons
 
 template <class Request>
 Status KbService::run_call(KbMethod method, grpc::ServerContext* ctx, RawStream* stream, TokenScope needed, bool unary,
-                           Body<Request> body) {
+                           bool client_stream, Body<Request> body) {
     const auto start_wall = Clock::now();
     const auto start = std::chrono::steady_clock::now();
-    const uint32_t cap = config_.limits.max_call_seconds;
+    // AddDocuments memorizes: its cap is its own (max_add_seconds), not a retrieval's.
+    const uint32_t cap = method == KbMethod::AddDocuments ? config_.limits.max_add_seconds : config_.limits.max_call_seconds;
     counters_.request(method);
     CallSlot slot(counters_);
     CallNote note;
@@ -162,9 +166,10 @@ Status KbService::run_call(KbMethod method, grpc::ServerContext* ctx, RawStream*
         const std::unique_ptr<CallWatchdog::Watch> watch =
             watchdog_.watch(start + std::chrono::seconds(cap), [ctx] { ctx->TryCancel(); });
         Request request;
-        status = read_request(ctx, stream, request);
+        if (!client_stream) status = read_request(ctx, stream, request);
         if (status.ok()) {
             CallIo io(*ctx, *stream, call_deadline(*ctx, start_wall, cap), cap, *watch, note);
+            io.client = who->name;
             try {
                 status = (this->*body)(request, io);
             } catch (const std::exception& e) {

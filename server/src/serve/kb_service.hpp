@@ -24,6 +24,7 @@
 
 #include "mnemo_kb.grpc.pb.h"
 #include "serve/access_tokens.hpp"
+#include "serve/bank_editor.hpp"
 #include "serve/bank_slot.hpp"
 #include "serve/call_watchdog.hpp"
 #include "serve/request_log.hpp"
@@ -38,6 +39,9 @@ struct ServiceConfig {
     std::string server_version;
     // One line per request and per reload problem (no newline); empty: silent (--log-quiet).
     std::function<void(const std::string&)> log;
+    // AddDocuments and DeleteDocuments change the bank through this; null: they answer
+    // FAILED_PRECONDITION (a server whose bank is not a folder it may write, as in some tests).
+    std::shared_ptr<BankEditor> editor;
 };
 
 class CallIo;
@@ -60,11 +64,13 @@ private:
     template <class Request>
     using Body = grpc::Status (KbService::*)(const Request&, CallIo&);
 
+    // client_stream: the method reads its request messages itself (CallIo::read); the frame
+    // reads none.
     template <class Request>
-    void add_method(KbMethod method, TokenScope needed, bool unary, Body<Request> body);
+    void add_method(KbMethod method, TokenScope needed, bool unary, Body<Request> body, bool client_stream = false);
     template <class Request>
     grpc::Status run_call(KbMethod method, grpc::ServerContext* ctx, RawStream* stream, TokenScope needed, bool unary,
-                          Body<Request> body);
+                          bool client_stream, Body<Request> body);
     grpc::Status authenticate(grpc::ServerContext* ctx, TokenScope needed, const TokenEntry** who) const;
     void log(const std::string& line) const;
 
@@ -76,6 +82,9 @@ private:
     grpc::Status retrieve_memories(const v1::RetrieveRequest& req, CallIo& io);
     grpc::Status get_codebook(const v1::CodebookRequest& req, CallIo& io);
     grpc::Status reload(const v1::ReloadRequest& req, CallIo& io);
+    // kb_admin_methods.cpp
+    grpc::Status add_documents(const v1::AddDocumentsRequest& unused, CallIo& io);
+    grpc::Status delete_documents(const v1::DeleteDocumentsRequest& req, CallIo& io);
     grpc::Status retrieve_into(CallIo& io, const Bank& bank, const v1::RetrieveRequest& req, v1::RetrieveReply* reply) const;
 
     BankSlot& bank_;

@@ -13,6 +13,8 @@ const char* method_name(KbMethod m) {
         case KbMethod::RetrieveMemories: return "RetrieveMemories";
         case KbMethod::GetCodebook: return "GetCodebook";
         case KbMethod::Reload: return "Reload";
+        case KbMethod::AddDocuments: return "AddDocuments";
+        case KbMethod::DeleteDocuments: return "DeleteDocuments";
     }
     return "?";
 }

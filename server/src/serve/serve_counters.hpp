@@ -12,8 +12,8 @@
 
 namespace mnemo::kb {
 
-enum class KbMethod { Info, Health, Retrieve, FetchMemories, RetrieveMemories, GetCodebook, Reload };
-constexpr size_t kKbMethods = 7;
+enum class KbMethod { Info, Health, Retrieve, FetchMemories, RetrieveMemories, GetCodebook, Reload, AddDocuments, DeleteDocuments };
+constexpr size_t kKbMethods = 9;
 const char* method_name(KbMethod m);
 
 class ServeCounters {
