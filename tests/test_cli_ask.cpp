@@ -45,8 +45,10 @@ TEST(CliAsk, ListsTheReferencesOfAMemoryFolder) {
     const auto r = run_mnemo("ask --memories " + shell_quote((dir / "mem").string()) +
                              " --retrieval bm25 -q 'Where was Tour Hujert born?'");
     // BM25 returns only references that share a term with the question: the first, not the ring.
-    // Each is named with the document (the corpus file) it was memorized from.
-    EXPECT_TRUE(exited_with(r, 0, {"references read (1, from memory folder", "  #0  [doc facts.txt]\n"}));
+    // Each is named with the document (the corpus file) it was memorized from: its title (the
+    // file's first line), its source (the file's absolute path) and its id.
+    EXPECT_TRUE(exited_with(r, 0, {"references read (1, from memory folder",
+                                   "  #0 Tour Hujert was born in Zeajusy.  (" + (dir / "facts.txt").string() + ")  [doc facts.txt]\n"}));
     EXPECT_EQ(r.output.find("  #1"), std::string::npos) << r.output;
     fs::remove_all(dir);
 }

@@ -137,6 +137,8 @@ void write_memory_folder(const std::string& dir, const MemoryFolderModel& model,
                                                                  {"tokens", json::Value::make_array(std::move(toks))},
                                                                  {"text", json::Value::make_string(references[i].text)}};
         if (!references[i].doc_id.empty()) line.emplace_back("doc_id", json::Value::make_string(references[i].doc_id));
+        if (!references[i].title.empty()) line.emplace_back("title", json::Value::make_string(references[i].title));
+        if (!references[i].source.empty()) line.emplace_back("source", json::Value::make_string(references[i].source));
         refs += json::Value::make_object(std::move(line)).dump() + "\n";
     }
     std::vector<std::pair<std::string, json::Value>> fields = {{"format", json::Value::make_string("mnemo-memories")},
@@ -289,7 +291,10 @@ Folder open_folder(const std::string& dir) {
         MemoryReference r;
         r.tokens = int_list(v, "tokens", lwhere);
         r.text = string_member(v, "text", lwhere);
-        if (v.find("doc_id")) r.doc_id = string_member(v, "doc_id", lwhere);  // optional: older folders have none
+        // Optional: older folders have none.
+        if (v.find("doc_id")) r.doc_id = string_member(v, "doc_id", lwhere);
+        if (v.find("title")) r.title = string_member(v, "title", lwhere);
+        if (v.find("source")) r.source = string_member(v, "source", lwhere);
         f.refs.push_back(std::move(r));
     }
     return f;

@@ -32,8 +32,11 @@ std::vector<std::shared_ptr<const ExplicitMemory>> RetrievalRecorder::retrieve(c
         r.id = memory->id;
         r.chunk = chunk;
         if (folder_ && memory->id < folder_->size()) {
-            r.text = folder_->reference(memory->id).text;
-            r.doc_id = folder_->reference(memory->id).doc_id;
+            const MemoryReference& ref = folder_->reference(memory->id);
+            r.text = ref.text;
+            r.doc_id = ref.doc_id;
+            r.title = ref.title;
+            r.source = ref.source;
         }
         seq.references.push_back(std::move(r));
     }

@@ -43,10 +43,11 @@ done
 node "$work/client_test.mjs" "http://127.0.0.1:$port/v1" "Where was Quear Mousaim born?" "Thaimubort"
 
 # The stream's bytes: ids, times and timings vary (and a keep-alive comment where the machine is
-# slow), everything else is fixed (greedy, one answer).
+# slow), and each reference's source is the corpus file's path in this build tree; everything else
+# is fixed (greedy, one answer).
 curl -sSN "http://127.0.0.1:$port/v1/chat/completions" -H 'Content-Type: application/json' \
   -d '{"messages":[{"role":"user","content":"Where was Quear Mousaim born?"}],"temperature":0,"stream":true,"stream_options":{"include_usage":true}}' \
-  | perl -0pe 's/: keep-alive\n\n//g' | sed -E 's/"id":"chatcmpl-[0-9a-f]{24}"/"id":"chatcmpl-ID"/g; s/"created":[0-9]+/"created":0/g; s/"timings":\{[^}]*\}/"timings":{}/g' \
+  | perl -0pe 's/: keep-alive\n\n//g' | sed -E 's/"id":"chatcmpl-[0-9a-f]{24}"/"id":"chatcmpl-ID"/g; s/"created":[0-9]+/"created":0/g; s/"timings":\{[^}]*\}/"timings":{}/g; s|"source":"[^"]*/corpus.txt"|"source":"WORK/corpus.txt"|g' \
   > "$work/sse.txt"
 if ! cmp -s "$work/sse.txt" "$here/sse_golden.txt"; then
   echo "the SSE stream differs from tests/serve/openai_client/sse_golden.txt:"

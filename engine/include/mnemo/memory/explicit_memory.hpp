@@ -89,8 +89,8 @@ struct RetrievedReference {
     float score = 0;      // the knowledge server's (has_score); a memory folder reports none
     bool has_score = false;
     std::string text;     // the reference's text; empty when a knowledge server was not asked for texts
-    std::string title;    // from a knowledge server; a memory folder keeps none
-    std::string source;   // likewise
+    std::string title;    // its document's: a knowledge server's, or a memory folder's when it was
+    std::string source;   // written with them (mnemo-chat's Add documents); empty when unknown
     std::string doc_id;   // the document it is a piece of: a knowledge server's, or a memory folder's
                           // when it was written with ids (`mnemo memorize`); empty when unknown
     uint64_t doc_version = 0;  // a knowledge server's: the bank version in which that document's

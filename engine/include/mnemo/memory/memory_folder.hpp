@@ -12,9 +12,10 @@
 //   keys.mvqc, values.mvqc  (vq) the codebooks, canonical format (mnemo/memory/vq_codebook.hpp),
 //                      checked against the SHA-256 in the manifest
 //   vectors.f32       N x retrieval_dim f32: each reference's retrieval vector (unit length)
-//   references.jsonl  one {"id", "tokens", "text", "doc_id"?} per line (BM25 and display; doc_id:
-//                      the document the reference is a piece of, what `mnemo memorize --update`
-//                      replaces; absent in folders written before it)
+//   references.jsonl  one {"id", "tokens", "text", "doc_id"?, "title"?, "source"?} per line (BM25
+//                      and display; doc_id: the document the reference is a piece of, what
+//                      `mnemo memorize --update` replaces; title and source: that document's, shown
+//                      with the reference; each absent when empty, and in folders written before it)
 // Records have a fixed size so record i is read without an index; the per-record checksum
 // means a damaged record is reported, never decoded into garbage keys.
 #pragma once
@@ -35,6 +36,8 @@ struct MemoryReference {
     std::vector<int32_t> tokens;
     std::string text;
     std::string doc_id = {};  // empty: none (the initializer keeps {tokens, text} warning-free)
+    std::string title = {};   // the document's title and source (a file path, a URL); empty: none
+    std::string source = {};
 };
 
 // The facts of the model a session has loaded (throws unless it reads memories).
