@@ -3,9 +3,13 @@
 // greedy loop), backends that cannot run reported in their own column, cpu against vulkan when a
 // Vulkan device exists, and the command's JSON output.
 #include <gtest/gtest.h>
+#include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cmath>
+#include <filesystem>
+#include <fstream>
 #include <limits>
 #include <string>
 #include <vector>
@@ -191,6 +195,53 @@ TEST(Compare, RejectsBadOptions) {
     EXPECT_THROW(compare_backends(o), Error);
 }
 
+// Stopping at the reference backend's end of turn: its step that produced an end-of-turn token is
+// the last one for every backend, so all are compared over the same steps; without it a turn
+// runs to n_generate (what follows the answer is the template's next turn, not the answer).
+TEST(Compare, StopsEveryBackendAtTheReferencesEndOfTurn) {
+    const CompareResult full = compare_backends(options_for("llama-tiny-f32", {"cpu"}, 8));
+    ASSERT_TRUE(full.runs[0].ok()) << full.runs[0].error;
+    EXPECT_FALSE(full.ended_turn);
+    EXPECT_EQ(full.n_steps, 8);
+    // Take the token of step 2 as the end of the turn (one that did not come earlier).
+    const int32_t eot = full.runs[0].tokens[2];
+    const auto first = std::find(full.runs[0].tokens.begin(), full.runs[0].tokens.end(), eot) - full.runs[0].tokens.begin();
+    CompareOptions o = options_for("llama-tiny-f32", {"cpu", "cpu"}, 8);
+    o.end_of_turn_tokens = {eot};
+    const CompareResult r = compare_backends(o);
+    EXPECT_TRUE(r.ended_turn);
+    EXPECT_EQ(r.n_steps, first + 1);
+    for (const BackendRun& run : r.runs) {
+        ASSERT_TRUE(run.ok()) << run.error;
+        EXPECT_EQ(run.tokens, std::vector<int32_t>(full.runs[0].tokens.begin(), full.runs[0].tokens.begin() + first + 1));
+        EXPECT_EQ(run.step_max_abs_dlogit.size(), static_cast<size_t>(first + 1));
+    }
+    EXPECT_EQ(r.runs[1].first_divergence, -1);
+    // A token that never comes: the limit.
+    o.end_of_turn_tokens = {-5};
+    const CompareResult limit = compare_backends(o);
+    EXPECT_FALSE(limit.ended_turn);
+    EXPECT_EQ(limit.n_steps, 8);
+}
+
+// Every backend's session reads the memories the factory makes for it, once per backend.
+TEST(Compare, MakesTheMemorySourceForEachBackend) {
+    CompareOptions o = options_for("llama-tiny-f32", {"cpu", "cpu"}, 2);
+    int made = 0;
+    o.memories = [&made](Session&) -> std::shared_ptr<MemorySource> {
+        ++made;
+        return nullptr;  // none for this backend (the tiny llama reads no memories)
+    };
+    const CompareResult r = compare_backends(o);
+    EXPECT_EQ(r.n_ran(), 2) << r.runs[0].error;
+    EXPECT_EQ(made, 2);
+    // What the factory throws is that backend's error, not the comparison's.
+    o.memories = [](Session&) -> std::shared_ptr<MemorySource> { throw Error("memory folder '/x': not for this model"); };
+    const CompareResult bad = compare_backends(o);
+    EXPECT_EQ(bad.n_ran(), 0);
+    EXPECT_MENTIONS(bad.runs[0].error, "not for this model");
+}
+
 TEST(Compare, CancelFlagStopsTheComparison) {
     std::atomic<bool> stop{true};
     CompareOptions o = options_for("llama-tiny-f32", {"cpu", "cpu"}, 4);
@@ -271,6 +322,33 @@ TEST(CompareCli, JsonCpuAgainstCpu) {
 
 // Token ids on a tokenizer-less tiny model; a backend that is not there is reported in its entry
 // and, with fewer than two backends run, the exit code is 1.
+// --memories: every backend reads the folder's memories: a held-out birthplace (a name the default
+// model never produced in training) comes out only with them.
+TEST(CompareCli, ReadsAMemoryFolderOnEveryBackend) {
+    namespace fs = std::filesystem;
+    const fs::path dir = fs::temp_directory_path() / ("mnemo-compare-" + std::to_string(::getpid()));
+    fs::remove_all(dir);
+    fs::create_directories(dir);
+    {
+        std::ofstream corpus(dir / "facts.txt");
+        corpus << "The birthplace of Gream Zaicuv is Chybraivisk.\n\nBy trade Quear Mousaim is a baker.\n";
+    }
+    ASSERT_TRUE(exited_with(run_mnemo("memorize --corpus " + mnemo::testing::shell_quote((dir / "facts.txt").string()) + " -o " +
+                                      mnemo::testing::shell_quote((dir / "mem").string())),
+                            0));
+    const std::string compare = "compare -p 'Where was Gream Zaicuv born?' -n 8 --backends cpu,cpu --retrieval bm25";
+    const auto with = run_mnemo(compare + " --memories " + mnemo::testing::shell_quote((dir / "mem").string()));
+    ASSERT_EQ(with.code, 0) << with.output;
+    EXPECT_MENTIONS(with.output, "cpu text: \"");
+    EXPECT_NE(with.output.find("Chybraiv"), with.output.rfind("Chybraiv")) << "in both columns: " << with.output;
+    EXPECT_MENTIONS(with.output, "| max abs dlogit | (reference) | 0 |");
+    const auto without = run_mnemo(compare);
+    ASSERT_EQ(without.code, 0) << without.output;
+    EXPECT_EQ(without.output.find("Chybraiv"), std::string::npos) << without.output;
+    EXPECT_TRUE(exited_with(run_mnemo(compare + " --memories x --kb grpc://127.0.0.1:1"), 2, {"choose one"}));
+    fs::remove_all(dir);
+}
+
 TEST(CompareCli, JsonReportsMissingBackendAndFailsBelowTwo) {
     const std::string ids = "--ids 1,5,9,17 -n 3";
     const std::string model = "-m '" + model_dir("llama-tiny-f32") + "' ";

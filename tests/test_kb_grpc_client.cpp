@@ -573,6 +573,36 @@ TEST_F(KbGrpcClient, ServerStoppedMidGenerationThenRestarted) {
     EXPECT_EQ(kb->status().outages, 1u);
 }
 
+// A program that words the warnings itself gets them as events (KbSourceOptions::on_event):
+// the outage with the failed call's error, then the recovery; `warn` is not called.
+TEST_F(KbGrpcClient, EventsInsteadOfWarnings) {
+    FakeKnowledgeBase service(dir(), *model_);
+    LoopbackServer server(service);
+    KbSourceOptions o = options(server.url());
+    auto events = std::make_shared<std::vector<std::pair<KbEvent, std::string>>>();
+    auto mu = std::make_shared<std::mutex>();
+    o.on_event = [events, mu](KbEvent e, const std::string& detail) {
+        std::lock_guard<std::mutex> lock(*mu);
+        events->emplace_back(e, detail);
+    };
+    const auto kb = connect_kb(o, *model_);
+    server.stop();
+    EXPECT_TRUE(kb->retrieve(query_near(3), 5).empty());
+    server.start();  // same port
+    bool back = false;
+    for (int i = 0; i < 200 && !back; ++i) {  // bounded: 10 s
+        back = kb->retrieve(query_near(3), 5).size() == 5;
+        if (!back) std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    }
+    EXPECT_TRUE(back) << "no memories 10 s after the server came back";
+    std::lock_guard<std::mutex> lock(*mu);
+    ASSERT_EQ(events->size(), 2u);
+    EXPECT_EQ((*events)[0].first, KbEvent::Outage);
+    EXPECT_TRUE(contains((*events)[0].second, "RetrieveMemories failed: UNAVAILABLE")) << (*events)[0].second;
+    EXPECT_EQ((*events)[1].first, KbEvent::Recovered);
+    EXPECT_TRUE(warnings_.get().empty()) << "warn is not called when on_event is set";
+}
+
 TEST_F(KbGrpcClient, SlowServerCostsOneDeadline) {
     FakeKnowledgeBase service(dir(), *model_);
     LoopbackServer server(service);

@@ -10,6 +10,7 @@
 #include "backend/op_profile_json.hpp"
 #include "commands.hpp"
 #include "common.hpp"
+#include "memory/memory_flags.hpp"
 #include "mnemo/error.hpp"
 #include "mnemo/io/json.hpp"
 #include "mnemo/io/printable.hpp"
@@ -180,7 +181,8 @@ int cmd_compare(int argc, char** argv) {
     bool json = false, no_warmup = false;
     SessionOptions::MemoryTables memory_tables = SessionOptions::MemoryTables::Device;
 
-    app::ArgParser p("compare", "mnemo compare [-m DIR] (-p TEXT | --ids LIST) [-n 16] --backends cpu,vulkan[:I],... [--json]",
+    app::ArgParser p("compare",
+                     "mnemo compare [-m DIR] (-p TEXT | --ids LIST) [-n 16] --backends cpu,vulkan[:I],... [--memories FOLDER | --kb URL] [--json]",
                      "Run the same prompt with greedy decoding on each backend, one after another, and compare them with\n"
                      "the first one that runs: prompt and generation speed, time per op category, peak device memory,\n"
                      "the largest logit difference over all steps and the first step whose token differs. The other\n"
@@ -209,11 +211,17 @@ int cmd_compare(int argc, char** argv) {
         .int_opt("-c,--ctx-size", "N", "context length (default: the prompt plus -n)", &ctx, 0, 1 << 24);
     add_cache_type_flag(p, &cache_dtype);
     add_memory_tables_flag(p, &memory_tables);
+    // The same memories for every backend, as `mnemo run` reads them: a comparison of a model that
+    // reads memories then measures the retrieval too, and gives the answer a chat with them gives.
+    MemoryFlags memories;
+    add_memory_flags(p, memories);
     p.flag("--no-warmup", "count graph planning and pipeline creation in the first timed run", &no_warmup)
         .flag("--json", "print one JSON document instead of the table", &json);
     if (!p.parse(argc, argv, 2)) return 0;
     if (prompt_given == p.given("--ids")) throw app::UsageError("give the prompt as -p TEXT or as --ids LIST (one of them)");
     if (backends.empty()) throw app::UsageError("missing --backends LIST (e.g. --backends cpu,vulkan)");
+    // What attach_memories would refuse for every backend is a usage error, said once.
+    if (!memories.folder.empty() && !memories.kb_url.empty()) throw app::UsageError("--memories and --kb both give memories: choose one");
 
     ModelFlags mf;
     mf.model = model;
@@ -235,6 +243,8 @@ int cmd_compare(int argc, char** argv) {
     o.cache_dtype = cache_dtype;
     o.memory_tables = memory_tables;
     o.warmup = !no_warmup;
+    if (!memories.folder.empty() || !memories.kb_url.empty())
+        o.memories = [&memories](Session& session) { return attach_memories(session, memories).source; };
     install_interrupt_handler();
     o.cancel = &interrupt_flag();
     if (!json) o.on_backend_start = [](const BackendSpec& s) { std::fprintf(stderr, "%s: running...\n", s.str().c_str()); };

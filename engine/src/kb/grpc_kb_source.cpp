@@ -146,7 +146,8 @@ void GrpcKbSource::refresh_bank() {
     // session goes on).
     if (changed) {
         cache_.clear();
-        warn(client_->name() + ": now serving bank version " + std::to_string(b.bank_version()));
+        warn(KbEvent::BankChanged, std::to_string(b.bank_version()),
+             client_->name() + ": now serving bank version " + std::to_string(b.bank_version()));
     }
 }
 
@@ -158,9 +159,11 @@ std::string GrpcKbSource::describe() const {
            relative_cut_suffix(options_.min_relative_score) + ")";
 }
 
-void GrpcKbSource::warn(const std::string& message) {
+void GrpcKbSource::warn(KbEvent event, const std::string& detail, const std::string& message) {
     std::lock_guard<std::mutex> lock(warn_mu_);
-    if (options_.warn) {
+    if (options_.on_event) {
+        options_.on_event(event, detail);
+    } else if (options_.warn) {
         options_.warn(message);
     } else {
         std::fprintf(stderr, "mnemo: %s\n", printable(message).c_str());  // it quotes the server's status text
@@ -206,7 +209,7 @@ Answer GrpcKbSource::answer(const Key& key) {
             recovered = outage_.succeeded();
             stats_.state = KbSourceState::Connected;
         }
-        if (recovered) warn(client_->name() + " answers again: memories are back");
+        if (recovered) warn(KbEvent::Recovered, "", client_->name() + " answers again: memories are back");
         return a;
     } catch (const std::exception& e) {  // KbCallError, a bad record, a bank for another model
         error = e.what();
@@ -223,8 +226,9 @@ Answer GrpcKbSource::answer(const Key& key) {
         if (starts) stats_.outages++;
     }
     if (starts)
-        warn(error + (state == KbSourceState::Incompatible ? " — generating without memories"
-                                                         : " — generating without memories until it is back"));
+        warn(state == KbSourceState::Incompatible ? KbEvent::Incompatible : KbEvent::Outage, error,
+             error + (state == KbSourceState::Incompatible ? " — generating without memories"
+                                                           : " — generating without memories until it is back"));
     return {};
 }
 

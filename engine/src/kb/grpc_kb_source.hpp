@@ -79,7 +79,8 @@ private:
     // for another model or codec (state Incompatible).
     void refresh_bank();
     void check_bank(const kbv1::BankInfo& bank, bool connecting);
-    void warn(const std::string& message);
+    // Reports an event to on_event, or its message to warn (stderr when neither is set).
+    void warn(KbEvent event, const std::string& detail, const std::string& message);
     void worker();
 
     KbSourceOptions options_;

@@ -2,6 +2,7 @@
 // backend, the others decode its token sequence (teacher forcing) and are compared with it step by step.
 #include "mnemo/session/compare.hpp"
 
+#include <algorithm>
 #include <cctype>
 #include <chrono>
 #include <cmath>
@@ -27,6 +28,28 @@ struct Reference {
     int32_t vocab = 0;
     std::vector<float> logits;  // [n_steps, vocab]
     std::vector<int32_t> tokens;
+    bool ended_turn = false;  // its last token ended the turn
+};
+
+// Whether the reference backend's turn ends at a token: an end-of-turn id, or its text completing
+// a stop string (decoded as the chat's token loop decodes it, app/common/src/generate.cpp).
+class EndOfTurn {
+public:
+    EndOfTurn(const CompareOptions& o, const Tokenizer* tokenizer)
+        : tokens_(o.end_of_turn_tokens), stops_(o.stop_strings) {
+        if (!o.stop_strings.empty() && tokenizer != nullptr) decoder_.emplace(*tokenizer, /*skip_special=*/true);
+    }
+    bool ends(int32_t token) {
+        if (std::find(tokens_.begin(), tokens_.end(), token) != tokens_.end()) return true;
+        if (!decoder_) return false;
+        stops_.push(decoder_->push(token));
+        return stops_.stopped();
+    }
+
+private:
+    const std::vector<int32_t>& tokens_;
+    StopMatcher stops_;
+    std::optional<StreamDecoder> decoder_;
 };
 
 // The backend module and device exist? An explanation for the run's column when not.
@@ -60,8 +83,9 @@ std::string without_model_prefix(const std::string& message, const std::string& 
 
 class Runner {
 public:
-    Runner(const CompareOptions& o, const std::vector<int32_t>& prompt, int32_t n_ctx)
-        : o_(o), prompt_(prompt), n_ctx_(n_ctx), sampler_(greedy_params()) {}
+    // `tokenizer` decodes the reference backend's tokens for stop strings (nullptr: none given).
+    Runner(const CompareOptions& o, const std::vector<int32_t>& prompt, int32_t n_ctx, const Tokenizer* tokenizer)
+        : o_(o), prompt_(prompt), n_ctx_(n_ctx), tokenizer_(tokenizer), sampler_(greedy_params()) {}
 
     // Runs one backend. With `ref` empty (vocab 0) this run becomes the reference backend's and fills it;
     // otherwise it follows ref's tokens and is compared with its logits.
@@ -81,9 +105,16 @@ public:
         const auto session = Session::open(so);
         session->set_cancel_flag(o_.cancel);
         r.device_name = session->summary().device_name;
+        if (o_.memories) {
+            std::shared_ptr<MemorySource> memories = o_.memories(*session);
+            if (memories) session->set_memory_source(std::move(memories));
+        }
 
         const int32_t T = static_cast<int32_t>(prompt_.size());
-        const int32_t n = o_.n_generate;
+        const bool is_ref = ref.vocab == 0;
+        // The reference backend runs up to n_generate steps, or to its end of turn; the others
+        // follow it over exactly its steps.
+        const int32_t n = is_ref ? o_.n_generate : static_cast<int32_t>(ref.tokens.size());
         if (o_.warmup) {
             session->append(0, prompt_);
             session->decode({{prompt_.back(), T, 0, true}});
@@ -91,7 +122,6 @@ public:
             session->clear_profile();
         }
 
-        const bool is_ref = ref.vocab == 0;
         const int32_t vocab = session->vocab_size();
         Reference mine;  // filled when this run is the reference backend's; committed only on success
         if (is_ref) {
@@ -102,6 +132,8 @@ public:
                         " on the reference backend");
         }
         std::vector<double> scale;
+        EndOfTurn end_of_turn(o_, tokenizer_);
+        int32_t steps = n;
 
         double t0 = now_seconds();
         const std::vector<float>* logits = &session->append(0, prompt_);
@@ -132,13 +164,18 @@ public:
                     r.divergence_margin = static_cast<double>(want[next]) - static_cast<double>(want[own]);
                 }
             }
+            if (is_ref && end_of_turn.ends(own)) {
+                steps = step + 1;
+                mine.ended_turn = true;
+                break;
+            }
             if (step + 1 == n) break;
             t0 = now_seconds();
             logits = &session->decode({{next, T + step, 0, true}});
             r.gen_seconds += now_seconds() - t0;
         }
         r.prompt_tps = r.prompt_seconds > 0 ? T / r.prompt_seconds : 0.0;
-        r.gen_tps = r.gen_seconds > 0 ? (n - 1) / r.gen_seconds : 0.0;
+        r.gen_tps = r.gen_seconds > 0 ? (steps - 1) / r.gen_seconds : 0.0;
         r.ops = session->profile();
         for (const char* c : op_categories()) r.op_times[c] = 0;
         for (const OpProfile& p : r.ops) {
@@ -166,6 +203,7 @@ private:
     const CompareOptions& o_;
     const std::vector<int32_t>& prompt_;
     int32_t n_ctx_;
+    const Tokenizer* tokenizer_;
     Sampler sampler_;
 };
 
@@ -252,7 +290,9 @@ CompareResult compare_backends(const CompareOptions& o) {
     result.n_steps = o.n_generate;
 
     const BackendRegistry& registry = o.backend_registry ? *o.backend_registry : BackendRegistry::global();
-    Runner runner(o, result.prompt_tokens, n_ctx);
+    std::unique_ptr<Tokenizer> tokenizer;
+    if (!o.stop_strings.empty()) tokenizer = load_tokenizer(o.model_dir);
+    Runner runner(o, result.prompt_tokens, n_ctx, tokenizer.get());
     Reference ref;
     for (const BackendSpec& spec : o.backends) {
         if (o.cancel && o.cancel->load()) throw Cancelled();
@@ -276,7 +316,11 @@ CompareResult compare_backends(const CompareOptions& o) {
                 if (r.error.empty()) r.error = "failed without a message";
             }
         }
-        if (r.ok() && result.reference < 0) result.reference = static_cast<int32_t>(result.runs.size());
+        if (r.ok() && result.reference < 0) {
+            result.reference = static_cast<int32_t>(result.runs.size());
+            result.n_steps = static_cast<int32_t>(ref.tokens.size());
+            result.ended_turn = ref.ended_turn;
+        }
         result.runs.push_back(std::move(r));
     }
     return result;

@@ -35,6 +35,15 @@ enum class KbRetrieval { Vector, BM25, Hybrid };
 // "vector" | "bm25" | "hybrid"; anything else throws mnemo::Error.
 MNEMO_API KbRetrieval kb_retrieval_from_name(const std::string& name);
 
+// What the client's warnings are about, for a program that words them itself (a window shows a
+// recovery as good news, an outage as a warning).
+enum class KbEvent {
+    Outage,        // calls stopped working: chunks get no memories until it is back (detail: the error)
+    Recovered,     // a call worked again after an outage: memories are back
+    BankChanged,   // the server serves a new bank version, same model and codec (detail: the version)
+    Incompatible,  // the server now serves a bank for another model or codec (detail: the error)
+};
+
 struct KbSourceOptions {
     // grpcs://HOST:PORT (TLS) or grpc://HOST:PORT (plaintext: a loopback HOST only).
     std::string url;
@@ -58,6 +67,9 @@ struct KbSourceOptions {
     // Warnings (an outage, a recovery, a bank change); empty: "mnemo: ..." lines on stderr.
     // Called from the session's thread or the prefetch worker, never both at once.
     std::function<void(const std::string&)> warn;
+    // The same warnings as events: when set, it is called instead of `warn`, with the event and
+    // its detail (the failed call's error, or the new bank version), from the same threads.
+    std::function<void(KbEvent, const std::string& detail)> on_event;
 };
 
 enum class KbSourceState {

@@ -15,11 +15,13 @@
 #include <cstdint>
 #include <functional>
 #include <map>
+#include <memory>
 #include <string>
 #include <string_view>
 #include <vector>
 
 #include "mnemo/api.hpp"
+#include "mnemo/memory/explicit_memory.hpp"
 #include "mnemo/modules/registry.hpp"
 #include "mnemo/session/session.hpp"
 
@@ -50,6 +52,18 @@ struct CompareOptions {
     std::vector<int32_t> prompt_tokens;
     std::string prompt_text;
     int32_t n_generate = 16;  // greedy tokens per backend (>= 1); one compared logit row each
+    // End the steps where the reference backend ends its turn, as a chat does: at a token of
+    // `end_of_turn_tokens` (the tokenizer's end-of-sequence ids) or when its decoded text completes
+    // one of `stop_strings` (the chat template's end-of-turn markers). That step is the last one,
+    // for every backend: the others are compared over the reference backend's steps (its end-of-turn
+    // token included), so a backend that would not end there shows as a divergence. Both empty:
+    // exactly n_generate steps, which stays the limit either way.
+    std::vector<int32_t> end_of_turn_tokens;
+    std::vector<std::string> stop_strings;
+    // The explicit memories every backend's session reads, made once per backend against its
+    // session (which compare_backends then gives it: Session::set_memory_source); empty, or a
+    // nullptr made: none. What it throws is that backend's error.
+    std::function<std::shared_ptr<MemorySource>(Session&)> memories;
     std::vector<BackendSpec> backends;
     int32_t n_threads = 0;    // 0: each backend's default
     int32_t n_ctx = 0;        // 0: exactly the prompt plus n_generate
@@ -105,7 +119,10 @@ struct MNEMO_API BackendRun {
 
 struct MNEMO_API CompareResult {
     std::vector<int32_t> prompt_tokens;
-    int32_t n_steps = 0;     // compared logit rows per backend (= n_generate)
+    int32_t n_steps = 0;     // compared logit rows per backend (n_generate, or fewer at the end of the turn)
+    // The reference backend ended its turn at step n_steps - 1 (CompareOptions::end_of_turn_tokens,
+    // stop_strings); false: the steps ran to n_generate (or no backend ran).
+    bool ended_turn = false;
     int32_t reference = -1;  // index in runs of the reference backend (the first that ran); -1: none
     // max |logit| of the reference backend at each step: the scale for relative differences.
     std::vector<double> ref_step_max_abs_logit;
