@@ -50,6 +50,7 @@ if [ "$want_tests" = 1 ]; then
     fonts-dejavu-core    # text renders in the GUI tests' offscreen screenshots
     dpkg-dev systemd     # the packaging test: dpkg-shlibdeps (cpack), systemd-analyze verify (tests/packaging)
     curl perl            # `mnemo serve`'s SSE stream checked byte for byte (tests/serve/openai_client/run.sh)
+    xvfb xdotool x11-apps imagemagick   # mnemo-chat driven in a real X window, screenshots (tests/gui/xvfb_session.sh)
   )
 fi
 

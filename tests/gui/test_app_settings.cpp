@@ -11,6 +11,7 @@
 
 #include "mnemo/io/file_read.hpp"
 #include "settings/app_settings.hpp"
+#include "settings/settings_controller.hpp"
 
 using namespace mnemo::gui;
 
@@ -43,6 +44,61 @@ private Q_SLOTS:
         QCOMPARE(s.recentModels(), QStringList{QStringLiteral("/models/a")});
         QCOMPARE(s.model(QStringLiteral("/models/a"))->topK, 7);
         QCOMPARE(s.kbServer().url, QStringLiteral("grpc://127.0.0.1:1"));
+    }
+
+    // Issue 29: the seed (new for each answer, or fixed) and what to do with a conversation
+    // longer than the context are kept per model folder; a file from before them has the defaults.
+    void keepsTheSeedAndTheContextOverflowChoice() {
+        QTemporaryDir dir;
+        const QString ini = dir.filePath(QStringLiteral("settings.ini"));
+        {
+            QSettings old(ini, QSettings::IniFormat);
+            old.setValue(QStringLiteral("model_%2Fmodels%2Fold/temperature"), 0.5);  // written before the keys existed
+        }
+        {
+            AppSettings s(ini);
+            const std::optional<ModelSettings> old = s.model(QStringLiteral("/models/old"));
+            QVERIFY(old);
+            QCOMPARE(old->temperature, 0.5);
+            QVERIFY(!old->fixedSeed);
+            QVERIFY(!old->dropOldestTurns);
+            ModelSettings m;
+            m.fixedSeed = true;
+            m.seed = 4294967295LL;
+            m.dropOldestTurns = true;
+            s.setModel(QStringLiteral("/models/a"), m);
+        }
+        const std::optional<ModelSettings> back = AppSettings(ini).model(QStringLiteral("/models/a"));
+        QVERIFY(back);
+        QVERIFY(back->fixedSeed);
+        QCOMPARE(back->seed, 4294967295LL);
+        QVERIFY(back->dropOldestTurns);
+        QSettings raw(ini, QSettings::IniFormat);
+        QCOMPARE(raw.value(QStringLiteral("model_%2Fmodels%2Fa/seed_mode")).toString(), QStringLiteral("fixed"));
+        QCOMPARE(raw.value(QStringLiteral("model_%2Fmodels%2Fa/context_overflow")).toString(), QStringLiteral("drop_oldest"));
+    }
+
+    // The palette chosen in the settings outlives the run (app-wide, not per model); a value the
+    // app does not know reads as "system", so a hand-edited file cannot leave the window unthemed.
+    void keepsTheAppearanceForTheWholeApp() {
+        QTemporaryDir dir;
+        const QString ini = dir.filePath(QStringLiteral("settings.ini"));
+        {
+            AppSettings store(ini);
+            QCOMPARE(store.appearance(), QStringLiteral("system"));
+            SettingsController settings(store);
+            settings.setAppearance(QStringLiteral("dark"));
+            QCOMPARE(settings.appearance(), QStringLiteral("dark"));
+        }
+        {
+            AppSettings store(ini);
+            QCOMPARE(SettingsController(store).appearance(), QStringLiteral("dark"));
+            SettingsController settings(store);
+            settings.setAppearance(QStringLiteral("purple"));
+            QCOMPARE(settings.appearance(), QStringLiteral("system"));
+        }
+        QSettings(ini, QSettings::IniFormat).setValue(QStringLiteral("appearance/theme"), QStringLiteral("neon"));
+        QCOMPARE(AppSettings(ini).appearance(), QStringLiteral("system"));
     }
 
     // A settings file written before the glossary renamed its groups (knowledge/ -> kb/,

@@ -1,11 +1,17 @@
 // The compare view's controller on the default model: CPU against CPU must agree exactly (max
 // |Δlogit| 0, no divergence), CPU against Vulkan gives sane figures, a backend that cannot run is
-// shown with its reason, a run never blocks the GUI thread and can be cancelled.
+// shown with its reason, a run never blocks the GUI thread and can be cancelled. Each column ends
+// at the reference backend's end of turn, as the chat's answer does, and a comparison reads the
+// chat's memories: with a memory folder it gives the answer the chat gives.
 #include <QElapsedTimer>
+#include <QFile>
+#include <QProcess>
 #include <QSignalSpy>
+#include <QTemporaryDir>
 #include <QTest>
 #include <cmath>
 
+#include "chat_controller.hpp"
 #include "compare/compare_controller.hpp"
 #include "gui_test_util.hpp"
 
@@ -45,6 +51,7 @@ private Q_SLOTS:
     void cpuAgainstCpuAgreesExactly() {
         CompareController c;
         c.setProperty("steps", 8);
+        c.setProperty("stopAtEndOfTurn", false);  // exactly 8 steps
         QSignalSpy reports(&c, &CompareController::reportChanged);
         qint64 ms = 0;
         QVERIFY(startTimed(c, {QStringLiteral("cpu"), QStringLiteral("cpu")}, &ms));
@@ -142,6 +149,7 @@ private Q_SLOTS:
     void cancelsARunInProgress() {
         CompareController c;
         c.setProperty("steps", 1000);  // long enough to be cancelled in the middle
+        c.setProperty("stopAtEndOfTurn", false);
         QSignalSpy reports(&c, &CompareController::reportChanged);
         QVERIFY(c.start(defaultModelDir(), trainedQuestion(0).question,
                         {QStringLiteral("cpu"), QStringLiteral("cpu"), QStringLiteral("cpu"), QStringLiteral("cpu")}));
@@ -157,6 +165,81 @@ private Q_SLOTS:
         QVERIFY(waitEnded(c));
         QCOMPARE(reports.size(), 1);
         QCOMPARE(c.report().steps, 3);
+    }
+
+    // Issue 29: the columns went on past the answer ("Zeajusy / assistant / assistant / user").
+    // Now every column stops at the reference backend's end of turn and reads as the chat's answer.
+    void eachColumnEndsAtTheEndOfTheTurn() {
+        CompareController c;
+        c.setProperty("steps", 64);  // the limit, far past the answer
+        QVERIFY(c.start(defaultModelDir(), trainedQuestion(0).question, {QStringLiteral("cpu"), QStringLiteral("cpu")}));
+        QVERIFY(waitEnded(c));
+        QVERIFY2(!c.statusIsError(), qPrintable(c.status()));
+        const CompareReport& r = c.report();
+        QVERIFY(r.endedTurn);
+        QVERIFY2(r.steps > 1 && r.steps < 64, qPrintable(QString::number(r.steps)));
+        for (const CompareColumn& col : r.columns) {
+            QCOMPARE(col.text.trimmed(), trainedQuestion(0).answer);  // the answer, and nothing after it
+            QVERIFY2(!col.text.contains(QStringLiteral("assistant")) && !col.text.contains(QStringLiteral("user")), qPrintable(col.text));
+        }
+        QCOMPARE(r.columns[1].divergenceStep, -1);  // the second backend ends its turn at the same step
+        CompareModel* m = c.columns();
+        QCOMPARE(m->data(m->index(0), CompareModel::StepsRole).toString(),
+                 QStringLiteral("ended its turn at step %1; every column stops there").arg(r.steps));
+        QVERIFY2(m->data(m->index(1), CompareModel::StepsRole).toString().contains(QStringLiteral("to the end of its turn")),
+                 qPrintable(m->data(m->index(1), CompareModel::StepsRole).toString()));
+        QVERIFY2(c.summary().contains(QStringLiteral("to the reference's end of turn")), qPrintable(c.summary()));
+    }
+
+    // The chat with a memory folder and the compare view answer the same: a held-out person's
+    // birthplace (assets/world/questions-unseen_names.jsonl), a name the default model never produced
+    // in training, comes only from memories.
+    void aComparisonReadsTheChatsMemories() {
+        QTemporaryDir dir;
+        {
+            QFile corpus(dir.filePath(QStringLiteral("facts.txt")));
+            QVERIFY(corpus.open(QIODevice::WriteOnly));
+            corpus.write("The birthplace of Quear Mousaim is Thaimubort.\n\nBy trade Quear Mousaim is a baker.\n\n"
+                         "The birthplace of Gream Zaicuv is Chybraivisk.\n\nThe birth year of Quear Mousaim is 1793.\n");
+        }
+        QProcess memorize;
+        memorize.setProcessChannelMode(QProcess::MergedChannels);
+        memorize.start(QStringLiteral(MNEMO_BUILD_BIN "/mnemo"), {QStringLiteral("memorize"), QStringLiteral("--corpus"),
+                                                                  dir.filePath(QStringLiteral("facts.txt")), QStringLiteral("-o"),
+                                                                  dir.filePath(QStringLiteral("mem"))});
+        QVERIFY(memorize.waitForFinished(60000));
+        QVERIFY2(memorize.exitCode() == 0, memorize.readAll().constData());
+        const QString question = QStringLiteral("Where was Gream Zaicuv born?");
+
+        ChatController chat(dir.filePath(QStringLiteral("conversations")));
+        chat.model()->loadModel(defaultModelDir());
+        QVERIFY(QTest::qWaitFor([&] { return !chat.model()->loading(); }, 60000) && chat.model()->loaded());
+        chat.kb()->useMemoryFolder(dir.filePath(QStringLiteral("mem")));
+        QVERIFY(QTest::qWaitFor([&] { return !chat.model()->loading(); }, 60000));
+        QCOMPARE(chat.kb()->state(), QStringLiteral("folder"));
+        chat.settings()->setProperty("temperature", 0.0);
+        chat.settings()->setProperty("maxTokens", 32);
+        QVERIFY(chat.send(question));
+        QVERIFY(QTest::qWaitFor([&] { return !chat.busy(); }, 60000));
+        const QString answer = chat.conversation()->at(1).text.trimmed();
+        QVERIFY2(answer.contains(QStringLiteral("Chybraivisk")), qPrintable(answer));  // right, with its memories
+
+        CompareController* c = chat.compare();
+        QCOMPARE(c->memories(), QStringLiteral("memory folder %1").arg(dir.filePath(QStringLiteral("mem"))));
+        c->setProperty("steps", 32);
+        QVERIFY(c->start(chat.model()->dir(), question, {QStringLiteral("cpu"), QStringLiteral("cpu")}));
+        QVERIFY(waitEnded(*c));
+        QVERIFY2(!c->statusIsError(), qPrintable(c->status()));
+        for (const CompareColumn& col : c->report().columns) QCOMPARE(col.text.trimmed(), answer);
+        QVERIFY2(c->summary().contains(QStringLiteral("memory folder")), qPrintable(c->summary()));
+
+        // Without memories the same comparison answers otherwise: the memories took part.
+        CompareController bare;
+        bare.setProperty("steps", 32);
+        QVERIFY(bare.start(chat.model()->dir(), question, {QStringLiteral("cpu"), QStringLiteral("cpu")}));
+        QVERIFY(waitEnded(bare));
+        QVERIFY2(!bare.report().columns[0].text.contains(QStringLiteral("Chybraivisk")), qPrintable(bare.report().columns[0].text));
+        QVERIFY2(bare.summary().contains(QStringLiteral("no memories")), qPrintable(bare.summary()));
     }
 };
 

@@ -217,6 +217,36 @@ private Q_SLOTS:
         QVERIFY(!QFile::exists(dir.filePath(QStringLiteral("old.json"))));
     }
 
+    // Issue 29: a deleted conversation can be brought back while its file is only renamed aside;
+    // a title typed by the user is marked as such (the first prompt no longer sets it).
+    void deletesUndoablyAndRenamesByHand() {
+        QTemporaryDir dir;
+        ConversationStore store(dir.path());
+        store.reload();
+        QCOMPARE(store.save(sample(QStringLiteral("a"), QStringLiteral("A"), 1)), QString());
+        QCOMPARE(store.rename(QStringLiteral("a"), QStringLiteral("   ")), QStringLiteral("a title cannot be empty"));
+        QCOMPARE(store.rename(QStringLiteral("a"), QStringLiteral("  Mine ")), QString());
+        QVERIFY(store.find(QStringLiteral("a"))->titleByUser);
+        QCOMPARE(store.find(QStringLiteral("a"))->title, QStringLiteral("Mine"));
+
+        const QString file = dir.filePath(QStringLiteral("a.json"));
+        const QByteArray bytes = readAll(file);
+        QCOMPARE(store.moveToDeleted(QStringLiteral("a")), QString());
+        QCOMPARE(store.rowCount(), 0);
+        QVERIFY(!QFile::exists(file));
+        QCOMPARE(readAll(file + QStringLiteral(".deleted")), bytes);
+        QCOMPARE(store.restoreDeleted(QStringLiteral("a")), QString());
+        QCOMPARE(store.rowCount(), 1);
+        QCOMPARE(readAll(file), bytes);  // exactly what was there
+        QVERIFY(store.find(QStringLiteral("a"))->titleByUser);
+
+        QCOMPARE(store.moveToDeleted(QStringLiteral("a")), QString());
+        QCOMPARE(store.purgeDeleted(QStringLiteral("a")), QString());
+        QVERIFY(!store.restoreDeleted(QStringLiteral("a")).isEmpty());
+        QVERIFY(QDir(dir.path()).entryList(QDir::Files).isEmpty());
+        QVERIFY(!store.moveToDeleted(QStringLiteral("nope")).isEmpty());
+    }
+
     void exportsMarkdownAndJson() {
         QTemporaryDir dir;
         const Conversation c = sample(QStringLiteral("c1"), QStringLiteral("Births"), 1);

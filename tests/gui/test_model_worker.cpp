@@ -7,6 +7,7 @@
 #include <QThread>
 
 #include "mnemo/io/gguf_convert.hpp"
+#include "engine/context_fit.hpp"
 #include "engine/model_worker.hpp"
 #include "gui_test_util.hpp"
 
@@ -279,6 +280,65 @@ private Q_SLOTS:
         QVERIFY(QTest::qWaitFor([&] { return !reason.isEmpty(); }, 60000));
         QVERIFY2(reason.contains(QStringLiteral("tokens but the context holds 16")), qPrintable(reason));
         disconnect(w, nullptr, this, nullptr);
+    }
+
+    // Issue 29: a context of 100,000 for a model trained on fewer positions was taken without a
+    // word. It is clamped to the trained length, and the note names both numbers.
+    void clampsAContextPastTheTrainedLength() {
+        const Question q = trainedQuestion();
+        WorkerThread thread;
+        ModelWorker* w = thread.worker();
+        const QList<QVariant> plain = load(w, modelAt(defaultModelDir()), true);
+        QVERIFY(!plain.isEmpty());
+        const ModelInfo byDefault = plain.at(1).value<ModelInfo>();
+        QVERIFY2(byDefault.trainedContext > 0, "the default model says how long it was trained");
+        QCOMPARE(byDefault.contextNote, QString());
+
+        LoadRequest r = modelAt(defaultModelDir());
+        r.contextLength = 100000;
+        const QList<QVariant> got = load(w, r, true);
+        QVERIFY(!got.isEmpty());
+        const ModelInfo info = got.at(1).value<ModelInfo>();
+        QCOMPARE(info.contextLength, static_cast<int>(info.trainedContext));
+        QVERIFY2(info.contextNote.contains(QStringLiteral("100000")) &&
+                     info.contextNote.contains(QString::number(info.trainedContext)),
+                 qPrintable(info.contextNote));
+        QCOMPARE(generate(w, ask(q.question), greedy()).text.trimmed(), q.answer);  // and it answers
+    }
+
+    // Issue 29: a conversation longer than the context was a hard error; with dropOldestTurns
+    // the oldest prompt and answer go (never the newest prompt), the answer says how many, and
+    // the newest question is still answered.
+    void dropsTheOldestMessagesToFitWhenAsked() {
+        const Question q = trainedQuestion();
+        WorkerThread thread;
+        ModelWorker* w = thread.worker();
+        LoadRequest r = modelAt(defaultModelDir());
+        r.contextLength = 64;
+        QVERIFY(!load(w, r, true).isEmpty());
+        QList<ChatTurn> turns;
+        for (int i = 0; i < 3; ++i) {
+            turns << ChatTurn{QStringLiteral("user"), QStringLiteral("Tell me everything you know about Tour Hujert, please, at length.")}
+                  << ChatTurn{QStringLiteral("assistant"), QStringLiteral("Tour Hujert was born in Zeajusy and works as a miner there.")};
+        }
+        turns << ask(q.question);
+        SamplingSettings s = greedy();
+        s.maxTokens = 8;
+        // Without the setting: the error that offers it (isContextOverflow).
+        QString reason;
+        const quint64 id = ++ids_;
+        connect(w, &ModelWorker::generationFailed, this, [&](quint64 i, QString why) { if (i == id) reason = why; });
+        QMetaObject::invokeMethod(w, [w, id, turns, s] { w->generate(id, turns, s); });
+        QVERIFY(QTest::qWaitFor([&] { return !reason.isEmpty(); }, 60000));
+        QVERIFY2(isContextOverflow(reason), qPrintable(reason));
+        disconnect(w, nullptr, this, nullptr);
+
+        s.dropOldestTurns = true;
+        const GenerationResult g = generate(w, turns, s);
+        QVERIFY2(g.droppedMessages >= 2 && g.droppedMessages % 2 == 0, qPrintable(QString::number(g.droppedMessages)));
+        QVERIFY(g.droppedMessages < turns.size());
+        QVERIFY(g.contextUsed <= 64);
+        QCOMPARE(g.text.trimmed(), q.answer);
     }
 
     void missingMemoryFolderIsNamed() {

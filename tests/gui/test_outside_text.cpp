@@ -29,12 +29,9 @@ private Q_SLOTS:
     void initTestCase() {
         chat_ = std::make_unique<ChatController>(conversations_.path());
         engine_ = std::make_unique<QQmlApplicationEngine>();
-        const QStringList problems = loadMainWindow(*engine_, *chat_);
-        QVERIFY2(problems.isEmpty(), qPrintable(problems.join(QLatin1Char('\n'))));
-        window_ = qobject_cast<QQuickWindow*>(engine_->rootObjects().first());
-        QVERIFY(window_);
-        window_->show();
-        QVERIFY(QTest::qWaitForWindowExposed(window_));
+        QString problem;
+        window_ = showMainWindow(*engine_, *chat_, problem);
+        QVERIFY2(window_, qPrintable(problem));
     }
 
     // Text from outside the app — a conversation file's title, references, device, notice and

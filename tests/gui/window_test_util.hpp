@@ -4,12 +4,14 @@
 
 #include <QDir>
 #include <QImage>
+#include <QQmlApplicationEngine>
 #include <QQuickItem>
 #include <QQuickWindow>
 #include <QSet>
 #include <QTest>
 
 #include "chat_controller.hpp"
+#include "main_window.hpp"
 
 namespace mnemo::gui::test {
 
@@ -53,6 +55,11 @@ inline void click(QQuickWindow* w, QQuickItem* item) {
     QTest::mouseClick(w, Qt::LeftButton, Qt::NoModifier, c.toPoint());
 }
 
+// Types `text` into the window's focus item, key by key (QTest::keyClicks takes only a QWidget).
+inline void typeText(QQuickWindow* w, const QString& text) {
+    for (const QChar c : text) QTest::keyClick(w, c.toLatin1());
+}
+
 // Saves a screenshot under the build tree; checks it is the window's size and not blank.
 inline void screenshot(QQuickWindow* w, const QString& name) {
     const QString dir = QStringLiteral(MNEMO_GUI_TEST_OUT "/screenshots");
@@ -66,6 +73,23 @@ inline void screenshot(QQuickWindow* w, const QString& name) {
     QVERIFY2(colours.size() > 8, qPrintable(QStringLiteral("%1: only %2 colours").arg(name).arg(colours.size())));
     QVERIFY(img.save(dir + QLatin1Char('/') + name));
     qInfo("screenshot: %s/%s", qPrintable(dir), qPrintable(name));
+}
+
+// The app's main window for `chat`, loaded into `engine` and shown; nullptr, and `problem` says
+// why, when the QML does not load or the window is not exposed.
+inline QQuickWindow* showMainWindow(QQmlApplicationEngine& engine, ChatController& chat, QString& problem) {
+    const QStringList problems = loadMainWindow(engine, chat);
+    auto* window = engine.rootObjects().isEmpty() ? nullptr : qobject_cast<QQuickWindow*>(engine.rootObjects().first());
+    if (!problems.isEmpty() || !window) {
+        problem = problems.isEmpty() ? QStringLiteral("no window") : problems.join(QLatin1Char('\n'));
+        return nullptr;
+    }
+    window->show();
+    if (!QTest::qWaitForWindowExposed(window)) {
+        problem = QStringLiteral("the window was not exposed");
+        return nullptr;
+    }
+    return window;
 }
 
 inline bool waitLoaded(ChatController& c) { return QTest::qWaitFor([&] { return !c.model()->loading(); }, 60000) && c.model()->loaded(); }

@@ -19,7 +19,16 @@ Frame {
     required property string maxAbsDlogit
     required property string divergence
     required property string answer
+    required property string stepsText  // where the steps ended, and over which steps it was compared
     property double maxOpMs: 0
+    // A card: a surface of its own with a rounded border, the reference backend's in the accent.
+    padding: theme.spacing + 4
+    background: Rectangle {
+        color: theme.surface
+        radius: theme.radius
+        border.color: column.reference ? theme.accent : theme.border
+        border.width: 1
+    }
 
     ColumnLayout {
         anchors.fill: parent
@@ -30,13 +39,16 @@ Frame {
             text: column.spec + (column.reference ? "  (reference)" : "")
             textFormat: Text.PlainText
             font.bold: true
+            font.pointSize: theme.fontTitle
+            color: theme.text
         }
         Label {
             Layout.fillWidth: true
             text: column.deviceName
             textFormat: Text.PlainText
             elide: Text.ElideRight
-            opacity: 0.7
+            color: theme.mutedText
+            font.pointSize: theme.fontSmall
         }
         Label {
             objectName: "compareError"
@@ -45,21 +57,21 @@ Frame {
             text: "Could not run: " + column.error
             textFormat: Text.PlainText
             wrapMode: Text.Wrap
-            color: "#c62828"
+            color: theme.error
         }
         GridLayout {
             visible: column.ok
             columns: 2
             columnSpacing: 8
-            Label { text: "Generation"; opacity: 0.7 }
+            Label { text: "Generation"; color: theme.mutedText }
             Label { objectName: "compareSpeed"; text: column.tokensPerSecond; font.bold: true }
-            Label { text: "Prompt"; opacity: 0.7 }
+            Label { text: "Prompt"; color: theme.mutedText }
             Label { text: column.promptTokensPerSecond }
-            Label { text: "Peak memory"; opacity: 0.7 }
+            Label { text: "Peak memory"; color: theme.mutedText }
             Label { text: column.peakMemory }
-            Label { text: "Max |Δlogit|"; opacity: 0.7 }
+            Label { text: "Max |Δlogit|"; color: theme.mutedText }
             Label { objectName: "compareDlogit"; text: column.maxAbsDlogit }
-            Label { text: "First divergence"; opacity: 0.7 }
+            Label { text: "First divergence"; color: theme.mutedText }
             Label {
                 Layout.fillWidth: true
                 Layout.maximumWidth: column.width - 140
@@ -102,8 +114,11 @@ Frame {
         }
 
         Label {
+            objectName: "compareSteps"
+            Layout.fillWidth: true
             visible: column.ok
-            text: "Answer (greedy)"
+            text: "Answer (greedy) · " + column.stepsText
+            wrapMode: Text.Wrap
             opacity: 0.7
             font.pointSize: 9
         }

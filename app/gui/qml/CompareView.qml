@@ -42,13 +42,22 @@ Dialog {
                 Accessible.name: "Prompt to compare"
                 onAccepted: view.run()
             }
-            Label { text: "Steps" }
+            Label { text: compare.stopAtEndOfTurn ? "At most" : "Steps" }
             SpinBox {
                 from: 1; to: 512
                 value: compare.steps
                 editable: true
-                Accessible.name: "Greedy tokens per backend"
+                Accessible.name: "Greedy tokens per backend, at most"
                 onValueModified: compare.steps = value
+            }
+            CheckBox {
+                objectName: "compareStopAtEndOfTurn"
+                text: "To the end of the turn"
+                checked: compare.stopAtEndOfTurn
+                Accessible.name: "Stop at the reference backend's end of turn, as the chat does"
+                ToolTip.visible: hovered
+                ToolTip.text: "Every column stops where the reference backend ends its answer; unticked, all steps run"
+                onToggled: compare.stopAtEndOfTurn = checked
             }
             Button {
                 objectName: "compareRunButton"
@@ -110,8 +119,17 @@ Dialog {
             text: compare.status
             textFormat: Text.PlainText
             wrapMode: Text.Wrap
-            color: compare.statusIsError ? "#c62828" : palette.windowText
+            color: compare.statusIsError ? theme.error : palette.windowText
             Accessible.name: (compare.statusIsError ? "Error: " : "Status: ") + compare.status
+        }
+        Label {
+            objectName: "compareMemories"
+            Layout.fillWidth: true
+            text: "Memories: " + compare.memories + " (the chat's: change them in Knowledge…)"
+            textFormat: Text.PlainText  // a folder's or a server's name
+            elide: Text.ElideMiddle
+            opacity: 0.7
+            font.pointSize: 9
         }
         Label {
             Layout.fillWidth: true

@@ -5,7 +5,10 @@ import QtQuick.Layouts
 
 Pane {
     id: bar
-    padding: 6
+    padding: theme.spacing
+    leftPadding: theme.spacingLarge
+    rightPadding: theme.spacingLarge
+    background: Rectangle { color: theme.window }
     function focusPrompt() { prompt.forceActiveFocus() }
     function send() {
         if (chat.send(prompt.text)) prompt.clear()
@@ -32,7 +35,10 @@ Pane {
         }
         Button {
             objectName: "sendButton"
-            text: "Send"
+            text: "Send  ➤"
+            // The primary action: the accent colour.
+            palette.button: enabled ? theme.accent : theme.surface
+            palette.buttonText: enabled ? theme.accentText : theme.mutedText
             visible: !chat.busy
             enabled: prompt.text.trim().length > 0 && (chat.model.canAnswer || chat.model.loading)
             Accessible.name: "Send"

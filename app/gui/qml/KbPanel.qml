@@ -16,11 +16,12 @@ Dialog {
     width: Math.min(720, Overlay.overlay ? Overlay.overlay.width - 40 : 720)
     standardButtons: Dialog.Close
 
-    // The state's colour: green when memories arrive, red when they were asked for and do not.
+    // The state's colour: green when memories arrive, amber when they were asked for and do not
+    // (a warning, as in the status line: the chat goes on without them).
     function stateColour(state) {
-        if (state === "connected" || state === "folder") return "#2e7d32"
+        if (state === "connected" || state === "folder") return theme.success
         if (state === "off") return palette.windowText
-        return "#c62828"
+        return theme.warning
     }
 
     FileDialog {
@@ -51,6 +52,18 @@ Dialog {
             wrapMode: Text.Wrap
             color: panel.stateColour(chat.kb.state)
             Accessible.name: "Knowledge status: " + chat.kb.text
+        }
+        // What the server or the client said, as it said it: for whoever runs the server.
+        Label {
+            objectName: "kbDetails"
+            Layout.fillWidth: true
+            visible: chat.kb.details.length > 0 && chat.kb.state !== "folder"
+            text: chat.kb.details
+            textFormat: Text.PlainText
+            wrapMode: Text.Wrap
+            opacity: 0.7
+            font.pointSize: Qt.application.font.pointSize * 0.9
+            Accessible.name: "Knowledge server details: " + chat.kb.details
         }
 
         GroupBox {
@@ -150,6 +163,15 @@ Dialog {
                 text: "When the server does not answer, the chat goes on without memories and each answer says so."
             }
             Button {
+                objectName: "documentsButton"
+                text: "Documents…"
+                enabled: chat.model.loaded
+                Accessible.name: "Add, replace or delete documents"
+                ToolTip.visible: hovered
+                ToolTip.text: "Teach the model documents: into its memory folder or its knowledge server"
+                onClicked: documentsPanel.open()
+            }
+            Button {
                 text: "No memories"
                 enabled: chat.model.loaded && !chat.model.loading && chat.kb.state !== "off"
                 Accessible.name: "Answer without memories"
@@ -157,4 +179,13 @@ Dialog {
             }
         }
     }
+
+    // Opened from the button above, or by a reference's document link (chat.kb.documents.showDocument),
+    // also while this panel is closed: so it is parented where this panel is, in the window.
+    DocumentsPanel {
+        id: documentsPanel
+        parent: panel.parent
+    }
+    // Knowledge → Add documents… from the keyboard (Main.qml's Ctrl+Shift+A).
+    function openDocuments() { documentsPanel.openForPath() }
 }

@@ -17,6 +17,38 @@ ApplicationWindow {
     minimumHeight: 560
     visible: true
     title: chat.title.length > 0 ? chat.title + " — Mnemo" : "Mnemo"
+    font.pointSize: theme.fontBody
+
+    // Qt Quick Controls draw with this palette: the theme's light or dark colours (theme.hpp), so
+    // Fusion's buttons, fields and menus match the rest.
+    palette.window: theme.window
+    palette.windowText: theme.text
+    palette.base: theme.field
+    palette.alternateBase: theme.surface
+    palette.text: theme.text
+    palette.button: theme.surface
+    palette.buttonText: theme.text
+    palette.brightText: theme.accentText
+    palette.highlight: theme.accent
+    palette.highlightedText: theme.accentText
+    palette.link: theme.accent
+    palette.light: theme.window
+    palette.midlight: theme.hover
+    palette.mid: theme.border
+    palette.dark: theme.border
+    palette.shadow: theme.dark ? "#000000" : "#9aa0a6"
+    palette.placeholderText: theme.mutedText
+    palette.toolTipBase: theme.surface
+    palette.toolTipText: theme.text
+    palette.disabled.text: theme.mutedText
+    palette.disabled.windowText: theme.mutedText
+    palette.disabled.buttonText: theme.mutedText
+
+    // The palette the user chose in the settings (kept between runs), else the desktop's.
+    Binding { target: theme; property: "mode"; value: chat.settings.appearance }
+
+    // Typing goes back to the prompt box after a button or an edit (the message delegates call it).
+    function focusPrompt() { input.focusPrompt() }
 
     Shortcut { sequences: ["Ctrl+Return", "Ctrl+Enter"]; onActivated: input.send() }
     Shortcut { sequence: "Escape"; enabled: chat.busy; onActivated: chat.stop() }
@@ -24,33 +56,50 @@ ApplicationWindow {
     Shortcut { sequence: "Ctrl+R"; enabled: chat.conversation.count > 0; onActivated: chat.regenerate() }
     Shortcut { sequence: StandardKey.Open; onActivated: modelDialog.open() }
     Shortcut { sequence: StandardKey.Find; onActivated: conversations.focusSearch() }
+    // The device picker's list, to choose with the arrows and Enter.
+    Shortcut { sequence: "Ctrl+D"; enabled: !chat.model.loading; onActivated: modelBar.openDevicePicker() }
+    Shortcut { sequence: "Ctrl+Shift+A"; enabled: chat.model.loaded; onActivated: kbPanel.openDocuments() }
 
-    FolderDialog {
+    PathDialog {
         id: modelDialog
         objectName: "modelDialog"
         title: "Open a model folder"
-        onAccepted: chat.model.loadModel(selectedFolder)
+        folder: true
+        placeholder: "/path/to/model (a folder with config.json)"
+        onChosen: function(path) { chat.model.loadModel(path) }
     }
-    FileDialog {
+    PathDialog {
         id: ggufDialog
         objectName: "ggufDialog"
         title: "Open a GGUF model file"
+        folder: false
         nameFilters: ["GGUF model (*.gguf)", "All files (*)"]
-        onAccepted: chat.model.loadModel(selectedFile)
+        placeholder: "/path/to/model.gguf"
+        onChosen: function(path) { chat.model.loadModel(path) }
     }
-    FolderDialog {
+    PathDialog {
         id: memoryDialog
+        objectName: "memoryDialog"
         title: "Open a memory folder (made by mnemo memorize)"
-        onAccepted: chat.kb.useMemoryFolder(selectedFolder)
+        folder: true
+        placeholder: "/path/to/memories"
+        onChosen: function(path) { chat.kb.useMemoryFolder(path) }
     }
-    FileDialog {
+    // Export: the path to write, suggested from the conversation's title (chat.exportSuggestion) in
+    // the folder of the last export (the home folder to start with); Enter saves.
+    PathDialog {
         id: exportDialog
         objectName: "exportDialog"
         property string format: "markdown"
+        property string lastFolder: ""
         title: format === "markdown" ? "Export the conversation as Markdown" : "Export the conversation as JSON"
-        fileMode: FileDialog.SaveFile
+        folder: false
+        save: true
         nameFilters: format === "markdown" ? ["Markdown (*.md)"] : ["JSON (*.json)"]
-        onAccepted: chat.exportConversation(selectedFile, format)
+        function suggest() { path = chat.exportSuggestion(lastFolder, format) }
+        onChosen: function(path) {
+            if (chat.exportConversation(path, format)) lastFolder = path.substring(0, path.lastIndexOf("/"))
+        }
     }
     SettingsPopup { id: settings }
     CompareView { id: compareView }
@@ -59,6 +108,12 @@ ApplicationWindow {
 
     SplitView {
         anchors.fill: parent
+        // A hairline between the list and the chat, wider to grab than to see.
+        handle: Rectangle {
+            implicitWidth: 1
+            color: theme.border
+            containmentMask: Item { x: -3; width: 7; height: parent ? parent.height : 0 }
+        }
 
         ConversationList {
             id: conversations
@@ -71,6 +126,8 @@ ApplicationWindow {
             spacing: 0
 
             ModelBar {
+                id: modelBar
+                objectName: "modelBar"
                 Layout.fillWidth: true
                 onOpenModel: modelDialog.open()
                 onOpenGguf: ggufDialog.open()
@@ -79,7 +136,9 @@ ApplicationWindow {
                 onOpenCompare: compareView.open()
                 onOpenKb: kbPanel.open()
                 onOpenServer: serverPanel.open()
-                onExportAs: function(format) { exportDialog.format = format; exportDialog.open() }
+                // Typing goes on in the prompt box, unless the server entry opened its panel.
+                onDeviceChosen: if (!serverPanel.visible) input.focusPrompt()
+                onExportAs: function(format) { exportDialog.format = format; exportDialog.suggest(); exportDialog.open() }
             }
 
             ChatView {

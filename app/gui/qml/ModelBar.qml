@@ -7,6 +7,17 @@ import QtQuick.Layouts
 
 ToolBar {
     id: bar
+    // As tall as what it holds (its rows and the model line) plus padding: the model line is never
+    // cut by the bar's edge, and the chat starts under it. (The rows used to be anchored with
+    // margins the bar's implicit height did not count.)
+    padding: theme.spacingSmall + 2
+    leftPadding: theme.spacing
+    rightPadding: theme.spacing
+    implicitHeight: rows.implicitHeight + topPadding + bottomPadding
+    background: Rectangle {
+        color: theme.sidebar
+        Rectangle { anchors.bottom: parent.bottom; width: parent.width; height: 1; color: theme.border }
+    }
     signal openModel()
     signal openGguf()
     signal openMemories()
@@ -15,16 +26,23 @@ ToolBar {
     signal openKb()
     signal openServer()
     signal exportAs(string format)
+    // A row of the device picker was chosen (by a click, or the keys): the prompt gets the keys back.
+    signal deviceChosen()
+    // Ctrl+D: the device list open with the keys in it (arrows, then Enter).
+    function openDevicePicker() {
+        deviceBox.forceActiveFocus()
+        deviceBox.popup.open()
+    }
 
     ColumnLayout {
+        id: rows
         anchors.fill: parent
-        anchors.margins: 4
         spacing: 2
 
         RowLayout {
             Layout.fillWidth: true
             ToolButton {
-                text: "Model ▾"
+                text: "▣  Model ▾"
                 Accessible.name: "Open a model"
                 ToolTip.visible: hovered
                 ToolTip.text: "Open a model folder (Ctrl+O), a GGUF file or a recent one"
@@ -60,7 +78,7 @@ ToolBar {
                     }
                 }
             }
-            Label { text: "Device:" }
+            Label { text: "Device"; color: theme.mutedText }
             ComboBox {
                 id: deviceBox
                 objectName: "devicePicker"
@@ -99,7 +117,10 @@ ToolBar {
                         text: deviceRow.model.detail
                     }
                 }
-                onActivated: function(index) { chat.model.chooseDevice(index) }
+                onActivated: function(index) {
+                    chat.model.chooseDevice(index)
+                    bar.deviceChosen()
+                }
                 Component.onCompleted: currentIndex = chat.model.deviceRow
                 Connections {
                     target: chat.model
@@ -116,7 +137,7 @@ ToolBar {
             }
             Item { Layout.fillWidth: true }
             ToolButton {
-                text: "Memories…"
+                text: "⛁  Memories…"
                 Accessible.name: "Open a memory folder"
                 ToolTip.visible: hovered
                 ToolTip.text: "Read explicit memories from a folder made by mnemo memorize (the model must read memories)"
@@ -125,18 +146,18 @@ ToolBar {
             ToolButton {
                 objectName: "kbButton"
                 // The state at a glance: a dot coloured as the panel colours it.
-                text: (chat.kb.state === "off" ? "" : (chat.kb.state === "connected" || chat.kb.state === "folder" ? "● " : "⚠ "))
+                text: (chat.kb.state === "off" ? "◉  " : (chat.kb.state === "connected" || chat.kb.state === "folder" ? "●  " : "⚠  "))
                       + "Knowledge…"
                 Accessible.name: "Knowledge server and memories: " + chat.kb.state
                 PlainToolTip {
                     visible: parent.hovered
-                    text: chat.kb.text  // the server's address and what it said
+                    text: chat.kb.text + (chat.kb.details.length > 0 ? "\n\n" + chat.kb.details : "")  // in words, then what the server said
                 }
                 onClicked: bar.openKb()
             }
             ToolButton {
                 objectName: "compareButton"
-                text: "Compare"
+                text: "⇄  Compare"
                 enabled: chat.model.loaded
                 Accessible.name: "Compare backends"
                 ToolTip.visible: hovered
@@ -144,7 +165,7 @@ ToolBar {
                 onClicked: bar.openCompare()
             }
             ToolButton {
-                text: "Export ▾"
+                text: "⇩  Export ▾"
                 Accessible.name: "Export the conversation"
                 enabled: chat.conversation.count > 0
                 onClicked: exportMenu.open()
@@ -155,7 +176,7 @@ ToolBar {
                 }
             }
             ToolButton {
-                text: "Settings"
+                text: "⚙  Settings"
                 Accessible.name: "Settings: system prompt and sampling"
                 onClicked: bar.openSettings()
             }
@@ -167,7 +188,9 @@ ToolBar {
             text: chat.fastestDevice.text
             textFormat: Text.PlainText  // device names from the drivers
             elide: Text.ElideRight
-            font.pointSize: 9
+            font.pointSize: theme.fontSmall
+            color: theme.mutedText
+            leftPadding: theme.spacingSmall
             Accessible.name: chat.fastestDevice.text
         }
         Label {
@@ -176,7 +199,9 @@ ToolBar {
             text: chat.model.line
             textFormat: Text.PlainText  // the model's config.json names its type and architecture
             elide: Text.ElideRight
-            font.pointSize: 9
+            font.pointSize: theme.fontSmall
+            color: theme.mutedText
+            leftPadding: theme.spacingSmall
             Accessible.name: "Model: " + chat.model.line
             PlainToolTip {
                 visible: infoHover.hovered

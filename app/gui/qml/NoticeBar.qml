@@ -19,7 +19,7 @@ Frame {
             text: chat.notices.join("\n")
             textFormat: Text.PlainText  // file names and what the engine said about them
             wrapMode: Text.Wrap
-            color: "#b26a00"
+            color: theme.warning
             Accessible.name: "Notices: " + chat.notices.join("; ")
         }
         Button {

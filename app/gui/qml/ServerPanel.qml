@@ -32,7 +32,7 @@ Dialog {
             text: "● " + chat.server.text
             textFormat: Text.PlainText  // the server's address and what it said
             wrapMode: Text.Wrap
-            color: chat.server.state === "connected" ? "#2e7d32" : chat.server.state === "failed" ? "#c62828" : palette.windowText
+            color: chat.server.state === "connected" ? theme.success : chat.server.state === "failed" ? theme.error : palette.windowText
             Accessible.name: "Server status: " + chat.server.text
         }
 

@@ -103,7 +103,57 @@ Dialog {
             Accessible.name: "Context length in tokens (0: the model's default)"
             onValueModified: chat.settings.contextLength = value
         }
-        Label { text: chat.settings.contextLength === 0 ? "model's default" : "tokens" }
+        Label {
+            objectName: "trainedContextLabel"
+            // The model's trained length beside the box: more than that is clamped to it at the
+            // load, and the status says so (ModelInfo::contextNote).
+            text: (chat.settings.contextLength === 0 ? "model's default" : "tokens")
+                  + (chat.model.trainedContext > 0 ? " (trained: " + chat.model.trainedContext + ")" : "")
+        }
+        Label {
+            objectName: "contextWarning"
+            Layout.columnSpan: 3
+            Layout.fillWidth: true
+            visible: chat.model.trainedContext > 0 && chat.settings.contextLength > chat.model.trainedContext
+            wrapMode: Text.Wrap
+            color: theme.warning
+            text: "The model was trained on " + chat.model.trainedContext + " tokens: a context of "
+                  + chat.settings.contextLength + " is clamped to " + chat.model.trainedContext + " when it loads."
+        }
+
+        Label { text: "Seed" }
+        ComboBox {
+            objectName: "seedModeBox"
+            Layout.fillWidth: true
+            model: ["New for each answer", "Fixed"]
+            currentIndex: chat.settings.fixedSeed ? 1 : 0
+            Accessible.name: "Seed: new for each answer, or fixed"
+            onActivated: index => chat.settings.fixedSeed = index === 1
+        }
+        TextField {
+            objectName: "seedField"
+            Layout.preferredWidth: 110
+            enabled: chat.settings.fixedSeed
+            text: chat.settings.seed
+            validator: RegularExpressionValidator { regularExpression: /[0-9]{1,10}/ }
+            Accessible.name: "Fixed seed (0 to 4294967295)"
+            ToolTip.visible: hovered
+            ToolTip.text: "The same seed, settings and conversation give the same answer; each answer shows its seed"
+            onEditingFinished: chat.settings.seed = Number(text)
+        }
+
+        Label { text: "Context full" }
+        ComboBox {
+            objectName: "contextOverflowBox"
+            Layout.columnSpan: 2
+            Layout.fillWidth: true
+            model: ["Stop and say so", "Drop the oldest messages"]
+            currentIndex: chat.settings.dropOldestTurns ? 1 : 0
+            Accessible.name: "When the conversation is longer than the context"
+            ToolTip.visible: hovered
+            ToolTip.text: "When the conversation is longer than the context: stop with an error, or leave out its oldest messages (never the system prompt); each answer says how many"
+            onActivated: index => chat.settings.dropOldestTurns = index === 1
+        }
 
         Label { text: "Threads" }
         SpinBox {
@@ -124,12 +174,24 @@ Dialog {
             onClicked: chat.model.reloadModel()
         }
 
+        Label { text: "Appearance" }
+        ComboBox {
+            objectName: "appearanceBox"
+            Layout.columnSpan: 2
+            Layout.fillWidth: true
+            readonly property var modes: ["system", "light", "dark"]
+            model: ["As the desktop", "Light", "Dark"]
+            currentIndex: Math.max(0, modes.indexOf(chat.settings.appearance))
+            Accessible.name: "Appearance: as the desktop, light or dark"
+            onActivated: index => chat.settings.appearance = modes[index]
+        }
+
         Label {
             Layout.columnSpan: 3
             Layout.fillWidth: true
             wrapMode: Text.Wrap
             opacity: 0.7
-            text: "Sampling settings, context length and threads are kept for each model folder (the last two apply when it loads); the system prompt belongs to this conversation."
+            text: "The appearance is for the whole app. Sampling settings, the seed, what to do when the context is full, context length and threads are kept for each model folder (the last two apply when it loads); the system prompt belongs to this conversation."
         }
     }
 }

@@ -6,10 +6,11 @@ import QtQuick.Controls
 TextArea {
     id: box
     wrapMode: TextArea.Wrap
+    padding: theme.spacing
     background: Rectangle {
         color: box.palette.base
         border.color: box.activeFocus ? box.palette.highlight : box.palette.mid
         border.width: box.activeFocus ? 2 : 1
-        radius: 3
+        radius: theme.radius - 2
     }
 }

@@ -1,13 +1,19 @@
 #include "chat_controller.hpp"
 
+#include <utility>
+
 #include <QClipboard>
+#include <QDir>
 #include <QGuiApplication>
 #include <QUuid>
 
-#include "app/measure.hpp"
+#include "conversation/branches.hpp"
 #include "conversation/code_blocks.hpp"
 #include "conversation/conversation_export.hpp"
+#include "conversation/export_file_name.hpp"
+#include "engine/context_fit.hpp"
 #include "local_path.hpp"
+#include "plural.hpp"
 
 namespace mnemo::gui {
 
@@ -20,6 +26,7 @@ ChatController::ChatController(const QString& conversationsFolder, const QString
       model_(devices_, appSettings_, settings_, fastestDevice_),
       kb_(model_, appSettings_),
       server_(model_, appSettings_),
+      deletion_(store_),
       settingsNotice_(appSettings_.problem()) {
     ModelWorker* w = model_.worker();
     // The worker lives on its own thread: requests are queued to it, its reports are queued back.
@@ -35,16 +42,40 @@ ChatController::ChatController(const QString& conversationsFolder, const QString
     connect(remote, &RemoteWorker::generationFinished, this, &ChatController::onFinished, Qt::QueuedConnection);
     connect(remote, &RemoteWorker::generationFailed, this, &ChatController::onFailed, Qt::QueuedConnection);
     connect(remote, &RemoteWorker::promptProgress, this, [this](quint64 id, int done, int total) {
-        if (id == generation_) setStatus(QStringLiteral("The server is reading the conversation: %1 / %2 tokens").arg(done).arg(total), false);
+        if (id == generation_)
+            setStatus(QStringLiteral("The server is reading the conversation: %1 / %2").arg(done).arg(countText(total, QStringLiteral("token"))), false);
     });
     // The other controllers speak through the one status line.
     connect(&model_, &ModelController::statusMessage, this, &ChatController::setStatus);
     connect(&kb_, &KbController::statusMessage, this, &ChatController::setStatus);
+    connect(&kb_, &KbController::statusNotice, this, &ChatController::setNotice);
+    // Documents added to (or deleted from) a memory folder: the model reloads with it, but not
+    // under an answer in progress (a reload would stop it): then when that answer ends.
+    connect(kb_.documents(), &DocumentsController::memoryFolderChanged, this, [this](const QString& folder) {
+        if (busy())
+            pendingMemoryFolder_ = folder;
+        else
+            kb_.useMemoryFolder(folder);
+    });
     connect(&server_, &ServerController::statusMessage, this, &ChatController::setStatus);
     connect(&fastestDevice_, &FastestDeviceController::statusMessage, this, &ChatController::setStatus);
     connect(&model_, &ModelController::stopAnswer, this, &ChatController::stopCurrent);
     connect(&model_, &ModelController::modelReplaced, this, [this](const ModelInfo& info) { current_.model = info.modelDir; });
-    connect(&model_, &ModelController::infoChanged, this, &ChatController::performanceChanged);
+    // The compare view reads the memories the chat's model reads, so that it answers as the chat does.
+    connect(&model_, &ModelController::modelReplaced, this, [this](const ModelInfo& info) {
+        compare_.setMemories({info.memoryFolder, info.kbUrl, info.kbTokenFile, info.kbCaFile, model_.lastLoad().kbTimeoutMs, info.retrieval});
+    });
+    // The strip's figures belong to what answered them: another model, device, context or server
+    // starts it again (AnswerFigures).
+    connect(&model_, &ModelController::infoChanged, this, [this] {
+        const ModelInfo& i = model_.info();
+        const auto& srv = model_.server();
+        figures_.setAnswerer(srv ? QStringLiteral("server %1 %2").arg(srv->url, srv->modelId)
+                                 : model_.loaded() ? QStringLiteral("%1 %2:%3 %4").arg(i.modelDir, i.backend).arg(i.device).arg(i.contextLength)
+                                                   : QString());
+        Q_EMIT performanceChanged();
+    });
+    connect(&deletion_, &DeletionUndo::failed, this, [this](const QString& why) { setStatus(why, true); });
     connect(&settings_, &SettingsController::changed, this, [this] { compare_.setThreads(settings_.threads()); });
     connect(&store_, &ConversationStore::noticesChanged, this, &ChatController::noticesChanged);
     store_.reload();
@@ -69,20 +100,7 @@ void ChatController::dismissNotices() {
     else if (settingsHad) Q_EMIT noticesChanged();
 }
 
-QString ChatController::performance() const {
-    if (lastTokensPerSecond_ <= 0 && contextUsed_ == 0) return QStringLiteral("No answer yet");
-    if (lastFromServer_)  // the server's decode rate; the first token as this app saw it, network included
-        return QStringLiteral("%1 tokens/s on the server · first token %2 ms · %3 tokens in the conversation")
-            .arg(lastTokensPerSecond_, 0, 'f', 1)
-            .arg(lastFirstTokenMs_, 0, 'f', 0)
-            .arg(contextUsed_);
-    return QStringLiteral("%1 tokens/s · first token %2 ms · context %3 / %4 tokens · %5 in memory")
-        .arg(lastTokensPerSecond_, 0, 'f', 1)
-        .arg(lastFirstTokenMs_, 0, 'f', 0)
-        .arg(contextUsed_)
-        .arg(model_.info().contextLength)
-        .arg(QString::fromStdString(app::format_bytes(model_.info().memoryBytes)));
-}
+QString ChatController::performance() const { return figures_.text(model_.info().contextLength, model_.info().memoryBytes); }
 
 void ChatController::setSystemPrompt(const QString& s) {
     if (s == current_.systemPrompt) return;
@@ -92,9 +110,28 @@ void ChatController::setSystemPrompt(const QString& s) {
 }
 
 void ChatController::setStatus(const QString& s, bool error) {
-    status_ = s;
-    statusIsError_ = error;
+    setNotice({s, QString(), error ? StatusSeverity::Error : StatusSeverity::Info});
+}
+
+void ChatController::setNotice(const StatusNotice& n) {
+    status_ = n.text;
+    statusIsError_ = n.severity == StatusSeverity::Error;
+    statusSeverity_ = n.severity;
+    statusDetails_ = n.details;
+    contextOverflow_ = false;  // set again by onFailed when that is what the status says
     Q_EMIT statusChanged();
+}
+
+void ChatController::clearError() {
+    if (statusIsError_) setStatus({}, false);
+}
+
+void ChatController::followFirstPrompt() {
+    if (current_.titleByUser || conversation_.count() == 0 || conversation_.at(0).role != QLatin1String("user")) return;
+    const QString title = titleFrom(conversation_.at(0).text);
+    if (title == current_.title) return;
+    current_.title = title;
+    Q_EMIT conversationChanged();
 }
 
 bool ChatController::send(const QString& text) {
@@ -109,24 +146,27 @@ bool ChatController::send(const QString& text) {
     m.role = QStringLiteral("user");
     m.text = prompt;
     conversation_.append(m);
-    if (current_.title.isEmpty()) {
-        current_.title = titleFrom(prompt);
-        Q_EMIT conversationChanged();
-    }
+    if (current_.title.isEmpty()) followFirstPrompt();
     saveCurrent();  // the prompt is kept even if the app ends before the answer does
     return startAnswer();
 }
 
 bool ChatController::regenerate() {
-    const QList<Message>& ms = conversation_.messages();
-    const int last = static_cast<int>(ms.size()) - 1;
+    const int last = conversation_.count() - 1;
     if (last < 0) {
         setStatus(QStringLiteral("There is no answer to regenerate"), true);
         return false;
     }
     stopCurrent();
-    if (ms.at(last).role == QLatin1String("assistant")) conversation_.truncate(last);
-    return startAnswer();
+    Message answer;
+    if (conversation_.at(last).role == QLatin1String("assistant")) {
+        // The answer it replaces stays as another version of this one (‹ k/n ›).
+        answer.role = QStringLiteral("assistant");
+        QList<Message> forked = forkAt(conversation_.messages(), last, {answer});
+        answer = forked.takeLast();
+        conversation_.truncate(last);
+    }
+    return startAnswer(answer);
 }
 
 bool ChatController::editMessage(int row, const QString& text) {
@@ -139,14 +179,41 @@ bool ChatController::editMessage(int row, const QString& text) {
         return false;
     }
     stopCurrent();
-    Message m = conversation_.at(row);
+    Message m;
+    m.role = QStringLiteral("user");
     m.text = text.trimmed();
-    conversation_.replace(row, m);
-    conversation_.truncate(row + 1);  // the conversation continues from the edited message
+    // The conversation continues from the edited message; the prompt as it was, with everything
+    // that followed it, stays as another version.
+    conversation_.setMessages(forkAt(conversation_.messages(), row, {m}));
+    if (row == 0) followFirstPrompt();
     return startAnswer();
 }
 
-bool ChatController::startAnswer() {
+bool ChatController::showVersion(int row, int version) {
+    if (busy()) {
+        setStatus(QStringLiteral("Stop the answer first (Esc): versions cannot be switched while one is written"), true);
+        return false;
+    }
+    if (row < 0 || row >= conversation_.count() || version < 0 || version >= versionCount(conversation_.at(row))) {
+        setStatus(QStringLiteral("Message %1 has no version %2").arg(row + 1).arg(version + 1), true);
+        return false;
+    }
+    if (version == conversation_.at(row).version) return true;
+    stopped_ = {};  // a stopped answer's late measurements must not land on another version's row
+    conversation_.setMessages(mnemo::gui::showVersion(conversation_.messages(), row, version));
+    if (row == 0) followFirstPrompt();
+    saveCurrent();  // the model re-reads the conversation shown at the next answer
+    return true;
+}
+
+bool ChatController::dropOldestAndContinue() {
+    settings_.setProperty("dropOldestTurns", true);
+    clearError();  // the offer is taken: the status no longer says the answer failed
+    contextOverflow_ = false;
+    return regenerate();
+}
+
+bool ChatController::startAnswer(Message answer) {
     QList<ChatTurn> turns;
     if (!current_.systemPrompt.trimmed().isEmpty()) turns.push_back({QStringLiteral("system"), current_.systemPrompt});
     for (const Message& m : conversation_.messages()) {
@@ -157,14 +224,17 @@ bool ChatController::startAnswer() {
         setStatus(QStringLiteral("Nothing to answer: the last message is not yours"), true);
         return false;
     }
-    Message answer;
+    const SamplingSettings sampling = settings_.sampling();  // with this answer's own seed
     answer.role = QStringLiteral("assistant");
     answer.streaming = true;
+    answer.seed = static_cast<qint64>(sampling.seed);
     answerRow_ = conversation_.append(answer);
     generation_ = ++nextId_;
+    figures_.answerStarted();
+    Q_EMIT performanceChanged();
     Q_EMIT busyChanged();
-    if (model_.remote()) Q_EMIT requestRemoteGenerate(generation_, turns, settings_.sampling());
-    else Q_EMIT requestGenerate(generation_, turns, settings_.sampling());
+    if (model_.remote()) Q_EMIT requestRemoteGenerate(generation_, turns, sampling);
+    else Q_EMIT requestGenerate(generation_, turns, sampling);
     return true;
 }
 
@@ -189,16 +259,23 @@ void ChatController::stopCurrent() {
 }
 
 void ChatController::endAnswer(int row) {
+    // After a result this changes nothing; after a stop or a failure the strip says so.
+    const bool failed = row >= 0 && row < conversation_.count() && !conversation_.at(row).error.isEmpty();
+    figures_.answerAbandoned(failed ? QStringLiteral("The answer failed") : QStringLiteral("Stopped"));
+    Q_EMIT performanceChanged();
     generation_ = 0;
     answerRow_ = -1;
     Q_EMIT busyChanged();
     saveCurrent();
     Q_EMIT answerEnded(row);
+    if (!pendingMemoryFolder_.isEmpty()) kb_.useMemoryFolder(std::exchange(pendingMemoryFolder_, QString()));
 }
 
 void ChatController::onToken(quint64 id, const QString& piece) {
     if (id != generation_) return;
     conversation_.appendText(answerRow_, piece);
+    figures_.pieceArrived();
+    Q_EMIT performanceChanged();
 }
 
 void ChatController::takeMeasurements(Message& m, const GenerationResult& r) {
@@ -208,12 +285,8 @@ void ChatController::takeMeasurements(Message& m, const GenerationResult& r) {
     m.firstTokenSeconds = r.firstTokenSeconds;
     m.references = r.references;
     m.notice = r.kbNotice;
+    m.droppedMessages = r.droppedMessages;
     if (!r.remote) kb_.update(r.kb);  // the local model's memory source; a server's are its own
-    lastFromServer_ = r.remote;
-    lastTokensPerSecond_ = r.tokensPerSecond;
-    lastFirstTokenMs_ = r.firstTokenSeconds * 1000.0;
-    contextUsed_ = r.contextUsed;
-    Q_EMIT performanceChanged();
 }
 
 void ChatController::onFinished(quint64 id, const GenerationResult& r) {
@@ -229,6 +302,7 @@ void ChatController::onFinished(quint64 id, const GenerationResult& r) {
     m.finish = finishReasonText(r.reason);
     takeMeasurements(m, r);
     conversation_.replace(answerRow_, m);
+    figures_.answerEnded(r);
     endAnswer(answerRow_);
 }
 
@@ -241,6 +315,10 @@ void ChatController::takeStoppedMeasurements(const GenerationResult& r) {
     if (m.role != QLatin1String("assistant") || m.finish != finishReasonText(FinishReason::Stopped)) return;
     takeMeasurements(m, r);
     conversation_.replace(s.row, m);
+    if (!busy()) {  // the strip too, unless the next answer is already on its way
+        figures_.answerEnded(r);
+        Q_EMIT performanceChanged();
+    }
     saveCurrent();
 }
 
@@ -252,6 +330,10 @@ void ChatController::onFailed(quint64 id, const QString& reason) {
     m.finish = QStringLiteral("failed");
     conversation_.replace(answerRow_, m);
     setStatus(QStringLiteral("The answer failed: %1").arg(reason), true);
+    if (isContextOverflow(reason)) {
+        contextOverflow_ = true;
+        Q_EMIT statusChanged();
+    }
     endAnswer(answerRow_);
 }
 
@@ -271,6 +353,7 @@ void ChatController::newConversation() {
     current_.created = current_.updated = QDateTime::currentDateTimeUtc();
     current_.model = model_.info().modelDir;
     conversation_.setMessages({});
+    clearError();
     Q_EMIT conversationChanged();
 }
 
@@ -283,22 +366,43 @@ bool ChatController::openConversation(const QString& id) {
     stopCurrent();
     current_ = *c;
     conversation_.setMessages(c->messages);
+    clearError();
     Q_EMIT conversationChanged();
     return true;
 }
 
 bool ChatController::deleteConversation(const QString& id) {
-    if (!store_.remove(id)) {
-        setStatus(QStringLiteral("The conversation could not be deleted"), true);
+    const bool open = id == current_.id;
+    if (open && conversation_.count() == 0) {  // never saved: nothing to delete or undo
+        newConversation();
+        return true;
+    }
+    const QString why = deletion_.remove(id);
+    if (!why.isEmpty()) {
+        setStatus(QStringLiteral("The conversation could not be deleted: %1").arg(why), true);
         return false;
     }
-    if (id == current_.id) newConversation();
+    deletedWasOpen_ = open;
+    if (open) newConversation();
+    return true;
+}
+
+bool ChatController::undoDelete() {
+    const bool wasOpen = deletedWasOpen_;
+    const QString id = deletion_.undo();
+    if (id.isEmpty()) return false;
+    if (wasOpen && conversation_.count() == 0) openConversation(id);  // unless a new one was begun meanwhile
     return true;
 }
 
 bool ChatController::renameConversation(const QString& id, const QString& title) {
+    if (title.simplified().isEmpty()) {
+        setStatus(QStringLiteral("A title cannot be empty"), true);
+        return false;
+    }
     if (id == current_.id) {
         current_.title = title.simplified();
+        current_.titleByUser = true;  // it no longer follows the first prompt
         Q_EMIT conversationChanged();
         if (conversation_.count() == 0) return true;  // saved with its first message
     }
@@ -313,8 +417,13 @@ void ChatController::restoreLatest() {
     if (!notices().isEmpty()) setStatus(notices().join(QLatin1Char('\n')), true);
 }
 
+QString ChatController::exportSuggestion(const QString& folder, const QString& format) const {
+    return QDir(folder.isEmpty() ? QDir::homePath() : folder).filePath(mnemo::gui::exportFileName(title(), format));
+}
+
 bool ChatController::exportConversation(const QString& pathOrUrl, const QString& format) {
-    saveCurrent();
+    // Not saved first: an export changes nothing, so the conversation keeps its place in the list
+    // (it is saved whenever it changes anyway).
     Conversation c = current_;
     c.messages = conversation_.messages();
     const QString path = localPath(pathOrUrl);

@@ -4,6 +4,7 @@
 #include <QQuickStyle>
 
 #include "chat_controller.hpp"
+#include "theme/theme.hpp"
 
 namespace mnemo::gui {
 
@@ -15,6 +16,8 @@ QStringList loadMainWindow(QQmlApplicationEngine& engine, ChatController& chat) 
         for (const QQmlError& w : warnings) problems << w.toString();
     });
     engine.rootContext()->setContextProperty(QStringLiteral("chat"), &chat);
+    // The look (theme/theme.hpp), owned by the engine: it lives as long as the QML that binds to it.
+    engine.rootContext()->setContextProperty(QStringLiteral("theme"), new Theme(&engine));
     engine.load(QUrl(QString::fromLatin1(kMainQmlUrl)));
     QObject::disconnect(c);
     if (engine.rootObjects().isEmpty() && problems.isEmpty())

@@ -12,7 +12,7 @@ class ChatController;
 inline constexpr const char* kMainQmlUrl = "qrc:/qml/Main.qml";
 
 // Sets the Qt Quick Controls style (Fusion, which follows the system's light or dark palette),
-// exposes `chat` to QML and loads qrc:/qml/Main.qml. Returns every QML warning and error seen
+// exposes `chat` and `theme` (theme/theme.hpp) to QML and loads qrc:/qml/Main.qml. Returns every QML warning and error seen
 // while loading (a missing QML module is one of them); empty when the window loaded cleanly.
 QStringList loadMainWindow(QQmlApplicationEngine& engine, ChatController& chat);
 

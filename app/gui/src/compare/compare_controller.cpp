@@ -21,13 +21,21 @@ QString CompareController::summary() const {
     const CompareReport& r = columns_.report();
     if (r.columns.isEmpty()) return {};
     const QString ref = r.reference >= 0 ? r.columns.at(r.reference).spec : QStringLiteral("none (no backend ran)");
-    return QStringLiteral("%1 (%2) · prompt %3 tokens · %4 greedy steps · reference %5 · %6 of %7 backends ran")
+    const QString steps = r.endedTurn         ? QStringLiteral("%1 greedy steps, to the reference's end of turn").arg(r.steps)
+                          : r.stopAtEndOfTurn ? QStringLiteral("%1 greedy steps (the limit, before the end of the turn)").arg(r.steps)
+                                              : QStringLiteral("%1 greedy steps").arg(r.steps);
+    const QString memories = r.memoriesProblem.isEmpty() ? r.memories : QStringLiteral("without memories: %1").arg(r.memoriesProblem);
+    return QStringLiteral("%1 (%2) · prompt %3 tokens · %4 · %5 · reference %6 · %7 of %8 backends ran")
         .arg(r.modelDir, r.modelType.isEmpty() ? QStringLiteral("?") : r.modelType)
         .arg(r.promptTokens)
-        .arg(r.steps)
-        .arg(ref)
+        .arg(steps, memories, ref)
         .arg(r.ran())
         .arg(r.columns.size());
+}
+
+void CompareController::setMemories(const CompareMemories& memories) {
+    memories_ = memories;
+    Q_EMIT memoriesChanged();
 }
 
 void CompareController::setStatus(const QString& s, bool error) {
@@ -59,6 +67,8 @@ bool CompareController::start(const QString& modelDir, const QString& prompt, co
     r.prompt = prompt;
     r.backends = backends;
     r.steps = steps_;
+    r.stopAtEndOfTurn = stopAtEndOfTurn_;
+    r.memories = memories_;
     r.threads = threads_;
     running_ = ++nextId_;
     Q_EMIT runningChanged();
@@ -101,6 +111,8 @@ void CompareController::onFinished(quint64 id, const CompareReport& report) {
                   true);
     else if (!failed.isEmpty())
         setStatus(QStringLiteral("Compared; not run: %1").arg(failed.join(QStringLiteral("; "))), true);
+    else if (!report.memoriesProblem.isEmpty())
+        setStatus(QStringLiteral("Compared %1 backends without memories: %2").arg(report.columns.size()).arg(report.memoriesProblem), true);
     else
         setStatus(QStringLiteral("Compared %1 backends").arg(report.columns.size()), false);
     endRun();

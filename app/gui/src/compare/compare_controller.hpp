@@ -20,7 +20,11 @@ class CompareController : public QObject {
     Q_PROPERTY(bool statusIsError READ statusIsError NOTIFY statusChanged)
     Q_PROPERTY(QString summary READ summary NOTIFY reportChanged)
     Q_PROPERTY(double maxOpMs READ maxOpMs NOTIFY reportChanged)
-    Q_PROPERTY(int steps MEMBER steps_ NOTIFY stepsChanged)
+    Q_PROPERTY(int steps MEMBER steps_ NOTIFY stepsChanged)  // the most greedy steps per backend
+    // Stop at the reference backend's end of turn, as the chat does (true unless set otherwise).
+    Q_PROPERTY(bool stopAtEndOfTurn MEMBER stopAtEndOfTurn_ NOTIFY stepsChanged)
+    // The chat's memories, which the next comparison reads: "memory folder /x", "no memories"...
+    Q_PROPERTY(QString memories READ memories NOTIFY memoriesChanged)
 
 public:
     explicit CompareController(QObject* parent = nullptr);
@@ -34,10 +38,15 @@ public:
     double maxOpMs() const { return columns_.maxOpMs(); }
     const CompareReport& report() const { return columns_.report(); }
     void setThreads(int threads) { threads_ = threads; }
+    // The memory source the chat's model reads now (ChatController sets it at every load), so the
+    // comparison answers as the chat does.
+    void setMemories(const CompareMemories& memories);
+    QString memories() const { return memories_.text(); }
 
     // Compares `prompt` (as one user turn of the model's chat template) on `backends` ("cpu",
-    // "vulkan:0", ...) with greedy decoding of `steps` tokens. Returns false, saying why in
-    // status, when it cannot start; a run in progress is cancelled first.
+    // "vulkan:0", ...) with greedy decoding of at most `steps` tokens, to the reference backend's
+    // end of turn, reading the chat's memories. Returns false, saying why in status, when it
+    // cannot start; a run in progress is cancelled first.
     Q_INVOKABLE bool start(const QString& modelDir, const QString& prompt, const QStringList& backends);
     Q_INVOKABLE void cancel();
 
@@ -47,6 +56,7 @@ Q_SIGNALS:
     void statusChanged();
     void reportChanged();
     void stepsChanged();
+    void memoriesChanged();
     // A run has ended: finished, cancelled or failed (for tests and the view).
     void ended();
 
@@ -62,6 +72,8 @@ private:
     quint64 nextId_ = 0;
     quint64 running_ = 0;
     int steps_ = 16;
+    bool stopAtEndOfTurn_ = true;
+    CompareMemories memories_;
     int threads_ = 0;
     QString status_;
     bool statusIsError_ = false;

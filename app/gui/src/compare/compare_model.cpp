@@ -52,6 +52,18 @@ QString CompareModel::divergenceText(const CompareColumn& c) {
         .arg(c.divergenceMargin, 0, 'g', 3);
 }
 
+QString CompareModel::stepsText(const CompareColumn& c, const CompareReport& r) {
+    if (!c.ok()) return QStringLiteral("-");
+    // Every column runs the reference backend's steps: that is what makes them comparable.
+    if (!c.reference)
+        return QStringLiteral("compared over the reference backend's %1 steps%2")
+            .arg(r.steps)
+            .arg(r.endedTurn ? QStringLiteral(", to the end of its turn") : QString());
+    if (r.endedTurn) return QStringLiteral("ended its turn at step %1; every column stops there").arg(r.steps);
+    if (r.stopAtEndOfTurn) return QStringLiteral("stopped at the limit of %1 steps, before the end of its turn").arg(r.steps);
+    return QStringLiteral("%1 steps").arg(r.steps);
+}
+
 double CompareModel::maxOpMs() const {
     double m = 0.0;
     for (const CompareColumn& c : report_.columns)
@@ -84,6 +96,7 @@ QVariant CompareModel::data(const QModelIndex& index, int role) const {
         case MaxAbsDlogitRole: return maxAbsDlogitText(c);
         case DivergenceRole: return divergenceText(c);
         case TextRole: return c.text;
+        case StepsRole: return stepsText(c, report_);
         default: return {};
     }
 }
@@ -101,7 +114,8 @@ QHash<int, QByteArray> CompareModel::roleNames() const {
             {PeakMemoryRole, "peakMemory"},
             {MaxAbsDlogitRole, "maxAbsDlogit"},
             {DivergenceRole, "divergence"},
-            {TextRole, "answer"}};
+            {TextRole, "answer"},
+            {StepsRole, "stepsText"}};
 }
 
 void CompareModel::setReport(const CompareReport& report) {

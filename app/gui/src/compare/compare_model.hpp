@@ -27,6 +27,7 @@ public:
         MaxAbsDlogitRole,
         DivergenceRole,
         TextRole,
+        StepsRole,  // where the steps ended, and over which steps this column was compared
     };
 
     using QAbstractListModel::QAbstractListModel;
@@ -44,6 +45,7 @@ public:
     static QString peakMemoryText(const CompareColumn& c);
     static QString maxAbsDlogitText(const CompareColumn& c);
     static QString divergenceText(const CompareColumn& c);
+    static QString stepsText(const CompareColumn& c, const CompareReport& r);
 
 Q_SIGNALS:
     void countChanged();

@@ -1,6 +1,14 @@
 #include "compare/compare_types.hpp"
 
+#include "engine/kb_status.hpp"
+
 namespace mnemo::gui {
+
+QString CompareMemories::text() const {
+    if (!kbUrl.isEmpty()) return QStringLiteral("knowledge server %1").arg(kbServerName(kbUrl));
+    if (!folder.isEmpty()) return QStringLiteral("memory folder %1").arg(folder);
+    return QStringLiteral("no memories");
+}
 
 double CompareColumn::opTotalMs() const {
     double t = 0.0;

@@ -10,11 +10,31 @@
 
 namespace mnemo::gui {
 
+// The explicit memories a comparison reads: the chat's (a memory folder or a knowledge server, as
+// the loaded model has them), so that the compare view answers as the chat does. None when both
+// are empty.
+struct CompareMemories {
+    QString folder;
+    QString kbUrl;
+    QString kbTokenFile;
+    QString kbCaFile;
+    int kbTimeoutMs = 2000;
+    QString retrieval = QStringLiteral("bm25");  // "bm25" or "vector" (a server also "hybrid")
+
+    bool none() const { return folder.isEmpty() && kbUrl.isEmpty(); }
+    QString text() const;  // "memory folder /x", "knowledge server 127.0.0.1:7070", "no memories"
+};
+
 struct CompareRequest {
     QString modelDir;
     QString prompt;        // one user turn, rendered with the model's chat template as the chat sends it
     QStringList backends;  // "cpu", "vulkan", "vulkan:1" (mnemo::parse_backend_spec)
-    int steps = 16;        // greedy tokens per backend, one compared logit row each
+    int steps = 16;        // greedy tokens per backend at most, one compared logit row each
+    // End at the reference backend's end of turn (its end-of-sequence token or the template's
+    // stop string), as the chat does; every backend is compared over those steps. False: exactly
+    // `steps` (the Fastest device benchmark times a fixed number).
+    bool stopAtEndOfTurn = false;
+    CompareMemories memories;
     int threads = 0;       // 0: each backend's choice
     int minBackends = 2;   // a comparison needs two; the Fastest device benchmark also runs on one
 };
@@ -53,6 +73,14 @@ struct CompareReport {
     int promptTokens = 0;
     int steps = 0;
     int reference = -1;  // index in columns; -1 when no backend ran
+    // The reference backend ended its turn at the last step (CompareRequest::stopAtEndOfTurn);
+    // false: the steps ran to the limit.
+    bool endedTurn = false;
+    bool stopAtEndOfTurn = false;  // as requested
+    // Where the memories came from ("memory folder /x", "no memories"), and why they are missing
+    // when the server asked for did not give them (empty otherwise).
+    QString memories;
+    QString memoriesProblem;
     QList<CompareColumn> columns;
 
     int ran() const;

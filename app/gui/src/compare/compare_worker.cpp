@@ -1,9 +1,13 @@
 #include "compare/compare_worker.hpp"
 
+#include <algorithm>
+
+#include "compare/compare_memories.hpp"
 #include "engine/chat_tokens.hpp"
 #include "mnemo/error.hpp"
 #include "mnemo/ops/op_table.hpp"
 #include "mnemo/session/compare.hpp"
+#include "mnemo/session/sampling.hpp"
 #include "mnemo/tokenizer/tokenizer.hpp"
 
 namespace mnemo::gui {
@@ -12,7 +16,32 @@ namespace {
 
 QString decoded(const Tokenizer& tok, std::vector<int32_t> ids) { return QString::fromStdString(tok.decode(ids, /*skip_special=*/false)); }
 
-CompareColumn columnOf(const BackendRun& r, const CompareResult& res, size_t index, const Tokenizer& tok) {
+// The tokens that end a turn: what the chat's token loop stops at (app/common/src/generate.cpp).
+std::vector<int32_t> endOfTurnTokens(const Tokenizer& tok) {
+    std::vector<int32_t> ids = tok.eos_ids;
+    if (tok.eos_id && std::find(ids.begin(), ids.end(), *tok.eos_id) == ids.end()) ids.push_back(*tok.eos_id);
+    return ids;
+}
+
+// A column's greedy tokens as the chat would show them: decoded as it streams them, without an
+// end-of-turn token and cut where a stop string begins.
+QString answerText(const Tokenizer& tok, const std::vector<int32_t>& tokens, const std::vector<int32_t>& endOfTurn,
+                   const std::vector<std::string>& stopStrings) {
+    StreamDecoder decoder(tok, /*skip_special=*/true);
+    StopMatcher stops(stopStrings);
+    std::string text;
+    for (int32_t id : tokens) {
+        if (std::find(endOfTurn.begin(), endOfTurn.end(), id) != endOfTurn.end()) return QString::fromStdString(text);
+        text += stops.push(decoder.push(id));
+        if (stops.stopped()) return QString::fromStdString(text);
+    }
+    text += stops.push(decoder.finish());
+    if (!stops.stopped()) text += stops.flush();
+    return QString::fromStdString(text);
+}
+
+CompareColumn columnOf(const BackendRun& r, const CompareResult& res, size_t index, const Tokenizer& tok,
+                       const std::vector<int32_t>& endOfTurn, const std::vector<std::string>& stopStrings) {
     CompareColumn c;
     c.spec = QStringLiteral("%1:%2").arg(QString::fromStdString(r.backend)).arg(r.device);  // "cpu:0": the device always named
     c.deviceName = QString::fromStdString(r.device_name);
@@ -41,7 +70,7 @@ CompareColumn columnOf(const BackendRun& r, const CompareResult& res, size_t ind
         c.divergenceToken = decoded(tok, {r.tokens[step]});
         c.referenceToken = decoded(tok, {res.runs[static_cast<size_t>(res.reference)].tokens[step]});
     }
-    c.text = QString::fromStdString(tok.decode(r.tokens, /*skip_special=*/true));
+    c.text = answerText(tok, r.tokens, endOfTurn, stopStrings);
     return c;
 }
 
@@ -71,6 +100,13 @@ void CompareWorker::run(quint64 id, CompareRequest request) {
         o.model_dir = dir;
         o.prompt_tokens = renderChatTokens(*tok, tmpl, {{QStringLiteral("user"), request.prompt.trimmed()}});
         o.n_generate = request.steps;
+        const std::vector<int32_t> endOfTurn = endOfTurnTokens(*tok);
+        if (request.stopAtEndOfTurn) {
+            o.end_of_turn_tokens = endOfTurn;
+            o.stop_strings = tmpl.stop_strings;
+        }
+        const auto memoryProblems = std::make_shared<CompareMemoryProblems>();
+        o.memories = compareMemorySource(request.memories, dir, memoryProblems);
         for (const QString& b : request.backends) o.backends.push_back(parse_backend_spec(b.toStdString()));
         o.n_threads = request.threads;
         o.cache_dtype = MNEMO_DTYPE_F16;  // as the chat itself runs (model_worker.cpp)
@@ -85,8 +121,12 @@ void CompareWorker::run(quint64 id, CompareRequest request) {
         report.promptTokens = static_cast<int>(res.prompt_tokens.size());
         report.steps = res.n_steps;
         report.reference = res.reference;
+        report.endedTurn = res.ended_turn;
+        report.stopAtEndOfTurn = request.stopAtEndOfTurn;
+        report.memories = request.memories.text();
+        report.memoriesProblem = memoryProblems->text();
         if (res.reference >= 0) report.modelType = QString::fromStdString(res.runs[static_cast<size_t>(res.reference)].summary.model_type);
-        for (size_t i = 0; i < res.runs.size(); ++i) report.columns.push_back(columnOf(res.runs[i], res, i, *tok));
+        for (size_t i = 0; i < res.runs.size(); ++i) report.columns.push_back(columnOf(res.runs[i], res, i, *tok, endOfTurn, tmpl.stop_strings));
         Q_EMIT finished(id, report);
     } catch (const Cancelled&) {
         Q_EMIT cancelled(id);

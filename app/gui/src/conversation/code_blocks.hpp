@@ -1,5 +1,5 @@
 // The fenced code blocks (``` or ~~~) of a Markdown text, without their fences: what a message's
-// "Copy code" buttons copy.
+// code panels show and their Copy buttons copy (message_blocks.hpp cuts the message).
 #pragma once
 
 #include <QStringList>

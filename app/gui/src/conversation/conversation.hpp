@@ -28,11 +28,23 @@ struct Message {
     double tokensPerSecond = 0.0;
     double firstTokenSeconds = 0.0;
     QList<RetrievedReference> references;  // what the answer read, chunk by chunk
+    qint64 seed = -1;         // the sampler's seed of this answer; -1: not known (older files, prompts)
+    int droppedMessages = 0;  // oldest messages left out so that the conversation fit the context
+
+    // The other versions of this message, each with what followed it (branches.hpp): for an
+    // answer, the answers a regeneration replaced (and their follow-ups); for a prompt, its text
+    // before an edit and the conversation that went on from it. Stepped through with ‹ k/n ›; only
+    // the first message of the visible tail holds them. `version` is this one's place among all
+    // (0 .. alternatives.size()).
+    QList<QList<Message>> alternatives;
+    int version = 0;
 };
 
 struct Conversation {
     QString id;     // also the file name: <id>.json
     QString title;
+    // The title was typed by the user (Rename): it no longer follows the first prompt.
+    bool titleByUser = false;
     QString systemPrompt;
     QString model;  // the model folder it was last answered by
     QDateTime created;

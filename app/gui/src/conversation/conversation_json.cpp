@@ -34,8 +34,17 @@ RetrievedReference referenceFromJson(const QJsonObject& o) {
     return r;
 }
 
+QJsonArray messagesToJson(const QList<Message>& messages);
+
 QJsonObject messageToJson(const Message& m) {
     QJsonObject o{{"role", m.role}, {"text", m.text}};
+    // Added after version 1 was out, optional both ways: an older app ignores them (and keeps the
+    // visible branch), an older file has none.
+    if (!m.alternatives.isEmpty()) {
+        QJsonArray versions;
+        for (const QList<Message>& tail : m.alternatives) versions.append(messagesToJson(tail));
+        o.insert("alternatives", QJsonObject{{"shown", m.version}, {"others", versions}});
+    }
     if (m.role == QLatin1String("assistant")) {
         o.insert("finish", m.finish);
         // Only when it differs from the text: what the template renders (Message::historyText).
@@ -46,6 +55,8 @@ QJsonObject messageToJson(const Message& m) {
         o.insert("tokens", m.tokens);
         o.insert("tokens_per_second", m.tokensPerSecond);
         o.insert("first_token_seconds", m.firstTokenSeconds);
+        if (m.seed >= 0) o.insert("seed", m.seed);  // 32-bit: exact as a JSON number
+        if (m.droppedMessages > 0) o.insert("dropped_messages", m.droppedMessages);
         QJsonArray references;
         for (const RetrievedReference& r : m.references) references.append(referenceToJson(r));
         o.insert("references", references);
@@ -53,12 +64,66 @@ QJsonObject messageToJson(const Message& m) {
     return o;
 }
 
+QJsonArray messagesToJson(const QList<Message>& messages) {
+    QJsonArray a;
+    for (const Message& m : messages) a.append(messageToJson(m));
+    return a;
+}
+
+// The messages of `array` (at `path` for errors: "messages", "messages[3].alternatives.others[0]").
+std::optional<QList<Message>> messagesFromJson(const QJsonArray& array, const QString& path, QString& why) {
+    QList<Message> out;
+    for (qsizetype i = 0; i < array.size(); ++i) {
+        const QString at = QStringLiteral("%1[%2]").arg(path).arg(i);
+        const QJsonObject m = array.at(i).toObject();
+        const QString role = m.value("role").toString();
+        if (role != QLatin1String("user") && role != QLatin1String("assistant")) {
+            why = QStringLiteral("%1.role is \"%2\"; expected \"user\" or \"assistant\"").arg(at, role);
+            return std::nullopt;
+        }
+        if (!m.value("text").isString()) {
+            why = QStringLiteral("%1.text is missing or not a string").arg(at);
+            return std::nullopt;
+        }
+        Message msg;
+        msg.role = role;
+        msg.text = m.value("text").toString();
+        msg.finish = m.value("finish").toString();
+        msg.error = m.value("error").toString();
+        msg.device = m.value("device").toString();
+        msg.notice = m.value("notice").toString();  // optional: files written before it existed have none
+        msg.historyText = m.value("history_text").toString();  // optional likewise
+        msg.tokens = m.value("tokens").toInt();
+        msg.tokensPerSecond = m.value("tokens_per_second").toDouble();
+        msg.firstTokenSeconds = m.value("first_token_seconds").toDouble();
+        msg.seed = m.contains("seed") ? m.value("seed").toInteger(-1) : -1;  // optional likewise
+        msg.droppedMessages = std::max(0, m.value("dropped_messages").toInt());
+        for (const QJsonValue& r : m.value("references").toArray()) msg.references.push_back(referenceFromJson(r.toObject()));
+        if (m.contains("alternatives")) {
+            const QJsonObject alt = m.value("alternatives").toObject();
+            const QJsonArray others = alt.value("others").toArray();
+            for (qsizetype k = 0; k < others.size(); ++k) {
+                const QString otherPath = QStringLiteral("%1.alternatives.others[%2]").arg(at).arg(k);
+                if (!others.at(k).isArray() || others.at(k).toArray().isEmpty()) {
+                    why = QStringLiteral("%1 is not a non-empty array of messages").arg(otherPath);
+                    return std::nullopt;
+                }
+                std::optional<QList<Message>> tail = messagesFromJson(others.at(k).toArray(), otherPath, why);
+                if (!tail) return std::nullopt;
+                msg.alternatives.push_back(std::move(*tail));
+            }
+            msg.version = std::clamp(alt.value("shown").toInt(), 0, static_cast<int>(msg.alternatives.size()));
+        }
+        out.push_back(std::move(msg));
+    }
+    return out;
+}
+
 }  // namespace
 
 QJsonObject conversationToJson(const Conversation& c) {
-    QJsonArray messages;
-    for (const Message& m : c.messages) messages.append(messageToJson(m));
-    return QJsonObject{{"format", kConversationFormat},
+    const QJsonArray messages = messagesToJson(c.messages);
+    QJsonObject o{{"format", kConversationFormat},
                        {"version", kConversationFormatVersion},
                        {"id", c.id},
                        {"title", c.title},
@@ -67,6 +132,8 @@ QJsonObject conversationToJson(const Conversation& c) {
                        {"created", c.created.toUTC().toString(Qt::ISODateWithMs)},
                        {"updated", c.updated.toUTC().toString(Qt::ISODateWithMs)},
                        {"messages", messages}};
+    if (c.titleByUser) o.insert("title_by_user", true);  // optional: absent means the first prompt's
+    return o;
 }
 
 QByteArray conversationToBytes(const Conversation& c) {
@@ -103,27 +170,11 @@ std::optional<Conversation> conversationFromBytes(const QByteArray& bytes, ReadP
     c.model = o.value("model").toString();
     c.created = QDateTime::fromString(o.value("created").toString(), Qt::ISODateWithMs);
     c.updated = QDateTime::fromString(o.value("updated").toString(), Qt::ISODateWithMs);
-    const QJsonArray messages = o.value("messages").toArray();
-    for (qsizetype i = 0; i < messages.size(); ++i) {
-        const QJsonObject m = messages.at(i).toObject();
-        const QString role = m.value("role").toString();
-        if (role != QLatin1String("user") && role != QLatin1String("assistant"))
-            return fail(QStringLiteral("messages[%1].role is \"%2\"; expected \"user\" or \"assistant\"").arg(i).arg(role));
-        if (!m.value("text").isString()) return fail(QStringLiteral("messages[%1].text is missing or not a string").arg(i));
-        Message msg;
-        msg.role = role;
-        msg.text = m.value("text").toString();
-        msg.finish = m.value("finish").toString();
-        msg.error = m.value("error").toString();
-        msg.device = m.value("device").toString();
-        msg.notice = m.value("notice").toString();  // optional: files written before it existed have none
-        msg.historyText = m.value("history_text").toString();  // optional likewise
-        msg.tokens = m.value("tokens").toInt();
-        msg.tokensPerSecond = m.value("tokens_per_second").toDouble();
-        msg.firstTokenSeconds = m.value("first_token_seconds").toDouble();
-        for (const QJsonValue& r : m.value("references").toArray()) msg.references.push_back(referenceFromJson(r.toObject()));
-        c.messages.push_back(std::move(msg));
-    }
+    c.titleByUser = o.value("title_by_user").toBool();
+    QString why;
+    std::optional<QList<Message>> messages = messagesFromJson(o.value("messages").toArray(), QStringLiteral("messages"), why);
+    if (!messages) return fail(why);
+    c.messages = std::move(*messages);
     return c;
 }
 

@@ -3,6 +3,7 @@
 #include <QVariantMap>
 
 #include "conversation/markdown_html.hpp"
+#include "conversation/message_blocks.hpp"
 
 namespace mnemo::gui {
 
@@ -23,6 +24,11 @@ QVariant ConversationModel::data(const QModelIndex& index, int role) const {
         case DeviceRole: return m.device;
         case NoticeRole: return m.notice;
         case HtmlRole: return markdownToHtml(m.text);
+        case SeedRole: return m.seed;
+        case VersionRole: return m.version;
+        case VersionCountRole: return static_cast<int>(m.alternatives.size()) + 1;
+        case DroppedMessagesRole: return m.droppedMessages;
+        case BlocksRole: return messageBlocksForView(m.text);
         case TokensRole: return m.tokens;
         case TokensPerSecondRole: return m.tokensPerSecond;
         case FirstTokenMsRole: return m.firstTokenSeconds * 1000.0;
@@ -50,7 +56,9 @@ QHash<int, QByteArray> ConversationModel::roleNames() const {
             {ErrorRole, "error"},         {DeviceRole, "device"}, {NoticeRole, "notice"},
             {TokensRole, "tokens"},       {TokensPerSecondRole, "tokensPerSecond"},
             {FirstTokenMsRole, "firstTokenMs"}, {ReferencesRole, "references"},
-            {ReferenceCountRole, "referenceCount"}, {HtmlRole, "html"}};
+            {ReferenceCountRole, "referenceCount"}, {HtmlRole, "html"}, {BlocksRole, "blocks"},
+            {SeedRole, "seed"}, {VersionRole, "version"}, {VersionCountRole, "versionCount"},
+            {DroppedMessagesRole, "droppedMessages"}};
 }
 
 void ConversationModel::setMessages(const QList<Message>& messages) {
@@ -73,7 +81,7 @@ void ConversationModel::appendText(int row, const QString& piece) {
     if (row < 0 || row >= count()) return;
     messages_[row].text += piece;
     const QModelIndex i = index(row);
-    Q_EMIT dataChanged(i, i, {TextRole, HtmlRole});
+    Q_EMIT dataChanged(i, i, {TextRole, HtmlRole, BlocksRole});
 }
 
 void ConversationModel::replace(int row, const Message& m) {

@@ -27,6 +27,11 @@ public:
         ReferenceCountRole,
         NoticeRole,           // why memories were missing (Message::notice)
         HtmlRole,             // the text's Markdown as HTML, without raw HTML or images (markdown_html.hpp)
+        SeedRole,             // the answer's sampler seed; -1 when not known
+        VersionRole,          // which version of the message is shown (0-based; branches.hpp)
+        VersionCountRole,     // how many it has (1: never regenerated or edited)
+        DroppedMessagesRole,  // oldest messages left out to fit the context
+        BlocksRole,           // the text as prose and code blocks for the view (message_blocks.hpp)
     };
 
     explicit ConversationModel(QObject* parent = nullptr);

@@ -53,6 +53,9 @@ void ConversationStore::reload() {
     const int noticesBefore = static_cast<int>(notices_.size());
     QDir dir(folder_);
     if (!dir.exists() && !QDir().mkpath(folder_)) notices_ << QStringLiteral("cannot create the folder %1").arg(folder_);
+    // Deletions not undone before the app ended (moveToDeleted): the user's choice, done now.
+    for (const QString& name : dir.entryList({QStringLiteral("*.json.deleted")}, QDir::Files, QDir::Name))
+        if (!QFile::remove(dir.filePath(name))) notices_ << QStringLiteral("%1: a deleted conversation could not be removed").arg(dir.filePath(name));
     // QDir::System too: a FIFO, a device node or a dangling symlink named *.json is reported, not
     // silently skipped.
     for (const QString& name : dir.entryList({QStringLiteral("*.json")}, QDir::Files | QDir::System, QDir::Name)) {
@@ -128,10 +131,53 @@ bool ConversationStore::remove(const QString& id) {
     return true;
 }
 
+QString ConversationStore::moveToDeleted(const QString& id) {
+    auto it = std::find_if(all_.begin(), all_.end(), [&](const Conversation& x) { return x.id == id; });
+    if (it == all_.end()) return QStringLiteral("there is no conversation %1").arg(id);
+    const QString path = pathOf(id), aside = deletedPathOf(id);
+    if (QFile::exists(aside) && !QFile::remove(aside)) return QStringLiteral("%1 is in the way and cannot be removed").arg(aside);
+    if (QFile::exists(path) && !QFile::rename(path, aside)) return QStringLiteral("%1 cannot be renamed to %2").arg(path, aside);
+    beginResetModel();
+    all_.erase(it);
+    rebuildRows();
+    endResetModel();
+    return {};
+}
+
+QString ConversationStore::restoreDeleted(const QString& id) {
+    const QString path = pathOf(id), aside = deletedPathOf(id);
+    if (!QFile::exists(aside)) return QStringLiteral("%1 is gone: the conversation cannot be restored").arg(aside);
+    if (QFile::exists(path)) return QStringLiteral("%1 exists: %2 is left as it is").arg(path, aside);
+    if (!QFile::rename(aside, path)) return QStringLiteral("%1 cannot be renamed back to %2").arg(aside, path);
+    QByteArray bytes;
+    try {
+        const std::string text = read_file_capped(QFile::encodeName(path).toStdString(), kMaxDocumentFileBytes, "conversation");
+        bytes = QByteArray(text.data(), static_cast<qsizetype>(text.size()));
+    } catch (const std::exception& e) {
+        return QString::fromLocal8Bit(e.what());
+    }
+    ReadProblem problem;
+    std::optional<Conversation> c = conversationFromBytes(bytes, &problem);
+    if (!c) return QStringLiteral("%1: %2").arg(path, problem.reason);
+    beginResetModel();
+    all_.push_back(std::move(*c));
+    rebuildRows();
+    endResetModel();
+    return {};
+}
+
+QString ConversationStore::purgeDeleted(const QString& id) {
+    const QString aside = deletedPathOf(id);
+    if (QFile::exists(aside) && !QFile::remove(aside)) return QStringLiteral("%1 cannot be removed").arg(aside);
+    return {};
+}
+
 QString ConversationStore::rename(const QString& id, const QString& title) {
     std::optional<Conversation> c = find(id);
     if (!c) return QStringLiteral("no conversation %1").arg(id);
-    c->title = title.simplified().isEmpty() ? c->title : title.simplified();
+    if (title.simplified().isEmpty()) return QStringLiteral("a title cannot be empty");
+    c->title = title.simplified();
+    c->titleByUser = true;
     return save(*c);
 }
 

@@ -4,7 +4,8 @@
 //
 // A file that cannot be read — not JSON, not a conversation, or a newer format version — is
 // never overwritten or deleted: it is renamed aside (<id>.json.corrupt, <id>.json.newer-version)
-// and a notice says why and where it went, so nothing a user wrote is lost.
+// and a notice says why and where it went, so nothing a user wrote is lost. A deleted one can be
+// taken back for a while (moveToDeleted).
 #pragma once
 
 #include <QAbstractListModel>
@@ -40,7 +41,17 @@ public:
     QString save(const Conversation& c);
 
     Q_INVOKABLE QString idAt(int row) const;
+    // Deletes at once, for good.
     Q_INVOKABLE bool remove(const QString& id);
+    // Deletion that can be undone (ChatController's Undo): the file is renamed to
+    // <id>.json.deleted — not listed, but nothing is gone — and the conversation leaves the list.
+    // restoreDeleted() renames it back; purgeDeleted() removes it for good. A .deleted file left
+    // by an app that ended inside the undo window is removed by the next reload(): the user asked
+    // for the deletion and did not take it back. Each returns the reason on failure, else "".
+    QString moveToDeleted(const QString& id);
+    QString restoreDeleted(const QString& id);
+    QString purgeDeleted(const QString& id);
+    // A title typed by the user: it stays when the first prompt is edited (titleByUser).
     Q_INVOKABLE QString rename(const QString& id, const QString& title);
     // Writes conversation `id` to `path` as "markdown" or "json"; returns the reason on failure.
     Q_INVOKABLE QString exportTo(const QString& id, const QString& path, const QString& format) const;
@@ -54,6 +65,7 @@ Q_SIGNALS:
 
 private:
     QString pathOf(const QString& id) const;
+    QString deletedPathOf(const QString& id) const { return pathOf(id) + QStringLiteral(".deleted"); }
     void keepAside(const QString& path, const QString& suffix, const QString& why);
     void rebuildRows();  // sorts, applies the filter
 

@@ -6,6 +6,8 @@
 
 #include "app/generate.hpp"
 #include "engine/chat_tokens.hpp"
+#include "engine/context_fit.hpp"
+#include "plural.hpp"
 #include "mnemo/io/gguf.hpp"
 #include "mnemo/error.hpp"
 #include "mnemo/kb/kb_source.hpp"
@@ -87,12 +89,8 @@ void ModelWorker::load(quint64 id, LoadRequest request) {
         o.n_threads = request.threads;
         o.n_ctx = request.contextLength;
         o.cache_dtype = MNEMO_DTYPE_F16;  // the programs' default KV cache type (docs/cli.md, --cache-type)
-        std::unique_ptr<Session> session;
-        try {
-            session = Session::open(o);
-        } catch (const std::exception& e) {
-            rethrowWithContext(e, dir, "loading model '" + dir + "' on " + backend + ":" + std::to_string(request.device));
-        }
+        std::string contextNote;
+        std::unique_ptr<Session> session = openClamped(o, request, contextNote);
 
         std::shared_ptr<MemorySource> source;
         KbStatus kb;
@@ -139,6 +137,8 @@ void ModelWorker::load(quint64 id, LoadRequest request) {
         info.bytesPerToken = s.decode_weight_bytes;
         info.memoryBytes = s.weight_bytes + s.state_bytes;
         info.contextLength = session->n_ctx();
+        info.trainedContext = s.n_ctx_train;
+        info.contextNote = QString::fromStdString(contextNote);
 
         // Only now does the new model replace the old one.
         session_ = std::move(session);
@@ -151,6 +151,59 @@ void ModelWorker::load(quint64 id, LoadRequest request) {
     } catch (const std::exception& e) {
         Q_EMIT loadFailed(id, QString::fromUtf8(e.what()), session_ != nullptr);
     }
+}
+
+std::unique_ptr<Session> ModelWorker::openClamped(SessionOptions o, const LoadRequest& request, std::string& note) {
+    const std::string& dir = o.model_dir;
+    const std::string where = "loading model '" + dir + "' on " + o.backend + ":" + std::to_string(request.device);
+    // The engine allows a context past the trained one with a warning on stderr (as llama.cpp
+    // does); a window has no stderr, and a model asked to read positions it never saw answers
+    // nonsense without a word. So such a context is clamped to the trained length, and the note
+    // (the model line and the status) names both numbers.
+    o.warn = [](const std::string&) {};  // the only load warning is the one clamped away below
+    auto clampNote = [&](int64_t trained) {
+        return "the context of " + std::to_string(request.contextLength) + " tokens asked for is longer than the " +
+               std::to_string(trained) + " the model was trained on: it uses " + std::to_string(trained);
+    };
+    std::unique_ptr<Session> session;
+    try {
+        session = Session::open(o);
+    } catch (const std::exception& e) {
+        // A context far past the trained one may not even fit the device: learn the trained
+        // length from a default load, and clamp to it if that is why.
+        if (o.n_ctx <= 0) rethrowWithContext(e, dir, where);
+        SessionOptions fallback = o;
+        fallback.n_ctx = 0;
+        std::unique_ptr<Session> probe;
+        try {
+            probe = Session::open(fallback);
+        } catch (const std::exception&) {
+            rethrowWithContext(e, dir, where);
+        }
+        const int64_t trained = probe->summary().n_ctx_train;
+        if (trained <= 0 || o.n_ctx <= trained) rethrowWithContext(e, dir, where);
+        note = clampNote(trained);
+        if (probe->n_ctx() == trained) return probe;
+        probe.reset();
+        fallback.n_ctx = static_cast<int32_t>(trained);
+        try {
+            return Session::open(fallback);
+        } catch (const std::exception& e2) {
+            rethrowWithContext(e2, dir, where);
+        }
+    }
+    const int64_t trained = session->summary().n_ctx_train;
+    if (trained > 0 && session->n_ctx() > trained) {
+        note = clampNote(trained);
+        session.reset();  // its caches go before the smaller ones are made
+        o.n_ctx = static_cast<int32_t>(trained);
+        try {
+            session = Session::open(o);
+        } catch (const std::exception& e) {
+            rethrowWithContext(e, dir, where);
+        }
+    }
+    return session;
 }
 
 std::shared_ptr<KbSource> ModelWorker::connectKb(Session& session, const LoadRequest& request, KbStatus& status) {
@@ -172,7 +225,9 @@ std::shared_ptr<KbSource> ModelWorker::connectKb(Session& session, const LoadReq
         o.connect_timeout_ms = o.call_timeout_ms = request.kbTimeoutMs;
         // An outage, a recovery or a new bank while generating: called on the session's thread or
         // the prefetch worker, so it only queues a signal.
-        o.warn = [this](const std::string& w) { Q_EMIT kbWarning(QString::fromStdString(w)); };
+        o.on_event = [this, url = request.kbUrl](KbEvent event, const std::string& detail) {
+            Q_EMIT kbNotice(kbEventNotice(event, url, QString::fromStdString(detail)));
+        };
         std::shared_ptr<KbSource> kb = connect_kb(o, memory_folder_model(session));
         status.state = KbState::Connected;
         status.message = QString::fromStdString(kb->describe());
@@ -225,10 +280,9 @@ void ModelWorker::generate(quint64 id, QList<ChatTurn> turns, SamplingSettings s
         return;
     }
     try {
-        const app::RenderedChat target = renderChat(*tokenizer_, template_, turns);
-        if (static_cast<int64_t>(target.tokens.size()) >= session_->n_ctx())
-            throw Error("the conversation has " + std::to_string(target.tokens.size()) + " tokens but the context holds " +
-                        std::to_string(session_->n_ctx()) + ": start a new conversation or edit an earlier message");
+        const FittedChat fitted = fitToContext(*tokenizer_, template_, turns, session_->n_ctx(), settings);
+        const app::RenderedChat& target = fitted.chat;
+        result.droppedMessages = fitted.dropped;
         if (recorder_) recorder_->take(0);  // forget what an earlier, failed request retrieved
         const KbSource* kb = recorder_ ? recorder_->kb() : nullptr;
         const KbSourceStatus before = kb ? kb->status() : KbSourceStatus{};
@@ -279,15 +333,15 @@ void ModelWorker::generate(quint64 id, QList<ChatTurn> turns, SamplingSettings s
         result.kb = kbNow();
         if (info_.kb.missing()) {
             // The server was asked for at load and could not be used: every answer says so.
-            result.kbNotice = QStringLiteral("Answered without memories: %1").arg(kbStatusText(info_.kb));
+            result.kbNotice = QStringLiteral("Answered without memories: %1").arg(kbMissingReason(info_.kb));
         } else if (kb) {
             const KbSourceStatus d = kb->status().since(before);
             const uint64_t missed = d.failures + d.skipped;
             if (missed > 0)
-                result.kbNotice = QStringLiteral("%1 of %2 chunks got no memories: the knowledge server %3 did not answer (%4)")
+                result.kbNotice = QStringLiteral("%1 of %2 got no memories: knowledge server %3 did not answer (%4)")
                                       .arg(missed)
-                                      .arg(d.retrievals)
-                                      .arg(info_.kbUrl, QString::fromStdString(d.last_error));
+                                      .arg(countText(static_cast<qint64>(d.retrievals), QStringLiteral("chunk")))
+                                      .arg(kbServerName(info_.kbUrl), kbProblemOrError(QString::fromStdString(d.last_error)));
         }
         Q_EMIT generationFinished(id, result);
     } catch (const std::exception& e) {

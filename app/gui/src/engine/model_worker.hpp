@@ -55,10 +55,14 @@ Q_SIGNALS:
     void token(quint64 id, QString piece);
     void generationFinished(quint64 id, mnemo::gui::GenerationResult result);
     void generationFailed(quint64 id, QString reason);
-    // The knowledge server stopped answering, answers again, or serves a new bank (any thread).
-    void kbWarning(QString message);
+    // The knowledge server stopped answering, answers again, or serves a new bank (any thread),
+    // in words for the status line, with its severity and the client's own text as details.
+    void kbNotice(mnemo::gui::StatusNotice notice);
 
 private:
+    // Session::open with a context past the model's trained length clamped to it; `note` then
+    // says so, naming both numbers.
+    static std::unique_ptr<Session> openClamped(SessionOptions o, const LoadRequest& request, std::string& note);
     // Connects to the request's knowledge server for `session`; nullptr (and `status` saying
     // why) when it cannot: the model then answers without memories.
     std::shared_ptr<KbSource> connectKb(Session& session, const LoadRequest& request, KbStatus& status);

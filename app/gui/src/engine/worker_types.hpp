@@ -51,6 +51,10 @@ struct ModelInfo {
     quint64 bytesPerToken = 0;  // weight bytes one decode step reads
     quint64 memoryBytes = 0;    // weights + state (KV caches) on the device
     int contextLength = 0;
+    qint64 trainedContext = 0;  // positions the model was trained on; 0 when unknown
+    // Why the context differs from the one asked for (a request past trainedContext is clamped to
+    // it), naming both numbers; empty when it is as asked.
+    QString contextNote;
 
     QString deviceText() const;  // "cpu:0 AMD EPYC"
 };
@@ -62,7 +66,14 @@ struct SamplingSettings {
     float minP = 0.05f;
     float repeatPenalty = 1.0f;
     int maxTokens = 512;       // < 0: until the context is full
-    quint64 seed = 0xC0FFEE;
+    // The sampler's seed. SettingsController::sampling() sets it for each answer (a new one drawn
+    // from the system's generator, or the fixed one the settings name) and the answer keeps it
+    // (Message::seed), so a sampled answer can be told apart and reproduced.
+    quint64 seed = 0;
+    // A conversation longer than the context: drop its oldest messages (never the system prompt
+    // or the new prompt) until it fits with room for the answer; otherwise the answer fails and
+    // says so. Only the local model: a server keeps its own context.
+    bool dropOldestTurns = false;
 };
 
 struct ChatTurn {
@@ -82,6 +93,7 @@ struct GenerationResult {
     double firstTokenSeconds = 0.0; // from the request to the first token (prefill included)
     double tokensPerSecond = 0.0;   // generated tokens over the time after the first one
     int contextUsed = 0;            // tokens in the KV cache afterwards
+    int droppedMessages = 0;        // oldest messages left out to fit the context (dropOldestTurns)
     QString device;                 // where it ran: "cpu:0 AMD EPYC"
     // The retrieved references the answer read, chunk by chunk (chunks of 64 tokens of the
     // conversation, numbered from 1): the engine's own type (mnemo/memory/explicit_memory.hpp).

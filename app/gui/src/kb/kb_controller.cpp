@@ -5,13 +5,37 @@
 namespace mnemo::gui {
 
 KbController::KbController(ModelController& model, AppSettings& settings, QObject* parent)
-    : QObject(parent), model_(model), settings_(settings), server_(settings.kbServer()) {
-    connect(&model_, &ModelController::modelReplaced, this, [this](const ModelInfo& info) { set(info.kb); });
+    : QObject(parent), model_(model), settings_(settings), server_(settings.kbServer()),
+      documents_(new DocumentsController(model, *this, this)) {
+    connect(&model_, &ModelController::modelReplaced, this, &KbController::onModelReplaced);
     connect(&model_, &ModelController::folderOpened, this, &KbController::readRetrieval);
-    connect(
-        model_.worker(), &ModelWorker::kbWarning, this,
-        [this](const QString& message) { Q_EMIT statusMessage(QStringLiteral("Knowledge server: %1").arg(message), true); },
-        Qt::QueuedConnection);
+    // The worker words the client's warnings (kbEventNotice); they are passed on as they are.
+    connect(model_.worker(), &ModelWorker::kbNotice, this, &KbController::statusNotice, Qt::QueuedConnection);
+    model_.setMemoryChoice([this](LoadRequest& r) { chooseFor(r); });
+}
+
+void KbController::onModelReplaced(const ModelInfo& info) {
+    set(info.kb);
+    // The newest load (an overtaken one is followed by it) went on without the memories asked for.
+    if (info.kb.missing() && !model_.loading())
+        Q_EMIT statusNotice({QStringLiteral("Loaded %1 on %2 without memories: %3.").arg(info.modelDir, info.deviceText(), kbMissingReason(info.kb)),
+                             kbStatusDetails(info.kb), StatusSeverity::Warning});
+}
+
+void KbController::chooseFor(LoadRequest& r) const {
+    // A bank is made for one model: only the folder the server was in use with gets it again.
+    if (server_.url.isEmpty() || server_.modelDir.isEmpty() || server_.modelDir != r.modelDir) return;
+    r.memoryFolder.clear();
+    r.kbUrl = server_.url;
+    r.kbTokenFile = server_.tokenFile;
+    r.kbCaFile = server_.caFile;
+    r.kbTimeoutMs = timeoutMs_;
+    r.retrieval = server_.retrieval.isEmpty() ? retrieval_ : server_.retrieval;
+}
+
+void KbController::saveServer() {
+    settings_.setKbServer(server_);
+    Q_EMIT changed();
 }
 
 void KbController::set(const KbStatus& k) {
@@ -45,15 +69,20 @@ void KbController::useMemoryFolder(const QString& folderOrUrl) {
     LoadRequest r = model_.lastLoad();
     r.memoryFolder = localPath(folderOrUrl);
     r.kbUrl.clear();
+    server_.modelDir.clear();  // the server is no longer in use: a restart does not connect it
+    saveServer();
     r.retrieval = retrieval_;
     model_.reload(r, r.memoryFolder.isEmpty() ? QStringLiteral("Reloading the model without memories…")
                                               : QStringLiteral("Reloading the model with the memories of %1…").arg(r.memoryFolder));
 }
 
 void KbController::connectServer(const QString& url, const QString& tokenFileOrUrl, const QString& caFileOrUrl) {
-    server_ = {url.trimmed(), localPath(tokenFileOrUrl.trimmed()), localPath(caFileOrUrl.trimmed())};
-    settings_.setKbServer(server_);
-    Q_EMIT changed();
+    // In use with the loaded folder from now on, even when it does not answer yet: the next start
+    // tries it again (and loads without memories, saying so, if it still does not answer).
+    server_ = {url.trimmed(), localPath(tokenFileOrUrl.trimmed()), localPath(caFileOrUrl.trimmed()), model_.lastLoad().modelDir,
+               retrieval_};
+    if (server_.url.isEmpty()) server_.modelDir.clear();
+    saveServer();
     if (server_.url.isEmpty()) {
         Q_EMIT statusMessage(QStringLiteral("Give the knowledge server's address (grpcs://HOST:PORT, or grpc://HOST:PORT on loopback)"), true);
         return;
@@ -74,6 +103,8 @@ void KbController::connectServer(const QString& url, const QString& tokenFileOrU
 
 void KbController::useNoMemories() {
     if (model_.lastLoad().modelDir.isEmpty()) return;
+    server_.modelDir.clear();  // "none" is remembered: a restart does not connect the server
+    saveServer();
     LoadRequest r = model_.lastLoad();
     r.memoryFolder.clear();
     r.kbUrl.clear();

@@ -117,6 +117,7 @@ void ModelController::loadModel(const QString& dirOrUrl) {
     if (r.modelDir != lastLoad_.modelDir) fastestDevice_.end();
     r.memoryFolder.clear();  // memories are made for one model
     r.kbUrl.clear();         // and so is a knowledge server's bank
+    if (memoryChoice_) memoryChoice_(r);  // unless one was in use with this folder
     if (r.backend.isEmpty()) r.backend = QStringLiteral("cpu");
     openFolder(r.modelDir);  // its context length and threads apply to this load
     Q_EMIT statusMessage(QStringLiteral("Loading %1 on %2:%3…").arg(r.modelDir, r.backend).arg(r.device), false);
@@ -214,17 +215,18 @@ void ModelController::onLoaded(quint64 id, const ModelInfo& info) {
     Q_EMIT modelReplaced(info);
     if (!switched) openFolder(info.modelDir);
     if (appSettings_.addRecent(info.modelDir)) Q_EMIT recentModelsChanged();
-    // The chat goes on without the memories asked for, and says so (here, and under each answer).
-    if (info.kb.missing())
-        Q_EMIT statusMessage(QStringLiteral("Loaded %1 on %2, without memories. %3")
-                                 .arg(info.modelDir, info.deviceText(), kbStatusText(info.kb)),
-                             true);
-    else if (switched)
-        Q_EMIT statusMessage(QStringLiteral("Now running on %1; the conversation goes on there%2")
-                                 .arg(info.deviceText(), fastestDevice_.active() ? QStringLiteral(". ") + fastestDevice_.text() : QString()),
-                             false);
-    else
-        Q_EMIT statusMessage(QStringLiteral("Loaded %1 on %2").arg(info.modelDir, info.deviceText()), false);
+    // Loaded without the memories asked for: KbController says so (on modelReplaced, as a
+    // warning with the server's own text as details), and so does each answer.
+    if (!info.kb.missing()) {
+        if (switched)
+            Q_EMIT statusMessage(QStringLiteral("Now running on %1; the conversation goes on there%2")
+                                     .arg(info.deviceText(), fastestDevice_.active() ? QStringLiteral(". ") + fastestDevice_.text() : QString()),
+                                 false);
+        else if (!info.contextNote.isEmpty())  // a context clamped to the trained one: said, not red
+            Q_EMIT statusMessage(QStringLiteral("Loaded %1 on %2; %3").arg(info.modelDir, info.deviceText(), info.contextNote), false);
+        else
+            Q_EMIT statusMessage(QStringLiteral("Loaded %1 on %2").arg(info.modelDir, info.deviceText()), false);
+    }
     Q_EMIT loadingChanged();
     Q_EMIT infoChanged();
 }

@@ -13,6 +13,7 @@
 
 #include <QObject>
 #include <QStringList>
+#include <functional>
 #include <memory>
 #include <optional>
 
@@ -38,6 +39,9 @@ class ModelController : public QObject {
     Q_PROPERTY(QString dir READ dir NOTIFY infoChanged)
     Q_PROPERTY(int deviceRow READ deviceRow NOTIFY infoChanged)  // in the picker (DeviceModel)
     Q_PROPERTY(QStringList recentModels READ recentModels NOTIFY recentModelsChanged)
+    // Positions the loaded model was trained on (0: unknown, or no model): the settings say it
+    // beside the context length, which a load clamps to it (ModelInfo::contextNote).
+    Q_PROPERTY(int trainedContext READ trainedContext NOTIFY infoChanged)
 
 public:
     ModelController(DeviceModel& devices, AppSettings& appSettings, SettingsController& settings, FastestDeviceController& fastestDevice,
@@ -65,6 +69,7 @@ public:
     QString line() const;
     QString details() const;
     QString dir() const { return info_.modelDir; }
+    int trainedContext() const { return loaded_ ? static_cast<int>(info_.trainedContext) : 0; }
     int deviceRow() const;
     QStringList recentModels() const { return appSettings_.recentModels(); }
     const ModelInfo& info() const { return info_; }
@@ -81,6 +86,9 @@ public:
     // Reloads the model with `request` (other memories, another device): the answer in progress
     // stops, and the status says `status`.
     void reload(const LoadRequest& request, const QString& status);
+    // Gives a model folder opened by loadModel its memory source (KbController: the knowledge
+    // server last used with that folder); a load starts from none otherwise. Reloads keep theirs.
+    void setMemoryChoice(std::function<void(LoadRequest&)> choose) { memoryChoice_ = std::move(choose); }
 
 Q_SIGNALS:
     void requestLoad(quint64 id, mnemo::gui::LoadRequest request);
@@ -117,6 +125,7 @@ private:
     quint64 nextId_ = 0;
     quint64 pendingLoad_ = 0;
     std::optional<Server> server_;
+    std::function<void(LoadRequest&)> memoryChoice_;
 
     // Last, so that it is destroyed first: the worker thread stops before what it reports to.
     std::unique_ptr<WorkerThread> thread_;

@@ -3,6 +3,7 @@
 #include <QFile>
 #include <QFileInfo>
 #include <QUrl>
+#include <algorithm>
 
 #include "mnemo/io/file_read.hpp"
 
@@ -73,6 +74,10 @@ std::optional<ModelSettings> AppSettings::model(const QString& modelDir) const {
     s.maxTokens = ini_->value(QStringLiteral("max_tokens"), s.maxTokens).toInt();
     s.contextLength = ini_->value(QStringLiteral("context_length"), s.contextLength).toInt();
     s.threads = ini_->value(QStringLiteral("threads"), s.threads).toInt();
+    // Keys added later: a file written before them keeps the defaults (a new seed each answer, stop).
+    s.fixedSeed = ini_->value(QStringLiteral("seed_mode")).toString() == QLatin1String("fixed");
+    s.seed = std::clamp<qint64>(ini_->value(QStringLiteral("seed"), s.seed).toLongLong(), 0, ModelSettings::kMaxSeed);
+    s.dropOldestTurns = ini_->value(QStringLiteral("context_overflow")).toString() == QLatin1String("drop_oldest");
     ini_->endGroup();
     return s;
 }
@@ -88,6 +93,9 @@ void AppSettings::setModel(const QString& modelDir, const ModelSettings& s) {
     ini_->setValue(QStringLiteral("max_tokens"), s.maxTokens);
     ini_->setValue(QStringLiteral("context_length"), s.contextLength);
     ini_->setValue(QStringLiteral("threads"), s.threads);
+    ini_->setValue(QStringLiteral("seed_mode"), s.fixedSeed ? QStringLiteral("fixed") : QStringLiteral("random"));
+    ini_->setValue(QStringLiteral("seed"), s.seed);
+    ini_->setValue(QStringLiteral("context_overflow"), s.dropOldestTurns ? QStringLiteral("drop_oldest") : QStringLiteral("stop"));
     ini_->endGroup();
     ini_->sync();
 }
@@ -107,7 +115,8 @@ void AppSettings::setRetrieval(const QString& modelDir, const QString& retrieval
 KbServerSettings AppSettings::kbServer() const {
     if (!ini_) return {};
     return {ini_->value(QStringLiteral("kb/url")).toString(), ini_->value(QStringLiteral("kb/token_file")).toString(),
-            ini_->value(QStringLiteral("kb/ca_file")).toString()};
+            ini_->value(QStringLiteral("kb/ca_file")).toString(), ini_->value(QStringLiteral("kb/in_use_with")).toString(),
+            ini_->value(QStringLiteral("kb/retrieval")).toString()};
 }
 
 void AppSettings::setKbServer(const KbServerSettings& k) {
@@ -115,6 +124,8 @@ void AppSettings::setKbServer(const KbServerSettings& k) {
     ini_->setValue(QStringLiteral("kb/url"), k.url);
     ini_->setValue(QStringLiteral("kb/token_file"), k.tokenFile);
     ini_->setValue(QStringLiteral("kb/ca_file"), k.caFile);
+    ini_->setValue(QStringLiteral("kb/in_use_with"), k.modelDir);
+    ini_->setValue(QStringLiteral("kb/retrieval"), k.retrieval);
     ini_->sync();
 }
 
@@ -127,6 +138,17 @@ void AppSettings::setApiServer(const ApiServerSettings& s) {
     if (!ini_) return;
     ini_->setValue(QStringLiteral("server/url"), s.url);
     ini_->setValue(QStringLiteral("server/key_file"), s.keyFile);
+    ini_->sync();
+}
+
+QString AppSettings::appearance() const {
+    const QString mode = ini_ ? ini_->value(QStringLiteral("appearance/theme")).toString() : QString();
+    return mode == QLatin1String("light") || mode == QLatin1String("dark") ? mode : QStringLiteral("system");
+}
+
+void AppSettings::setAppearance(const QString& mode) {
+    if (!ini_) return;
+    ini_->setValue(QStringLiteral("appearance/theme"), mode);
     ini_->sync();
 }
 

@@ -24,13 +24,25 @@ struct ModelSettings {
     int maxTokens = 512;
     int contextLength = 0;  // 0: the engine's default (min(trained, 4096)); used when the model loads
     int threads = 0;        // 0: the backend's choice; used when the model loads
+    // The sampler's seed: a new one for each answer, or `seed` for every answer (reproducible).
+    bool fixedSeed = false;
+    qint64 seed = 0;  // 0 .. kMaxSeed
+    // A conversation longer than the context: drop its oldest messages, or stop with an error.
+    bool dropOldestTurns = false;
+    // Seeds are 32-bit: what a user can type and read back, exact in JSON and in a QML number.
+    static constexpr qint64 kMaxSeed = 0xFFFFFFFFLL;
 };
 
-// The knowledge server last connected to (the panel starts from it).
+// The knowledge server last connected to (the panel starts from it), and whether it is in use:
+// the model folder it was connected with, until "No memories" or a memory folder ends it (empty:
+// not in use). Opening that folder again, as at the next start, connects it again, with the
+// retrieval it ran with.
 struct KbServerSettings {
     QString url;
     QString tokenFile;
     QString caFile;
+    QString modelDir;
+    QString retrieval;
 };
 
 // The `mnemo serve` last used as the model (the device picker's "server" entry). Never its API
@@ -60,6 +72,11 @@ public:
 
     ApiServerSettings apiServer() const;
     void setApiServer(const ApiServerSettings& s);
+
+    // The window's palette: "system" (the default: follow the desktop), "light" or "dark"
+    // (key theme of the section appearance; anything else reads as "system").
+    QString appearance() const;
+    void setAppearance(const QString& mode);
 
     // The Fastest device benchmark's figures for `key` (a model folder and the device list), as
     // text; empty when not measured. Kept in memory too when there is no settings file.
