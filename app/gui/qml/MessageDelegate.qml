@@ -282,8 +282,9 @@ ColumnLayout {
         color: theme.mutedText
         font.pointSize: theme.fontSmall
         textFormat: Text.PlainText  // the device's name
-        text: message.tokens + (message.tokens === 1 ? " token · " : " tokens · ") + message.tokensPerSecond.toFixed(1)
-              + " tokens/s · first token " + message.firstTokenMs.toFixed(0) + " ms · " + message.device
+        // One token has no decode rate (no time after the first token): none is shown then.
+        text: message.tokens + (message.tokens === 1 ? " token · " : " tokens · ")
+              + (message.tokens > 1 ? message.tokensPerSecond.toFixed(1) + " tokens/s · " : "") + "first token " + message.firstTokenMs.toFixed(0) + " ms · " + message.device
               + (message.seed >= 0 ? " · seed " + message.seed : "")
               + (message.droppedMessages > 0 ? " · oldest " + message.droppedMessages
                  + (message.droppedMessages === 1 ? " message" : " messages") + " left out to fit the context" : "")

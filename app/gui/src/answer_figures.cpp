@@ -40,7 +40,9 @@ void AnswerFigures::answerEnded(const GenerationResult& r) {
     abandoned_.clear();
     have_ = true;
     fromServer_ = r.remote;
-    tokensPerSecond_ = r.tokensPerSecond;
+    // One token has no decode rate to speak of (the time after the first token is none): the
+    // strip then leaves the rate out rather than show a figure that is only the prefill's shadow.
+    tokensPerSecond_ = r.tokens > 1 ? r.tokensPerSecond : 0.0;
     firstTokenMs_ = r.firstTokenSeconds * 1000.0;
     contextUsed_ = r.contextUsed;
 }
@@ -62,13 +64,14 @@ QString AnswerFigures::text(int contextLength, quint64 memoryBytes) const {
             .arg(countText(livePieces_, QStringLiteral("token")));
     }
     if (!have_) return abandoned_.isEmpty() ? QStringLiteral("No answer yet") : abandoned_;
+    const QString rate = tokensPerSecond_ > 0 ? QStringLiteral("%1 tokens/s").arg(tokensPerSecond_, 0, 'f', 1) : QStringLiteral("one token");
     if (fromServer_)  // the server's decode rate; the first token as this app saw it, network included
-        return QStringLiteral("%1 tokens/s on the server · first token %2 ms · %3 in the conversation")
-            .arg(tokensPerSecond_, 0, 'f', 1)
+        return QStringLiteral("%1 on the server · first token %2 ms · %3 in the conversation")
+            .arg(rate)
             .arg(firstTokenMs_, 0, 'f', 0)
             .arg(countText(contextUsed_, QStringLiteral("token")));
-    return QStringLiteral("%1 tokens/s · first token %2 ms · context %3 / %4 · %5 in memory")
-        .arg(tokensPerSecond_, 0, 'f', 1)
+    return QStringLiteral("%1 · first token %2 ms · context %3 / %4 · %5 in memory")
+        .arg(rate)
         .arg(firstTokenMs_, 0, 'f', 0)
         .arg(contextUsed_)
         .arg(countText(contextLength, QStringLiteral("token")))
