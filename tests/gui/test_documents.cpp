@@ -190,6 +190,27 @@ private Q_SLOTS:
         QCOMPARE(c->kb()->memoryFolder(), folder);
     }
 
+    // A knowledge server that is not answering: the panel says so in the chat's words, lists
+    // nothing, and adds no warning of its own to the status line (the chat has already said it).
+    void anUnreachableServerIsNotListed() {
+        QTemporaryDir dir;
+        auto c = openChat(dir);
+        QVERIFY(c);
+        DocumentsController* d = c->kb()->documents();
+        c->kb()->connectServer(QStringLiteral("grpc://127.0.0.1:1"), QString(), QString());
+        QVERIFY(waitLoaded(*c));
+        QCOMPARE(c->kb()->state(), QStringLiteral("unreachable"));
+        const QString status = c->status();
+        QSignalSpy notices(d, &DocumentsController::statusNotice);
+        d->refresh();
+        QTest::qWait(300);  // a listing would have been asked and failed by now
+        QCOMPARE(notices.count(), 0);
+        QCOMPARE(c->status(), status);
+        QCOMPARE(d->documents()->count(), 0);
+        QCOMPARE(d->message(), c->kb()->text());
+        QVERIFY(!d->messageIsError());
+    }
+
     void cancelLeavesTheFolderAsItWas() {
         QTemporaryDir dir;
         auto c = openChat(dir);

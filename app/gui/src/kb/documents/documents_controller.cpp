@@ -199,6 +199,15 @@ void DocumentsController::refresh() {
         list_.setRows({});
         return;
     }
+    // A server the chat already knows is not answering has no list to give: the panel says why,
+    // and the status line keeps the chat's own word on the server (no second warning).
+    if (t->server && kb_.state() == QLatin1String("unreachable")) {
+        list_.setRows({});
+        message_ = kb_.text();
+        messageIsError_ = false;
+        Q_EMIT messageChanged();
+        return;
+    }
     listJob_ = ++nextId_;
     Q_EMIT requestList(listJob_, *t);
 }
