@@ -59,9 +59,15 @@ QString AnswerFigures::text(int contextLength, quint64 memoryBytes) const {
         if (liveFirstTokenMs_ < 0) return QStringLiteral("Answering… reading the conversation");
         // Pieces as they were streamed: about one per token (a character cut across tokens
         // arrives whole), hence "~"; the exact count replaces it when the answer ends.
-        return QStringLiteral("Answering… first token %1 ms · ~%2 so far")
-            .arg(liveFirstTokenMs_, 0, 'f', 0)
-            .arg(countText(livePieces_, QStringLiteral("token")));
+        QString s = QStringLiteral("Answering… first token %1 ms · ~%2 so far")
+                        .arg(liveFirstTokenMs_, 0, 'f', 0)
+                        .arg(countText(livePieces_, QStringLiteral("token")));
+        // The decode rate so far, once there is enough of it to mean something (a quarter of a
+        // second after the first token): pieces after the first over the time since it.
+        const double sinceFirst = static_cast<double>(clock_.nsecsElapsed()) * 1e-9 - liveFirstTokenMs_ * 1e-3;
+        if (livePieces_ > 1 && sinceFirst >= kLiveRateAfterSeconds)
+            s += QStringLiteral(" · ~%1 tokens/s").arg((livePieces_ - 1) / sinceFirst, 0, 'f', 1);
+        return s;
     }
     if (!have_) return abandoned_.isEmpty() ? QStringLiteral("No answer yet") : abandoned_;
     const QString rate = tokensPerSecond_ > 0 ? QStringLiteral("%1 tokens/s").arg(tokensPerSecond_, 0, 'f', 1) : QStringLiteral("one token");

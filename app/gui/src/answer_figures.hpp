@@ -1,6 +1,6 @@
 // What the performance strip says (chat.performance): the figures of the last answer of the model
 // that answers now — never another's. While an answer streams it shows that answer's live figures
-// ("Answering… first token 85 ms · ~12 tokens so far"), not the previous answer's; when the model
+// ("Answering… first token 85 ms · ~12 tokens so far · ~40.0 tokens/s"), not the previous answer's; when the model
 // (or its device, its context, or the server) changes it starts again from "No answer yet", so a
 // context used by one model is never shown against another's size (issue 29: "context 592 / 2176").
 #pragma once
@@ -14,6 +14,9 @@ namespace mnemo::gui {
 
 class AnswerFigures {
 public:
+    // The live decode rate shows once this long has passed since the first token.
+    static constexpr double kLiveRateAfterSeconds = 0.25;
+
     // What answers now, as a key: a change of key forgets the figures. Returns whether it did.
     bool setAnswerer(const QString& key);
     void reset();
