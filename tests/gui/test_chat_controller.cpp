@@ -100,7 +100,9 @@ private Q_SLOTS:
         QVERIFY(QTest::qWaitFor([&] { return c.conversation()->at(1).tokens > 0; }, 5000));
         QVERIFY(c.conversation()->at(1).tokensPerSecond > 0);
         QCOMPARE(c.conversation()->at(1).finish, QStringLiteral("stopped"));
-        QVERIFY(c.performance().contains(QStringLiteral("tokens/s")));
+        // Stopped after its first token (a slow machine, a sanitizer build) it has no decode rate.
+        const QString rate = c.conversation()->at(1).tokens > 1 ? QStringLiteral("tokens/s") : QStringLiteral("one token");
+        QVERIFY2(c.performance().contains(rate), qPrintable(c.performance()));
 
         // The next question is answered normally.
         makeGreedy(c);
