@@ -11,14 +11,13 @@
 #include "chat_controller.hpp"
 #include "conversation/branches.hpp"
 #include "gui_test_util.hpp"
+#include "window_test_util.hpp"
 
 using namespace mnemo::gui;
 using namespace mnemo::gui::test;
 
 namespace {
 
-bool waitLoaded(ChatController& c) { return QTest::qWaitFor([&] { return !c.model()->loading(); }, 60000) && c.model()->loaded(); }
-bool waitAnswered(ChatController& c) { return QTest::qWaitFor([&] { return !c.busy(); }, 60000); }
 
 // The app's default sampling (temperature 0.8), short answers.
 void sampled(ChatController& c) {

@@ -15,6 +15,7 @@
 #include "../fixtures/vq_memory_folder.hpp"
 #include "chat_controller.hpp"
 #include "gui_test_util.hpp"
+#include "window_test_util.hpp"
 #include "kb/documents/documents_controller.hpp"
 #include "mnemo/memory/memory_folder.hpp"
 
@@ -23,8 +24,6 @@ using namespace mnemo::gui::test;
 
 namespace {
 
-bool waitLoaded(ChatController& c) { return QTest::qWaitFor([&] { return !c.model()->loading(); }, 60000) && c.model()->loaded(); }
-bool waitAnswered(ChatController& c) { return QTest::qWaitFor([&] { return !c.busy(); }, 60000); }
 // A job ended, and the reload it asked for (a folder changed) too.
 bool waitDocuments(ChatController& c) {
     return QTest::qWaitFor([&] { return !c.kb()->documents()->busy(); }, 120000) && waitLoaded(c);
