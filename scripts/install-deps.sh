@@ -28,6 +28,7 @@ packages=(
   libfaiss-dev   # FAISS 1.7.3 (static, with its BLAS/LAPACK/OpenMP deps): mnemo-kb trains the memory codec
   libgrpc++-dev libprotobuf-dev protobuf-compiler protobuf-compiler-grpc   # the knowledge server's protocol
   libssl-dev     # mnemo-kb hashes its access tokens (SHA-256) with OpenSSL's libcrypto
+  librados-dev   # mnemo-kb's bank on a Ceph RADOS pool (--store rados://POOL), docs/kb-storage.md
   libcpp-httplib-dev   # `mnemo serve`, the OpenAI-compatible HTTP API (cpp-httplib 0.11, with OpenSSL for TLS)
   # The desktop app mnemo-chat (app/gui, Qt 6.4): headers and tools, then the QML modules its
   # window imports. The -dev packages do not pull those in, and a missing one fails only when the
@@ -51,6 +52,7 @@ if [ "$want_tests" = 1 ]; then
     dpkg-dev systemd     # the packaging test: dpkg-shlibdeps (cpack), systemd-analyze verify (tests/packaging)
     curl perl            # `mnemo serve`'s SSE stream checked byte for byte (tests/serve/openai_client/run.sh)
     xvfb xdotool x11-apps imagemagick   # mnemo-chat driven in a real X window, screenshots (tests/gui/xvfb_session.sh)
+    ceph-mon ceph-mgr ceph-osd ceph-common   # a one-machine Ceph cluster for the RADOS bank tests (tests/kb/ceph/)
   )
 fi
 

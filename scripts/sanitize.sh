@@ -17,7 +17,11 @@
 #                           shaders; the shaders run in lavapipe, which is not instrumented, and
 #                           the host code is the same as in vulkan.conformance (the staged buffer
 #                           path: VulkanBackend tests);
-#              packaging    (not registered in sanitizer builds: tests/packaging/CMakeLists.txt).
+#              packaging    (not registered in sanitizer builds: tests/packaging/CMakeLists.txt);
+#              ceph_programs (-LE ceph_programs): the RADOS bank end to end and under faults through
+#                           the programs against a real Ceph cluster (minutes, mostly the cluster's
+#                           start and a lock lease); the RADOS store's own code runs instrumented in
+#                           kb.rados_store.
 # The release pass (scripts/test.sh) runs all of them.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -29,7 +33,7 @@ configured=$(date +%s)
 cmake --build build-sanitize -j "$jobs"
 built=$(date +%s)
 export ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
-(cd build-sanitize && ctest --output-on-failure -j "$jobs" --timeout 900 -LE '^(python|vk_fallback|packaging)$')
+(cd build-sanitize && ctest --output-on-failure -j "$jobs" --timeout 900 -LE '^(python|vk_fallback|packaging|ceph_programs)$')
 end=$(date +%s)
 echo "sanitize.sh: sanitizer build, tests and fuzzing took $(( end - start )) s (configure $(( configured - start )) s," \
      "build $(( built - configured )) s, ctest $(( end - built )) s)"

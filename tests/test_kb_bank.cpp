@@ -556,9 +556,19 @@ TEST(KbBankStorage, FolderBlobsAreFlatImmutableAndAtomic) {
     EXPECT_EQ(*st->read_blob("a"), "hello");
     expect_error([&] { st->write_blob("a", "again"); }, {"'a'", "immutable"});
     for (const std::string bad : {"x/y", "..", ".", ""}) expect_error([&] { st->write_blob(bad, "z"); }, {"invalid blob name"});
-    st->publish_pointer("CURRENT", "one");
-    st->publish_pointer("CURRENT", "two");
+    st->publish_pointer("CURRENT", "one", std::nullopt);
+    st->publish_pointer("CURRENT", "two", std::string("one"));
     EXPECT_EQ(*st->read_blob("CURRENT"), "two");
+    // The compare-and-swap: a writer that read "one" may not replace what another published since.
+    EXPECT_THROW(st->publish_pointer("CURRENT", "three", std::string("one")), kb::PointerConflict);
+    EXPECT_THROW(st->publish_pointer("CURRENT", "three", std::nullopt), kb::PointerConflict);
+    EXPECT_EQ(*st->read_blob("CURRENT"), "two");
+    {
+        // One writer at a time; the lock goes with its holder.
+        const auto held = st->lock_writer("the first writer");
+        expect_error([&] { st->lock_writer("a second writer"); }, {"another writer", "the first writer"});
+    }
+    EXPECT_NO_THROW(st->lock_writer("a later writer"));
     auto r = st->open_blob("a");
     EXPECT_EQ(r->size(), 5u);
     char buf[3];

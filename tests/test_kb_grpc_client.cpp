@@ -27,6 +27,7 @@
 #include "mnemo/memory/memory_folder.hpp"
 #include "fixtures/fake_bank_info.hpp"
 #include "fixtures/random_codebook.hpp"
+#include "fixtures/vq_memory_folder.hpp"
 #include "mnemo/kb/kb_source.hpp"
 #include "mnemo_kb.grpc.pb.h"
 #include "model_test_util.hpp"
@@ -252,17 +253,7 @@ protected:
         }
         std::vector<WrittenMemory> written = session->write_memories(refs);
         MemoryCodec codec{random_codebook(static_cast<uint32_t>(s.head_dim), rng), random_codebook(static_cast<uint32_t>(s.value_dim), rng)};
-        const size_t slots = s.memory_layers.size() * static_cast<size_t>(s.kv_heads) * static_cast<size_t>(s.tokens_per_head);
-        std::uniform_int_distribution<int> byte(0, 255);
-        for (WrittenMemory& w : written) {
-            for (int kv = 0; kv < 2; ++kv) {
-                std::vector<uint8_t> codes(slots * 3);
-                for (uint8_t& c : codes) c = static_cast<uint8_t>(byte(rng));
-                (kv == 0 ? w.memory.key_codes : w.memory.value_codes) = vq_code_words(codes.data(), slots, 3, 1);
-            }
-            w.memory.keys.clear();
-            w.memory.values.clear();
-        }
+        mnemo::test::give_random_codes(written, s, rng);
         std::vector<MemoryReference> meta;
         for (size_t i = 0; i < refs.size(); ++i) meta.push_back({refs[i], "reference number " + std::to_string(i)});
         write_memory_folder(dir(), *model_, written, meta, false, &codec);

@@ -21,6 +21,7 @@
 #include <random>
 #include <thread>
 
+#include "fixtures/kb_server_process.hpp"
 #include "fixtures/tls_certificates.hpp"
 #include "mnemo/io/json.hpp"
 #include "mnemo/memory/memory_folder.hpp"
@@ -64,53 +65,7 @@ void write_corpus(const fs::path& dir, int docs) {
     }
 }
 
-// `mnemo-kb serve` as a child process; killed (SIGKILL) when the object goes.
-class ServerProcess {
-public:
-    ServerProcess(const std::vector<std::string>& args, const fs::path& port_file) : port_file_(port_file) {
-        fs::remove(port_file);
-        std::vector<std::string> argv_s = {std::string(MNEMO_BUILD_BIN) + "/mnemo-kb"};
-        argv_s.insert(argv_s.end(), args.begin(), args.end());
-        std::vector<char*> argv;
-        for (std::string& a : argv_s) argv.push_back(a.data());
-        argv.push_back(nullptr);
-        posix_spawn_file_actions_t actions;
-        posix_spawn_file_actions_init(&actions);
-        const std::string log = port_file.string() + ".log";
-        posix_spawn_file_actions_addopen(&actions, 2, log.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
-        if (posix_spawn(&pid_, argv[0], &actions, nullptr, argv.data(), environ) != 0) pid_ = -1;
-        posix_spawn_file_actions_destroy(&actions);
-    }
-    ~ServerProcess() { kill9(); }
-
-    // The port the server bound, once it serves (--port-file); 0 after 30 s or if it died.
-    int wait_port() {
-        for (int i = 0; i < 300 && pid_ > 0; ++i) {
-            if (fs::exists(port_file_)) {
-                const std::string text = read_text(port_file_);
-                if (!text.empty()) return std::stoi(text);
-            }
-            int status = 0;
-            if (waitpid(pid_, &status, WNOHANG) == pid_) {
-                pid_ = -1;
-                return 0;
-            }
-            std::this_thread::sleep_for(std::chrono::milliseconds(100));
-        }
-        return 0;
-    }
-    void kill9() {
-        if (pid_ <= 0) return;
-        ::kill(pid_, SIGKILL);
-        waitpid(pid_, nullptr, 0);
-        pid_ = -1;
-    }
-    std::string log() const { return read_text(port_file_.string() + ".log"); }
-
-private:
-    fs::path port_file_;
-    pid_t pid_ = -1;
-};
+using ServerProcess = test::KbServerProcess;
 
 std::unique_ptr<Session> open_session() { return test::open_model(model(), 256); }
 

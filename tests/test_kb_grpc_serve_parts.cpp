@@ -118,7 +118,7 @@ TEST(KbGrpcServeParts, NewTokensAreRandomAndOnlyTheirHashIsStored) {
     ASSERT_NE(TokenTable::load(file)->find(printed), nullptr) << r.output;
     EXPECT_EQ(TokenTable::load(file)->find(printed)->name, "cli");
     const auto bad = mnemo::testing::run_program("mnemo-kb", "token new --name x --scope root --tokens " + mnemo::testing::shell_quote(file), 30);
-    EXPECT_TRUE(mnemo::testing::exited_with(bad, 2, {"--scope must be read or admin"}));
+    EXPECT_TRUE(mnemo::testing::exited_with(bad, 2, {"--scope must be read, admin or shard"}));
     fs::remove_all(dir);
 }
 

@@ -1,5 +1,5 @@
-// What the commands that edit or list a bank share (cmd_delete.cpp, cmd_compact.cpp,
-// cmd_documents.cpp): BANK and the document ids from the command line.
+// The leading positional arguments of a command (cmd_push.cpp; the commands that open a bank use
+// StoreCli::parse, store_cli.hpp, which does the same and adds --store).
 #pragma once
 
 #include <string>

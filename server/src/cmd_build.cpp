@@ -11,6 +11,7 @@
 #include "bank/bank_build.hpp"
 #include "build_cli.hpp"
 #include "commands.hpp"
+#include "store_cli.hpp"
 #include "mnemo/error.hpp"
 #include "mnemo/session/session.hpp"
 
@@ -83,6 +84,12 @@ std::string report_json(const std::string& bank, const BankBuildReport& r) {
         .key("batches").value(r.batches)
         .key("resumed_batches").value(r.resumed_batches)
         .key("codec_trained").value(r.codec_trained)
+        .key("codec_resumed").value(r.codec_resumed)
+        .key("codec_sample").value(r.codec_sample)
+        .key("corpus_vectors").value(r.corpus_vectors)
+        .key("training_vectors").value(r.training_vectors)
+        .key("segments_written").value(r.segments_written)
+        .key("peak_rss_before_publish_kib").value(r.peak_rss_before_publish_kib)
         .key("key_factory").value(r.key_factory)
         .key("value_factory").value(r.value_factory)
         .key("keys_sha256").value(r.keys_sha256)
@@ -95,10 +102,22 @@ std::string report_json(const std::string& bank, const BankBuildReport& r) {
             .key("memorize").value(r.memorize_seconds)
             .key("train").value(r.train_seconds)
             .key("write").value(r.write_seconds)
+            .key("encode").value(r.encode_seconds)
             .key("total").value(r.total_seconds)
             .end_object()
-        .key("notes").array(r.notes)
-        .end_object();
+        .key("notes").array(r.notes);
+    // The stored retrieval index (server/README.md, "Retrieval index"); recall only for IVF.
+    j.key("index").begin_object()
+        .key("kind").value(r.index_kind)
+        .key("lists").value(static_cast<uint64_t>(r.index.lists))
+        .key("trained").value(r.index.ivf_trained)
+        .key("incremental_bm25").value(r.index.incremental_bm25)
+        .key("vectors_added").value(r.index.vectors_added)
+        .key("seconds").value(r.index.seconds)
+        .key("train_seconds").value(r.index.train_seconds);
+    if (r.index.recall_at_10 >= 0) j.key("recall_at_10").value(r.index.recall_at_10).key("recall_nprobe").value(static_cast<uint64_t>(r.index.recall_nprobe));
+    else j.key("recall_at_10").null();
+    j.end_object().end_object();
     return j.str();
 }
 
@@ -109,10 +128,10 @@ int run_bank_command(int argc, char** argv, bool add) {
     SessionOptions so;
     std::string bank, factory;
     bool json = false, verbose = false;
-    int32_t threads = 0, batch = 64;
+    int32_t threads = 0, batch = 64, segment_records = 65536, codec_sample = 0;
     const char* name = add ? "add" : "build";
     app::ArgParser p(name,
-                     add ? "mnemo-kb add BANK CORPUS -m MODEL_DIR [options]"
+                     add ? "mnemo-kb add BANK CORPUS -m MODEL_DIR [options]   (or: mnemo-kb add CORPUS --store LOCATION -m MODEL_DIR ...; CORPUS before the options)"
                          : "mnemo-kb build CORPUS -m MODEL_DIR -o BANK [options]",
                      add ? "Memorize CORPUS with the bank's model and codec and publish a new version of BANK holding its old "
                            "records and the new ones. A document whose id the bank already holds replaces it: the old "
@@ -127,6 +146,8 @@ int run_bank_command(int argc, char** argv, bool add) {
         .int_opt("--device", "I", "device index within the backend (default: 0)", &so.device, 0, 1 << 16)
         .int_opt("--threads", "N", "threads for the backend and FAISS (default: their own choice)", &threads, 1, 4096)
         .int_opt("--batch", "N", "references per memorize batch and checkpoint (default: 64)", &batch, 1, 1 << 20)
+        .int_opt("--segment-records", "N", "records per new segment file; the builder holds one segment in RAM (default: 65536)",
+                 &segment_records, 1, 1 << 30)
         .flag("--follow-external-links", "read linked files that lie outside the CORPUS folder (refused by default)",
               &o.corpus_options.follow_external_links)
         .flag("--json", "print the summary as one JSON object on stdout", &json)
@@ -136,16 +157,30 @@ int run_bank_command(int argc, char** argv, bool add) {
             .string_opt("--factory", "F", "the codec of keys and values", &factory)
             .string_opt("--key-factory", "F", "the codec of keys (default: the paper's, adapted)", &o.codec.key_factory)
             .string_opt("--value-factory", "F", "the codec of values (default: the paper's, adapted)", &o.codec.value_factory)
+            .int_opt("--codec-sample", "N",
+                       "train the codec on N key/value vectors drawn uniformly from the corpus (default: 1048576, more "
+                       "when the factory's largest k-means needs 39 per centroid; a smaller corpus trains on all of its vectors)",
+                       &codec_sample, 1, 1 << 30)
             .string_opt("--codec-from", "BANK2", "reuse the codec of this bank (same model) instead of training one", &o.codec_from)
             .int_opt("--opq-iterations", "N", "OPQ training rounds (default: FAISS's 50)", &o.codec.train.opq_iterations, 1, 100000)
             .int_opt("--kmeans-iterations", "N", "k-means iterations (default: FAISS's 25)", &o.codec.train.kmeans_iterations, 1, 100000)
             .flag("--force", "publish a new version with only this corpus even if BANK already has one", &o.replace);
     }
+    StoreCli store;
+    store.add_to(p);
     // Positional arguments come first: build CORPUS, add BANK CORPUS.
     int first = 2;
     std::vector<std::string> pos;
     while (first < argc && argv[first][0] != '-' && pos.size() < (add ? 2u : 1u)) pos.emplace_back(argv[first++]);
     if (!p.parse(argc, argv, first)) return 0;
+    if (add) {
+        if (!store.store.empty() && pos.size() > 1) throw app::UsageError("give BANK or --store, not both");
+        store.insert_bank(pos);
+    }
+    else if (!store.store.empty()) {
+        if (!bank.empty()) throw app::UsageError("give -o/--out BANK or --store, not both");
+        bank = store.store;
+    }
     if (pos.size() < (add ? 2u : 1u))
         throw app::UsageError(add ? "expected BANK and CORPUS right after 'add'" : "missing CORPUS (right after 'build')");
     if (add) {
@@ -168,9 +203,12 @@ int run_bank_command(int argc, char** argv, bool add) {
     o.codec.threads = threads;
     o.codec.train.quiet = !verbose;
     o.batch = static_cast<size_t>(batch);
+    o.segment_records = static_cast<uint32_t>(segment_records);
+    o.codec_sample = static_cast<size_t>(codec_sample);
+    if (o.codec_sample && !o.codec_from.empty()) throw app::UsageError("--codec-sample sizes a codec's training; --codec-from trains none");
     o.model_dir = so.model_dir;
     o.add = add;
-    o.storage = open_folder_storage(bank, /*create=*/!add);
+    o.storage = open_bank_storage(bank, store.options, /*create=*/!add);
     Progress progress;
     o.progress = [&](const std::string& stage, uint64_t done, uint64_t total) { progress.update(stage, done, total); };
     o.note = [&](const std::string& line) { progress.line(line); };
@@ -198,9 +236,20 @@ int run_bank_command(int argc, char** argv, bool add) {
         std::printf("  codec %s / %s (%s); records %llu B vs %llu B f32 (%.2fx); %llu bytes written\n", r.key_factory.c_str(),
                     r.value_factory.c_str(), r.codec_trained ? "trained" : "reused", static_cast<unsigned long long>(r.record_bytes),
                     static_cast<unsigned long long>(r.record_bytes_f32), r.ratio(), static_cast<unsigned long long>(r.bytes_written));
-        std::printf("  %.2f s: memorize %.2f s (%llu of %llu batches resumed), codec %.2f s, write %.2f s\n", r.total_seconds,
-                    r.memorize_seconds, static_cast<unsigned long long>(r.resumed_batches), static_cast<unsigned long long>(r.batches),
-                    r.train_seconds, r.write_seconds);
+        if (r.codec_trained)
+            std::printf("  codec %s on %llu of the corpus's %llu key/value vectors (sample of %llu)\n",
+                        r.codec_resumed ? "read from the interrupted build's checkpoint, trained" : "trained",
+                        static_cast<unsigned long long>(r.training_vectors), static_cast<unsigned long long>(r.corpus_vectors),
+                        static_cast<unsigned long long>(r.codec_sample));
+        std::printf("  %.2f s: memorize %.2f s (%llu of %llu batches resumed), codec %.2f s, write %.2f s (encoding %.2f s); %llu segments\n",
+                    r.total_seconds, r.memorize_seconds, static_cast<unsigned long long>(r.resumed_batches),
+                    static_cast<unsigned long long>(r.batches), r.train_seconds, r.write_seconds, r.encode_seconds,
+                    static_cast<unsigned long long>(r.segments_written));
+        if (r.index.recall_at_10 >= 0)
+            std::printf("  retrieval index: IVF-Flat, %u lists (%s), recall@10 %.3f at nprobe %u; %.2f s\n", r.index.lists,
+                        r.index.ivf_trained ? "trained" : "centroids reused", r.index.recall_at_10, r.index.recall_nprobe, r.index.seconds);
+        else
+            std::printf("  retrieval index: %s (exact); BM25 stored; %.2f s\n", r.index_kind.c_str(), r.index.seconds);
         for (const std::string& n : r.notes) std::printf("note: %s\n", n.c_str());
     }
     return 0;

@@ -7,8 +7,8 @@
 #include "app/args.hpp"
 #include "app/json_writer.hpp"
 #include "bank/bank_compact.hpp"
-#include "bank_cli.hpp"
 #include "commands.hpp"
+#include "store_cli.hpp"
 
 namespace mnemo::kb {
 
@@ -19,14 +19,14 @@ int cmd_compact(int argc, char** argv) {
                      "documents (renumbered; every query ranks as before). The old version's files stay, so a server "
                      "that has it open keeps serving it until it reloads.");
     p.flag("--json", "print the summary as one JSON object on stdout", &json);
-    int first = 2;
-    const std::vector<std::string> pos = leading_positionals(argc, argv, first);
-    if (!p.parse(argc, argv, first)) return 0;
+    StoreCli store;
+    std::vector<std::string> pos;
+    if (!store.parse(p, argc, argv, pos)) return 0;
     if (pos.size() != 1) throw app::UsageError(pos.empty() ? "missing BANK (right after 'compact')" : "compact takes one BANK");
     const std::string bank = pos[0];
 
     BankCompactOptions o;
-    o.storage = open_folder_storage(bank, false);
+    o.storage = open_bank_storage(bank, store.options, false);
     const auto t0 = std::chrono::steady_clock::now();
     const BankCompactReport r = compact_bank(o);
     const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();

@@ -7,8 +7,8 @@
 #include "app/args.hpp"
 #include "app/json_writer.hpp"
 #include "bank/bank_delete.hpp"
-#include "bank_cli.hpp"
 #include "commands.hpp"
+#include "store_cli.hpp"
 
 namespace mnemo::kb {
 
@@ -21,15 +21,15 @@ int cmd_delete(int argc, char** argv) {
                      "`mnemo-kb compact` then drops them from the segments.");
     p.list_opt("--id", "ID", "one more document id (for an id that starts with '-'); repeatable", &ids)
         .flag("--json", "print the summary as one JSON object on stdout", &json);
-    int first = 2;
-    std::vector<std::string> pos = leading_positionals(argc, argv, first);
-    if (!p.parse(argc, argv, first)) return 0;
+    StoreCli store;
+    std::vector<std::string> pos;
+    if (!store.parse(p, argc, argv, pos)) return 0;
     if (pos.empty()) throw app::UsageError("missing BANK (right after 'delete')");
     const std::string bank = pos[0];
     ids.insert(ids.begin(), pos.begin() + 1, pos.end());
     if (ids.empty()) throw app::UsageError("no document id to delete: give at least one ID after BANK");
 
-    const BankDeleteReport r = delete_documents(open_folder_storage(bank, false), ids);
+    const BankDeleteReport r = delete_documents(open_bank_storage(bank, store.options, false), ids);
     std::fprintf(stderr, "mnemo-kb: published version %llu of '%s'\n", static_cast<unsigned long long>(r.version), bank.c_str());
     if (json) {
         app::JsonWriter j;

@@ -8,8 +8,8 @@
 #include "app/args.hpp"
 #include "app/json_writer.hpp"
 #include "bank/bank.hpp"
-#include "bank_cli.hpp"
 #include "commands.hpp"
+#include "store_cli.hpp"
 #include "mnemo/error.hpp"
 #include "mnemo/io/printable.hpp"
 
@@ -23,14 +23,14 @@ int cmd_documents(int argc, char** argv) {
                      "current text), records and title. With IDs, only those.");
     p.list_opt("--id", "ID", "one more document id (for an id that starts with '-'); repeatable", &ids)
         .flag("--json", "one JSON object per document on stdout (JSON Lines)", &json);
-    int first = 2;
-    std::vector<std::string> pos = leading_positionals(argc, argv, first);
-    if (!p.parse(argc, argv, first)) return 0;
+    StoreCli store;
+    std::vector<std::string> pos;
+    if (!store.parse(p, argc, argv, pos)) return 0;
     if (pos.empty()) throw app::UsageError("missing BANK (right after 'documents')");
     const std::string dir = pos[0];
     ids.insert(ids.begin(), pos.begin() + 1, pos.end());
 
-    const auto bank = Bank::open(open_folder_storage(dir, false));
+    const auto bank = Bank::open(open_bank_storage(dir, store.options, false));
     std::vector<const BankDocument*> shown;
     std::string missing;
     for (const std::string& id : ids) {

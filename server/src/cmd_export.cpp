@@ -8,6 +8,7 @@
 #include "app/args.hpp"
 #include "bank/bank.hpp"
 #include "commands.hpp"
+#include "store_cli.hpp"
 #include "mnemo/memory/memory_folder.hpp"
 
 namespace mnemo::kb {
@@ -20,13 +21,19 @@ int cmd_export(int argc, char** argv) {
     p.string_opt("-o,--out", "FOLDER", "the memory folder to write (required)", &out)
         .flag("--force", "replace FOLDER if it exists (once the new one is complete)", &force);
     // BANK comes first, right after 'export'.
+    StoreCli store;
+    store.add_to(p);
     int first = 2;
     if (first < argc && argv[first][0] != '-') bank_dir = argv[first++];
     if (!p.parse(argc, argv, first)) return 0;
+    if (!store.store.empty()) {
+        if (!bank_dir.empty()) throw app::UsageError("give BANK or --store, not both");
+        bank_dir = store.store;
+    }
     if (bank_dir.empty()) throw app::UsageError("missing BANK");
     if (out.empty()) throw app::UsageError("missing -o/--out FOLDER");
 
-    const auto bank = Bank::open(open_folder_storage(bank_dir, false));
+    const auto bank = Bank::open(open_bank_storage(bank_dir, store.options, false));
     const MemorySpec& spec = bank->model().spec;
     // The live records only, renumbered 0.. in their order (as `compact` would): a memory folder
     // has no retired records, and ranks as the bank does.

@@ -11,6 +11,8 @@ int cmd_export(int argc, char** argv);
 int cmd_delete(int argc, char** argv);
 int cmd_compact(int argc, char** argv);
 int cmd_documents(int argc, char** argv);
+int cmd_copy(int argc, char** argv);    // the published version to another store (folder <-> RADOS)
+int cmd_verify(int argc, char** argv);  // reads a whole bank and reports damage (bank/bank_verify.hpp)
 int cmd_push(int argc, char** argv);  // the admin client of a running serve (AddDocuments)
 #ifdef MNEMO_KB_SERVE
 int cmd_serve(int argc, char** argv);  // src/serve/cmd_serve.cpp

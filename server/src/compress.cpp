@@ -19,8 +19,16 @@ namespace mnemo::kb {
 namespace {
 
 // Vectors encoded per FAISS call: large enough for its parallel loops, small enough that the
-// batch copies stay a few MB whatever the folder's size.
+// batch copies stay a few MB whatever the folder's size...
 constexpr size_t kBatchVectors = 65536;
+// ...and that FAISS's own table stays small: MultiIndexQuantizer::search holds Mc x 2^bc distances
+// per vector of a call (128 KiB each for Residual2x14: 65,536 vectors would take 8 GiB).
+constexpr size_t kEncodeTableBytes = size_t{32} << 20;
+
+size_t vectors_per_call(const VqCodec& c) {
+    const size_t table = sizeof(float) * static_cast<size_t>(c.coarse_m()) << c.coarse_nbits();
+    return std::clamp<size_t>(kEncodeTableBytes / std::max<size_t>(table, 1), 1, kBatchVectors);
+}
 
 // Where a memory's vectors are: [L_mem, Hkv, keep, dim] per memory; slot s of a head is used
 // when s < n_valid.
@@ -66,13 +74,12 @@ void say(const CompressOptions& o, const std::string& line) {
     if (o.progress) o.progress(line);
 }
 
-// Trains `codec` on the valid slots; fills the training part of `r`.
-void train_codec(VqCodec& codec, const std::vector<WrittenMemory>& mems, const Layout& lay, bool values,
-                 const CompressOptions& o, CodecReport& r, std::vector<std::string>& notes) {
+// Trains `codec` on n row-major vectors; fills the training part of `r`.
+void train_codec(VqCodec& codec, const float* train, size_t n, bool values, const CompressOptions& o, CodecReport& r,
+                 std::vector<std::string>& notes) {
     const char* what = values ? "value" : "key";
     const auto dim = static_cast<size_t>(codec.dim());
-    const std::vector<float> train = valid_vectors(mems, lay, dim, values);
-    r.training_vectors = train.size() / dim;
+    r.training_vectors = n;
     if (r.training_vectors < codec.recommended_training_vectors())
         notes.push_back(std::string(what) + " codec: " + std::to_string(r.training_vectors) + " training vectors; FAISS " +
                         "recommends " + std::to_string(codec.recommended_training_vectors()) + " (" +
@@ -82,7 +89,7 @@ void train_codec(VqCodec& codec, const std::vector<WrittenMemory>& mems, const L
                " vectors of " + std::to_string(dim));
     const auto t0 = std::chrono::steady_clock::now();
     try {
-        codec.train(train.data(), r.training_vectors, o.train);
+        codec.train(train, n, o.train);
     } catch (const Error& e) {
         throw with_context(std::string(what) + "s", e);
     }
@@ -99,7 +106,7 @@ struct Encoded {
 Encoded encode_all(const VqCodec& codec, const std::vector<WrittenMemory>& mems, const Layout& lay, bool values) {
     const auto dim = static_cast<size_t>(codec.dim());
     const size_t per = lay.slots(), cs = codec.code_size();
-    const size_t batch_mems = std::max<size_t>(1, kBatchVectors / std::max<size_t>(per, 1));
+    const size_t batch_mems = std::max<size_t>(1, vectors_per_call(codec) / std::max<size_t>(per, 1));
     Encoded e;
     e.codes.resize(mems.size() * per * cs);
     e.decoded.resize(mems.size() * per * dim);
@@ -157,10 +164,7 @@ Layout layout_of(const MemorySpec& spec) {
 
 }  // namespace
 
-TrainedCodecs train_memory_codecs(const std::vector<WrittenMemory>& memories, const MemorySpec& spec, const CompressOptions& o,
-                                  CompressReport& r) {
-    if (o.threads > 0) omp_set_num_threads(o.threads);
-    const Layout lay = layout_of(spec);
+TrainedCodecs make_memory_codecs(const MemorySpec& spec, const CompressOptions& o, CompressReport& r) {
     // Both codecs are built before either trains, so a bad factory fails at once.
     const std::string kf = o.key_factory.empty() ? default_factory(spec.head_dim) : o.key_factory;
     const std::string vf = o.value_factory.empty() ? default_factory(spec.value_dim) : o.value_factory;
@@ -177,29 +181,63 @@ TrainedCodecs train_memory_codecs(const std::vector<WrittenMemory>& memories, co
     }
     r.keys.factory = kf;
     r.values.factory = vf;
-    train_codec(*t.keys, memories, lay, false, o, r.keys, r.notes);
-    train_codec(*t.values, memories, lay, true, o, r.values, r.notes);
+    return t;
+}
+
+void train_memory_codecs_on(TrainedCodecs& t, const float* keys, const float* values, size_t n, const CompressOptions& o,
+                            CompressReport& r) {
+    if (o.threads > 0) omp_set_num_threads(o.threads);
+    train_codec(*t.keys, keys, n, false, o, r.keys, r.notes);
+    train_codec(*t.values, values, n, true, o, r.values, r.notes);
     t.codec = MemoryCodec{t.keys->codebook(), t.values->codebook()};
+}
+
+TrainedCodecs train_memory_codecs(const std::vector<WrittenMemory>& memories, const MemorySpec& spec, const CompressOptions& o,
+                                  CompressReport& r) {
+    const Layout lay = layout_of(spec);
+    TrainedCodecs t = make_memory_codecs(spec, o, r);
+    const std::vector<float> keys = valid_vectors(memories, lay, static_cast<size_t>(spec.head_dim), false);
+    const std::vector<float> values = valid_vectors(memories, lay, static_cast<size_t>(spec.value_dim), true);
+    train_memory_codecs_on(t, keys.data(), values.data(), keys.size() / static_cast<size_t>(spec.head_dim), o, r);
     return t;
 }
 
 std::vector<WrittenMemory> encode_memories(std::vector<WrittenMemory>&& memories, const MemorySpec& spec, const VqCodec& keys,
-                                           const VqCodec& values, const MemoryCodec& codec) {
+                                           const VqCodec& values, const MemoryCodec& codec, int threads) {
+    // OpenMP's thread count is per calling thread: a builder's encoding thread sets its own.
+    if (threads > 0) omp_set_num_threads(threads);
     const Layout lay = layout_of(spec);
     const size_t slots = lay.slots();
-    std::vector<WrittenMemory> out;
-    out.reserve(memories.size());
+    const auto dk = static_cast<size_t>(keys.dim()), dv = static_cast<size_t>(values.dim());
     for (size_t m = 0; m < memories.size(); ++m) {
-        WrittenMemory& w = memories[m];
-        if (w.memory.keys.size() != slots * static_cast<size_t>(keys.dim()) ||
-            w.memory.values.size() != slots * static_cast<size_t>(values.dim()))
+        const WrittenMemory& w = memories[m];
+        if (w.memory.keys.size() != slots * dk || w.memory.values.size() != slots * dv)
             throw Error("memory " + std::to_string(m) + ": " + std::to_string(w.memory.keys.size()) + " key and " +
                         std::to_string(w.memory.values.size()) + " value floats, the model's memories have " +
-                        std::to_string(slots * static_cast<size_t>(keys.dim())) + " and " +
-                        std::to_string(slots * static_cast<size_t>(values.dim())));
-        const std::vector<uint8_t> kc = keys.encode(w.memory.keys.data(), slots);
-        const std::vector<uint8_t> vc = values.encode(w.memory.values.data(), slots);
-        out.push_back(compressed_memory(std::move(w), kc.data(), vc.data(), slots, keys, values, codec));
+                        std::to_string(slots * dk) + " and " + std::to_string(slots * dv));
+    }
+    // Many memories per FAISS call where its table allows (vectors_per_call): each call is an
+    // OpenMP parallel region, and one memory's few dozen vectors leave its threads mostly waiting
+    // (20x slower than one thread for Residual2x8 on a loaded 2-core machine). A vector's code does
+    // not depend on the others in its call (FAISS encodes row by row;
+    // tests/test_kb_build_stream.cpp compares with one call per memory).
+    const size_t per_call = std::max<size_t>(1, std::min(vectors_per_call(keys), vectors_per_call(values)) / std::max<size_t>(slots, 1));
+    std::vector<WrittenMemory> out;
+    out.reserve(memories.size());
+    std::vector<float> kx, vx;
+    for (size_t first = 0; first < memories.size(); first += per_call) {
+        const size_t last = std::min(memories.size(), first + per_call);
+        kx.clear();
+        vx.clear();
+        for (size_t m = first; m < last; ++m) {
+            kx.insert(kx.end(), memories[m].memory.keys.begin(), memories[m].memory.keys.end());
+            vx.insert(vx.end(), memories[m].memory.values.begin(), memories[m].memory.values.end());
+        }
+        const std::vector<uint8_t> kc = keys.encode(kx.data(), (last - first) * slots);
+        const std::vector<uint8_t> vc = values.encode(vx.data(), (last - first) * slots);
+        for (size_t m = first; m < last; ++m)
+            out.push_back(compressed_memory(std::move(memories[m]), kc.data() + (m - first) * slots * keys.code_size(),
+                                            vc.data() + (m - first) * slots * values.code_size(), slots, keys, values, codec));
     }
     return out;
 }

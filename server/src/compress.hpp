@@ -70,9 +70,18 @@ struct TrainedCodecs {
 // Fills r.keys/r.values' factory and training figures and appends to r.notes.
 TrainedCodecs train_memory_codecs(const std::vector<WrittenMemory>& memories, const MemorySpec& spec, const CompressOptions& o,
                                   CompressReport& r);
+// The two steps of train_memory_codecs apart, for a caller that draws its own training set (the
+// bank builder's sample, bank/bank_codec_sample.hpp). make_memory_codecs: both codecs built,
+// untrained (codec stays empty), so a bad factory fails before anything is memorized; fills
+// r.keys/r.values' factory. train_memory_codecs_on: trains them on n rows of head_dim keys and n
+// rows of value_dim values (the same slots), sets t.codec, fills the training figures and notes.
+TrainedCodecs make_memory_codecs(const MemorySpec& spec, const CompressOptions& o, CompressReport& r);
+void train_memory_codecs_on(TrainedCodecs& t, const float* keys, const float* values, size_t n, const CompressOptions& o,
+                            CompressReport& r);
 // f32 memories as compressed ones (codes as VQ_DECODE words; id, n_valid, indices and the
-// retrieval vector moved over). Throws when a memory does not have the spec's shape.
+// retrieval vector moved over). Throws when a memory does not have the spec's shape. threads > 0:
+// FAISS's OpenMP threads on the calling thread (0 leaves them as they are).
 std::vector<WrittenMemory> encode_memories(std::vector<WrittenMemory>&& memories, const MemorySpec& spec, const VqCodec& keys,
-                                           const VqCodec& values, const MemoryCodec& codec);
+                                           const VqCodec& values, const MemoryCodec& codec, int threads = 0);
 
 }  // namespace mnemo::kb

@@ -14,6 +14,8 @@ const Command kCommands[] = {
     {"delete", mnemo::kb::cmd_delete, "publish a new version of a bank without some documents (by doc_id)"},
     {"compact", mnemo::kb::cmd_compact, "publish a new version of a bank whose segments no longer hold retired records"},
     {"documents", mnemo::kb::cmd_documents, "list a bank's documents with their versions"},
+    {"copy", mnemo::kb::cmd_copy, "copy a bank's published version to another store (a folder, rados://POOL/NS), checking every blob"},
+    {"verify", mnemo::kb::cmd_verify, "read a whole bank and check every blob's SHA-256 and every record's CRC (exit 1: damage)"},
     {"push", mnemo::kb::cmd_push, "send a corpus to a running server, which memorizes it into a new version (admin token)"},
     {"export", mnemo::kb::cmd_export, "write a bank's current version as a compressed memory folder (mnemo run --memories)"},
 #ifdef MNEMO_KB_SERVE

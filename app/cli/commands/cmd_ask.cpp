@@ -21,7 +21,7 @@ int cmd_ask(int argc, char** argv) {
     std::string question;
     int32_t max_tokens = 32;
 
-    app::ArgParser p("ask", "mnemo ask [-m DIR] [--kb URL | --memories FOLDER] -q QUESTION",
+    app::ArgParser p("ask", "mnemo ask [-m DIR] [--kb URL... | --memories FOLDER] -q QUESTION",
                      "Ask the model one question (its chat template, greedy decoding, the answer ends at a\n"
                      "newline) and print the answer, then the references whose memories it read.");
     add_model_flags(p, model);
@@ -29,6 +29,7 @@ int cmd_ask(int argc, char** argv) {
     p.int_opt("-n,--max-tokens", "N", "tokens the answer may have at most (default: 32)", &max_tokens, 1, 4096)
         .string_opt("-q,--question", "TEXT", "the question (required)", &question);
     if (!p.parse(argc, argv, 2)) return 0;
+    check_kb_flags(memories);  // a bad --kb list is said before the model loads
     if (question.empty()) throw app::UsageError("missing -q/--question TEXT");
 
     const std::string dir = resolve_model_dir(model);

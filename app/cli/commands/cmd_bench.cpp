@@ -236,6 +236,12 @@ void print_json(const std::vector<Row>& rows, const Bandwidth* bw, const std::st
             j.key("cache_hits").value(k.cache_hits).key("cache_misses").value(k.cache_misses);
             j.key("cache_hit_rate").value(per(k.cache_hits, k.cache_hits + k.cache_misses));
             j.key("prefetch_hits").value(k.prefetch_hits).key("failures").value(k.failures).key("skipped").value(k.skipped);
+            // Several servers (--kb given more than once): the chunks each took.
+            j.key("failovers").value(k.failovers);
+            j.key("servers").begin_array();
+            for (const KbServerStatus& v : k.servers)
+                j.begin_object().key("url").value(v.url).key("chunks").value(v.chunks).key("failures").value(v.failures).end_object();
+            j.end_array();
             j.end_object();
         }
         if (bw != nullptr && r.generation) {
@@ -281,6 +287,7 @@ int cmd_bench(int argc, char** argv) {
         .flag("--no-warmup", "skip the untimed warm-up run of each test", &no_warmup)
         .flag("--profile", "also report the time spent in each op (adds a clock read per node)", &profile);
     if (!ap.parse(argc, argv, 2)) return 0;
+    check_kb_flags(memories);  // a bad --kb list is said before the model loads
     if (backends.empty()) backends = {model.backend};
     if (p == 0 && n == 0) throw app::UsageError("-p and -n are both 0: nothing to measure");
 

@@ -111,6 +111,7 @@ int cmd_chat(int argc, char** argv) {
     add_sampling_flags(p, sampling);
     add_memory_flags(p, memories);
     if (!p.parse(argc, argv, 2)) return 0;
+    check_kb_flags(memories);  // a bad --kb list is said before the model loads
 
     const std::string dir = resolve_model_dir(model);
     const auto tok = open_tokenizer(dir);

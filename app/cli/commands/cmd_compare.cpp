@@ -182,7 +182,7 @@ int cmd_compare(int argc, char** argv) {
     SessionOptions::MemoryTables memory_tables = SessionOptions::MemoryTables::Device;
 
     app::ArgParser p("compare",
-                     "mnemo compare [-m DIR] (-p TEXT | --ids LIST) [-n 16] --backends cpu,vulkan[:I],... [--memories FOLDER | --kb URL] [--json]",
+                     "mnemo compare [-m DIR] (-p TEXT | --ids LIST) [-n 16] --backends cpu,vulkan[:I],... [--memories FOLDER | --kb URL...] [--json]",
                      "Run the same prompt with greedy decoding on each backend, one after another, and compare them with\n"
                      "the first one that runs: prompt and generation speed, time per op category, peak device memory,\n"
                      "the largest logit difference over all steps and the first step whose token differs. The other\n"
@@ -221,7 +221,8 @@ int cmd_compare(int argc, char** argv) {
     if (prompt_given == p.given("--ids")) throw app::UsageError("give the prompt as -p TEXT or as --ids LIST (one of them)");
     if (backends.empty()) throw app::UsageError("missing --backends LIST (e.g. --backends cpu,vulkan)");
     // What attach_memories would refuse for every backend is a usage error, said once.
-    if (!memories.folder.empty() && !memories.kb_url.empty()) throw app::UsageError("--memories and --kb both give memories: choose one");
+    if (!memories.folder.empty() && !memories.kb_urls.empty()) throw app::UsageError("--memories and --kb both give memories: choose one");
+    check_kb_flags(memories);
 
     ModelFlags mf;
     mf.model = model;
@@ -243,7 +244,7 @@ int cmd_compare(int argc, char** argv) {
     o.cache_dtype = cache_dtype;
     o.memory_tables = memory_tables;
     o.warmup = !no_warmup;
-    if (!memories.folder.empty() || !memories.kb_url.empty())
+    if (!memories.folder.empty() || !memories.kb_urls.empty())
         o.memories = [&memories](Session& session) { return attach_memories(session, memories).source; };
     install_interrupt_handler();
     o.cancel = &interrupt_flag();

@@ -67,6 +67,7 @@ int cmd_eval(int argc, char** argv) {
         .flag("--quiet", "no progress lines on stderr", &quiet);
     add_memory_flags(p, memories);
     if (!p.parse(argc, argv, 2)) return 0;
+    check_kb_flags(memories);  // a bad --kb list is said before the model loads
     if (questions.empty()) throw app::UsageError("missing --questions FILE.jsonl");
     HistoryFeed feed = HistoryFeed::Turns;
     if (history_feed == "whole") feed = HistoryFeed::Whole;
@@ -173,7 +174,7 @@ int cmd_eval(int argc, char** argv) {
     run.backend = session->summary().backend.empty() ? model.backend : session->summary().backend;
     run.prompt_format = format.name();
     run.memory_kind = attached.kb ? "kb" : attached ? "folder" : "none";
-    run.memory_location = attached.kb ? memories.kb_url : memories.folder;
+    run.memory_location = attached.kb ? kb_location(memories) : memories.folder;
     run.retrieval = attached.retrieval;  // empty without memories
     run.min_relative_score = attached.min_relative_score;
     run.max_tokens = max_tokens;

@@ -39,6 +39,7 @@ int cmd_run(int argc, char** argv) {
     p.flag("--no-bos", "do not prepend the BOS token even when the tokenizer asks for it", &no_bos)
         .flag("--raw", "treat special-token text in the prompt (\"<|eot_id|>\") as plain text", &raw);
     if (!p.parse(argc, argv, 2)) return 0;
+    check_kb_flags(memories);  // a bad --kb list is said before the model loads
     if (!prompt_given) throw app::UsageError("missing -p/--prompt TEXT");
 
     const std::string dir = resolve_model_dir(model);

@@ -80,6 +80,7 @@ int cmd_serve(int argc, char** argv) {
         .string_opt("--tls-key", "PEM", "and this private key", &tls_key)
         .flag("--allow-plain-http", "off loopback, allow HTTP without TLS (behind a TLS-terminating proxy)", &plain_http);
     if (!p.parse(argc, argv, 2)) return 0;
+    check_kb_flags(memories);  // a bad --kb list is said before the model loads
 
     if (!new_key.empty()) {
         if (key_file.empty()) throw app::UsageError("--new-api-key needs --api-key-file F (where its hash is stored)");

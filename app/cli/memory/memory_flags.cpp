@@ -11,15 +11,17 @@ namespace mnemo::cli {
 void add_memory_flags(app::ArgParser& p, MemoryFlags& f) {
     p.string_opt("--memories", "FOLDER", "explicit memories made by `mnemo memorize` (models that read memories, e.g. memory3)",
                  &f.folder)
-        .string_opt("--kb", "URL", "explicit memories from a knowledge server (`mnemo-kb serve`): grpcs://HOST:PORT, or "
-                                   "grpc://HOST:PORT on a loopback address; instead of --memories",
-                    &f.kb_url)
+        .list_opt("--kb", "URL", "explicit memories from a knowledge server (`mnemo-kb serve`): grpcs://HOST:PORT, or "
+                                 "grpc://HOST:PORT on a loopback address; instead of --memories. Repeat it for several servers "
+                                 "over one bank (all grpcs:// or all grpc://, one token and CA): chunks are spread over them "
+                                 "and a chunk whose server fails goes to another",
+                  &f.kb_urls)
         .string_opt("--kb-token-file", "FILE", "file holding the knowledge server's access token (sent as a bearer token)",
                     &f.kb_token_file)
         .string_opt("--kb-ca", "FILE", "PEM certificates that sign the server's TLS certificate (default: the system's roots)",
                     &f.kb_ca)
-        .int_opt("--kb-timeout-ms", "N", "deadline of each knowledge-server call; a chunk whose call fails gets no memories "
-                                         "(default: 2000)",
+        .int_opt("--kb-timeout-ms", "N", "deadline of each knowledge-server call; a chunk whose call fails goes to the next "
+                                         "server within twice this, and gets no memories when none answers (default: 2000)",
                  &f.kb_timeout_ms, 1, 600000)
         .string_opt("--retrieval", "MODE", "how chunks find memories: vector (the model's hidden state, cosine) or bm25 "
                                            "(lexical, over tokens); with --kb also hybrid (both, fused by rank) (default: what the "
@@ -31,8 +33,21 @@ void add_memory_flags(app::ArgParser& p, MemoryFlags& f) {
                     &f.min_relative_score, 0.0, 1.0);
 }
 
+std::string kb_location(const MemoryFlags& f) {
+    std::string out;
+    for (const std::string& u : f.kb_urls) out += (out.empty() ? "" : ", ") + u;
+    return out;
+}
+
+void check_kb_flags(const MemoryFlags& f) {
+    if (f.kb_urls.empty()) return;
+    // A mnemo::Error (exit 1), as a bad URL always was; it names the URLs at fault.
+    check_kb_urls(f.kb_urls);
+}
+
 AttachedMemories attach_memories(Session& session, const MemoryFlags& f) {
-    const bool kb = !f.kb_url.empty();
+    const bool kb = !f.kb_urls.empty();
+    check_kb_flags(f);
     if (kb && !f.folder.empty()) throw app::UsageError("--memories and --kb both give memories: choose one");
     if (!kb && (!f.kb_token_file.empty() || !f.kb_ca.empty()))
         throw app::UsageError("--kb-token-file and --kb-ca need --kb URL");
@@ -55,7 +70,11 @@ AttachedMemories attach_memories(Session& session, const MemoryFlags& f) {
                     ") does not read explicit memories");
     if (kb) {
         KbSourceOptions o;
-        o.url = f.kb_url;
+        if (f.kb_urls.size() == 1) {
+            o.url = f.kb_urls.front();
+        } else {
+            o.urls = f.kb_urls;
+        }
         if (!f.kb_token_file.empty()) o.token = read_kb_token(f.kb_token_file);
         o.ca_file = f.kb_ca;
         o.retrieval = kb_mode;
@@ -92,6 +111,30 @@ std::string kb_summary(const KbSourceStatus& s) {
                   static_cast<unsigned long long>(s.prefetch_hits), static_cast<unsigned long long>(s.retrievals),
                   static_cast<unsigned long long>(s.failures), static_cast<unsigned long long>(s.skipped));
     std::string out = buf;
+    if (s.servers.size() > 1) {
+        // Which server took how many chunks, and what went wrong where.
+        out += "; ";
+        out += std::to_string(s.failovers);
+        out += " failed over; per server:";
+        for (const KbServerStatus& v : s.servers) {
+            const char* state = v.state == KbServerState::Up ? "up" : v.state == KbServerState::Down ? "down"
+                                : v.state == KbServerState::Behind                                   ? "behind"
+                                                                                                     : "incompatible";
+            out += &v == &s.servers.front() ? " " : ", ";
+            out += printable(v.url);
+            out += " ";
+            out += std::to_string(v.chunks);
+            out += " chunks";
+            if (v.failures) {
+                out += " ";
+                out += std::to_string(v.failures);
+                out += " failed";
+            }
+            out += " (";
+            out += state;
+            out += ")";
+        }
+    }
     if (!s.last_error.empty()) out += "; last error: " + printable(s.last_error);  // the server's words
     return out;
 }

@@ -1,9 +1,11 @@
 // Explicit memories for the commands that generate: --memories FOLDER (in process) or --kb URL
-// (the knowledge server, `mnemo-kb serve`), and --retrieval MODE for either.
+// (the knowledge server, `mnemo-kb serve`; repeated for several servers over one bank), and
+// --retrieval MODE for either.
 #pragma once
 
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "app/args.hpp"
 #include "mnemo/kb/kb_source.hpp"
@@ -21,13 +23,21 @@ struct MemoryFlags {
     std::string retrieval;
     // --min-relative-score; negative: the model's recommendation, else 0 (no cut).
     double min_relative_score = -1;
-    std::string kb_url;              // --kb: grpcs://HOST:PORT or grpc://HOST:PORT (loopback)
+    // --kb, once per server: grpcs://HOST:PORT or grpc://HOST:PORT (loopback), one scheme for all.
+    std::vector<std::string> kb_urls;
     std::string kb_token_file;
     std::string kb_ca;
     int32_t kb_timeout_ms = 2000;
 };
 
 void add_memory_flags(app::ArgParser& p, MemoryFlags& f);
+
+// A --kb list that mixes schemes, names a server twice or holds a malformed URL: a mnemo::Error
+// naming the URLs (attach_memories checks it too; a command says it before loading a model).
+void check_kb_flags(const MemoryFlags& f);
+
+// The --kb URLs as one string, ", " between them (for a report: where the memories came from).
+std::string kb_location(const MemoryFlags& f);
 
 // The session's memory source, as attached.
 struct AttachedMemories {
@@ -38,9 +48,10 @@ struct AttachedMemories {
     explicit operator bool() const { return source != nullptr; }
 };
 
-// Open the folder, or connect to the knowledge server, against the session's model and make it
-// the session's memory source. Errors: both flags, the model reads no memories, the folder or
-// bank does not fit the model, the server cannot be reached.
+// Open the folder, or connect to the knowledge servers, against the session's model and make it
+// the session's memory source. Errors: both flags, a --kb list that mixes schemes or names a
+// server twice, the model reads no memories, the folder or bank does not fit the
+// model, no server can be reached.
 AttachedMemories attach_memories(Session& session, const MemoryFlags& f);
 
 // Puts a RetrievalRecorder in front of the attached source and makes it the session's source, so
@@ -49,7 +60,8 @@ AttachedMemories attach_memories(Session& session, const MemoryFlags& f);
 std::shared_ptr<RetrievalRecorder> record_retrieval(Session& session, const AttachedMemories& attached);
 
 // "kb grpcs://h:p: bank 3, 12 chunks, 40 records fetched (1.2 MiB, 100 KiB/chunk), cache hits
-// 70%, prefetched 12, 0 failures" (stderr, after a run).
+// 70%, prefetched 12, 0 failures" (stderr, after a run); with several servers, then each one's
+// chunks and failures and the chunks that failed over.
 std::string kb_summary(const KbSourceStatus& s);
 
 }  // namespace mnemo::cli

@@ -18,6 +18,9 @@ grpc::ChannelArguments channel_arguments(int max_receive_bytes) {
     // Reconnect soon after a server restart: gRPC's defaults (1 s, growing to 120 s) would keep
     // a client without memories for minutes after the server is back.
     a.SetInt(GRPC_ARG_INITIAL_RECONNECT_BACKOFF_MS, 250);
+    // Subchannels of this channel only: a channel made by redial() starts without the backoff the
+    // old one's connection attempts built up (gRPC shares subchannels of equal channels otherwise).
+    a.SetInt(GRPC_ARG_USE_LOCAL_SUBCHANNEL_POOL, 1);
     a.SetInt(GRPC_ARG_MIN_RECONNECT_BACKOFF_MS, 250);
     a.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, 4000);
     // Pings only while a call is open (a codebook download on a slow link): a dead peer is then
@@ -76,19 +79,36 @@ const char* grpc_code_name(grpc::StatusCode code) {
 
 int KbClient::codebook_chunk_limit() { return static_cast<int>(kCodebookChunkBytes) + (4 << 10); }
 
-KbClient::KbClient(const KbUrl& url, const std::string& token, const std::string& ca_file, int max_receive_bytes)
-    : url_(url), max_receive_bytes_(std::max(max_receive_bytes, codebook_chunk_limit())) {
+KbClient::KbClient(const KbEndpoint& endpoint, const std::string& token, const std::string& ca_file, int max_receive_bytes)
+    : endpoint_(endpoint), max_receive_bytes_(std::max(max_receive_bytes, codebook_chunk_limit())) {
     if (!token.empty()) authorization_ = "Bearer " + token;
-    std::shared_ptr<grpc::ChannelCredentials> creds;
-    if (url_.tls) {
+    arguments_ = channel_arguments(max_receive_bytes_);
+    if (!endpoint_.tls_name.empty()) {
+        // Dialled by address (one of a host name's): the certificate must still name the host, and
+        // the server sees the host in :authority and in TLS's SNI, as when the name is dialled.
+        arguments_.SetSslTargetNameOverride(endpoint_.tls_name);
+        arguments_.SetString(GRPC_ARG_DEFAULT_AUTHORITY, endpoint_.tls_name + ":" + std::to_string(endpoint_.url.port));
+    }
+    if (endpoint_.url.tls) {
         grpc::SslCredentialsOptions ssl;
         if (!ca_file.empty()) ssl.pem_root_certs = read_pem(ca_file);  // empty: gRPC's system roots
-        creds = grpc::SslCredentials(ssl);
+        credentials_ = grpc::SslCredentials(ssl);
     } else {
-        creds = grpc::InsecureChannelCredentials();  // parse_kb_url allowed it: a loopback host
+        credentials_ = grpc::InsecureChannelCredentials();  // parse_kb_url allowed it: a loopback host
     }
-    channel_ = grpc::CreateCustomChannel(url_.target, creds, channel_arguments(max_receive_bytes_));
-    stub_ = kbv1::KnowledgeBase::NewStub(channel_);
+    redial();
+}
+
+void KbClient::redial() {
+    std::shared_ptr<kbv1::KnowledgeBase::Stub> stub =
+        kbv1::KnowledgeBase::NewStub(grpc::CreateCustomChannel(endpoint_.target, credentials_, arguments_));
+    std::lock_guard<std::mutex> lock(stub_mu_);
+    stub_ = std::move(stub);
+}
+
+std::shared_ptr<kbv1::KnowledgeBase::Stub> KbClient::current() const {
+    std::lock_guard<std::mutex> lock(stub_mu_);
+    return stub_;
 }
 
 void KbClient::prepare(grpc::ClientContext& context, int32_t timeout_ms, bool wait_for_ready) const {
@@ -113,7 +133,7 @@ kbv1::InfoReply KbClient::info(int32_t timeout_ms, bool wait_for_ready) {
     grpc::ClientContext context;
     prepare(context, timeout_ms, wait_for_ready);
     kbv1::InfoReply reply;
-    const grpc::Status st = stub_->Info(&context, kbv1::InfoRequest(), &reply);
+    const grpc::Status st = current()->Info(&context, kbv1::InfoRequest(), &reply);
     if (!st.ok()) fail("Info", st);
     return reply;
 }
@@ -125,7 +145,8 @@ std::string KbClient::codebook(const std::string& sha256, uint32_t d_in, const s
     kbv1::CodebookRequest req;
     req.set_sha256(sha256);
     req.set_chunk_bytes(kCodebookChunkBytes);
-    auto reader = stub_->GetCodebook(&context, req);
+    const auto stub = current();  // keeps the channel for the stream's life, whatever redial() does
+    auto reader = stub->GetCodebook(&context, req);
     const std::string where = name() + ": GetCodebook " + sha256 + " (" + what + "): ";
     // The most any codebook for the model's d_in-dimensional vectors can be; once its header has
     // come, exactly what that header implies. Both are checked before the bytes are kept.
@@ -180,7 +201,7 @@ kbv1::RetrieveMemoriesReply KbClient::retrieve_memories(const kbv1::RetrieveRequ
     grpc::ClientContext context;
     prepare(context, timeout_ms, false);
     kbv1::RetrieveMemoriesReply reply;
-    const grpc::Status st = stub_->RetrieveMemories(&context, request, &reply);
+    const grpc::Status st = current()->RetrieveMemories(&context, request, &reply);
     if (!st.ok()) fail("RetrieveMemories", st);
     return reply;
 }
@@ -189,7 +210,7 @@ kbv1::RetrieveReply KbClient::retrieve(const kbv1::RetrieveRequest& request, int
     grpc::ClientContext context;
     prepare(context, timeout_ms, false);
     kbv1::RetrieveReply reply;
-    const grpc::Status st = stub_->Retrieve(&context, request, &reply);
+    const grpc::Status st = current()->Retrieve(&context, request, &reply);
     if (!st.ok()) fail("Retrieve", st);
     return reply;
 }
@@ -197,7 +218,8 @@ kbv1::RetrieveReply KbClient::retrieve(const kbv1::RetrieveRequest& request, int
 std::vector<kbv1::MemoryRecord> KbClient::fetch(const kbv1::FetchRequest& request, int32_t timeout_ms, uint64_t* reply_bytes) {
     grpc::ClientContext context;
     prepare(context, timeout_ms, false);
-    auto reader = stub_->FetchMemories(&context, request);
+    const auto stub = current();  // keeps the channel for the stream's life, whatever redial() does
+    auto reader = stub->FetchMemories(&context, request);
     std::vector<kbv1::MemoryRecord> out;
     kbv1::MemoryRecord rec;
     bool extra = false;

@@ -1,12 +1,14 @@
 // The knowledge server's client over gRPC (mnemo/kb/kb_source.hpp, docs/kb-client.md): connecting
-// and checking the bank, the prefetch worker, retrieve() with the host record cache, and what a
-// failing server does to a chunk. The calls of one chunk are grpc_kb_calls.cpp's.
+// to the servers and checking the bank, the prefetch worker, retrieve() with the host record
+// cache. What a failing server does to a chunk is grpc_kb_failover.cpp's, the calls of one chunk
+// grpc_kb_calls.cpp's.
 #include "kb/grpc_kb_source.hpp"
 
 #include <algorithm>
 #include <climits>
 #include <cstdio>
 #include <optional>
+#include <thread>
 #include <unordered_map>
 
 #include "mnemo/error.hpp"
@@ -47,46 +49,131 @@ int max_reply_bytes(const MemorySpec& s) {
 
 }  // namespace
 
-GrpcKbSource::GrpcKbSource(const KbSourceOptions& options, const MemoryFolderModel& model)
-    : options_(options),
-      model_(model),
-      url_(detail::parse_kb_url(options.url)),
-      cache_(options.cache_records),
-      outage_(Outage::ms(options.backoff_initial_ms), Outage::ms(options.backoff_max_ms)) {
-    if (options_.connect_timeout_ms <= 0 || options_.call_timeout_ms <= 0)
-        throw Error("knowledge server " + url_.url + ": timeouts must be positive");
-    client_ = std::make_unique<KbClient>(url_, options_.token, options_.ca_file, max_reply_bytes(model_.spec));
-    stats_.url = url_.url;
-    // Wait for the first connection (up to the deadline): the server may be starting.
-    kbv1::InfoReply info;
-    try {
-        info = client_->info(options_.connect_timeout_ms, /*wait_for_ready=*/true);
-    } catch (const KbCallError& e) {
-        if (e.code != grpc::StatusCode::DEADLINE_EXCEEDED && e.code != grpc::StatusCode::UNAVAILABLE) throw;
-        throw Error(std::string(e.what()) + " (no answer within " + std::to_string(options_.connect_timeout_ms) +
-                    " ms: is `mnemo-kb serve` running there, and does it speak " + (url_.tls ? "TLS, as grpcs://" : "plaintext, as grpc://") +
-                    " says?)");
-    }
-    const kbv1::BankInfo& b = info.bank();
-    if (!b.key_codebook_sha256().empty() || !b.value_codebook_sha256().empty()) {
-        codec_ = std::make_unique<MemoryCodec>();
-        for (int kv = 0; kv < 2; ++kv) {
-            const std::string& sha = kv == 0 ? b.key_codebook_sha256() : b.value_codebook_sha256();
-            // The codebook decodes the model's keys (head_dim) or values (value_dim): that bounds it.
-            const int32_t dim = kv == 0 ? model_.spec.head_dim : model_.spec.value_dim;
-            const std::string bytes = client_->codebook(sha, static_cast<uint32_t>(std::max(dim, 0)), kv == 0 ? "keys" : "values",
-                                                        options_.connect_timeout_ms, true);
-            (kv == 0 ? codec_->keys : codec_->values) =
-                parse_vq_codebook(bytes.data(), bytes.size(), client_->name() + ": " + (kv == 0 ? "key" : "value") + " codebook", sha);
+GrpcKbSource::GrpcKbSource(const KbSourceOptions& options, const MemoryFolderModel& model, const KbResolver& resolve)
+    : options_(options), model_(model), cache_(options.cache_records) {
+    if (!options_.url.empty() && !options_.urls.empty())
+        throw Error("knowledge server: give one URL (url) or a list (urls), not both");
+    urls_ = options_.urls.empty() ? std::vector<std::string>{options_.url} : options_.urls;
+    if (options_.connect_timeout_ms <= 0 || options_.call_timeout_ms <= 0 || options_.chunk_timeout_ms < 0)
+        throw Error(servers_named() + ": timeouts must be positive");
+    connect(urls_, resolve);
+    if (options_.prefetch) worker_ = std::thread([this] { worker(); });
+    prober_ = std::thread([this] { prober(); });
+}
+
+void GrpcKbSource::connect(const std::vector<std::string>& urls, const KbResolver& resolve) {
+    const std::vector<KbEndpoint> endpoints = kb_endpoints(parse_kb_urls(urls), resolve);
+    std::vector<std::unique_ptr<KbClient>> clients;
+    for (const KbEndpoint& e : endpoints)
+        clients.push_back(std::make_unique<KbClient>(e, options_.token, options_.ca_file, max_reply_bytes(model_.spec)));
+    pool_ = std::make_unique<ServerPool>(std::move(clients), Outage::ms(options_.backoff_initial_ms), Outage::ms(options_.backoff_max_ms));
+    stats_.url = urls.front();
+    for (size_t i = 1; i < urls.size(); ++i) stats_.url += ", " + urls[i];
+
+    // Every server's Info at once. One server: wait up to the deadline for its connection (it may
+    // be starting). Several: first without waiting, so that a server whose connection is refused
+    // (down) fails at once instead of holding the start for the whole deadline while the others
+    // answer; only when none answers, wait for them all as for one.
+    const size_t n = pool_->size();
+    std::vector<std::optional<kbv1::InfoReply>> infos(n);
+    std::vector<std::string> errors(n);
+    std::vector<grpc::StatusCode> codes(n, grpc::StatusCode::OK);
+    const auto connect_deadline = Clock::now() + std::chrono::milliseconds(options_.connect_timeout_ms);
+    auto ask_all = [&](bool wait_for_ready) {
+        auto ask = [&](size_t i) {
+            const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(connect_deadline - Clock::now()).count();
+            try {
+                infos[i] = pool_->client(i).info(static_cast<int32_t>(std::max<int64_t>(left, 1)), wait_for_ready);
+                codes[i] = grpc::StatusCode::OK;
+            } catch (const KbCallError& e) {
+                errors[i] = e.what();
+                codes[i] = e.code;
+            }
+        };
+        if (n == 1) return ask(0);
+        std::vector<std::thread> askers;
+        for (size_t i = 0; i < n; ++i) askers.emplace_back(ask, i);
+        for (std::thread& t : askers) t.join();
+    };
+    auto transport_failure = [](grpc::StatusCode c) { return c == grpc::StatusCode::DEADLINE_EXCEEDED || c == grpc::StatusCode::UNAVAILABLE; };
+    ask_all(/*wait_for_ready=*/n == 1);
+    if (n > 1 && std::none_of(infos.begin(), infos.end(), [](const auto& i) { return i.has_value(); }) &&
+        std::all_of(codes.begin(), codes.end(), transport_failure))
+        ask_all(/*wait_for_ready=*/true);
+    // A server that answers with a refusal (a token it does not know, a limit) is misconfigured:
+    // said now, rather than discovered chunk by chunk. One that does not answer is left for later.
+    size_t newest = n;
+    for (size_t i = 0; i < n; ++i) {
+        if (infos[i]) {
+            if (newest == n || infos[i]->bank().bank_version() > infos[newest]->bank().bank_version()) newest = i;
+        } else if (!transport_failure(codes[i])) {
+            throw Error(errors[i]);
         }
     }
-    check_bank(b, /*connecting=*/true);
+    if (newest == n) {
+        std::string all;
+        for (size_t i = 0; i < n; ++i) all += (i ? "; " : "") + errors[i];
+        const bool tls = pool_->client(0).url().tls;
+        throw Error(all + " (no answer within " + std::to_string(options_.connect_timeout_ms) + " ms: is `mnemo-kb serve` running there, and does it speak " +
+                    (tls ? "TLS, as grpcs://" : "plaintext, as grpc://") + " says?)");
+    }
+
+    // The codebooks of the newest version, from any server that serves it (verified by their SHA-256).
+    const kbv1::BankInfo& b = infos[newest]->bank();
+    if (!b.key_codebook_sha256().empty() || !b.value_codebook_sha256().empty()) {
+        std::string failure;
+        for (size_t i = 0; i < n && !codec_; ++i) {
+            if (!infos[i] || infos[i]->bank().bank_version() != b.bank_version()) continue;
+            try {
+                KbClient& c = pool_->client(i);
+                auto codec = std::make_unique<MemoryCodec>();
+                for (int kv = 0; kv < 2; ++kv) {
+                    const std::string& sha = kv == 0 ? b.key_codebook_sha256() : b.value_codebook_sha256();
+                    // The codebook decodes the model's keys (head_dim) or values (value_dim): that bounds it.
+                    const int32_t dim = kv == 0 ? model_.spec.head_dim : model_.spec.value_dim;
+                    const std::string bytes = c.codebook(sha, static_cast<uint32_t>(std::max(dim, 0)), kv == 0 ? "keys" : "values",
+                                                         options_.connect_timeout_ms, true);
+                    (kv == 0 ? codec->keys : codec->values) =
+                        parse_vq_codebook(bytes.data(), bytes.size(), c.name() + ": " + (kv == 0 ? "key" : "value") + " codebook", sha);
+                }
+                codec_ = std::move(codec);
+            } catch (const KbCallError& e) {
+                failure = e.what();  // another server of this version may send them
+            }
+        }
+        if (!codec_) throw Error(failure);
+    }
+    check_bank(pool_->client(newest), b, /*connecting=*/true);
     bank_ = {b.bank_version(), b.key_codebook_sha256(), b.value_codebook_sha256()};
+    cache_.reset(bank_.version);
     stats_.bank_version = b.bank_version();
-    max_k_ = info.max_k();
     max_have_ids_ = options_.max_have_ids;
-    if (info.max_ids_per_request() > 0) max_have_ids_ = std::min<size_t>(max_have_ids_, info.max_ids_per_request());
-    if (options_.prefetch) worker_ = std::thread([this] { worker(); });
+    const auto now = Clock::now();
+    for (size_t i = 0; i < n; ++i) {
+        if (!infos[i]) continue;
+        // Servers of one bank: the same model and codec, whatever version each has loaded yet.
+        if (i != newest) check_bank(pool_->client(i), infos[i]->bank(), /*connecting=*/false);
+        take_limits(*infos[i]);
+        if (infos[i]->bank().bank_version() < bank_.version) pool_->lagging(i, infos[i]->bank().bank_version(), now);
+    }
+    for (size_t i = 0; i < n; ++i) {
+        if (infos[i]) continue;
+        pool_->failed(i, KbServerState::Down, errors[i], now);
+        warn(KbEvent::ServerDown, errors[i], errors[i] + " — the other servers take its chunks");
+    }
+}
+
+void GrpcKbSource::take_limits(const kbv1::InfoReply& info) {
+    if (info.max_k() > 0) {
+        uint32_t k = max_k_.load();
+        while ((k == 0 || info.max_k() < k) && !max_k_.compare_exchange_weak(k, info.max_k())) {
+        }
+    }
+    if (info.max_ids_per_request() > 0) {
+        size_t ids = max_have_ids_.load();
+        while (info.max_ids_per_request() < ids && !max_have_ids_.compare_exchange_weak(ids, info.max_ids_per_request())) {
+        }
+    }
 }
 
 GrpcKbSource::~GrpcKbSource() {
@@ -95,11 +182,32 @@ GrpcKbSource::~GrpcKbSource() {
         stop_ = true;
     }
     pcv_.notify_all();
+    {
+        std::lock_guard<std::mutex> lock(probe_mu_);
+        probe_stop_ = true;
+    }
+    probe_cv_.notify_all();
     if (worker_.joinable()) worker_.join();  // its call in flight ends by its deadline
+    if (prober_.joinable()) prober_.join();  // likewise
 }
 
-void GrpcKbSource::check_bank(const kbv1::BankInfo& b, bool connecting) {
-    const std::string where = client_->name() + ": bank version " + std::to_string(b.bank_version());
+BankId GrpcKbSource::bank() const {
+    std::lock_guard<std::mutex> lock(mu_);
+    return bank_;
+}
+
+std::string GrpcKbSource::servers_named() const {
+    std::string names;
+    for (const std::string& u : urls_) names += (names.empty() ? "" : ", ") + u;
+    return (urls_.size() > 1 ? "knowledge servers " : "knowledge server ") + names;
+}
+
+std::chrono::milliseconds GrpcKbSource::chunk_budget() const {
+    return std::chrono::milliseconds(options_.chunk_timeout_ms > 0 ? options_.chunk_timeout_ms : 2 * options_.call_timeout_ms);
+}
+
+void GrpcKbSource::check_bank(const KbClient& client, const kbv1::BankInfo& b, bool connecting) const {
+    const std::string where = client.name() + ": bank version " + std::to_string(b.bank_version());
     // The refusal names the model first: the plain fields, then the full facts.
     if (!b.model_type().empty() && b.model_type() != model_.model_type)
         throw Error(where + " was made for a " + b.model_type() + " model, the loaded model is " + model_.model_type);
@@ -121,41 +229,12 @@ void GrpcKbSource::check_bank(const kbv1::BankInfo& b, bool connecting) {
                     std::to_string(want_bytes));
 }
 
-void GrpcKbSource::refresh_bank() {
-    const kbv1::InfoReply info = client_->info(options_.call_timeout_ms, false);
-    const kbv1::BankInfo& b = info.bank();
-    try {
-        check_bank(b, false);
-    } catch (const Error&) {
-        std::lock_guard<std::mutex> lock(mu_);
-        incompatible_ = true;
-        throw;
-    }
-    bool changed = false;
-    {
-        std::lock_guard<std::mutex> lock(mu_);
-        incompatible_ = false;
-        if (b.bank_version() != bank_.version) {
-            bank_.version = b.bank_version();
-            stats_.bank_version = b.bank_version();
-            stats_.bank_changes++;
-            changed = true;
-        }
-    }
-    // Record ids belong to a version: drop what an older one sent (same model and codec, so the
-    // session goes on).
-    if (changed) {
-        cache_.clear();
-        warn(KbEvent::BankChanged, std::to_string(b.bank_version()),
-             client_->name() + ": now serving bank version " + std::to_string(b.bank_version()));
-    }
-}
-
 std::string GrpcKbSource::describe() const {
     const char* mode = options_.retrieval == KbRetrieval::Vector ? "vector" : options_.retrieval == KbRetrieval::BM25 ? "BM25" : "hybrid";
+    const size_t addresses = pool_->size();
     std::lock_guard<std::mutex> lock(mu_);
-    return client_->name() + " (bank version " + std::to_string(bank_.version) + (codec_ ? ", compressed" : "") + " memories, " +
-           mode + " retrieval" +
+    return servers_named() + (addresses > urls_.size() ? " (" + std::to_string(addresses) + " addresses)" : "") + " (bank version " +
+           std::to_string(bank_.version) + (codec_ ? ", compressed" : "") + " memories, " + mode + " retrieval" +
            relative_cut_suffix(options_.min_relative_score) + ")";
 }
 
@@ -182,54 +261,9 @@ Key GrpcKbSource::key_of(const ChunkQuery& query, int32_t k) const {
             throw Error(describe() + ": the query has no retrieval vector of " + std::to_string(model_.spec.retrieval_dim) + " values");
         key.vector = *query.vector;
     }
-    key.k = max_k_ > 0 ? std::min<int32_t>(k, static_cast<int32_t>(max_k_)) : k;
+    const uint32_t max_k = max_k_.load();
+    key.k = max_k > 0 ? std::min<int32_t>(k, static_cast<int32_t>(max_k)) : k;
     return key;
-}
-
-Answer GrpcKbSource::answer(const Key& key) {
-    {
-        std::lock_guard<std::mutex> lock(mu_);
-        if (outage_.waiting(Clock::now())) {
-            stats_.skipped++;
-            return {};
-        }
-    }
-    std::string error;
-    try {
-        bool reinfo = false;
-        {
-            std::lock_guard<std::mutex> lock(mu_);
-            reinfo = incompatible_;
-        }
-        if (reinfo) refresh_bank();  // retried on the backoff schedule until the bank fits again
-        Answer a = request(key);
-        bool recovered = false;
-        {
-            std::lock_guard<std::mutex> lock(mu_);
-            recovered = outage_.succeeded();
-            stats_.state = KbSourceState::Connected;
-        }
-        if (recovered) warn(KbEvent::Recovered, "", client_->name() + " answers again: memories are back");
-        return a;
-    } catch (const std::exception& e) {  // KbCallError, a bad record, a bank for another model
-        error = e.what();
-    }
-    bool starts = false;
-    KbSourceState state;
-    {
-        std::lock_guard<std::mutex> lock(mu_);
-        starts = outage_.failed(Clock::now());
-        stats_.failures++;
-        stats_.last_error = error;
-        stats_.state = incompatible_ ? KbSourceState::Incompatible : KbSourceState::Unavailable;
-        state = stats_.state;
-        if (starts) stats_.outages++;
-    }
-    if (starts)
-        warn(state == KbSourceState::Incompatible ? KbEvent::Incompatible : KbEvent::Outage, error,
-             error + (state == KbSourceState::Incompatible ? " — generating without memories"
-                                                           : " — generating without memories until it is back"));
-    return {};
 }
 
 void GrpcKbSource::prefetch(const ChunkQuery& query, int32_t k) {
@@ -296,9 +330,10 @@ std::vector<std::shared_ptr<const ExplicitMemory>> GrpcKbSource::retrieve(const 
             if (p->state == Pending::State::Queued) {
                 pending_.erase(it);  // not started: ask it here, now
             } else {
-                // Running: its calls carry deadlines (a bank refresh may add a second and a third),
-                // so this wait ends; the bound is only a guard against a bug hanging generation.
-                const auto limit = std::chrono::milliseconds(3 * options_.call_timeout_ms + 1000);
+                // Running: its calls end by the chunk's deadline (failovers and a bank refresh
+                // included), so this wait ends; the bound is only a guard against a bug hanging
+                // generation.
+                const auto limit = chunk_budget() + std::chrono::milliseconds(1000);
                 const bool done = pcv_.wait_for(lock, limit, [&] { return p->state == Pending::State::Done; });
                 auto again = std::find(pending_.begin(), pending_.end(), p);
                 if (again != pending_.end()) pending_.erase(again);
@@ -309,7 +344,7 @@ std::vector<std::shared_ptr<const ExplicitMemory>> GrpcKbSource::retrieve(const 
                     stats_.prefetch_hits++;
                 } else {
                     stats_.failures++;
-                    stats_.last_error = client_->name() + ": a prefetched retrieval did not finish in time";
+                    stats_.last_error = servers_named() + ": a prefetched retrieval did not finish in time";
                 }
             }
         }
@@ -325,8 +360,11 @@ std::vector<std::shared_ptr<const ExplicitMemory>> GrpcKbSource::retrieve(const 
 }
 
 KbSourceStatus GrpcKbSource::status() const {
+    std::vector<KbServerStatus> servers = pool_->status();
     std::lock_guard<std::mutex> lock(mu_);
-    return stats_;
+    KbSourceStatus s = stats_;
+    s.servers = std::move(servers);
+    return s;
 }
 
 std::vector<RetrievedReference> GrpcKbSource::last_references(int32_t seq) const {
@@ -339,7 +377,7 @@ std::vector<RetrievedReference> GrpcKbSource::last_references(int32_t seq) const
 
 namespace mnemo {
 std::shared_ptr<KbSource> connect_kb(const KbSourceOptions& options, const MemoryFolderModel& model) {
-    check_min_relative_score(options.min_relative_score, "knowledge server " + options.url);
+    check_min_relative_score(options.min_relative_score, "knowledge server " + (options.urls.empty() ? options.url : options.urls.front()));
     return std::make_shared<detail::GrpcKbSource>(options, model);
 }
 

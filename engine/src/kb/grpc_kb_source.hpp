@@ -1,9 +1,12 @@
 // The knowledge server's client over gRPC, GrpcKbSource (mnemo/kb/kb_source.hpp, docs/kb-client.md),
-// declared for its two files: grpc_kb_source.cpp (connecting and checking the bank, the prefetch
-// worker, retrieve(), and what a failing server does to a chunk) and grpc_kb_calls.cpp (one
-// chunk's calls: RetrieveMemories, or Retrieve + FetchMemories, and the records they bring).
+// declared for its files: grpc_kb_source.cpp (connecting to the servers and checking the bank, the
+// prefetch worker, retrieve()), grpc_kb_failover.cpp (a chunk on one server after another until
+// one answers, bank versions, the warnings), grpc_kb_prober.cpp (looking again at servers that are
+// not taking chunks) and grpc_kb_calls.cpp (one chunk's calls on one server: RetrieveMemories, or
+// Retrieve + FetchMemories, and the records they bring). The servers: grpc_kb_pool.hpp.
 #pragma once
 
+#include <atomic>
 #include <chrono>
 #include <condition_variable>
 #include <map>
@@ -14,7 +17,8 @@
 #include <vector>
 
 #include "kb/grpc_kb_client.hpp"
-#include "kb/outage.hpp"
+#include "kb/grpc_kb_pool.hpp"
+#include "kb/kb_endpoints.hpp"
 #include "kb/record_cache.hpp"
 #include "mnemo/kb/kb_source.hpp"
 
@@ -51,9 +55,20 @@ struct BankId {
     std::string key_sha, value_sha;
 };
 
+// What one server did with a chunk (grpc_kb_failover.cpp).
+struct Attempt {
+    enum class Result { Answered, Failed, Incompatible, Behind };
+    Result result = Result::Failed;
+    Answer answer;
+    std::string error;
+    bool starts_outage = false;  // the server was Up until this failure
+    bool came_back = false;      // answered, and was not Up before
+};
+
 class GrpcKbSource final : public KbSource {
 public:
-    GrpcKbSource(const KbSourceOptions& options, const MemoryFolderModel& model);
+    // `resolve` turns a host name into its addresses (kb_endpoints.hpp); tests replace it.
+    GrpcKbSource(const KbSourceOptions& options, const MemoryFolderModel& model, const KbResolver& resolve = resolve_host);
     ~GrpcKbSource() override;
 
     bool wants_vector() const override { return options_.retrieval != KbRetrieval::BM25; }
@@ -66,37 +81,68 @@ public:
     std::vector<RetrievedReference> last_references(int32_t seq) const override;
 
 private:
+    // Connecting (grpc_kb_source.cpp): Info of every server at once, the codebooks, the checks.
+    void connect(const std::vector<std::string>& urls, const KbResolver& resolve);
     Key key_of(const ChunkQuery& query, int32_t k) const;
-    // The chunk's answer; a failure gives none, with the outage's warning and backoff.
+    // A server's limits (Info), lowering the client's: every server must accept its requests.
+    void take_limits(const kbv1::InfoReply& info);
+
+    // The chunk's answer from the first server that gives one within the chunk's deadline; none
+    // when no server does, with the outage's warning (grpc_kb_failover.cpp).
     Answer answer(const Key& key);
-    // One attempt (throws KbCallError or Error).
-    Answer request(const Key& key);
-    Answer retrieve_memories(const Key& key, const BankId& bank);
-    Answer retrieve_then_fetch(const Key& key, const BankId& bank);
+    // The chunk on server i, pinned to the client's bank version; a server that serves another
+    // version is asked which (Info): a newer one becomes the client's and the chunk is asked again
+    // there, an older one leaves the server Behind. Never throws.
+    Attempt attempt(size_t i, const Key& key, Clock::time_point deadline);
+    // The chunk on server i against `bank`, whatever the client reads (the fallback to a Behind
+    // server); a refusal is a failure.
+    Attempt attempt_pinned(size_t i, const Key& key, const BankId& bank, Clock::time_point deadline);
+    // Makes `version` (checked: same model and codec) the client's: the cache is emptied, since
+    // its ids were another version's. False when it already was.
+    bool adopt(uint64_t version);
+    // Words the end of a chunk: answered by server i, with ServerDown for the servers whose outage
+    // it started on the way, then Recovered (after an outage) or ServerUp when i came back; or
+    // answered by none, with Outage / Incompatible once per outage.
+    void report_answered(size_t i, bool came_back, const std::vector<std::pair<size_t, std::string>>& went_down, bool failed_over);
+    void report_unanswered(const std::string& error, bool incompatible);
+
+    // One chunk's calls on one server (grpc_kb_calls.cpp); throw KbCallError or Error. Each call's
+    // deadline is call_timeout_ms, or less where the chunk's `deadline` comes first.
+    Answer retrieve_memories(KbClient& client, const Key& key, const BankId& bank, Clock::time_point deadline);
+    Answer retrieve_then_fetch(KbClient& client, const Key& key, const BankId& bank, Clock::time_point deadline);
+    int32_t call_ms(Clock::time_point deadline) const;
     kbv1::RetrieveRequest retrieve_request(const Key& key, const BankId& bank) const;
-    std::shared_ptr<const ExplicitMemory> decode(const kbv1::MemoryRecord& record, uint32_t id, const char* call) const;
-    // The bank the server serves now, checked against the model and our codec. Throws when it is
-    // for another model or codec (state Incompatible).
-    void refresh_bank();
-    void check_bank(const kbv1::BankInfo& bank, bool connecting);
+    std::shared_ptr<const ExplicitMemory> decode(const KbClient& client, const kbv1::MemoryRecord& record, uint32_t id,
+                                                 const char* call) const;
+    // The bank a server describes, against the model and (once connected) the session's codec.
+    // Throws when it is for another model or codec.
+    void check_bank(const KbClient& client, const kbv1::BankInfo& bank, bool connecting) const;
+
+    // Looking again at servers that are not Up, on their backoff (grpc_kb_prober.cpp).
+    void prober();
+    void probe(size_t i);
+    void wake_prober();
+
     // Reports an event to on_event, or its message to warn (stderr when neither is set).
     void warn(KbEvent event, const std::string& detail, const std::string& message);
     void worker();
+    BankId bank() const;
+    std::string servers_named() const;  // "knowledge server URL" or "knowledge servers URL, URL"
+    std::chrono::milliseconds chunk_budget() const;
 
     KbSourceOptions options_;
     MemoryFolderModel model_;
-    detail::KbUrl url_;
-    std::unique_ptr<KbClient> client_;
+    std::vector<std::string> urls_;  // as given
+    std::unique_ptr<ServerPool> pool_;
     std::unique_ptr<MemoryCodec> codec_;
-    size_t max_have_ids_ = 0;
-    uint32_t max_k_ = 0;
+    std::atomic<size_t> max_have_ids_{0};
+    std::atomic<uint32_t> max_k_{0};
     RecordCache cache_;
 
-    // Bank, outage and counters: the session's thread and the worker share them.
+    // Bank, outage and counters: the session's thread, the worker and the prober share them.
     mutable std::mutex mu_;
     BankId bank_;
-    Outage outage_;
-    bool incompatible_ = false;
+    bool outage_ = false;  // no server answered the last chunk that tried; warned once
     KbSourceStatus stats_;
     std::map<int32_t, std::vector<RetrievedReference>> last_refs_;
     std::mutex warn_mu_;
@@ -110,6 +156,13 @@ private:
     std::vector<std::shared_ptr<Pending>> pending_;
     bool stop_ = false;
     std::thread worker_;
+
+    // The prober sleeps until a server is due, or it is woken (a server went down).
+    std::mutex probe_mu_;
+    std::condition_variable probe_cv_;
+    bool probe_kick_ = false;
+    bool probe_stop_ = false;
+    std::thread prober_;
 };
 
 }  // namespace mnemo::detail

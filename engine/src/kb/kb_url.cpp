@@ -5,8 +5,19 @@
 #include <cstring>
 
 #include "mnemo/error.hpp"
+#include "mnemo/kb/kb_source.hpp"
 
 namespace mnemo::detail {
+namespace {
+
+// Host names are compared without case (DNS ignores it).
+std::string lowercase(std::string s) {
+    for (char& c : s)
+        if (c >= 'A' && c <= 'Z') c = static_cast<char>(c - 'A' + 'a');
+    return s;
+}
+
+}  // namespace
 
 bool is_loopback_host(const std::string& host) {
     if (host == "localhost") return true;
@@ -58,4 +69,27 @@ KbUrl parse_kb_url(const std::string& url) {
     return u;
 }
 
+std::vector<KbUrl> parse_kb_urls(const std::vector<std::string>& urls) {
+    if (urls.empty()) throw Error("no knowledge server URL given");
+    std::vector<KbUrl> out;
+    for (const std::string& url : urls) {
+        KbUrl u = parse_kb_url(url);
+        for (const KbUrl& seen : out) {
+            if (seen.tls != u.tls)
+                throw Error("knowledge servers '" + seen.url + "' and '" + u.url + "' use different schemes (" +
+                            (seen.tls ? "grpcs" : "grpc") + "://, " + (u.tls ? "grpcs" : "grpc") +
+                            "://): the servers of one bank take the same token, so all use TLS or none");
+            if (lowercase(seen.target) == lowercase(u.target)) throw Error("knowledge server '" + u.url + "' is given twice");
+        }
+        out.push_back(std::move(u));
+    }
+    return out;
+}
+
 }  // namespace mnemo::detail
+
+namespace mnemo {
+
+void check_kb_urls(const std::vector<std::string>& urls) { detail::parse_kb_urls(urls); }
+
+}  // namespace mnemo

@@ -5,7 +5,7 @@
 namespace mnemo {
 
 std::shared_ptr<KbSource> connect_kb(const KbSourceOptions& options, const MemoryFolderModel&) {
-    throw Error("knowledge server '" + options.url +
+    throw Error("knowledge server '" + (options.urls.empty() ? options.url : options.urls.front()) +
                 "': this build of Mnemo has no knowledge-server client (built without gRPC: install libgrpc++-dev and rebuild)");
 }
 

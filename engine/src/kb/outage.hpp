@@ -1,6 +1,7 @@
 // When to call a server that stopped answering again: exponential backoff between attempts, and
-// whether a failure starts an outage (warn once) or a success ends one (say it is back). Not
-// thread-safe: its owner holds a lock.
+// whether a failure starts an outage (warn once) or a success ends one (say it is back). One per
+// server, and one for the client as a whole (no server answers). Not thread-safe: its owner holds
+// a lock.
 #pragma once
 
 #include <algorithm>
@@ -34,6 +35,8 @@ public:
         return ends;
     }
     ms delay() const { return delay_; }
+    // When the next attempt is due (meaningful while down).
+    Clock::time_point retry_at() const { return retry_at_; }
 
 private:
     ms initial_, max_;

@@ -1,12 +1,24 @@
 // build_bank: corpus -> references -> memories (checkpointed batches) -> codec -> records ->
-// a published version. Memorizing dominates on a device and training the codec on a CPU, so both
-// report progress; everything after the last checkpoint is quick and simply redone on a re-run.
+// a published version, in a stream. Two shapes:
+//   - the codec is known before memorizing (add: the bank's; build --codec-from): each batch is
+//     memorized (or read from its checkpoint), checkpointed, and encoded into the version at once
+//     (on a second thread while the next batch is memorized, when memorizing runs on a device);
+//   - build trains it: every batch memorized and checkpointed, a uniform sample of their slots
+//     kept (bank_codec_sample.hpp), the codec trained on the sample and checkpointed, then the
+//     batches read back one at a time, encoded and written segment by segment.
+// Either way RAM holds a batch, the sample, one segment and the corpus's token ids, never every
+// memory. Memorizing dominates on a device and training the codec on a CPU, so both report
+// progress; a re-run resumes from the checkpoints and redoes only what came after the last one.
 #include "bank_build.hpp"
+
+#include <sys/resource.h>
 
 #include <chrono>
 #include <filesystem>
+#include <future>
 
 #include "bank.hpp"
+#include "bank_build_steps.hpp"
 #include "bank_documents.hpp"
 #include "bank_staging.hpp"
 #include "bank_writer.hpp"
@@ -22,9 +34,15 @@ namespace mnemo::kb {
 namespace {
 
 namespace fs = std::filesystem;
+using Clock = std::chrono::steady_clock;
 
-double since(std::chrono::steady_clock::time_point t0) {
-    return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+double since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
+
+// The process's peak resident set so far (KiB on Linux), for the report: what the streamed stages
+// needed, before publishing's index step (which holds the new version's vectors) adds its own.
+uint64_t peak_rss_kib() {
+    rusage u{};
+    return ::getrusage(RUSAGE_SELF, &u) == 0 ? static_cast<uint64_t>(u.ru_maxrss) : 0;
 }
 
 // What load_tokenizer() reads in a model folder, so that a bank answers text queries with the
@@ -54,10 +72,19 @@ void check_same_model(const MemoryFolderModel& bank, const MemoryFolderModel& se
     check_memory_model(bank, session, &codec, bank_where);
 }
 
+// A reused codec (the bank's own, or --codec-from's) ready to encode with.
+TrainedCodecs reused_codecs(const Bank& bank) {
+    TrainedCodecs c;
+    c.codec = bank.codec();
+    c.keys = VqCodec::from_codebook(c.codec.keys);
+    c.values = VqCodec::from_codebook(c.codec.values);
+    return c;
+}
+
 }  // namespace
 
 BankBuildReport build_bank(Session& session, const BankBuildOptions& o) {
-    const auto t_start = std::chrono::steady_clock::now();
+    const auto t_start = Clock::now();
     if (!o.storage) throw Error("build: no bank storage");
     BankStorage& st = *o.storage;
     const std::string bank_where = "bank " + st.describe();
@@ -67,20 +94,25 @@ BankBuildReport build_bank(Session& session, const BankBuildOptions& o) {
     if (!session.reads_memories())
         throw Error("model '" + o.model_dir + "' (" + printable(session.summary().model_type) + ") does not read explicit memories");
     if (o.batch == 0) throw Error("build: the batch size must be positive");
+    if (o.segment_records == 0) throw Error("build: segment_records must be positive");
     const MemoryFolderModel model = memory_folder_model(session);
     const MemorySpec& spec = model.spec;
+    BankBuildReport r;
 
     // The codec and the base version, checked before any memorizing is spent.
     std::optional<BankManifest> base;
-    std::shared_ptr<const Bank> reuse;  // the bank whose codec is reused
-    std::optional<BankManifest> reuse_manifest;  // its manifest (the factories' names)
+    std::shared_ptr<const Bank> bank;  // add: the bank added to
+    TrainedCodecs codecs;
+    CompressReport cr;
     if (o.add) {
         if (!o.codec_from.empty()) throw Error("add: the codec is the bank's own; --codec-from is for build");
         if (!read_current_manifest(st)) throw Error(bank_where + ": no bank yet to add to (run `mnemo-kb build` first)");
-        reuse = Bank::open(o.storage);  // every hash checked: a damaged codec is refused here
+        bank = Bank::open(o.storage);  // every hash checked: a damaged codec is refused here
         base = read_current_manifest(st);
-        reuse_manifest = base;
-        check_same_model(reuse->model(), model, reuse->codec(), bank_where, o.model_dir);
+        check_same_model(bank->model(), model, bank->codec(), bank_where, o.model_dir);
+        codecs = reused_codecs(*bank);
+        r.key_factory = base->key_factory;
+        r.value_factory = base->value_factory;
     } else {
         if (const auto cur = read_current_manifest(st); cur && !o.replace)
             throw Error(bank_where + " already has version " + std::to_string(cur->version) +
@@ -88,43 +120,53 @@ BankBuildReport build_bank(Session& session, const BankBuildOptions& o) {
         if (!o.codec_from.empty()) {
             const std::string w = "bank folder '" + o.codec_from + "'";
             const std::shared_ptr<BankStorage> from = open_folder_storage(o.codec_from, false);
-            reuse = Bank::open(from);
-            reuse_manifest = read_current_manifest(*from);
-            check_same_model(reuse->model(), model, reuse->codec(), w, o.model_dir);
+            const std::shared_ptr<const Bank> other = Bank::open(from);
+            const std::optional<BankManifest> m = read_current_manifest(*from);
+            check_same_model(other->model(), model, other->codec(), w, o.model_dir);
+            codecs = reused_codecs(*other);
+            r.key_factory = m->key_factory;
+            r.value_factory = m->value_factory;
+        } else {
+            codecs = make_memory_codecs(spec, o.codec, cr);  // a bad factory fails here, before memorizing
+            r.key_factory = cr.keys.factory;
+            r.value_factory = cr.values.factory;
+            r.codec_sample = o.codec_sample ? o.codec_sample : default_codec_sample(*codecs.keys, *codecs.values);
+            const size_t need = std::max(codecs.keys->min_training_vectors(), codecs.values->min_training_vectors());
+            if (o.codec_sample && o.codec_sample < need)
+                throw Error("a codec sample of " + std::to_string(o.codec_sample) + " vectors is too small: codecs '" + r.key_factory +
+                            "' / '" + r.value_factory + "' need at least " + std::to_string(need) + " (FAISS recommends " +
+                            std::to_string(default_codec_sample(*codecs.keys, *codecs.values)) + ")");
         }
     }
+    const bool train = !o.add && o.codec_from.empty();
 
+    // The corpus, cut document by document; only token ids stay.
     const std::unique_ptr<Tokenizer> tok = load_tokenizer(o.model_dir);
     if (!o.corpus.empty() && !o.documents.empty()) throw Error("build: give a corpus path or documents, not both");
     const std::string corpus_words = o.corpus.empty() ? printable(o.corpus_name.empty() ? "documents" : o.corpus_name)
                                                       : "corpus '" + printable(o.corpus) + "'";
-    std::vector<app::CorpusDocument> read;  // a corpus path's documents; given documents are not copied
-    if (!o.corpus.empty()) read = app::read_corpus(o.corpus, o.corpus_options);
-    const std::vector<app::CorpusDocument>& docs = o.corpus.empty() ? o.documents : read;
-    const std::vector<app::CorpusReference> refs = app::cut_references(docs, *tok, spec.reference_length);
-    if (refs.empty()) throw Error(corpus_words + " holds no text");
-    BankBuildReport r;
-    r.documents = docs.size();
-    r.references = refs.size();
-    std::vector<std::vector<int32_t>> tokens;
-    tokens.reserve(refs.size());
-    for (const app::CorpusReference& ref : refs) {
-        tokens.push_back(ref.tokens);
-        r.tokens += ref.tokens.size();
+    BuildCorpus corpus;
+    if (!o.corpus.empty()) {
+        std::vector<app::CorpusDocument> read = app::read_corpus(o.corpus, o.corpus_options);
+        corpus = cut_build_corpus(read.size(), [&](size_t i) { return std::move(read[i]); }, *tok, spec.reference_length);
+    } else {
+        corpus = cut_build_corpus(o.documents.size(), [&](size_t i) { return o.documents[i]; }, *tok, spec.reference_length);
     }
-    note(corpus_words + ": " + std::to_string(docs.size()) + " documents, " + std::to_string(refs.size()) + " references, " +
+    if (corpus.references.empty()) throw Error(corpus_words + " holds no text");
+    r.documents = corpus.documents.size();
+    r.references = corpus.references.size();
+    r.tokens = corpus.tokens;
+    note(corpus_words + ": " + std::to_string(r.documents) + " documents, " + std::to_string(r.references) + " references, " +
          std::to_string(r.tokens) + " tokens");
     // add: a document whose doc_id the bank holds replaces it (its live records are retired in
     // the new version). Known before any memorizing is spent, so a refusal costs nothing.
     std::vector<uint32_t> retire;
     if (o.add) {
-        std::vector<bool> has_text(docs.size(), false);
-        for (const app::CorpusReference& ref : refs) has_text[ref.document] = true;
-        for (size_t d = 0; d < docs.size(); ++d) {
-            const BankDocument* old = reuse->documents().find(docs[d].doc_id);
+        for (size_t d = 0; d < corpus.documents.size(); ++d) {
+            const BankDocument* old = bank->documents().find(corpus.documents[d].doc_id);
             if (!old) continue;
-            if (!has_text[d])
-                throw Error(corpus_words + ": document '" + printable(docs[d].doc_id, 200) +
+            if (!corpus.has_text[d])
+                throw Error(corpus_words + ": document '" + printable(corpus.documents[d].doc_id, 200) +
                             "' has no text, so it would replace version " + std::to_string(old->version) +
                             " of that document with nothing; use `mnemo-kb delete` to retire a document");
             retire.insert(retire.end(), old->ids.begin(), old->ids.end());
@@ -132,83 +174,42 @@ BankBuildReport build_bank(Session& session, const BankBuildOptions& o) {
         }
         r.retired_records = retire.size();
         if (r.replaced_documents)
-            note("replacing " + std::to_string(r.replaced_documents) + " documents of version " + std::to_string(reuse->version()) + " (" +
+            note("replacing " + std::to_string(r.replaced_documents) + " documents of version " + std::to_string(base->version) + " (" +
                  std::to_string(retire.size()) + " records retired)");
+        bank.reset();  // its index and texts are not needed any more; the codec was copied
     }
 
-    // Memorize, batch by batch, each checkpointed before the next starts.
-    const std::string key = staging_key(model.fingerprint, o.batch, tokens);
-    for (const std::string& name : st.list())  // another corpus's checkpoints can never be used
-        if (name.rfind("staging-", 0) == 0 && name.rfind(staging_prefix(key), 0) != 0) st.remove_blob(name);
-    const auto t_mem = std::chrono::steady_clock::now();
-    std::vector<WrittenMemory> memories;
-    memories.reserve(refs.size());
-    r.batches = (refs.size() + o.batch - 1) / o.batch;
-    if (o.progress) o.progress("memorize", 0, refs.size());
+    // Checkpoints: another corpus's can never be used, nor another codec's.
+    const std::string key = staging_key(model.fingerprint, o.batch, corpus.references.size(),
+                                        [&](size_t i) -> const std::vector<int32_t>& { return corpus.references[i].tokens; });
+    const std::string codec_blob = train ? staging_codec_blob(key, r.key_factory, r.value_factory, o.codec.train.opq_iterations,
+                                                              o.codec.train.kmeans_iterations, r.codec_sample, o.codec_sample_seed)
+                                         : std::string();
+    const std::string codec_prefix = staging_prefix(key) + "codec-";
+    for (const std::string& name : st.list())
+        if (name.rfind("staging-", 0) == 0 &&
+            (name.rfind(staging_prefix(key), 0) != 0 || (name.rfind(codec_prefix, 0) == 0 && name != codec_blob)))
+            st.remove_blob(name);
+    BatchMemories batches(session, st, key, spec, corpus, o.batch);
+    r.batches = batches.batches();
     auto stop_if_cancelled = [&] {
         if (o.cancelled && o.cancelled())
             throw BuildCancelled(bank_where + ": cancelled; nothing was published (" + std::to_string(r.resumed_batches) +
                                  " batches resumed, finished batches stay checkpointed)");
     };
-    for (size_t b = 0; b < r.batches; ++b) {
-        stop_if_cancelled();
-        const size_t first = b * o.batch, last = std::min(refs.size(), first + o.batch);
-        const std::string blob = staging_blob(key, b);
-        std::optional<std::vector<WrittenMemory>> batch;
-        if (std::optional<std::string> bytes = st.read_blob(blob)) {
-            batch = decode_staged_batch(*bytes, spec, last - first);
-            if (batch) ++r.resumed_batches;
-            else st.remove_blob(blob);  // damaged: memorized again
-        }
-        if (!batch) {
-            batch = session.write_memories(std::vector<std::vector<int32_t>>(tokens.begin() + static_cast<long>(first),
-                                                                              tokens.begin() + static_cast<long>(last)));
-            if (batch->size() != last - first)
-                throw Error("the session wrote " + std::to_string(batch->size()) + " memories for " + std::to_string(last - first) + " references");
-            st.write_blob(blob, encode_staged_batch(*batch, spec));
-        }
-        for (WrittenMemory& w : *batch) memories.push_back(std::move(w));
-        if (o.progress) o.progress("memorize", last, refs.size());
-    }
-    r.memorize_seconds = since(t_mem);
-    if (r.resumed_batches) note("resumed: " + std::to_string(r.resumed_batches) + " of " + std::to_string(r.batches) + " batches read from checkpoints");
+    auto memorize = [&](size_t b) {
+        bool resumed = false;
+        std::vector<WrittenMemory> m = batches.get(b, &resumed);
+        if (resumed) ++r.resumed_batches;
+        return m;
+    };
+    double encode_seconds = 0;  // written by whichever thread encodes, one batch at a time
+    auto encode_into = [&](BankVersionStream& stream, size_t b, std::vector<WrittenMemory>&& m) {
+        const auto t0 = Clock::now();
+        append_encoded_batch(stream, codecs, spec, corpus, *tok, batches.range(b), std::move(m), o.codec.threads);
+        encode_seconds += since(t0);
+    };
 
-    // The codec: the bank's own (add), another bank's (--codec-from), or trained on these memories.
-    const auto t_train = std::chrono::steady_clock::now();
-    TrainedCodecs codecs;
-    if (reuse) {
-        codecs.codec = reuse->codec();
-        codecs.keys = VqCodec::from_codebook(codecs.codec.keys);
-        codecs.values = VqCodec::from_codebook(codecs.codec.values);
-        r.key_factory = reuse_manifest->key_factory;
-        r.value_factory = reuse_manifest->value_factory;
-    } else {
-        note("training the codec on " + std::to_string(memories.size()) + " memories");
-        CompressReport cr;
-        codecs = train_memory_codecs(memories, spec, o.codec, cr);
-        r.key_factory = cr.keys.factory;
-        r.value_factory = cr.values.factory;
-        r.notes = cr.notes;
-        r.codec_trained = true;
-    }
-    r.train_seconds = since(t_train);
-    r.keys_sha256 = codecs.codec.keys.sha256;
-    r.values_sha256 = codecs.codec.values.sha256;
-
-    // Encode and write. Ids continue the base version's.
-    const auto t_write = std::chrono::steady_clock::now();
-    if (o.progress) o.progress("encode", 0, memories.size());
-    NewBankRecords rec;
-    rec.memories = encode_memories(std::move(memories), spec, *codecs.keys, *codecs.values, codecs.codec);
-    if (o.progress) o.progress("encode", rec.memories.size(), rec.memories.size());
-    std::vector<BankDocumentRef> doc_refs;
-    doc_refs.reserve(docs.size());
-    for (const app::CorpusDocument& d : docs) doc_refs.push_back({d.doc_id, d.title, d.source, d.metadata_json});
-    for (const app::CorpusReference& ref : refs) {
-        rec.tokens.push_back(ref.tokens);
-        rec.texts.push_back(ref.text);
-        rec.documents.push_back(&doc_refs[ref.document]);
-    }
     BankVersionSpec vs;
     vs.base = base;
     vs.model = model;
@@ -218,18 +219,125 @@ BankBuildReport build_bank(Session& session, const BankBuildOptions& o) {
     vs.tokenizer_files = tokenizer_files(o.model_dir);
     vs.segment_records = o.segment_records;
     vs.retire = std::move(retire);
-    stop_if_cancelled();  // the last moment nothing is written yet
-    const WrittenVersion wv = write_bank_version(st, vs, rec);
+    std::optional<BankVersionStream> stream;
+    // A cancelled build removes the segments it wrote (a killed one leaves them to the next try).
+    auto drop_segments = [&] {
+        if (!stream) return;
+        for (const std::string& name : stream->segment_blobs()) {
+            try {
+                st.remove_blob(name);
+            } catch (const std::exception&) {
+                // Left as garbage: the next attempt at this version replaces it.
+            }
+        }
+    };
+    const uint64_t n = corpus.references.size();
+    // Build, training: every batch memorized (or read back) with a uniform sample of their slots
+    // kept, then the codec trained on the sample, or read from an interrupted run's checkpoint.
+    // The sample is freed on return, before encoding starts.
+    auto train_on_a_sample = [&] {
+        const auto t_mem = Clock::now();
+        CodecSample sample(spec, r.codec_sample, o.codec_sample_seed);
+        if (o.progress) o.progress("memorize", 0, n);
+        for (size_t b = 0; b < r.batches; ++b) {
+            stop_if_cancelled();
+            for (const WrittenMemory& w : memorize(b)) sample.add(w.memory);
+            if (o.progress) o.progress("memorize", batches.range(b).last, n);
+        }
+        r.memorize_seconds = since(t_mem);
+        if (r.resumed_batches) note("resumed: " + std::to_string(r.resumed_batches) + " of " + std::to_string(r.batches) + " batches read from checkpoints");
+        r.corpus_vectors = sample.offered();
+        r.training_vectors = sample.size();
+        if (sample.offered() <= sample.capacity())
+            note("the corpus's " + std::to_string(sample.offered()) + " key/value vectors are no more than the codec sample of " +
+                 std::to_string(sample.capacity()) + ": the codec trains on every one");
+        else
+            note("the codec trains on a uniform sample of " + std::to_string(sample.size()) + " of the corpus's " +
+                 std::to_string(sample.offered()) + " key/value vectors");
+
+        // The codec: from the checkpoint of an interrupted run, or trained now and checkpointed.
+        const auto t_train = Clock::now();
+        std::optional<MemoryCodec> saved;
+        if (std::optional<std::string> bytes = st.read_blob(codec_blob)) saved = decode_staged_codec(*bytes);
+        if (saved) {
+            codecs.keys = VqCodec::from_codebook(saved->keys);
+            codecs.values = VqCodec::from_codebook(saved->values);
+            codecs.codec = std::move(*saved);
+            r.codec_resumed = true;
+            note("the codec read from the checkpoint of an interrupted build (trained on the same sample)");
+        } else {
+            if (st.exists(codec_blob)) st.remove_blob(codec_blob);  // damaged: trained again
+            note("training the codec on " + std::to_string(sample.size()) + " vectors");
+            train_memory_codecs_on(codecs, sample.keys().data(), sample.values().data(), sample.size(), o.codec, cr);
+            st.write_blob(codec_blob, encode_staged_codec(codecs.codec));
+        }
+        r.notes = cr.notes;
+        r.codec_trained = true;
+        r.train_seconds = since(t_train);
+    };
+    try {
+        if (!train) {
+            // Each batch encoded once memorized; with `overlap`, on a second thread while the next
+            // batch is memorized (its future is awaited before the next is handed over, so the
+            // stream sees the batches in order and from one thread at a time).
+            const auto t_mem = Clock::now();
+            const bool overlap = o.overlap_encode == BankBuildOptions::Overlap::On ||
+                                 (o.overlap_encode == BankBuildOptions::Overlap::Auto && session.summary().backend != "cpu");
+            stream.emplace(st, std::move(vs));
+            std::future<void> encoding;
+            if (o.progress) o.progress("memorize", 0, n);
+            for (size_t b = 0; b < r.batches; ++b) {
+                stop_if_cancelled();
+                std::vector<WrittenMemory> m = memorize(b);
+                if (encoding.valid()) encoding.get();
+                if (overlap)
+                    encoding = std::async(std::launch::async, [&, b, m = std::move(m)]() mutable { encode_into(*stream, b, std::move(m)); });
+                else
+                    encode_into(*stream, b, std::move(m));
+                if (o.progress) o.progress("memorize", batches.range(b).last, n);
+            }
+            if (encoding.valid()) encoding.get();
+            r.memorize_seconds = since(t_mem);
+            if (r.resumed_batches) note("resumed: " + std::to_string(r.resumed_batches) + " of " + std::to_string(r.batches) + " batches read from checkpoints");
+            if (o.progress) o.progress("encode", n, n);
+        } else {
+            train_on_a_sample();
+            // The batches again, one at a time: encoded, appended, each segment written when full.
+            const auto t_write = Clock::now();
+            stream.emplace(st, std::move(vs));
+            if (o.progress) o.progress("encode", 0, n);
+            for (size_t b = 0; b < r.batches; ++b) {
+                stop_if_cancelled();
+                bool from_checkpoint = false;
+                std::vector<WrittenMemory> m = batches.get(b, &from_checkpoint);
+                encode_into(*stream, b, std::move(m));
+                if (o.progress) o.progress("encode", batches.range(b).last, n);
+            }
+            r.write_seconds = since(t_write);
+        }
+        stop_if_cancelled();  // the last moment nothing is published yet
+    } catch (const BuildCancelled&) {
+        drop_segments();
+        throw;
+    }
+    r.peak_rss_before_publish_kib = peak_rss_kib();
+    const auto t_publish = Clock::now();
+    const WrittenVersion wv = stream->publish();
     if (o.progress) o.progress("write", 1, 1);
     remove_staging(st);  // only now: a crash before publishing resumes from the checkpoints
-    r.write_seconds = since(t_write);
-
+    r.write_seconds += since(t_publish);
+    r.encode_seconds = encode_seconds;
+    r.keys_sha256 = codecs.codec.keys.sha256;
+    r.values_sha256 = codecs.codec.values.sha256;
+    r.segments_written = wv.manifest.segments.size() - (base ? base->segments.size() : 0);
     r.version = wv.manifest.version;
     r.total_records = wv.manifest.count;
     for (const IdRange& x : wv.manifest.retired) r.retired_total += x.count;
     r.record_bytes = wv.manifest.record_bytes;
     r.record_bytes_f32 = memory_record_bytes(spec, nullptr);
     r.bytes_written = wv.bytes_written;
+    r.index = wv.index;
+    if (wv.manifest.index) r.index_kind = wv.manifest.index->vectors_kind;
     r.total_seconds = since(t_start);
     return r;
 }

@@ -97,7 +97,60 @@ uint32_t get_u32(const uint8_t* p) {
            static_cast<uint32_t>(p[3]) << 24;
 }
 
+Value index_json(const BankIndexEntry& x) {
+    std::vector<std::pair<std::string, Value>> vec = {{"kind", str(x.vectors_kind)}, {"count", num(static_cast<int64_t>(x.vectors_count))}};
+    if (x.vectors_kind == kIndexIvfFlat) {
+        vec.emplace_back("lists", num(x.lists));
+        vec.emplace_back("file", str(x.vectors.file));
+        vec.emplace_back("sha256", str(x.vectors.sha256));
+        vec.emplace_back("bytes", num(static_cast<int64_t>(x.vectors.bytes)));
+    }
+    return Value::make_object({{"vectors", Value::make_object(std::move(vec))}, {"bm25", blob_json(x.bm25)}});
+}
+
+// "index" (BankIndexEntry) of a version of `count` records.
+BankIndexEntry index_from_json(const Value& v, uint64_t count, const std::string& where) {
+    BankIndexEntry x;
+    const Value& vec = member(v, "vectors", where);
+    const std::string w = where + ": vectors";
+    x.vectors_kind = string_member(vec, "kind", w);
+    // At most the records; Bank::open checks it is the live ones and the stored index holds them.
+    x.vectors_count = uint_member(vec, "count", w, count);
+    if (x.vectors_kind == kIndexIvfFlat) {
+        x.lists = static_cast<uint32_t>(uint_member(vec, "lists", w, 1u << 24));
+        if (x.lists == 0) throw Error(w + ": lists must be positive");
+        x.vectors = blob_from_json(v, "vectors", where);
+    } else if (x.vectors_kind != kIndexFlat) {
+        throw Error(w + ": kind \"" + printable(x.vectors_kind, 80) + "\" is not one this build reads (\"" + kIndexFlat + "\", \"" + kIndexIvfFlat +
+                    "\")");
+    }
+    x.bm25 = blob_from_json(v, "bm25", where);
+    return x;
+}
+
 }  // namespace
+
+std::string index_blob_name(const char* kind, uint64_t version, const char* ext) {
+    char buf[96];
+    std::snprintf(buf, sizeof buf, "%s-%06llu.%s", kind, static_cast<unsigned long long>(version), ext);
+    return buf;
+}
+
+std::vector<NamedBlob> manifest_blobs(const BankManifest& m) {
+    std::vector<NamedBlob> out = {{"keys codebook", m.keys_codebook}, {"values codebook", m.values_codebook}};
+    for (const SegmentEntry& s : m.segments) {
+        out.push_back({"segment", s.records, &s});
+        out.push_back({"texts", s.texts});
+        out.push_back({"vectors", s.vectors});
+    }
+    for (const TokenizerFile& t : m.tokenizer) out.push_back({"tokenizer file", t.blob});
+    if (m.index) {
+        // A flat vector index is the vectors blobs themselves; an IVF one is a blob of its own.
+        if (m.index->vectors_kind == kIndexIvfFlat) out.push_back({"vector index", m.index->vectors});
+        out.push_back({"bm25 index", m.index->bm25});
+    }
+    return out;
+}
 
 std::string manifest_name(uint64_t version) {
     char buf[48];
@@ -175,6 +228,7 @@ std::string manifest_to_json(const BankManifest& m) {
         for (const IdRange& r : m.retired) ranges.push_back(Value::make_array({num(r.first), num(r.count)}));
         fields.emplace_back("retired", Value::make_array(std::move(ranges)));
     }
+    if (m.index) fields.emplace_back("index", index_json(*m.index));
     return Value::make_object(std::move(fields)).dump() + "\n";
 }
 
@@ -254,6 +308,7 @@ BankManifest manifest_from_json(std::string_view text, const std::string& where)
                         std::to_string(fv));
         m.retired = retired_from_json(*retired, m.count, where + ": retired");
     }
+    if (const Value* index = v.find("index")) m.index = index_from_json(*index, m.count, where + ": index");
     return m;
 }
 

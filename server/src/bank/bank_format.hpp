@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -53,6 +54,21 @@ struct TokenizerFile {
     BlobRef blob;
 };
 
+// The retrieval indexes a writer stored for its version (server/README.md, "Retrieval index").
+// JSON: "index": {"vectors": {"kind": "flat", "count": N} or {"kind": "ivf-flat", "count": N,
+// "lists": L, "file", "sha256", "bytes"}, "bm25": {"file", "sha256", "bytes"}}. Absent in
+// versions written before stored indexes: Bank::open then builds them at open. Readers that
+// predate the field ignore it (and build at open), so it needs no new format_version.
+struct BankIndexEntry {
+    std::string vectors_kind;   // kIndexFlat (not stored: the vectors blobs are the index) or kIndexIvfFlat
+    uint64_t vectors_count = 0; // vectors indexed: the version's live records
+    uint32_t lists = 0;         // ivf-flat: inverted lists
+    BlobRef vectors;            // ivf-flat: the FAISS index (bank_vector_index.hpp)
+    BlobRef bm25;               // the BM25 index (bm25_store.hpp)
+};
+constexpr const char* kIndexFlat = "flat";
+constexpr const char* kIndexIvfFlat = "ivf-flat";
+
 struct BankManifest {
     uint64_t version = 0;
     std::string created;  // UTC, ISO 8601
@@ -67,9 +83,21 @@ struct BankManifest {
     // their segments, never retrieved or served. Sorted, disjoint, not touching, inside [0, count).
     // JSON: "retired": [[first_id, count], ...], present only in format 2.
     std::vector<IdRange> retired;
+    std::optional<BankIndexEntry> index;  // see BankIndexEntry
 };
 
+// Every blob a manifest names (not the manifest itself), in manifest order, with what it is
+// ("segment", "texts", "bm25 index", ...): what verify reads, copy copies and clean-up keeps.
+struct NamedBlob {
+    std::string kind;
+    BlobRef blob;
+    const SegmentEntry* segment = nullptr;  // the segment a "segment" blob holds the records of
+};
+std::vector<NamedBlob> manifest_blobs(const BankManifest& m);
+
 std::string manifest_name(uint64_t version);  // "manifest-000007.json"
+// A version's index blobs: "index-000007.ivf", "bm25-000007.bin".
+std::string index_blob_name(const char* kind, uint64_t version, const char* ext);
 // A version's n-th segment blob of a kind: "seg-000007-0002.rec", "texts-...jsonl", "vectors-...f32".
 std::string segment_blob_name(const char* kind, uint64_t version, size_t n, const char* ext);
 // The version such a name was written by, or 0 when `file` is not a name of that form.

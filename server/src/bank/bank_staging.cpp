@@ -1,9 +1,11 @@
 #include "bank_staging.hpp"
 
+#include <algorithm>
 #include <cstring>
 
 #include "mnemo/error.hpp"
 #include "mnemo/memory/memory_record.hpp"
+#include "mnemo/memory/vq_codebook.hpp"
 #include "sha256_hex.hpp"
 
 namespace mnemo::kb {
@@ -22,11 +24,20 @@ uint32_t get_u32(const char* p) {
 
 }  // namespace
 
-std::string staging_key(const std::string& fingerprint, size_t batch, const std::vector<std::vector<int32_t>>& references) {
+std::string staging_key(const std::string& fingerprint, size_t batch, size_t count,
+                        const std::function<const std::vector<int32_t>&(size_t)>& reference) {
+    // The hash of the batches' hashes: the same corpus, batch size and model give the same key,
+    // and only one batch's tokens are ever copied at a time.
     std::string h = fingerprint + "\n" + std::to_string(batch) + "\n";
-    for (const auto& r : references) {
-        put_u32(h, static_cast<uint32_t>(r.size()));
-        h.append(reinterpret_cast<const char*>(r.data()), r.size() * 4);
+    std::string part;
+    for (size_t first = 0; first < count; first += std::max<size_t>(batch, 1)) {
+        part.clear();
+        for (size_t i = first; i < std::min(count, first + std::max<size_t>(batch, 1)); ++i) {
+            const std::vector<int32_t>& r = reference(i);
+            put_u32(part, static_cast<uint32_t>(r.size()));
+            part.append(reinterpret_cast<const char*>(r.data()), r.size() * 4);
+        }
+        h += sha256_hex(part);
     }
     return sha256_hex(h).substr(0, 16);
 }
@@ -77,6 +88,46 @@ std::optional<std::vector<WrittenMemory>> decode_staged_batch(const std::string&
         return std::nullopt;
     }
     return out;
+}
+
+std::string staging_codec_blob(const std::string& key, const std::string& key_factory, const std::string& value_factory,
+                               int opq_iterations, int kmeans_iterations, size_t sample, uint64_t seed) {
+    const std::string opts = key_factory + "\n" + value_factory + "\n" + std::to_string(opq_iterations) + "\n" +
+                             std::to_string(kmeans_iterations) + "\n" + std::to_string(sample) + "\n" + std::to_string(seed);
+    return staging_prefix(key) + "codec-" + sha256_hex(opts).substr(0, 16);
+}
+
+std::string encode_staged_codec(const MemoryCodec& codec) {
+    std::string out = "MNEMOSTC";
+    put_u32(out, 1);
+    for (const VqCodebook* cb : {&codec.keys, &codec.values}) {
+        const std::vector<uint8_t> b = cb->to_bytes();
+        put_u32(out, static_cast<uint32_t>(b.size()));
+        out.append(reinterpret_cast<const char*>(b.data()), b.size());
+    }
+    put_u32(out, memory_crc32(out.data(), out.size()));
+    return out;
+}
+
+std::optional<MemoryCodec> decode_staged_codec(const std::string& b) {
+    if (b.size() < 12 + 8 || std::memcmp(b.data(), "MNEMOSTC", 8) != 0 || get_u32(b.data() + 8) != 1) return std::nullopt;
+    if (memory_crc32(b.data(), b.size() - 4) != get_u32(b.data() + b.size() - 4)) return std::nullopt;
+    MemoryCodec codec;
+    size_t at = 12;
+    try {
+        for (VqCodebook* cb : {&codec.keys, &codec.values}) {
+            if (b.size() - 4 - at < 4) return std::nullopt;
+            const uint32_t n = get_u32(b.data() + at);
+            at += 4;
+            if (b.size() - 4 - at < n) return std::nullopt;
+            *cb = parse_vq_codebook(b.data() + at, n, "codec checkpoint", "");
+            at += n;
+        }
+    } catch (const Error&) {
+        return std::nullopt;
+    }
+    if (at != b.size() - 4) return std::nullopt;
+    return codec;
 }
 
 void remove_staging(BankStorage& storage) {

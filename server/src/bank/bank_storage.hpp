@@ -8,7 +8,12 @@
 //   - publish_pointer() replaces the small pointer object atomically: a reader sees the old or the
 //     new content, never a mix, and a crash leaves one of the two;
 //   - write_blob() is durable when it returns (fsync of the data and of its folder entry), and a
-//     crash during it leaves no blob under that name (temporary name, then rename).
+//     crash during it leaves no blob under that name (temporary name, then rename);
+//   - one writer at a time: a writer holds the bank's writer lock (lock_writer) from reading the
+//     published version to publishing the next, and publish_pointer() is a compare-and-swap, so
+//     two writers on two machines can never both publish "version N+1".
+// Implementations: the local folder (folder_storage.cpp) and a Ceph RADOS pool
+// (server/src/store/rados_storage.cpp); store_location.hpp opens either from a location string.
 #pragma once
 
 #include <cstddef>
@@ -18,6 +23,8 @@
 #include <string>
 #include <string_view>
 #include <vector>
+
+#include "mnemo/error.hpp"
 
 namespace mnemo::kb {
 
@@ -29,6 +36,33 @@ public:
     virtual uint64_t size() const = 0;
     // Exactly n bytes at `offset`, or mnemo::Error naming the blob (short read, I/O error).
     virtual void read(uint64_t offset, void* dst, size_t n) const = 0;
+    // Several ranges at once (a retrieval's top-k records): an object store issues them in
+    // parallel (RADOS aio) instead of one round trip after another. Same errors as read().
+    struct Range {
+        uint64_t offset;
+        void* dst;
+        size_t n;
+    };
+    virtual void read_ranges(const std::vector<Range>& ranges) const {
+        for (const Range& r : ranges) read(r.offset, r.dst, r.n);
+    }
+};
+
+// Held by the one writer of a bank (lock_writer); released when destroyed. A lock whose holder
+// died without releasing it is reclaimed by the store (the folder: the OS drops a dead process's
+// flock at once; RADOS: the lock is a lease that runs out, renew() extends it).
+class WriterLock {
+public:
+    virtual ~WriterLock() = default;
+    // Called before each blob a writer writes, so a long build keeps its lease; throws when the
+    // lock was lost (the lease ran out and another writer took it).
+    virtual void renew() = 0;
+};
+
+// publish_pointer()'s compare-and-swap failed: another writer published in between.
+class PointerConflict : public Error {
+public:
+    using Error::Error;
 };
 
 class BankStorage {
@@ -50,8 +84,14 @@ public:
     // Writes `name` durably and atomically (see above). An existing blob of that name is an
     // error: blobs are immutable.
     virtual void write_blob(const std::string& name, std::string_view bytes) = 0;
-    // Replaces the pointer object `name` (e.g. "CURRENT") atomically and durably.
-    virtual void publish_pointer(const std::string& name, std::string_view bytes) = 0;
+    // Replaces the pointer object `name` (e.g. "CURRENT") atomically and durably, provided it
+    // still holds `expected` (nullopt: provided it does not exist yet); otherwise PointerConflict
+    // and nothing changes.
+    virtual void publish_pointer(const std::string& name, std::string_view bytes, const std::optional<std::string>& expected) = 0;
+    // The bank's writer lock (see WriterLock). `who` is shown to a writer that finds it taken
+    // ("mnemo-kb add on host, pid N"). Throws mnemo::Error naming the holder when another writer
+    // has it: writers never wait for each other silently.
+    virtual std::unique_ptr<WriterLock> lock_writer(const std::string& who) = 0;
     // Removes a blob no published version names (garbage of an interrupted build).
     virtual void remove_blob(const std::string& name) = 0;
 };

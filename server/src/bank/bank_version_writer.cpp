@@ -1,5 +1,11 @@
 #include "bank_version_writer.hpp"
 
+#include "bank_index_writer.hpp"
+
+#include <unistd.h>
+
+#include <cstdio>
+
 #include "mnemo/error.hpp"
 #include "sha256_hex.hpp"
 
@@ -24,9 +30,7 @@ std::set<std::string> published_names(const BankStorage& st, const std::optional
         names.insert(manifest_name(v));
         try {
             const BankManifest m = manifest_from_json(*text, st.describe() + ": " + manifest_name(v));
-            names.insert({m.keys_codebook.file, m.values_codebook.file});
-            for (const SegmentEntry& s : m.segments) names.insert({s.records.file, s.texts.file, s.vectors.file});
-            for (const TokenizerFile& t : m.tokenizer) names.insert(t.blob.file);
+            for (const NamedBlob& b : manifest_blobs(m)) names.insert(b.blob.file);
         } catch (const Error&) {
             // An unreadable old manifest: keep it, and everything else is checked by name below.
         }
@@ -34,16 +38,26 @@ std::set<std::string> published_names(const BankStorage& st, const std::optional
     return names;
 }
 
-}  // namespace
+// "mnemo-kb on HOST, pid N": who holds a bank's writer lock, for the writer that finds it taken.
+std::string writer_identity() {
+    char host[256] = {};
+    if (::gethostname(host, sizeof host - 1) != 0) std::snprintf(host, sizeof host, "an unknown host");
+    return "mnemo-kb on " + std::string(host) + ", pid " + std::to_string(::getpid());
+}
 
-std::optional<BankManifest> read_current_manifest(const BankStorage& storage) {
-    const std::optional<std::string> cur = storage.read_blob(kCurrentPointer, kMaxPointerBytes);
+std::optional<BankManifest> manifest_of_pointer(const BankStorage& storage, const std::optional<std::string>& cur) {
     if (!cur) return std::nullopt;
     const uint64_t v = parse_current_pointer(*cur, storage.describe() + ": " + kCurrentPointer);
     const std::string where = storage.describe() + ": " + manifest_name(v);
     const std::optional<std::string> text = storage.read_blob(manifest_name(v), kMaxManifestBytes);
     if (!text) throw Error(where + ": missing (CURRENT names it)");
     return manifest_from_json(*text, where);
+}
+
+}  // namespace
+
+std::optional<BankManifest> read_current_manifest(const BankStorage& storage) {
+    return manifest_of_pointer(storage, storage.read_blob(kCurrentPointer, kMaxPointerBytes));
 }
 
 SegmentBuilder::SegmentBuilder(uint64_t record_bytes, uint32_t first_id, size_t retrieval_dim)
@@ -60,12 +74,17 @@ void SegmentBuilder::add(std::string_view record, std::string_view texts_line, c
     ++count_;
 }
 
-VersionWriter::VersionWriter(BankStorage& storage) : st_(storage), current_(read_current_manifest(storage)) {
+VersionWriter::VersionWriter(BankStorage& storage)
+    : st_(storage),
+      lock_(storage.lock_writer(writer_identity())),
+      current_pointer_(storage.read_blob(kCurrentPointer, kMaxPointerBytes)),
+      current_(manifest_of_pointer(storage, current_pointer_)) {
     version_ = (current_ ? current_->version : 0) + 1;
     keep_ = published_names(st_, current_);
 }
 
 BlobRef VersionWriter::put(const std::string& name, std::string_view bytes) {
+    lock_->renew();
     if (st_.exists(name)) {
         if (keep_.count(name)) throw Error(st_.describe() + ": '" + name + "' belongs to a published version; not replacing it");
         st_.remove_blob(name);  // garbage of an interrupted attempt at this version
@@ -76,6 +95,7 @@ BlobRef VersionWriter::put(const std::string& name, std::string_view bytes) {
 }
 
 BlobRef VersionWriter::put_shared(const std::string& prefix, std::string_view bytes) {
+    lock_->renew();
     const std::string sha = sha256_hex(bytes);
     const std::string name = prefix + sha.substr(0, 16);
     if (st_.exists(name)) {
@@ -103,11 +123,14 @@ SegmentEntry VersionWriter::put_segment(size_t n, const SegmentBuilder& seg) {
 WrittenVersion VersionWriter::publish(BankManifest m) {
     m.version = version_;
     m.created = utc_now();
+    // The version's retrieval indexes, stored before its manifest names them (bank_index_writer.hpp).
+    m.index = write_version_indexes(*this, st_, version_, current_, m, &index_report_);
     const std::string json = manifest_to_json(m);
     manifest_from_json(json, st_.describe() + ": the new " + manifest_name(version_));  // what a reader will check
     put(manifest_name(version_), json);
-    st_.publish_pointer(kCurrentPointer, current_pointer_content(version_));
-    return {std::move(m), written_};
+    lock_->renew();
+    st_.publish_pointer(kCurrentPointer, current_pointer_content(version_), current_pointer_);
+    return {std::move(m), written_, index_report_};
 }
 
 }  // namespace mnemo::kb

@@ -6,12 +6,14 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <set>
 #include <string>
 #include <string_view>
 
 #include "bank_format.hpp"
+#include "bank_index_writer.hpp"
 #include "bank_storage.hpp"
 
 namespace mnemo::kb {
@@ -22,6 +24,7 @@ std::optional<BankManifest> read_current_manifest(const BankStorage& storage);
 struct WrittenVersion {
     BankManifest manifest;
     uint64_t bytes_written = 0;  // new blobs, manifest included
+    IndexWriteReport index;      // what the index step did (bank_index_writer.hpp)
 };
 
 // One new segment being filled in id order: records (each already encoded with its id), their
@@ -47,8 +50,10 @@ private:
 
 class VersionWriter {
 public:
-    // Reads the published manifest and the blob names of every stored manifest (kept whatever
-    // CURRENT names: a reader may still hold an older version).
+    // Takes the bank's writer lock (BankStorage::lock_writer: another writer at work is an error
+    // naming it), then reads the published manifest and the blob names of every stored manifest
+    // (kept whatever CURRENT names: a reader may still hold an older version). The lock is held
+    // until the writer is destroyed.
     explicit VersionWriter(BankStorage& storage);
 
     const std::optional<BankManifest>& current() const { return current_; }
@@ -66,13 +71,18 @@ public:
     WrittenVersion publish(BankManifest manifest);
 
     uint64_t written() const { return written_; }
+    // What publish()'s index step did (bank_index_writer.hpp): for reports and measurements.
+    const IndexWriteReport& index_report() const { return index_report_; }
 
 private:
     BankStorage& st_;
+    std::unique_ptr<WriterLock> lock_;
+    std::optional<std::string> current_pointer_;  // CURRENT's bytes as read: publish() swaps only from them
     std::optional<BankManifest> current_;
     uint64_t version_ = 1;
     std::set<std::string> keep_;
     uint64_t written_ = 0;
+    IndexWriteReport index_report_;
 };
 
 }  // namespace mnemo::kb

@@ -3,6 +3,7 @@
 // folder), fsync the folder so the rename itself survives a power cut.
 #include <dirent.h>
 #include <fcntl.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -26,6 +27,21 @@ std::string errno_text() { return std::strerror(errno); }
 
 // Temporary names start with this; list() hides them and the writer never uses it.
 constexpr const char* kTempPrefix = ".tmp-";
+// The writer lock's file (flock): not a blob, hidden from list().
+constexpr const char* kLockFile = ".lock";
+
+// flock() on the folder's lock file: the kernel releases it the moment its holder exits, however
+// it exits (kill -9 included), so a dead writer never blocks the next one. The holder's
+// description is written into the file for the message another writer gets.
+class FolderWriterLock : public WriterLock {
+public:
+    explicit FolderWriterLock(int fd) : fd_(fd) {}
+    ~FolderWriterLock() override { ::close(fd_); }  // closing drops the flock
+    void renew() override {}  // a flock has no lease: held until closed
+
+private:
+    int fd_;
+};
 
 class FdBlobReader : public BlobReader {
 public:
@@ -53,6 +69,9 @@ private:
     uint64_t size_;
     std::string where_;
 };
+
+// A pointer is a line; anything longer is not what a writer expects, so the compare fails.
+constexpr uint64_t kMaxPointerCompareBytes = 4096;
 
 class FolderStorage : public BankStorage {
 public:
@@ -88,7 +107,7 @@ public:
         std::error_code ec;
         for (const auto& e : fs::directory_iterator(dir_, ec)) {
             const std::string n = e.path().filename().string();
-            if (n.rfind(kTempPrefix, 0) != 0) out.push_back(n);
+            if (n.rfind(kTempPrefix, 0) != 0 && n != kLockFile) out.push_back(n);
         }
         if (ec) throw Error(describe() + ": cannot list: " + ec.message());
         std::sort(out.begin(), out.end());
@@ -110,8 +129,15 @@ public:
         sync_dir();
     }
 
-    void publish_pointer(const std::string& name, std::string_view bytes) override {
+    void publish_pointer(const std::string& name, std::string_view bytes, const std::optional<std::string>& expected) override {
         check_name(name);
+        // The compare half of the swap; the writer lock every writer holds makes the two halves
+        // one step for writers (a folder has no atomic compare-and-rename).
+        const std::optional<std::string> now = read_blob(name, kMaxPointerCompareBytes);
+        if (now != expected)
+            throw PointerConflict(where(name) + ": changed since this writer read it (another writer published meanwhile): expected " +
+                                  (expected ? "'" + printable(*expected, 80) + "'" : std::string("none")) + ", found " +
+                                  (now ? "'" + printable(*now, 80) + "'" : std::string("none")));
         const std::string tmp = write_temp(name, bytes);
         if (::rename(tmp.c_str(), path(name).c_str()) != 0) {
             const std::string why = errno_text();
@@ -119,6 +145,26 @@ public:
             throw Error(where(name) + ": cannot replace: " + why);
         }
         sync_dir();
+    }
+
+    std::unique_ptr<WriterLock> lock_writer(const std::string& who) override {
+        const std::string path = dir_ + "/" + kLockFile;
+        const int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0644);
+        if (fd < 0) throw Error(describe() + ": cannot open the writer lock '" + printable(path) + "': " + errno_text());
+        if (::flock(fd, LOCK_EX | LOCK_NB) != 0) {
+            const std::string why = errno == EWOULDBLOCK ? "" : errno_text();
+            char holder[512] = {};
+            const ssize_t got = ::pread(fd, holder, sizeof holder - 1, 0);
+            ::close(fd);
+            if (!why.empty()) throw Error(describe() + ": cannot take the writer lock: " + why);
+            throw Error(describe() + ": another writer is writing this bank (" + printable(std::string(holder, got > 0 ? size_t(got) : 0), 200) +
+                        "); one writer at a time: try again when it has finished");
+        }
+        // Who holds it, for the message above; failing to say is no reason to fail the write.
+        if (::ftruncate(fd, 0) == 0) {
+            [[maybe_unused]] const ssize_t w = ::pwrite(fd, who.data(), who.size(), 0);
+        }
+        return std::make_unique<FolderWriterLock>(fd);
     }
 
     void remove_blob(const std::string& name) override {
@@ -135,7 +181,7 @@ private:
     // Flat names only: a name can never reach outside the folder or into a sub-folder.
     void check_name(const std::string& name) const {
         if (name.empty() || name == "." || name == ".." || name.find('/') != std::string::npos ||
-            name.find('\0') != std::string::npos || name.rfind(kTempPrefix, 0) == 0)
+            name.find('\0') != std::string::npos || name.rfind(kTempPrefix, 0) == 0 || name == kLockFile)
             throw Error(describe() + ": invalid blob name '" + printable(name) + "' (names are flat: no '/', not '.' or '..')");
     }
 

@@ -22,7 +22,13 @@ std::string read_file(const std::string& path) {
 
 }  // namespace
 
-const char* scope_name(TokenScope scope) { return scope == TokenScope::Admin ? "admin" : "read"; }
+const char* scope_name(TokenScope scope) {
+    switch (scope) {
+        case TokenScope::Admin: return "admin";
+        case TokenScope::Shard: return "shard";
+        default: return "read";
+    }
+}
 
 std::shared_ptr<const TokenTable> TokenTable::parse(std::string_view text, const std::string& where) {
     auto table = std::make_shared<TokenTable>();
@@ -46,8 +52,10 @@ std::shared_ptr<const TokenTable> TokenTable::parse(std::string_view text, const
             e->scope = TokenScope::Read;
         } else if (f[1] == "admin") {
             e->scope = TokenScope::Admin;
+        } else if (f[1] == "shard") {
+            e->scope = TokenScope::Shard;
         } else {
-            throw Error(at + "scope '" + printable(f[1], 80) + "' is neither 'read' nor 'admin'");
+            throw Error(at + "scope '" + printable(f[1], 80) + "' is not 'read', 'admin' or 'shard'");
         }
         if (!app::parse_token_hash(f[2], &e->digest)) throw Error(at + "hash is not 'sha256:' followed by 64 hex digits");
         table->entries_.push_back(std::move(e));

@@ -1,8 +1,10 @@
 // Bearer tokens of `mnemo-kb serve` (docs/kb-protocol.md, "Authentication"). The token file holds
 // one line per token, never the token itself:
 //     NAME SCOPE sha256:HEX
-// NAME names the client in logs and limits ([A-Za-z0-9._-], unique), SCOPE is `read` or `admin`
-// (admin may also Reload), HEX the SHA-256 of the token's text. Blank lines and lines starting
+// NAME names the client in logs and limits ([A-Za-z0-9._-], unique), SCOPE is `read`, `admin`
+// (admin may also Reload) or `shard` (the token one node of a sharded index asks the others with:
+// shard requests, Info and Health only, and not held to max_streams_per_client, since the asking
+// node's own clients are), HEX the SHA-256 of the token's text. Blank lines and lines starting
 // with '#' are ignored. A stolen file therefore grants nothing; a lost token is replaced by a new
 // line, a revoked one by deleting its line (and restarting or reloading the server).
 #pragma once
@@ -19,7 +21,7 @@
 
 namespace mnemo::kb {
 
-enum class TokenScope { Read, Admin };
+enum class TokenScope { Read, Admin, Shard };
 
 const char* scope_name(TokenScope scope);
 
@@ -27,6 +29,12 @@ const char* scope_name(TokenScope scope);
 using app::TokenDigest;
 using app::token_digest;
 using app::valid_token_name;
+
+// Read calls: every scope (a shard token's are narrowed further by the service to Info, Health and
+// shard requests); admin calls: admin only; shard requests: shard or admin.
+inline bool scope_allows(TokenScope scope, TokenScope needed) {
+    return needed == TokenScope::Read || scope == TokenScope::Admin || (needed == TokenScope::Shard && scope == TokenScope::Shard);
+}
 
 // One client: its name and scope, and the calls it has in flight now (the per-client limit; an
 // atomic so the read path needs no lock).
@@ -36,7 +44,7 @@ struct TokenEntry {
     TokenDigest digest{};
     mutable std::atomic<uint32_t> in_flight{0};
 
-    bool allows(TokenScope needed) const { return needed == TokenScope::Read || scope == TokenScope::Admin; }
+    bool allows(TokenScope needed) const { return scope_allows(scope, needed); }
 };
 
 // The clients a server accepts. Immutable once loaded (the counters aside), shared by every call.

@@ -11,6 +11,7 @@
 #include <cstddef>
 #include <string>
 
+#include "serve/access_tokens.hpp"
 #include "serve/call_watchdog.hpp"
 #include "serve/request_log.hpp"
 
@@ -30,6 +31,9 @@ public:
 
     grpc::ServerContext& context() { return ctx_; }
     std::string client;  // the caller's token name (for messages about who holds what)
+    TokenScope scope = TokenScope::Read;  // the caller's token's scope (a shard request needs shard or admin)
+    // When the call must end: the client's deadline or the server's cap, whichever comes first.
+    std::chrono::system_clock::time_point deadline() const { return deadline_; }
     CallNote& note() { return note_; }
 
     // Serializes `m` and sends it; adds its size to the note. False when it was not sent: the

@@ -12,6 +12,7 @@
 #include "app/args.hpp"
 #include "bank/bank.hpp"
 #include "commands.hpp"
+#include "store_cli.hpp"
 #include "mnemo/error.hpp"
 #include "mnemo/io/atomic_file.hpp"
 #include "mnemo/io/file_read.hpp"
@@ -20,6 +21,7 @@
 #include "serve/bank_editor.hpp"
 #include "serve/kb_server.hpp"
 #include "serve/listen_policy.hpp"
+#include "serve/shard_cli.hpp"
 #include "serve/tls_key_match.hpp"
 
 namespace mnemo::kb {
@@ -73,6 +75,7 @@ int cmd_serve(int argc, char** argv) {
     int32_t max_streams = static_cast<int32_t>(o.limits.max_streams_per_client);
     int32_t max_receive = static_cast<int32_t>(o.limits.max_receive_bytes), max_call = static_cast<int32_t>(o.limits.max_call_seconds);
     int32_t watch = 0, grace = 5;
+    int32_t nprobe = 0;  // IVF lists a query probes; 0: the bank's default (server/README.md, "Retrieval index")
     // AddDocuments (the model memorizes; build's flags) and its limits.
     SessionOptions so;
     int32_t threads = 0, batch = 64;
@@ -102,6 +105,9 @@ int cmd_serve(int argc, char** argv) {
         .int_opt("--shutdown-grace", "S", "seconds calls in flight get to finish on SIGINT/SIGTERM (default 5)", &grace, 0, 3600)
         .string_opt("--port-file", "FILE", "write the bound port there once serving (atomically), remove it on exit", &port_file)
         .flag("--log-quiet", "no per-request log lines (reload failures are still reported)", &log_quiet)
+        .int_opt("--nprobe", "N", "inverted lists a query probes when the bank stores an IVF index (more: better recall, slower; "
+                                  "default: a sixteenth of the lists, at least 32); a flat index is exact and ignores it",
+                 &nprobe, 1, 1 << 20)
         .string_opt("-m,--model", "DIR", "the bank's model: lets admins add documents (AddDocuments); without it they are refused",
                     &so.model_dir)
         .string_opt("--backend", "NAME", "backend that memorizes added documents (default: cpu)", &so.backend)
@@ -112,14 +118,23 @@ int cmd_serve(int argc, char** argv) {
                  &max_add_docs, 1, 1 << 24)
         .int_opt("--max-add-bytes", "N", "most text bytes per AddDocuments call (default 268435456)", &max_add_bytes, 1, INT32_MAX)
         .int_opt("--max-add-seconds", "N", "an AddDocuments call's longest time on the server (default 3600)", &max_add_seconds, 1, 7 * 86400);
+    StoreCli store;
+    store.add_to(p);
+    ShardCli shards;
+    shards.add_to(p);
     int first = 2;
     if (argc > 2 && argv[2][0] != '-') {
         bank_dir = argv[2];
         first = 3;
     }
     if (!p.parse(argc, argv, first)) return 0;
+    if (!store.store.empty()) {
+        if (!bank_dir.empty()) throw app::UsageError("give BANK or --store, not both");
+        bank_dir = store.store;
+    }
     if (bank_dir.empty()) throw app::UsageError("missing BANK (the bank folder, right after 'serve')");
     if (tls_cert.empty() != tls_key.empty()) throw app::UsageError("--tls-cert and --tls-key go together");
+    shards.check();
     TransportChoice choice{o.listen, !tls_cert.empty(), o.insecure, !tokens_file.empty(), o.no_auth};
     if (const std::string problem = transport_problem(choice); !problem.empty()) throw app::UsageError(problem);
 
@@ -147,10 +162,14 @@ int cmd_serve(int argc, char** argv) {
     o.server_version = MNEMO_VERSION;
     if (!log_quiet) o.log = log_to_stderr;
 
-    std::shared_ptr<BankStorage> storage = open_folder_storage(bank_dir, false);
+    std::shared_ptr<BankStorage> storage = open_bank_storage(bank_dir, store.options, false);
     BankProvider provider;
     provider.describe = "bank '" + bank_dir + "'";
-    provider.open = [storage] { return Bank::open(storage); };
+    BankOpenOptions open_options;
+    shards.apply(open_options);
+    open_options.nprobe = static_cast<uint32_t>(nprobe);
+    provider.open = [storage, open_options] { return Bank::open(storage, open_options); };
+    o.shard_peers = shards.connect();
     provider.current_version = [storage] { return Bank::current_version(*storage); };
 
     sigset_t stop_signals;
@@ -189,6 +208,10 @@ int cmd_serve(int argc, char** argv) {
                  static_cast<unsigned long long>(bank->version()), static_cast<unsigned long long>(bank->count()), printable(o.listen).c_str(),
                  server->port(), o.insecure ? "plaintext (loopback)" : "TLS", o.tokens ? "bearer tokens" : "NO authentication",
                  o.editor->can_add() ? ("AddDocuments with model '" + printable(so.model_dir) + "'").c_str() : "no AddDocuments (no --model)");
+    std::fprintf(stderr, "mnemo-kb serve: retrieval index: %s\n", bank->index_description().c_str());
+    if (bank->shards() > 1)
+        std::fprintf(stderr, "mnemo-kb serve: shard %u/%u, asking %zu peer node(s) per Retrieve\n", bank->shard(), bank->shards(),
+                     o.shard_peers->size());
     if (!port_file.empty()) write_file_atomically(port_file, std::to_string(server->port()) + "\n", 0644);
 
     std::thread stopper([&] {

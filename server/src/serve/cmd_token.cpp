@@ -1,4 +1,4 @@
-// `mnemo-kb token new --name NAME --scope read|admin --tokens FILE`: makes an access token for
+// `mnemo-kb token new --name NAME --scope read|admin|shard --tokens FILE`: makes an access token for
 // `mnemo-kb serve`, stores only its SHA-256 in the token file and prints the token once.
 #include <sys/stat.h>
 #include <unistd.h>
@@ -34,25 +34,26 @@ void print_or_throw(const std::string& text) {
 int cmd_token(int argc, char** argv) {
     if (argc < 3 || std::string(argv[2]) != "new") {
         if (argc >= 3 && (std::string(argv[2]) == "--help" || std::string(argv[2]) == "-h")) {
-            std::printf("usage: mnemo-kb token new --name NAME --scope read|admin --tokens FILE\n");
+            std::printf("usage: mnemo-kb token new --name NAME --scope read|admin|shard --tokens FILE\n");
             return 0;
         }
-        throw app::UsageError("expected 'mnemo-kb token new --name NAME --scope read|admin --tokens FILE'");
+        throw app::UsageError("expected 'mnemo-kb token new --name NAME --scope read|admin|shard --tokens FILE'");
     }
     std::string name, scope, file;
-    app::ArgParser p("token", "mnemo-kb token new --name NAME --scope read|admin --tokens FILE",
+    app::ArgParser p("token", "mnemo-kb token new --name NAME --scope read|admin|shard --tokens FILE",
                      "Generate a random access token (32 bytes), add 'NAME SCOPE sha256:HEX' to the token file (an "
                      "atomic rewrite; created with mode 0600 when missing) and print the token on stdout. The token itself "
                      "is stored nowhere: keep it. A running server reads the file when it starts.");
     p.string_opt("--name", "NAME", "the client's name in logs and limits ([A-Za-z0-9._-])", &name)
-        .string_opt("--scope", "SCOPE", "read (every call but Reload) or admin (also Reload)", &scope)
+        .string_opt("--scope", "SCOPE", "read (every call but Reload), admin (also Reload) or shard (what one node of a "
+                                        "sharded index asks the others with: serve --shard-peer-token-file)", &scope)
         .string_opt("--tokens", "FILE", "the token file of `mnemo-kb serve --tokens`", &file);
     if (!p.parse(argc, argv, 3)) return 0;
     if (name.empty()) throw app::UsageError("missing --name NAME");
     if (file.empty()) throw app::UsageError("missing --tokens FILE");
-    if (scope != "read" && scope != "admin") throw app::UsageError("--scope must be read or admin");
+    if (scope != "read" && scope != "admin" && scope != "shard") throw app::UsageError("--scope must be read, admin or shard");
     if (!valid_token_name(name)) throw app::UsageError("--name must be 1..64 characters of [A-Za-z0-9._-]");
-    const PreparedToken t = prepare_token(file, name, scope == "admin" ? TokenScope::Admin : TokenScope::Read);
+    const PreparedToken t = prepare_token(file, name, scope == "admin" ? TokenScope::Admin : scope == "shard" ? TokenScope::Shard : TokenScope::Read);
     // The token is shown first and stored only once it has surely left: a token nobody saw
     // (stdout on a full disk or a closed pipe) must never become valid.
     print_or_throw(t.token + "\n");

@@ -12,6 +12,7 @@
 #include "serve/kb_service.hpp"
 #include "serve/reply_text.hpp"
 #include "serve/request_checks.hpp"
+#include "serve/shard_fanout.hpp"
 
 namespace mnemo::kb {
 namespace {
@@ -93,6 +94,9 @@ Status KbService::info(const v1::InfoRequest& req, CallIo& io) {
     out.set_accepts_documents(config_.editor && config_.editor->can_add());
     out.set_max_add_documents(config_.limits.max_add_documents);
     out.set_max_add_bytes(config_.limits.max_add_bytes);
+    out.set_shard(bank->shard());
+    out.set_shards(bank->shards());
+    out.set_shard_peers(config_.shard_peers ? static_cast<uint32_t>(config_.shard_peers->size()) : 0);
     return reply(io, out);
 }
 
@@ -100,13 +104,25 @@ Status KbService::health(const v1::HealthRequest&, CallIo& io) {
     const std::shared_ptr<const Bank> bank = bank_.current();
     v1::HealthReply out;
     out.set_status(bank ? v1::HealthReply::SERVING : v1::HealthReply::NOT_SERVING);
-    if (bank) out.set_bank_version(bank->version());
+    if (bank) {
+        out.set_bank_version(bank->version());
+        out.set_shard(bank->shard());
+        out.set_shards(bank->shards());
+    }
     return reply(io, out);
 }
 
 Status KbService::retrieve_into(CallIo& io, const Bank& bank, const v1::RetrieveRequest& req, v1::RetrieveReply* out) const {
     Status st = check_retrieve(req, shape_of(bank), config_.limits);
     if (!st.ok()) return st;
+    // Shard requests are between the nodes of an index (their tokens' scope), and shard tokens
+    // make nothing else: a client would otherwise see rankings deeper than max_k, uncut.
+    if (req.has_shard() && !scope_allows(io.scope, TokenScope::Shard))
+        return Status(StatusCode::PERMISSION_DENIED, "client '" + io.client + "' has the " + scope_name(io.scope) +
+                                                         " scope; a shard request (RetrieveRequest.shard) needs shard or admin");
+    if (!req.has_shard() && io.scope == TokenScope::Shard)
+        return Status(StatusCode::PERMISSION_DENIED, "client '" + io.client + "' has the shard scope, which asks for shard rankings only "
+                                                     "(RetrieveRequest.shard); a client's Retrieve needs read");
     std::vector<float> vector(req.vector().begin(), req.vector().end());
     std::vector<int32_t> tokens(req.tokens().begin(), req.tokens().end());
     if (!req.text().empty()) {
@@ -124,7 +140,15 @@ Status KbService::retrieve_into(CallIo& io, const Bank& bank, const v1::Retrieve
     q.should_stop = [&io] { return io.should_stop(); };
     std::vector<BankHit> hits;
     try {
-        hits = bank.retrieve(q);
+        if (req.has_shard()) {
+            // Another node of the index asks for this shard's rankings: they are the reply.
+            st = answer_shard_request(bank, req, q, config_.limits, out);
+            io.note().detail = "shard_request depth=" + std::to_string(req.shard().depth()) + " query=" + (vector.empty() ? "" : "v") +
+                               (tokens.empty() ? "" : "t");
+            return st;
+        }
+        st = ranked_hits(io, bank, q, req.k(), &hits);
+        if (!st.ok()) return st;
     } catch (const QueryStopped&) {
         const Status state = io.state();
         return state.ok() ? Status(StatusCode::CANCELLED, "the retrieval was stopped") : state;
@@ -146,9 +170,22 @@ Status KbService::retrieve_into(CallIo& io, const Bank& bank, const v1::Retrieve
         }
     }
     out->set_bank_version(bank.version());
-    io.note().detail = "k=" + std::to_string(req.k()) + " query=" + (vector.empty() ? "" : "v") + (tokens.empty() ? "" : "t") +
-                       " hits=" + std::to_string(hits.size());
+    io.note().detail += "k=" + std::to_string(req.k()) + " query=" + (vector.empty() ? "" : "v") + (tokens.empty() ? "" : "t") +
+                        " hits=" + std::to_string(hits.size());
     return Status::OK;
+}
+
+Status KbService::ranked_hits(CallIo& io, const Bank& bank, const BankQuery& q, uint32_t k, std::vector<BankHit>* hits) const {
+    if (bank.shards() <= 1) {
+        *hits = bank.retrieve(q);
+        return Status::OK;
+    }
+    // A shard alone would answer a part of the index as if it were the whole.
+    if (!config_.shard_peers)
+        return Status(StatusCode::FAILED_PRECONDITION, "this node holds only shard " + std::to_string(bank.shard()) + "/" +
+                                                           std::to_string(bank.shards()) +
+                                                           " of the index and knows no other shard's node (--shard-peer): ask a node that does");
+    return fan_out_retrieve(io, bank, *config_.shard_peers, q, k, hits);
 }
 
 Status KbService::retrieve(const v1::RetrieveRequest& req, CallIo& io) {
@@ -164,12 +201,30 @@ Status KbService::fetch_memories(const v1::FetchRequest& req, CallIo& io) {
     Status st = check_fetch(req, shape_of(*bank), config_.limits);
     if (!st.ok()) return st;
     v1::MemoryRecord msg;
-    for (const uint32_t id : req.ids()) {
+    // The records read in batches (one parallel read each on RADOS) of 1, 2, 4, ... up to 64: the
+    // first record leaves as soon as it is read, as a stream should, and a long fetch still goes
+    // in few round trips. A batch that fails is read again one record at a time, so the error
+    // names the record as before.
+    constexpr int kMaxBatch = 64;
+    std::vector<std::string> batch;
+    int batch_start = 0, batch_size = 0;
+    for (int i = 0; i < req.ids_size(); ++i) {
+        const uint32_t id = req.ids(i);
         st = io.state();
         if (!st.ok()) return st;
+        if (i == batch_start + batch_size) {
+            batch_start = i;
+            batch_size = std::min({batch_size ? batch_size * 2 : 1, kMaxBatch, req.ids_size() - i});
+            const std::vector<uint32_t> ids(req.ids().begin() + i, req.ids().begin() + i + batch_size);
+            try {
+                batch = bank->records(ids);
+            } catch (const std::exception&) {
+                batch.clear();
+            }
+        }
         msg.set_id(id);
         try {
-            msg.set_record(bank->record(id));
+            msg.set_record(batch.empty() ? bank->record(id) : std::move(batch[static_cast<size_t>(i - batch_start)]));
         } catch (const std::exception& e) {
             return damaged_record(io, *bank, id, e);
         }
@@ -185,6 +240,8 @@ Status KbService::fetch_memories(const v1::FetchRequest& req, CallIo& io) {
 
 Status KbService::retrieve_memories(const v1::RetrieveRequest& req, CallIo& io) {
     const std::shared_ptr<const Bank> bank = bank_.current();
+    if (req.has_shard())
+        return Status(StatusCode::INVALID_ARGUMENT, "shard is for Retrieve between the nodes of a sharded index, not RetrieveMemories");
     v1::RetrieveMemoriesReply out;
     Status st = retrieve_into(io, *bank, req, out.mutable_retrieval());
     if (!st.ok()) return st;
@@ -195,16 +252,26 @@ Status KbService::retrieve_memories(const v1::RetrieveRequest& req, CallIo& io) 
     for (const v1::Hit& h : out.retrieval().hits()) hit_ids.insert(h.id());
     for (const uint32_t id : req.have_ids())
         if (hit_ids.count(id)) held.insert(id);
-    for (const v1::Hit& h : out.retrieval().hits()) {
-        if (held.count(h.id())) continue;
-        // Up to max_k records read from storage: the call's cap and cancellation still apply.
+    // Up to max_k records read from storage in one batch (in parallel on RADOS); a failed batch
+    // is read again one by one so that the error names the record.
+    std::vector<uint32_t> wanted;
+    for (const v1::Hit& h : out.retrieval().hits())
+        if (!held.count(h.id())) wanted.push_back(h.id());
+    if (st = io.state(); !st.ok()) return st;
+    std::vector<std::string> batch;
+    try {
+        batch = bank->records(wanted);
+    } catch (const std::exception&) {
+        batch.clear();
+    }
+    for (size_t i = 0; i < wanted.size(); ++i) {
         if (st = io.state(); !st.ok()) return st;
         v1::MemoryRecord* rec = out.add_records();
-        rec->set_id(h.id());
+        rec->set_id(wanted[i]);
         try {
-            rec->set_record(bank->record(h.id()));
+            rec->set_record(batch.empty() ? bank->record(wanted[i]) : std::move(batch[i]));
         } catch (const std::exception& e) {
-            return damaged_record(io, *bank, h.id(), e);
+            return damaged_record(io, *bank, wanted[i], e);
         }
         ++io.note().records;
     }

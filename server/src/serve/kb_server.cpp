@@ -35,6 +35,7 @@ std::unique_ptr<KbServer> KbServer::start(BankProvider provider, ServeOptions o)
     config.server_version = o.server_version;
     config.log = o.log;
     config.editor = o.editor;
+    config.shard_peers = o.shard_peers;
     s->service_ = std::make_unique<KbService>(*s->slot_, std::move(config));
 
     std::shared_ptr<grpc::ServerCredentials> creds;

@@ -42,6 +42,9 @@ struct ServeOptions {
     // What AddDocuments/DeleteDocuments write through (bank_editor.hpp); null: they are refused
     // with FAILED_PRECONDITION. Its storage must be the one `provider` opens.
     std::shared_ptr<BankEditor> editor;
+    // A node of a sharded index: the other shards' nodes (shard_peers.hpp). The provider must
+    // open this node's shard of the bank (BankOpenOptions).
+    std::shared_ptr<ShardPeers> shard_peers;
 };
 
 class KbServer {

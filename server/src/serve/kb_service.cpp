@@ -121,7 +121,13 @@ void KbService::log(const std::string& line) const {
     if (config_.log) config_.log(line);
 }
 
-Status KbService::authenticate(grpc::ServerContext* ctx, TokenScope needed, const TokenEntry** who) const {
+namespace {
+// What a shard-scope token may call: the one call a node makes of another, and the cheap probes.
+// Its Retrieve is narrowed further to shard requests (kb_methods.cpp).
+bool shard_scope_allows(KbMethod method) { return method == KbMethod::Retrieve || method == KbMethod::Info || method == KbMethod::Health; }
+}  // namespace
+
+Status KbService::authenticate(grpc::ServerContext* ctx, KbMethod method, TokenScope needed, const TokenEntry** who) const {
     const TokenTable& tokens = *config_.tokens;
     if (tokens.is_anonymous()) {
         *who = tokens.find("");
@@ -136,6 +142,9 @@ Status KbService::authenticate(grpc::ServerContext* ctx, TokenScope needed, cons
     const TokenEntry* entry = tokens.find(value.substr(kBearer.size()));
     if (entry == nullptr) return Status(StatusCode::UNAUTHENTICATED, "the token is not one this server accepts");
     *who = entry;
+    if (entry->scope == TokenScope::Shard && !shard_scope_allows(method))
+        return Status(StatusCode::PERMISSION_DENIED, "client '" + entry->name + "' has the shard scope, which asks for a shard's rankings "
+                                                     "(Retrieve with shard set), Info and Health only; " + method_name(method) + " needs read");
     if (!entry->allows(needed))
         return Status(StatusCode::PERMISSION_DENIED, "client '" + entry->name + "' has the " + scope_name(entry->scope) + " scope; this call needs " +
                                                          scope_name(needed));
@@ -154,8 +163,10 @@ Status KbService::run_call(KbMethod method, grpc::ServerContext* ctx, RawStream*
     CallNote note;
     const TokenEntry* who = nullptr;
     // Authentication first: nothing of an unauthenticated caller's request is read or parsed.
-    Status status = authenticate(ctx, needed, &who);
-    if (status.ok() && !slot.take(who, config_.limits.max_streams_per_client))
+    Status status = authenticate(ctx, method, needed, &who);
+    // A shard token is one node asking for its clients' retrievals, which their own tokens'
+    // limits already bound on that node: limiting it here would fail those clients' calls.
+    if (status.ok() && who->scope != TokenScope::Shard && !slot.take(who, config_.limits.max_streams_per_client))
         status = Status(StatusCode::RESOURCE_EXHAUSTED, "client '" + who->name + "' already has " +
                                                             std::to_string(config_.limits.max_streams_per_client) +
                                                             " calls in flight (max_streams_per_client)");
@@ -170,6 +181,7 @@ Status KbService::run_call(KbMethod method, grpc::ServerContext* ctx, RawStream*
         if (status.ok()) {
             CallIo io(*ctx, *stream, call_deadline(*ctx, start_wall, cap), cap, *watch, note);
             io.client = who->name;
+            io.scope = who->scope;
             try {
                 status = (this->*body)(request, io);
             } catch (const std::exception& e) {

@@ -30,6 +30,7 @@
 #include "serve/request_log.hpp"
 #include "serve/serve_counters.hpp"
 #include "serve/serve_limits.hpp"
+#include "serve/shard_peers.hpp"
 
 namespace mnemo::kb {
 
@@ -42,6 +43,10 @@ struct ServiceConfig {
     // AddDocuments and DeleteDocuments change the bank through this; null: they answer
     // FAILED_PRECONDITION (a server whose bank is not a folder it may write, as in some tests).
     std::shared_ptr<BankEditor> editor;
+    // A node of a sharded index (its bank opened with BankOpenOptions::shards > 1): the other
+    // shards' nodes, asked on every client Retrieve (shard_fanout.hpp). Null: the bank is whole
+    // (or this node answers only other nodes' shard requests, and clients get FAILED_PRECONDITION).
+    std::shared_ptr<ShardPeers> shard_peers;
 };
 
 class CallIo;
@@ -71,7 +76,7 @@ private:
     template <class Request>
     grpc::Status run_call(KbMethod method, grpc::ServerContext* ctx, RawStream* stream, TokenScope needed, bool unary,
                           bool client_stream, Body<Request> body);
-    grpc::Status authenticate(grpc::ServerContext* ctx, TokenScope needed, const TokenEntry** who) const;
+    grpc::Status authenticate(grpc::ServerContext* ctx, KbMethod method, TokenScope needed, const TokenEntry** who) const;
     void log(const std::string& line) const;
 
     // The methods (kb_methods.cpp), each given its decoded request.
@@ -86,6 +91,8 @@ private:
     grpc::Status add_documents(const v1::AddDocumentsRequest& unused, CallIo& io);
     grpc::Status delete_documents(const v1::DeleteDocumentsRequest& req, CallIo& io);
     grpc::Status retrieve_into(CallIo& io, const Bank& bank, const v1::RetrieveRequest& req, v1::RetrieveReply* reply) const;
+    // The hits of a client's query: the bank's own, or merged from every shard (shard_fanout.hpp).
+    grpc::Status ranked_hits(CallIo& io, const Bank& bank, const BankQuery& q, uint32_t k, std::vector<BankHit>* hits) const;
 
     BankSlot& bank_;
     ServiceConfig config_;

@@ -131,6 +131,14 @@ StatusNotice kbEventNotice(KbEvent event, const QString& url, const QString& det
         case KbEvent::Incompatible:
             return {QStringLiteral("%1 now serves a bank this model cannot read; answering without memories. Retrying.").arg(server(url)),
                     QStringLiteral("%1\n%2").arg(url, detail), StatusSeverity::Warning};
+        // One of several servers (a host name with several addresses): the others answer, so the
+        // memories go on; news rather than a warning.
+        case KbEvent::ServerDown:
+            return {QStringLiteral("%1: one of its addresses is not answering; the others take its questions.").arg(server(url)),
+                    QStringLiteral("%1\n%2").arg(url, detail), StatusSeverity::Info};
+        case KbEvent::ServerUp:
+            return {QStringLiteral("%1: an address that was not answering is back.").arg(server(url)), QStringLiteral("%1\n%2").arg(url, detail),
+                    StatusSeverity::Info};
     }
     return {};
 }
