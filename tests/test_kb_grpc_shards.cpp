@@ -75,7 +75,10 @@ std::vector<v1::RetrieveRequest> queries(const Bank& bank, size_t n, unsigned se
                 std::normal_distribution<float> g;
                 std::vector<float> v(dim);
                 float norm = 0;
-                for (float& x : v) norm += (x = g(rng)) * x;
+                for (float& x : v) {
+                    x = g(rng);
+                    norm += x * x;
+                }
                 for (float x : v) r.add_vector(x / std::sqrt(norm));
             } else {
                 // A shard holds only its own vectors: take them from the file, through the whole bank.
@@ -138,7 +141,9 @@ TEST_F(KbGrpcShards, EveryNodeAnswersAsTheUnshardedNode) {
         }
         EXPECT_EQ(compared, qs.size());
         EXPECT_GT(with_hits, qs.size() * 3 / 4) << "the queries must find something to compare";
-        if (shards > 1) EXPECT_GT(hits_in_other_shards, 0u) << "the answers must hold other shards' records";
+        if (shards > 1) {
+            EXPECT_GT(hits_in_other_shards, 0u) << "the answers must hold other shards' records";
+        }
     }
 }
 

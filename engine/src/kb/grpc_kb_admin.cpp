@@ -112,7 +112,8 @@ KbAddResult kb_add_documents(const KbAdminConnection& connection, const std::vec
     };
     {
         CallWatcher watcher(ctx, cancel, std::chrono::milliseconds(connection.timeout_ms));
-        auto stream = client.stub().AddDocuments(&ctx);
+        const auto stub = client.current();  // outlives the stream
+        auto stream = stub->AddDocuments(&ctx);
         bool open = true;  // false once a write failed: the server ended the call (Finish says why)
         for (size_t i = 0; i < documents.size() && open; ++i) {
             const KbAddDocument& d = documents[i];
@@ -181,7 +182,7 @@ std::vector<KbDocumentInfo> kb_list_documents(const KbAdminConnection& connectio
         grpc::ClientContext ctx;
         client.prepare(ctx, connection.timeout_ms, false);
         kbv1::InfoReply reply;
-        const grpc::Status st = client.stub().Info(&ctx, req, &reply);
+        const grpc::Status st = client.current()->Info(&ctx, req, &reply);
         if (!st.ok()) client.fail("Info", st);
         for (const kbv1::DocumentInfo& d : reply.documents()) {
             if (out.size() >= max) break;
@@ -202,7 +203,7 @@ uint64_t kb_delete_documents(const KbAdminConnection& connection, const std::vec
     grpc::ClientContext ctx;
     client.prepare(ctx, connection.timeout_ms, false);
     kbv1::DeleteDocumentsReply reply;
-    const grpc::Status st = client.stub().DeleteDocuments(&ctx, req, &reply);
+    const grpc::Status st = client.current()->DeleteDocuments(&ctx, req, &reply);
     if (!st.ok()) client.fail("DeleteDocuments", st);
     return reply.bank_version();
 }

@@ -67,14 +67,14 @@ public:
     // channel connected at once. The client's own backoff decides when to look again.
     void redial();
 
-    // For calls made elsewhere on this channel (grpc_kb_admin.cpp): the stub, the deadline and
-    // token of a context, and the error of a failed call.
-    kbv1::KnowledgeBase::Stub& stub() { return *current(); }
+    // For calls made elsewhere on this channel (grpc_kb_admin.cpp): the stub (held by the caller
+    // for a stream's whole life, whatever redial() does meanwhile), the deadline and token of a
+    // context, and the error of a failed call.
+    std::shared_ptr<kbv1::KnowledgeBase::Stub> current() const;
     void prepare(grpc::ClientContext& context, int32_t timeout_ms, bool wait_for_ready) const;
     [[noreturn]] void fail(const char* call, const grpc::Status& status) const;
 
 private:
-    std::shared_ptr<kbv1::KnowledgeBase::Stub> current() const;
 
     KbEndpoint endpoint_;
     int max_receive_bytes_ = 0;

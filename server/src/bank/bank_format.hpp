@@ -9,6 +9,7 @@
 #include <string_view>
 #include <vector>
 
+#include "bank_storage.hpp"
 #include "mnemo/memory/memory_record.hpp"
 
 namespace mnemo::kb {
@@ -21,9 +22,9 @@ constexpr const char* kBankFormat = "mnemo-kb-bank";
 constexpr int64_t kBankFormatVersion = 1;
 constexpr int64_t kBankFormatRetired = 2;
 constexpr const char* kCurrentPointer = "CURRENT";
-// Largest CURRENT and manifest read (BankStorage::read_blob's cap): CURRENT is one line; a
-// manifest lists segments, a few hundred bytes each. Anything larger is not a bank's.
-constexpr uint64_t kMaxPointerBytes = 4096;
+// Largest manifest read (BankStorage::read_blob's cap; CURRENT's is kMaxPointerBytes,
+// bank_storage.hpp): a manifest lists segments, a few hundred bytes each. Anything larger is not
+// a bank's.
 constexpr uint64_t kMaxManifestBytes = 64ull << 20;
 
 // A blob the manifest names, with what it must be.

@@ -28,6 +28,10 @@
 
 namespace mnemo::kb {
 
+// The most a pointer (CURRENT: one line) may hold; every store refuses a longer one and readers
+// cap their read of it here.
+constexpr uint64_t kMaxPointerBytes = 4096;
+
 // Random-access reads of one immutable blob. Thread-safe: read() may run from many threads at
 // once (the local implementation is pread on one file descriptor).
 class BlobReader {

@@ -70,9 +70,6 @@ private:
     std::string where_;
 };
 
-// A pointer is a line; anything longer is not what a writer expects, so the compare fails.
-constexpr uint64_t kMaxPointerCompareBytes = 4096;
-
 class FolderStorage : public BankStorage {
 public:
     explicit FolderStorage(std::string dir) : dir_(std::move(dir)) {}
@@ -133,7 +130,7 @@ public:
         check_name(name);
         // The compare half of the swap; the writer lock every writer holds makes the two halves
         // one step for writers (a folder has no atomic compare-and-rename).
-        const std::optional<std::string> now = read_blob(name, kMaxPointerCompareBytes);
+        const std::optional<std::string> now = read_blob(name, kMaxPointerBytes);
         if (now != expected)
             throw PointerConflict(where(name) + ": changed since this writer read it (another writer published meanwhile): expected " +
                                   (expected ? "'" + printable(*expected, 80) + "'" : std::string("none")) + ", found " +

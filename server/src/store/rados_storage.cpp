@@ -312,7 +312,7 @@ public:
 
     void publish_pointer(const std::string& name, std::string_view bytes, const std::optional<std::string>& expected) override {
         check_name(*c_, name);
-        if (bytes.size() > 4096) throw Error(where(name) + ": a pointer is at most 4096 bytes");
+        if (bytes.size() > kMaxPointerBytes) throw Error(where(name) + ": a pointer is at most " + std::to_string(kMaxPointerBytes) + " bytes");
         const std::string shape = std::to_string(bytes.size()) + " " + std::to_string(kRadosObjectBytes);
         rados_write_op_t op = rados_create_write_op();
         if (expected) rados_write_op_cmpxattr(op, kPointerXattr, LIBRADOS_CMPXATTR_OP_EQ, expected->data(), expected->size());
