@@ -4,7 +4,7 @@
 # GGUF of bench-models/small-random), then the same requests against llama-server with the same
 # GGUF file in the same run when LLAMA_SERVER names its binary. Every server runs alone, on the
 # same threads; each row is one run of mnemo-serve-load.
-#   bench/serve_load.sh BUILD_DIR [OUT_DIR]        env: LLAMA_SERVER, THREADS (2), MAX_TOKENS (32)
+#   bench/serve_load.sh BUILD_DIR [OUT_DIR]        env: LLAMA_SERVER, THREADS (2), MAX_TOKENS (32), REQUESTS (64)
 set -euo pipefail
 build=$(cd "$1" && pwd)
 out=${2:-serve-load}
@@ -12,9 +12,19 @@ mkdir -p "$out"
 src=$(cd "$(dirname "$0")/.." && pwd)
 threads=${THREADS:-2}
 max_tokens=${MAX_TOKENS:-32}
+total_requests=${REQUESTS:-64}   # per row, spread over its clients (at least 2 each)
 bin=$build/bin
 gguf=$out/small-random-q8_0.gguf
-[ -f "$gguf" ] || "$bin/mnemo" quantize "$src/bench-models/small-random" "$gguf" --type q8_0 >/dev/null
+if [ ! -f "$gguf" ]; then
+  # The random checkpoint has no tokenizer; both servers need one in the GGUF: the SentencePiece
+  # test tokenizer (its vocabulary padded to the model's 32,000 by mnemo quantize).
+  [ -f "$src/bench-models/small-random/model.safetensors" ] || {
+    echo "bench-models/small-random is missing: tools/test_models/make_checkpoint.py --preset small --out bench-models/small-random" >&2; exit 1; }
+  folder=$out/small-random; mkdir -p "$folder"
+  ln -sf "$src/bench-models/small-random/config.json" "$src/bench-models/small-random/model.safetensors" "$folder/"
+  ln -sf "$src/tests/data/tokenizers/sp_gguf/tokenizer.model" "$folder/"
+  "$bin/mnemo" quantize "$folder" "$gguf" --type q8_0 >/dev/null
+fi
 
 port=18190
 server=""
@@ -30,7 +40,7 @@ wait_ready() {
 }
 load() {  # label clients [extra args]
   local label=$1 clients=$2; shift 2
-  local requests=$(( 32 / clients )); [ "$requests" -lt 2 ] && requests=2
+  local requests=$(( total_requests / clients )); [ "$requests" -lt 2 ] && requests=2
   "$bin/mnemo-serve-load" --port "$port" --clients "$clients" --requests "$requests" --max-tokens "$max_tokens" \
     --label "$label" --json-out "$out/results.jsonl" "$@" | tee -a "$out/table.md"
 }

@@ -58,7 +58,9 @@ grpc::Status raw_call(Harness& h, const std::string& method, const std::string& 
 
 TEST(KbGrpcServeHostile, AClientThatStopsReadingIsCutAtTheCallTimeCapAndItsSlotsComeBack) {
     ServeLimits limits;
-    limits.max_call_seconds = 1;
+    // 3 s, not 1: the refusal below must be seen while the four streams still hold their slots,
+    // and on a loaded sanitizer run starting them took most of a 1 s cap (CI, once).
+    limits.max_call_seconds = 3;
     limits.max_streams_per_client = 4;
     Harness h(make_bank(), limits);
     // A client that reads nothing: a 1-byte flow-control window that never grows, so the server's
@@ -79,15 +81,20 @@ TEST(KbGrpcServeHostile, AClientThatStopsReadingIsCutAtTheCallTimeCapAndItsSlots
     }
     ASSERT_TRUE(eventually([&] { return h.server->service().counters().in_flight() == 4; }, 10000)) << "the four streams started";
 
-    // Meanwhile this client's other calls are refused (its four slots are taken)...
+    // Meanwhile this client's other calls are refused (its four slots are taken)... An answer is
+    // only acceptable once the cap can have ended the streams: every stream began after t0.
     v1::InfoReply info;
-    EXPECT_EQ(h.stub->Info(ctx(kReadToken).get(), {}, &info).error_code(), StatusCode::RESOURCE_EXHAUSTED);
-    // ...until the cap (1 s) cancels the blocked writes and frees the slots: Info works again, long
+    const grpc::Status during = h.stub->Info(ctx(kReadToken).get(), {}, &info);
+    if (during.error_code() != StatusCode::RESOURCE_EXHAUSTED) {
+        EXPECT_GE(seconds_since(t0), limits.max_call_seconds)
+            << "a fifth call was answered (" << during.error_message() << ") while four streams held the client's slots";
+    }
+    // ...until the cap (3 s) cancels the blocked writes and frees the slots: Info works again, long
     // before the 30 s the adversarial client waited (generous slack for a loaded machine).
     const bool freed = eventually([&] { return h.stub->Info(ctx(kReadToken).get(), {}, &info).ok(); }, 20000);
     const double took = seconds_since(t0);
     EXPECT_TRUE(freed) << "Info still refused " << took << " s after four stalled streams began";
-    EXPECT_LT(took, 12.0) << "the streams outlived max_call_seconds = 1 by far";
+    EXPECT_LT(took, 14.0) << "the streams outlived max_call_seconds = 3 by far";
     EXPECT_TRUE(eventually([&] { return h.server->service().watched_calls() == 0; }));
     // Each stream's log line is written when its handler returns, which may be a moment after
     // its watch ended (seen once in CI on a loaded machine: 3 of 4 lines at the first look).
@@ -100,7 +107,7 @@ TEST(KbGrpcServeHostile, AClientThatStopsReadingIsCutAtTheCallTimeCapAndItsSlots
     EXPECT_TRUE(eventually([&] { return stopped_streams() >= 4; }, 10000));
     const std::string log = h.log.all();
     EXPECT_EQ(stopped_streams(), 4u) << log;
-    EXPECT_NE(log.find("max_call_seconds (1 s)"), std::string::npos) << log;
+    EXPECT_NE(log.find("max_call_seconds (3 s)"), std::string::npos) << log;
     for (size_t i = 0; i < readers.size(); ++i) {
         contexts[i]->TryCancel();
         readers[i]->Finish();

@@ -2,6 +2,8 @@
 
 #include <httplib.h>
 
+#include <sys/socket.h>
+
 #include <chrono>
 #include <random>
 
@@ -320,6 +322,10 @@ ApiServer::ApiServer(ServerOptions options, ServedModel model, BatchScheduler& s
     http_->set_write_timeout(options_.write_timeout_s, 0);
     http_->set_keep_alive_timeout(options_.keep_alive_s);
     http_->set_payload_max_length(options_.max_body_bytes);
+    http_->set_socket_options([this](socket_t sock) {
+        httplib::default_socket_options(sock);
+        listen_socket_ = sock;
+    });
 
     auto routes = std::make_shared<Routes>(Routes{*this});
     http_->Get("/health", [this](const Request&, Response& res) {
@@ -366,15 +372,20 @@ ApiServer::ApiServer(ServerOptions options, ServedModel model, BatchScheduler& s
 ApiServer::~ApiServer() { stop(); }
 
 int ApiServer::bind() {
-    if (options_.port == 0) {
-        const int port = http_->bind_to_any_port(options_.host);
+    int port = options_.port;
+    if (port == 0) {
+        port = http_->bind_to_any_port(options_.host);
         if (port <= 0) throw Error("cannot listen on " + options_.host + " (any port)");
-        return port;
-    }
-    if (!http_->bind_to_port(options_.host, options_.port))
+    } else if (!http_->bind_to_port(options_.host, options_.port)) {
         throw Error("cannot listen on " + options_.host + ":" + std::to_string(options_.port) +
                     " (the port is in use, or the address is not this machine's)");
-    return options_.port;
+    }
+    // cpp-httplib (Debian's is a compiled library) listens with a backlog of 5: when more clients
+    // than that connect at once (16 streaming clients starting together), the kernel drops the
+    // others' SYNs and each waits its 1 s retransmission for a first token (seen as a 1 s p99 in
+    // bench/serve_load.sh, llama-server's alike). A second listen() on the socket raises it.
+    if (listen_socket_ >= 0) ::listen(listen_socket_, SOMAXCONN);
+    return port;
 }
 
 void ApiServer::run() { http_->listen_after_bind(); }

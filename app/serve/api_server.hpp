@@ -67,6 +67,7 @@ private:
     Metrics& metrics_;
     AnswerHistory history_;
     std::unique_ptr<httplib::Server> http_;
+    int listen_socket_ = -1;  // the bound socket, for its backlog (bind())
     std::shared_ptr<Routes> routes_keepalive_;  // the handlers' object, alive as long as the server
 };
 

@@ -1,11 +1,18 @@
 // `mnemo serve`'s HTTP API on loopback, in process, with the default model and a small memory
 // folder: every endpoint, streamed and not, the SSE framing byte for byte, errors, API keys,
-// 429, a client that disconnects mid-stream, eight concurrent streams, prefix reuse.
+// 429, a client that disconnects mid-stream, eight concurrent streams, prefix reuse, a burst of
+// connections queued by the listen backlog.
 #include <gtest/gtest.h>
 
 #include <httplib.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <sys/socket.h>
+#include <unistd.h>
 
 #include <atomic>
+#include <cerrno>
+#include <cstring>
 #include <thread>
 
 #include "fixtures/tls_certificates.hpp"
@@ -321,6 +328,41 @@ TEST_F(ServeHttp, TlsFromCertificateFiles) {
     BatchScheduler scheduler(*model_->session, *model_->tok, model_->recorder, {}, metrics);
     EXPECT_THROW(ApiServer(bad, ServedModel{}, scheduler, metrics), Error);
     std::filesystem::remove_all(dir);
+}
+
+// Clients that connect at once are all taken by the kernel's accept queue, even before the server
+// accepts any: cpp-httplib's own backlog of 5 dropped the others' SYNs, and each of those clients
+// waited a 1 s retransmission for its first token (bench/serve_load.sh, 16 clients).
+TEST_F(ServeHttp, ABurstOfConnectionsIsQueuedNotDropped) {
+    Metrics metrics;
+    BatchScheduler scheduler(*model_->session, *model_->tok, model_->recorder, {}, metrics);
+    ServerOptions o;
+    o.port = 0;
+    ApiServer api(o, ServedModel{}, scheduler, metrics);
+    const int port = api.bind();  // bound and listening; run() is never called, so nothing is accepted
+    constexpr int kClients = 32;
+    std::vector<int> fds;
+    for (int i = 0; i < kClients; ++i) {
+        const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK, 0);
+        ASSERT_GE(fd, 0);
+        sockaddr_in a{};
+        a.sin_family = AF_INET;
+        a.sin_port = htons(static_cast<uint16_t>(port));
+        a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+        const int rc = ::connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof a);
+        ASSERT_TRUE(rc == 0 || errno == EINPROGRESS) << std::strerror(errno);
+        fds.push_back(fd);
+    }
+    // On loopback a queued connection completes at once; a dropped SYN would be retried after 1 s.
+    int connected = 0;
+    for (const int fd : fds) {
+        pollfd p{fd, POLLOUT, 0};
+        int err = -1;
+        socklen_t len = sizeof err;
+        if (::poll(&p, 1, 500) == 1 && ::getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &len) == 0 && err == 0) ++connected;
+        ::close(fd);
+    }
+    EXPECT_EQ(connected, kClients) << "connections left waiting by a listen backlog smaller than the burst";
 }
 
 std::string long_prompt_body(bool stream) {

@@ -89,6 +89,11 @@ bool use_avx512_vnni() {
     return !(want && (std::strcmp(want, "scalar") == 0 || std::strcmp(want, "avx2") == 0));
 }
 
+bool use_vnni_tiles() {
+    const char* want = std::getenv("MNEMO_CPU_TILES");
+    return use_avx512_vnni() && !(want && std::strcmp(want, "0") == 0);
+}
+
 bool use_avx512() {
     const CpuFeatures& f = cpu_features();
     if (!(f.avx2 && f.fma && f.f16c && f.avx512f && f.avx512vl && f.avx512bw)) return false;

@@ -37,6 +37,11 @@ Isa best_isa();
 // MNEMO_CPU_ISA=avx2 (or scalar) turns it off, so the plain AVX2 path can be tested here too.
 bool use_avx512_vnni();
 
+// Whether the Q8_0 / Q4_0 MATMUL of several x rows may take the VNNI tiles of eight W rows
+// (use_avx512_vnni() and MNEMO_CPU_TILES not "0"): the variable lets the row-at-a-time VNNI
+// kernels they replace be compared and tested on the same machine.
+bool use_vnni_tiles();
+
 // Whether kernels may use AVX-512 F/BW/VL on 512-bit registers (and the OS saves their state) on
 // top of the AVX2 kernel set: the f32/f16/bf16 prefill GEMM does. MNEMO_CPU_ISA=avx2 (or scalar)
 // turns it off, so the plain AVX2 path can be tested here too.

@@ -171,6 +171,11 @@ KernelFn select_matmul_quant(PreparedNode& p, Isa isa) {
         // With AVX-512 VNNI the integer kernels win at prefill too (1B shape, pp128: q4_0 87 -> 117
         // t/s, q4_k_m 87 -> 109); with AVX2's VPMADDUBSW they do not (q4_0 +5 %, q4_k -10 %), so
         // AVX2 prefill keeps the dequantized bands and the f32 GEMM.
+        if (n >= quant::kTileMinRows && use_vnni_tiles())
+            if (KernelFn f = quant::tile_kernel_vnni(dtype)) {
+                p.scratch_floats = quant::tile_scratch_floats(n, k);
+                return f;
+            }
         if (decode || use_avx512_vnni()) {
             if (KernelFn f = use_avx512_vnni() ? quant::integer_kernel_vnni(dtype) : quant::integer_kernel_avx2(dtype)) {
                 p.scratch_floats = (static_cast<size_t>(n) * quant::row_bytes(k) + sizeof(float) - 1) / sizeof(float);

@@ -10,3 +10,7 @@
 #define QK_VNNI 1
 #define QK_ENTRY integer_kernel_vnni
 #include "matmul_quant_x86.inl"
+
+namespace mnemo_cpu::quant {
+void quantize_rows_vnni(const float* x, int64_t rows, int64_t k, void* out) { vnni_decode::quantize_rows(x, rows, k, out); }
+}  // namespace mnemo_cpu::quant
