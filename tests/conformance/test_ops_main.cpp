@@ -204,7 +204,8 @@ int run_support(const Options& o) {
         md << "\nThe CPU column is its default kernels (AVX2, with the AVX-512 prefill GEMM and AVX-512 VNNI where the\n"
            << "CPU has them); ctest also runs every case on the plain AVX2 kernels (`cpu_avx2.conformance`,\n"
            << "`MNEMO_CPU_ISA=avx2`) and on the portable kernels (`cpu_scalar.conformance`), where a quantized\n"
-           << "matmul stays near 1e-12.\n";
+           << "matmul stays near 1e-12; the quantized matmuls once more without the VNNI tiles of eight W rows\n"
+           << "(`cpu_vnni_rows.conformance`, `MNEMO_CPU_TILES=0`).\n";
     }
     bool any_note = false;
     for (const auto& [op, list] : notes)
