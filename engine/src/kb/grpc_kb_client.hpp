@@ -75,7 +75,6 @@ public:
     [[noreturn]] void fail(const char* call, const grpc::Status& status) const;
 
 private:
-
     KbEndpoint endpoint_;
     int max_receive_bytes_ = 0;
     std::string authorization_;  // "Bearer <token>", empty without a token

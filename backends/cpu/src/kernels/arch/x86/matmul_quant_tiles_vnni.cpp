@@ -180,7 +180,7 @@ TV_TARGET void tile_matmul(const KernelCall& call, int ith, int nth) {
     block_starts(xq, n, k, Layout<DT>::kOffset, starts);
     const uint64_t wrow = dtype_row_bytes(DT, k);
     const int64_t nb = k / 32, chunk = chunk_rows(k);
-    alignas(32) __m256 acc[kChunkRows];
+    __m256 acc[kChunkRows];
     QuantizedRow xrows[kChunkRows];
     const int32_t* xstarts[kChunkRows];
     for (int64_t c0 = 0; c0 < n; c0 += chunk) {
