@@ -13,7 +13,9 @@
 # only), follow_up (five-question conversations: turn 1 is a first question, turns 2-5 the
 # follow-ups, also compared with the same questions asked alone in held_out), corrected (a copy of
 # the bank with assets/world/corrections.jsonl added through `mnemo-kb add`, which replaces those
-# documents: the answer must be the new value; the old value's share is shown too).
+# documents: the answer must be the new value; the old value's share is shown too), new_names (a
+# copy of the bank with assets/world/additions.jsonl added: 520 new documents whose names are of
+# English make, which no training text has; each question asks for such a name).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 BIN=${1:-build}/bin
@@ -22,7 +24,7 @@ OUT=${3:-build/default-model-eval/$BACKEND}
 shift $(( $# < 3 ? $# : 3 ))
 EXTRA=("$@")
 EXTRA_FEED=()
-SETS=${SETS:-"held_out train unseen_names held_out_wordings follow_up corrected"}
+SETS=${SETS:-"held_out train unseen_names held_out_wordings follow_up corrected new_names"}
 MODEL=${MODEL:-assets/default-model}   # MODEL=DIR BANK=DIR: another model with its own bank
 BANK=${BANK:-assets/world/bank}
 mkdir -p "$OUT"
@@ -77,18 +79,31 @@ evaluate() {  # evaluate SET MODE QUESTIONS
       --report "$OUT/$1-$2.json" --items "$OUT/$1-$2.items.jsonl" "${flags[@]}" "${EXTRA_FEED[@]}" "${EXTRA[@]}" >/dev/null
 }
 
+added_bank() {  # added_bank NAME: serves a copy of the bank with assets/world/NAME.jsonl added
+  # through `mnemo-kb add` (documents of existing ids replace them); KB points at it, main_kb at
+  # the main bank
+  cp -r "$BANK" "$tmp/bank-$1"
+  "$BIN/mnemo-kb" add "$tmp/bank-$1" "assets/world/$1.jsonl" -m "$MODEL" >/dev/null 2>"$tmp/add.log" ||
+    { cat "$tmp/add.log" >&2; exit 1; }
+  main_kb=$KB
+  serve "$tmp/bank-$1" "$1"
+}
+
 serve "$BANK" main
 printf '%-26s %-6s %6s %8s %10s\n' set server items "exact %" "contains %"
 for set in $SETS; do
   case $set in
     corrected)
-      cp -r "$BANK" "$tmp/bank"
-      "$BIN/mnemo-kb" add "$tmp/bank" assets/world/corrections.jsonl -m "$MODEL" >/dev/null 2>"$tmp/add.log" ||
-        { cat "$tmp/add.log" >&2; exit 1; }
-      main_kb=$KB
-      serve "$tmp/bank" corrected
+      added_bank corrections
       evaluate corrected kb assets/world/questions-corrected.jsonl
       row "$OUT/corrected-kb.json" corrected kb
+      KB=$main_kb ;;
+    new_names)
+      added_bank additions
+      for mode in none kb; do
+        evaluate new_names "$mode" assets/world/questions-new_names.jsonl
+        row "$OUT/new_names-$mode.json" new_names "$mode"
+      done
       KB=$main_kb ;;
     held_out_wordings)
       evaluate "$set" kb "assets/world/questions-$set.jsonl"

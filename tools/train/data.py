@@ -82,6 +82,7 @@ class Batches:
         self.new_names = 0.0                         # fresh facts naming made-up entities
         self.max_turns = 6                           # dialogue rows: turns at most
         self.name_questions = 0.0                    # dialogue: share of fresh turns asking a made-up name
+        self.foreign_names = 0.0                     # made-up names of other makes (other_names.foreign_name)
 
     # --- items -------------------------------------------------------------------------------
 
@@ -155,7 +156,8 @@ class Batches:
             if self.lookalike_share > 0 and self.rng.random() < self.lookalike_share:
                 same, d = True, self._lookalike(e)
             else:
-                d = self.world.fresh(self.rng, e.kind if same else None, self.new_names) if self.rng.random() < 0.5 \
+                d = self.world.fresh(self.rng, e.kind if same else None, self.new_names, self.foreign_names) \
+                    if self.rng.random() < 0.5 \
                     else self.rng.choice(self.readable_of[e.kind] if same else self.readable)
             if d.id == e.id and not fresh:
                 continue
@@ -165,7 +167,8 @@ class Batches:
         return [self.tok.encode_marking(*t) for t in texts]
 
     def _entity(self, fresh: bool) -> Entity:
-        return self.world.fresh(self.rng, new_names=self.new_names) if fresh else self.rng.choice(self.train)
+        return self.world.fresh(self.rng, new_names=self.new_names, foreign=self.foreign_names) if fresh \
+            else self.rng.choice(self.train)
 
     def _dialogues(self, rows: int, refs: int) -> Tuple[torch.Tensor, ...]:
         """Conversations (module doc): ids, targets, positions, item [rows, T], references,

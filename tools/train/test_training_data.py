@@ -96,6 +96,30 @@ class WorldTests(unittest.TestCase):
         self.assertGreaterEqual(len(corrected), 500)
         for it in corrected:
             self.assertNotEqual(it["answer"], it["old"], it)
+        new_names = items("new_names")
+        self.assertGreaterEqual(len(new_names), 500)
+        with open(os.path.join(ASSETS, "world", "additions.jsonl")) as f:
+            added = {d["id"]: d for d in map(json.loads, f)}
+        known = {e.name.lower() for e in self.world.entities}
+        for it in new_names:   # the answer is stated by its own added document, and is no world name
+            self.assertIn(it["answer"], added[it["id"].split(".")[0]]["text"], it)
+            self.assertNotIn(it["answer"].lower(), known, it)
+
+    def test_new_names_are_of_a_make_training_never_draws(self):
+        """The new_names set's names (English make: a stem and a town ending such as "thorpe")
+        are never drawn by training's fresh entities, of the world's make or of the other makes
+        the reading drill adds (foreign=1)."""
+        with open(os.path.join(ASSETS, "world", "questions-new_names.jsonl")) as f:
+            answers = {json.loads(line)["answer"] for line in f}
+        rng = random.Random(4)
+        drawn = set()
+        for _ in range(3000):
+            for foreign in (0.0, 1.0):
+                e = self.world.fresh(rng, new_names=1.0, foreign=foreign)
+                drawn.add(e.name)
+                drawn.update(e.facts.values())
+        self.assertFalse(answers & drawn)
+        self.assertFalse({e.name for e in self.world.entities} & answers)
 
     def test_fresh_entities_are_new(self):
         names = {e.name.lower() for e in self.world.entities}

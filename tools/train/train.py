@@ -118,6 +118,9 @@ def main() -> int:
                     help="share of fresh entities' entity-valued facts that name made-up entities")
     ap.add_argument("--name-questions", type=float, default=0.0,
                     help="dialogue: share of fresh entities' turns that ask for such a made-up name")
+    ap.add_argument("--foreign-names", type=float, default=0.0,
+                    help="share of made-up names (fresh entities' and those --new-names makes) of other "
+                         "makes than the world's syllables (other_names.foreign_name)")
     ap.add_argument("--lookalike-share", type=float, default=0.0,
                     help="stage-2 distractors whose names share the most pieces with the entity asked's")
     ap.add_argument("--keep-weight", type=float, default=1.0,
@@ -139,6 +142,7 @@ def main() -> int:
     batches.wordings = a.wordings
     batches.new_names = a.new_names
     batches.name_questions = a.name_questions
+    batches.foreign_names = a.foreign_names
     total = a.steps1 + a.steps2
     ckpt = os.path.join(a.work, f"{name}.ckpt.pt")
     start = 0
@@ -199,6 +203,7 @@ def main() -> int:
                    "fresh_share": a.fresh_share, "lookalike_share": a.lookalike_share,
                    "keep_weight": a.keep_weight, "stage2_data": a.stage2_data, "dense": a.dense,
                    "wordings": a.wordings, "new_names": a.new_names, "name_questions": a.name_questions,
+                   "foreign_names": a.foreign_names,
                    "seconds": round(time.time() - t0)})
     torch.save({"model": model.state_dict(), "config": cfg.to_dict(), "steps": total,
                 "seconds": time.time() - t0, "stages": stages}, os.path.join(a.work, f"{name}.final.pt"))

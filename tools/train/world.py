@@ -32,6 +32,8 @@ import random
 from dataclasses import dataclass, field
 from typing import Dict, List, Optional, Tuple
 
+from other_names import english_name, foreign_name
+
 # ---------------------------------------------------------------------------------------------
 # Value sets (every answer is one of these or an entity name)
 # ---------------------------------------------------------------------------------------------
@@ -282,17 +284,22 @@ class World:
                     e.facts[rel] = rng.choice([d for d in unseen_of[source] if d.id != e.id]).name
         self._reserved = {e.name.lower() for e in self.entities[start:]}
 
-    def fresh(self, rng: random.Random, kind: Optional[str] = None, new_names: float = 0.0) -> Entity:
+    def fresh(self, rng: random.Random, kind: Optional[str] = None, new_names: float = 0.0,
+              foreign: float = 0.0) -> Entity:
         """A new entity that exists only in this call: a name no world entity has, facts drawn as
         the world's are. Questions about it can only be answered from its document, so training
         on them teaches reading explicit memories, not remembering (a fixed set of practice
         entities would simply be memorised). kind: of this kind (default: a random one).
         new_names: the share of its entity-valued facts that name another made-up entity instead
         of a training one: answers the model has never produced, copied from the reference or
-        not at all (the dialogue stage; the base recipe uses 0, which draws as it always did)."""
+        not at all (the dialogue stage; the base recipe uses 0, which draws as it always did).
+        foreign: the share of made-up names (its own, and those new_names makes) of another make
+        than the world's (other_names.foreign_name; 0 draws as before)."""
         kind = kind or rng.choice(KINDS)
         while True:
             name, okind = _name(rng, kind)
+            if foreign > 0 and rng.random() < foreign:
+                name = foreign_name(rng, kind, okind, ORG_WORDS)
             if name.lower() not in self._names and name.lower() not in self._reserved:
                 break
         e = Entity(-1, kind, name, "fresh", object_kind=okind)
@@ -301,7 +308,7 @@ class World:
                 e.facts[rel] = str(rng.randint(1500, 1999))
             elif isinstance(source, str):
                 if new_names > 0 and rng.random() < new_names:
-                    e.facts[rel] = self.fresh(rng, source).name
+                    e.facts[rel] = self.fresh(rng, source, foreign=foreign).name
                 else:
                     e.facts[rel] = rng.choice(self._train_of[source]).name
             else:
@@ -385,6 +392,7 @@ def write_outputs(world: World, out: str) -> None:
                 for rel, q, a in world.questions(e)[::2]:
                     f.write(json.dumps({"id": f"e{e.id}.{rel}", "set": split, "question": q, "answer": a}) + "\n")
     write_reading_sets(world, out, random.Random(world.seed + 3))
+    write_new_names_set(world, out, random.Random(world.seed + 4))
 
 
 def _item(e: Entity, rel: str, q: str, a: str, set_name: str, **extra) -> str:
@@ -443,6 +451,48 @@ def write_reading_sets(world: World, out: str, rng: random.Random) -> None:
                                  "metadata": {"kind": e.kind, "split": e.split, "corrected": True}}) + "\n")
             for rel, q, a in world.questions(new)[::2]:
                 fq.write(_item(new, rel, q, a, "corrected", old=e.facts[rel]))
+
+
+NEW_NAMES_COUNTS = {"person": 200, "object": 160, "organisation": 160}
+
+
+def write_new_names_set(world: World, out: str, rng: random.Random) -> None:
+    """new_names: what a user adds, names of a make training never used (other_names.english_name).
+    additions.jsonl holds 520 new documents (ids n0, n1, ...: people, objects, organisations named
+    so, whose birthplace, maker or seat is a town or firm named so too), for `mnemo-kb add` to a
+    copy of the bank; questions-new_names.jsonl asks each for that name (first wording). Its own
+    random stream: the world and the other sets are unchanged."""
+    used = {e.name.lower() for e in world.entities}
+
+    def unique(kind: str, okind: str = "") -> str:
+        while True:
+            name = english_name(rng, kind, okind, ORG_WORDS)
+            if name.lower() not in used:
+                used.add(name.lower())
+                return name
+
+    n = 0
+    with open(os.path.join(out, "additions.jsonl"), "w") as fd, \
+            open(os.path.join(out, "questions-new_names.jsonl"), "w") as fq:
+        for kind, count in NEW_NAMES_COUNTS.items():
+            for _ in range(count):
+                okind = rng.choice(OBJECT_KINDS) if kind == "object" else ""
+                e = Entity(-1, kind, unique(kind, okind), "new", object_kind=okind)
+                for rel, source in RELATIONS[kind]:
+                    if source == "year":
+                        e.facts[rel] = str(rng.randint(1500, 1999))
+                    elif isinstance(source, str):
+                        e.facts[rel] = unique(source)
+                        asked = rel
+                    else:
+                        e.facts[rel] = rng.choice(source)
+                fd.write(json.dumps({"id": f"n{n}", "title": world.display(e, True),
+                                     "text": "\n\n".join(world.fact_sentences(e, rng)),
+                                     "metadata": {"kind": kind, "split": "new"}}) + "\n")
+                q = [x for r, x, _ in world.questions(e) if r == asked][0]
+                fq.write(json.dumps({"id": f"n{n}.{asked}", "set": "new_names", "question": q,
+                                     "answer": e.facts[asked]}) + "\n")
+                n += 1
 
 
 def main() -> int:
