@@ -135,21 +135,25 @@ private Q_SLOTS:
             noServer_ = QStringLiteral("%1 is not built: the server tests need `mnemo serve`").arg(kMnemo);
             return;
         }
-        // A memory folder of a few paragraphs (one fact each) about two people of the world.
+        // A memory folder of the world's first sixty paragraphs (one fact each, twenty entities,
+        // Quear Mousaim among them). Not his three facts alone: in a folder that small BM25's
+        // length normalisation puts his birthplace below the default model's relative cut (0.8 x
+        // the best hit) and the answer comes from the weights (assets/default-model/README.md,
+        // "Limits").
         QFile knowledge(QStringLiteral(MNEMO_SOURCE_DIR "/assets/world/knowledge.txt"));
         QVERIFY(knowledge.open(QIODevice::ReadOnly));
         QFile corpus(dir_.filePath(QStringLiteral("corpus.txt")));
         QVERIFY(corpus.open(QIODevice::WriteOnly));
         int paragraphs = 0;
-        while (!knowledge.atEnd()) {
+        while (!knowledge.atEnd() && paragraphs < 60) {
             const QByteArray line = knowledge.readLine().trimmed();
-            if (line.contains("Quear Mousaim") || line.contains("Gream Zaicuv")) {
+            if (!line.isEmpty()) {
                 corpus.write(line + "\n\n");
                 ++paragraphs;
             }
         }
         corpus.close();
-        QVERIFY(paragraphs >= 3);
+        QCOMPARE(paragraphs, 60);
         QProcess memorize;
         memorize.setProcessChannelMode(QProcess::MergedChannels);
         memorize.start(kMnemo, {QStringLiteral("memorize"), QStringLiteral("--corpus"), corpus.fileName(), QStringLiteral("-o"),
