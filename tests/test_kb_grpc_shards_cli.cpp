@@ -127,21 +127,13 @@ TEST_F(KbGrpcShardsCli, TwoProcessesAnswerAsOneUnshardedNode) {
     auto stub0 = v1::KnowledgeBase::NewStub(grpc::CreateChannel(p0.listen(), grpc::InsecureChannelCredentials()));
     auto stub1 = v1::KnowledgeBase::NewStub(grpc::CreateChannel(p1.listen(), grpc::InsecureChannelCredentials()));
     const std::shared_ptr<const Bank> whole = plain.bank;
-    // Each node's channel to its peer connects on its own: a node started before its peer was
-    // listening answers UNAVAILABLE until its channel's reconnection backoff (about 1 s) ends. Both
-    // are asked until they answer before anything is compared (CI, once: node 0 answered, node 1
-    // still refused).
-    for (auto* stub : {&stub0, &stub1}) {
-        v1::RetrieveRequest q;
-        q.add_tokens(whole->reference(0).tokens.front());
-        q.set_k(1);
-        v1::RetrieveReply r;
-        grpc::Status s;
-        for (int attempt = 0; attempt < 200; ++attempt) {
-            s = (*stub)->Retrieve(ctx(kReadToken).get(), q, &r);
-            if (s.ok()) break;
-            std::this_thread::sleep_for(std::chrono::milliseconds(50));
-        }
+    // Each node's channel to its peer connects on its own, so both are asked until they answer
+    // before anything is compared (CI, once: node 0 answered, node 1 was still in its backoff).
+    v1::RetrieveRequest probe;
+    probe.add_tokens(whole->reference(0).tokens.front());
+    probe.set_k(1);
+    for (auto* stub : {stub0.get(), stub1.get()}) {
+        const grpc::Status s = wait_until_ready(*stub, probe);
         ASSERT_TRUE(s.ok()) << s.error_message() << "\n" << slurp(root_ / "n0.log") << slurp(root_ / "n1.log");
     }
     size_t compared = 0;
