@@ -50,6 +50,47 @@ TEST(CliAsk, ListsTheReferencesOfAMemoryFolder) {
     EXPECT_TRUE(exited_with(r, 0, {"references read (1, from memory folder",
                                    "  #0 Tour Hujert was born in Zeajusy.  (" + (dir / "facts.txt").string() + ")  [doc facts.txt]\n"}));
     EXPECT_EQ(r.output.find("  #1"), std::string::npos) << r.output;
+    // The second paragraph is a piece of the same document: under its document's title, the text
+    // it read.
+    const auto ring = run_mnemo("ask --memories " + shell_quote((dir / "mem").string()) +
+                                " --retrieval bm25 -q 'What colour is the Lelosk ring?'");
+    EXPECT_TRUE(exited_with(ring, 0, {"  #1 Tour Hujert was born in Zeajusy.  (" + (dir / "facts.txt").string() +
+                                          ")  [doc facts.txt]\n      The Lelosk ring is amber.\n"}));
+    fs::remove_all(dir);
+}
+
+TEST(CliAsk, AHandfulOfFactsIsNotCutAway) {
+    // Two people's six facts, from the world corpus. In a folder this small BM25's length
+    // normalisation scores "The birthplace of Quear Mousaim is Thaimubort." below 0.8 x his
+    // shorter birth-year sentence: the default model's cut alone leaves it out and the model
+    // answers from its weights; its floor (the best three are always read) keeps it.
+    namespace fs = std::filesystem;
+    const fs::path dir = fs::temp_directory_path() / ("mnemo-ask-small-" + std::to_string(::getpid()));
+    fs::remove_all(dir);
+    fs::create_directories(dir);
+    {
+        std::ifstream world(std::string(MNEMO_SOURCE_DIR) + "/assets/world/knowledge.txt");
+        std::ofstream corpus(dir / "two.txt");
+        std::string line;
+        int facts = 0;
+        while (std::getline(world, line))
+            if (line.find("Quear Mousaim") != std::string::npos || line.find("Gream Zaicuv") != std::string::npos) {
+                corpus << line << "\n\n";
+                ++facts;
+            }
+        ASSERT_EQ(facts, 6) << "the world corpus changed: pick two other people";
+    }
+    ASSERT_TRUE(exited_with(run_mnemo("memorize --corpus " + shell_quote((dir / "two.txt").string()) + " -o " +
+                                      shell_quote((dir / "mem").string())),
+                            0));
+    const std::string ask = "ask --memories " + shell_quote((dir / "mem").string()) + " -q 'Where was Quear Mousaim born?'";
+    // Reference #0 is the birthplace (the folder's first paragraph, and so also its document's title).
+    EXPECT_TRUE(exited_with(run_mnemo(ask), 0, {"A: Thaimubort\n", "min relative score 0.8, at least 3 kept", "  #0 "}));
+    // Without the floor the birthplace is not read, and the answer is not the folder's.
+    const auto cut = run_mnemo(ask + " --min-references 0");
+    EXPECT_TRUE(exited_with(cut, 0, {"min relative score 0.8)"}));
+    EXPECT_EQ(cut.output.find("A: Thaimubort"), std::string::npos) << cut.output;
+    EXPECT_EQ(cut.output.find("  #0 "), std::string::npos) << cut.output;
     fs::remove_all(dir);
 }
 

@@ -254,6 +254,17 @@ TEST_F(EvalCli, MemoryFolderItemsMatchRunAndNameTheMemoriesRead) {
         const size_t cut = read_jsonl(items)[0].find("references")->as_array().size();
         EXPECT_GE(cut, 1u);
         EXPECT_LT(cut, uncut);
+        EXPECT_EQ(mnemo::json::parse_file(report).find("min_references")->as_int(), 0);
+        // --min-references: the cut never leaves fewer than the best N (the uncut list's first ones).
+        r = run_mnemo("eval -m " + shell_quote(model_) + " --questions " + shell_quote(questions) + " " + flags +
+                      " --min-relative-score 1 --min-references " + std::to_string(uncut) + " --max-tokens 8 --report " +
+                      shell_quote(report) + " --items " + shell_quote(items));
+        ASSERT_TRUE(exited_with(r, 0, {"at least " + std::to_string(uncut) + " kept"}));
+        EXPECT_EQ(mnemo::json::parse_file(report).find("min_references")->as_int(), static_cast<int64_t>(uncut));
+        EXPECT_EQ(read_jsonl(items)[0].find("references")->dump(), lines[0].find("references")->dump());
+        r = run_mnemo("eval -m " + shell_quote(model_) + " --questions " + shell_quote(questions) + " " + flags +
+                      " --min-references 1001");
+        EXPECT_TRUE(exited_with(r, 2, {"--min-references"}));
         r = run_mnemo("eval -m " + shell_quote(model_) + " --questions " + shell_quote(questions) + " " + flags +
                       " --min-relative-score 1.5");
         EXPECT_TRUE(exited_with(r, 2, {"--min-relative-score"}));

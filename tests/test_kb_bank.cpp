@@ -233,8 +233,9 @@ TEST_F(KbBank, RelativeScoreCutKeepsWhatAMemoryFolderKeeps) {
     // the first one left out below it.
     const kb::Bank& b = **bank_;
     size_t cut_somewhere = 0;
-    for (double ratio : {0.3, 0.6, 0.9}) {
-        FolderMemorySource folder(folder_dir().string(), *model_, RetrievalMode::BM25, ratio);
+    size_t held_by_floor = 0;
+    for (const auto& [ratio, floor] : std::vector<std::pair<double, uint32_t>>{{0.3, 0}, {0.6, 0}, {0.9, 0}, {0.9, 3}}) {
+        FolderMemorySource folder(folder_dir().string(), *model_, RetrievalMode::BM25, ratio, floor);
         for (uint32_t q = 0; q < 12; ++q) {
             const uint32_t id = q * 5 % static_cast<uint32_t>(b.count());
             const std::vector<int32_t>& toks = b.reference(id).tokens;
@@ -243,6 +244,7 @@ TEST_F(KbBank, RelativeScoreCutKeepsWhatAMemoryFolderKeeps) {
             all.tokens = cut.tokens = &terms;
             all.k = cut.k = 8;
             cut.min_relative_score = ratio;
+            cut.min_references = floor;
             const auto full = b.retrieve(all);
             const auto kept = b.retrieve(cut);
             ChunkQuery tq;
@@ -254,15 +256,19 @@ TEST_F(KbBank, RelativeScoreCutKeepsWhatAMemoryFolderKeeps) {
             for (size_t i = 0; i < kept.size(); ++i) {
                 EXPECT_EQ(kept[i].id, want[i].first);
                 EXPECT_EQ(kept[i].id, full[i].id);
-                EXPECT_GE(kept[i].score, ratio * full[0].score);
+                // Below the ratio only within the floor.
+                if (i >= floor) EXPECT_GE(kept[i].score, ratio * full[0].score);
+                if (kept[i].score < ratio * full[0].score) ++held_by_floor;
             }
-            if (kept.size() < full.size()) {
+            EXPECT_GE(kept.size(), std::min<size_t>(floor, full.size()));
+            if (kept.size() < full.size() && kept.size() >= floor) {
                 EXPECT_LT(full[kept.size()].score, ratio * full[0].score);
                 ++cut_somewhere;
             }
         }
     }
     EXPECT_GT(cut_somewhere, 0u) << "no query was cut: the test checks nothing";
+    EXPECT_GT(held_by_floor, 0u) << "the floor kept nothing the ratio cut: the test checks nothing";
     // A ratio outside [0, 1] is an error, not a silent no-op.
     const std::vector<int32_t> terms(b.reference(0).tokens.begin(), b.reference(0).tokens.begin() + 3);
     kb::BankQuery bad;
@@ -272,6 +278,9 @@ TEST_F(KbBank, RelativeScoreCutKeepsWhatAMemoryFolderKeeps) {
     expect_error([&] { b.retrieve(bad); }, {"minimum relative score must be in [0, 1]"});
     expect_error([&] { FolderMemorySource(folder_dir().string(), *model_, RetrievalMode::BM25, -0.5); },
                  {"memory folder", "minimum relative score"});
+    bad.min_relative_score = 0.5;
+    bad.min_references = 1001;
+    expect_error([&] { b.retrieve(bad); }, {"the number of references the cut always keeps must be in [0, 1000]"});
 }
 
 TEST_F(KbBank, HybridIsReciprocalRankFusion) {

@@ -70,6 +70,7 @@ public:
     std::atomic<int> calls{0};
     std::atomic<int> records_sent{0};
     std::atomic<double> last_min_relative_score{-1};  // what the last Retrieve asked for
+    std::atomic<int64_t> last_min_references{-1};
     void set_token(const std::string& t) {
         std::lock_guard<std::mutex> l(mu_);
         token_ = t;
@@ -151,6 +152,7 @@ private:
         if (auto st = authorize(ctx); !st.ok()) return st;
         ++calls;
         last_min_relative_score = req.min_relative_score();
+        last_min_references = req.min_references();
         // A slow server: wait, but give up when the client has (its deadline), bounded anyway.
         const auto t0 = Clock::now();
         while (seconds_since(t0) * 1000 < delay_ms && !ctx->IsCancelled() && seconds_since(t0) < 5)
@@ -424,11 +426,13 @@ TEST_F(KbGrpcClient, SendsTheRelativeScoreCut) {
     LoopbackServer server(service);
     KbSourceOptions o = options(server.url());
     o.min_relative_score = 0.7;
+    o.min_references = 3;
     o.prefetch = false;
     const auto kb = connect_kb(o, *model_);
-    EXPECT_NE(kb->describe().find("min relative score 0.7"), std::string::npos) << kb->describe();
+    EXPECT_NE(kb->describe().find("min relative score 0.7, at least 3 kept"), std::string::npos) << kb->describe();
     kb->retrieve(query_near(9, 0), 5);
     EXPECT_DOUBLE_EQ(service.last_min_relative_score.load(), 0.7);
+    EXPECT_EQ(service.last_min_references.load(), 3);
     o.min_relative_score = 1.5;
     try {
         connect_kb(o, *model_);

@@ -177,6 +177,13 @@ TEST(KbGrpcServeParts, RequestChecksAreExactAndNameTheField) {
         EXPECT_NE(s.error_message().find("min_relative_score is"), std::string::npos) << s.error_message();
     }
     r.set_min_relative_score(0);
+    r.set_min_references(1000);
+    EXPECT_TRUE(check_retrieve(r, shape(), limits).ok());
+    r.set_min_references(1001);
+    s = check_retrieve(r, shape(), limits);
+    EXPECT_EQ(s.error_code(), StatusCode::INVALID_ARGUMENT);
+    EXPECT_NE(s.error_message().find("min_references is 1001"), std::string::npos) << s.error_message();
+    r.set_min_references(0);
     r.set_text("hello");
     EXPECT_EQ(check_retrieve(r, shape(), limits).error_code(), StatusCode::FAILED_PRECONDITION);
     r.clear_text();

@@ -97,6 +97,7 @@ std::vector<v1::RetrieveRequest> queries(const Bank& bank, size_t n, unsigned se
         if (rng() % 6 == 0) r.mutable_filter()->add_sources(kSources[rng() % 5]);
         if (rng() % 5 == 0) r.mutable_filter()->set_source_prefix(rng() % 2 ? "news/" : "wiki/");
         if (rng() % 5 == 0) r.set_min_relative_score(0.6);
+        if (rng() % 3 == 0) r.set_min_references(rng() % 6);  // the cut's floor (ignored without a cut)
         if (rng() % 3 == 0) r.set_omit_texts(true);
         out.push_back(r);
     }
@@ -166,6 +167,7 @@ TEST_F(KbGrpcShards, MergedShardRankingsAreTheWholeBanksRanking) {
             q.sources.assign(r.filter().sources().begin(), r.filter().sources().end());
             q.source_prefix = r.filter().source_prefix();
             q.min_relative_score = r.min_relative_score();
+            q.min_references = r.min_references();
             if (!q.vector && !q.tokens) continue;
             const uint32_t depth = shard_depth(r.k(), q.vector != nullptr, q.tokens != nullptr);
             std::vector<ShardRankings> rankings;
@@ -177,7 +179,8 @@ TEST_F(KbGrpcShards, MergedShardRankingsAreTheWholeBanksRanking) {
                 rankings.push_back(sr);
             }
             const std::vector<BankHit> want = bank->retrieve(q);
-            const std::vector<BankHit> got = merge_shard_rankings(rankings, r.k(), q.vector != nullptr, q.tokens != nullptr, q.min_relative_score);
+            const std::vector<BankHit> got = merge_shard_rankings(rankings, r.k(), q.vector != nullptr, q.tokens != nullptr, q.min_relative_score,
+                                                                  q.min_references);
             // As (id, score) lists, so that a failure prints both rankings.
             const auto pairs = [](const std::vector<BankHit>& hits) {
                 std::vector<std::pair<uint32_t, double>> out;

@@ -122,13 +122,14 @@ TEST(KbShardParts, MergingKeepsTheGlobalOrderAndCuts) {
     ShardRankings a, b;
     a.bm25 = {{4, 9.0}, {2, 5.0}, {0, 1.0}};
     b.bm25 = {{3, 9.0}, {1, 5.0}, {5, 4.0}};
-    const std::vector<BankHit> top = merge_shard_rankings({a, b}, 4, false, true, 0);
+    const std::vector<BankHit> top = merge_shard_rankings({a, b}, 4, false, true, 0, 0);
     ASSERT_EQ(top.size(), 4u);
     EXPECT_EQ(top[0].id, 3u);
     EXPECT_EQ(top[1].id, 4u);
     EXPECT_EQ(top[2].id, 1u);
     EXPECT_EQ(top[3].id, 2u);
-    EXPECT_EQ(merge_shard_rankings({a, b}, 6, false, true, 0.5).size(), 4u) << "the relative cut: >= 4.5";
+    EXPECT_EQ(merge_shard_rankings({a, b}, 6, false, true, 0.5, 0).size(), 4u) << "the relative cut: >= 4.5";
+    EXPECT_EQ(merge_shard_rankings({a, b}, 6, false, true, 0.5, 5).size(), 5u) << "the cut's floor: the best five";
 }
 
 }  // namespace

@@ -136,10 +136,8 @@ private Q_SLOTS:
             return;
         }
         // A memory folder of the world's first sixty paragraphs (one fact each, twenty entities,
-        // Quear Mousaim among them). Not his three facts alone: in a folder that small BM25's
-        // length normalisation puts his birthplace below the default model's relative cut (0.8 x
-        // the best hit) and the answer comes from the weights (assets/default-model/README.md,
-        // "Limits").
+        // Quear Mousaim among them): the look-alikes around his facts are what the model's
+        // relative cut is for. (A folder of a handful of facts is CliAsk.AHandfulOfFactsIsNotCutAway.)
         QFile knowledge(QStringLiteral(MNEMO_SOURCE_DIR "/assets/world/knowledge.txt"));
         QVERIFY(knowledge.open(QIODevice::ReadOnly));
         QFile corpus(dir_.filePath(QStringLiteral("corpus.txt")));

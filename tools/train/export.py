@@ -136,9 +136,15 @@ def main() -> int:
                     help="the BM25 relative score cut recommended to the engine (generation_config.json "
                          "mnemo_retrieval; 0.8 was the best of a sweep on the training questions for "
                          "the shipped model, bench/default_model/sweep_cut.sh)")
+    ap.add_argument("--min-references", type=int, default=3,
+                    help="the cut's floor: the best N references are always kept (mnemo_retrieval "
+                         "min_references; 3 was the best of the same sweep, and keeps a folder of a "
+                         "handful of documents answerable)")
     a = ap.parse_args()
     if not 0 <= a.min_relative_score <= 1:
         ap.error("--min-relative-score must be in [0, 1]")
+    if not 0 <= a.min_references <= 1000:
+        ap.error("--min-references must be in [0, 1000]")
     model = load(a.checkpoint)
     sys.path.insert(0, HERE)
     from tokenizer import Tokenizer
@@ -158,8 +164,10 @@ def main() -> int:
     gen = {"bos_token_id": tok.bos, "eos_token_id": [tok.eos, tok.im_end], "do_sample": False,
            "max_new_tokens": 32,
            # How the engine should retrieve for this model unless told otherwise: BM25 (its
-           # retrieval vectors are not trained) with the relative cut (retrieval_settings.hpp).
-           "mnemo_retrieval": {"mode": "bm25", "min_relative_score": a.min_relative_score}}
+           # retrieval vectors are not trained) with the relative cut and its floor
+           # (retrieval_settings.hpp).
+           "mnemo_retrieval": {"mode": "bm25", "min_relative_score": a.min_relative_score,
+                               "min_references": a.min_references}}
     with open(os.path.join(a.out, "generation_config.json"), "w") as f:
         json.dump(gen, f, indent=2)
     print(f"wrote {a.out}: {sum(v.data.size for v in tensors_of(model).values())} values", file=sys.stderr)

@@ -79,6 +79,8 @@ int cmd_ask(int argc, char** argv) {
             if (u.title.empty()) std::printf("  #%u%s\n", u.id, doc.c_str());
             else std::printf("  #%u %s%s%s%s\n", u.id, printable(u.title).c_str(), u.source.empty() ? "" : "  (",
                              u.source.empty() ? "" : (printable(u.source) + ")").c_str(), doc.c_str());
+            // A piece of a longer document: the title alone does not say what was read.
+            if (!u.text.empty() && u.text != u.title) std::printf("      %s\n", printable(u.text, 200).c_str());
         }
     } else {
         std::printf("(no explicit memories: the answer comes from the model's weights alone)\n");

@@ -177,6 +177,7 @@ int cmd_eval(int argc, char** argv) {
     run.memory_location = attached.kb ? kb_location(memories) : memories.folder;
     run.retrieval = attached.retrieval;  // empty without memories
     run.min_relative_score = attached.min_relative_score;
+    run.min_references = attached.min_references;
     run.max_tokens = max_tokens;
     run.seconds = app::now_seconds() - t0;
     run.generation_seconds = generation_seconds;

@@ -100,7 +100,10 @@ std::string eval_report_json(const EvalRun& run, const std::vector<EvalOutcome>&
     w.key("retrieval");
     if (run.retrieval.empty()) w.null();
     else w.value(run.retrieval);
-    if (!run.retrieval.empty()) w.key("min_relative_score").value(run.min_relative_score);
+    if (!run.retrieval.empty()) {
+        w.key("min_relative_score").value(run.min_relative_score);
+        w.key("min_references").value(static_cast<int64_t>(run.min_references));
+    }
     w.key("max_tokens").value(run.max_tokens);
     write_counts(w, tally_all(outcomes));
     w.key("per_set").begin_object();

@@ -30,7 +30,11 @@ void add_memory_flags(app::ArgParser& p, MemoryFlags& f) {
         .double_opt("--min-relative-score", "R", "leave out references scoring below R times the chunk's best one (0..1; 0 keeps "
                                                 "all k): drops near misses such as a look-alike name (default: the model's "
                                                 "recommendation, else 0)",
-                    &f.min_relative_score, 0.0, 1.0);
+                    &f.min_relative_score, 0.0, 1.0)
+        .int_opt("--min-references", "N", "the relative cut never leaves fewer than the N best references (0: no floor): in "
+                                         "a handful of references every one is a near match (default: the model's "
+                                         "recommendation, else 0)",
+                 &f.min_references, 0, static_cast<int>(kMaxMinReferences));
 }
 
 std::string kb_location(const MemoryFlags& f) {
@@ -64,6 +68,7 @@ AttachedMemories attach_memories(Session& session, const MemoryFlags& f) {
         throw app::UsageError("the model recommends hybrid retrieval, which needs --kb: give --retrieval vector or bm25");
     out.retrieval = mode;
     out.min_relative_score = f.min_relative_score >= 0 ? f.min_relative_score : advice.min_relative_score;
+    out.min_references = f.min_references >= 0 ? static_cast<uint32_t>(f.min_references) : advice.min_references;
     const char* flag = kb ? "--kb" : "--memories";
     if (!session.reads_memories())
         throw Error(std::string(flag) + ": model '" + session.summary().model_dir + "' (" + session.summary().model_type +
@@ -79,12 +84,13 @@ AttachedMemories attach_memories(Session& session, const MemoryFlags& f) {
         o.ca_file = f.kb_ca;
         o.retrieval = kb_mode;
         o.min_relative_score = out.min_relative_score;
+        o.min_references = out.min_references;
         o.connect_timeout_ms = o.call_timeout_ms = f.kb_timeout_ms;
         out.kb = connect_kb(o, memory_folder_model(session));
         out.source = out.kb;
     } else {
         out.source = std::make_shared<FolderMemorySource>(f.folder, memory_folder_model(session), retrieval_mode_from_name(mode),
-                                                          out.min_relative_score);
+                                                          out.min_relative_score, out.min_references);
     }
     session.set_memory_source(out.source);
     return out;

@@ -23,6 +23,8 @@ struct MemoryFlags {
     std::string retrieval;
     // --min-relative-score; negative: the model's recommendation, else 0 (no cut).
     double min_relative_score = -1;
+    // --min-references (the cut's floor); negative: the model's recommendation, else 0 (none).
+    int32_t min_references = -1;
     // --kb, once per server: grpcs://HOST:PORT or grpc://HOST:PORT (loopback), one scheme for all.
     std::vector<std::string> kb_urls;
     std::string kb_token_file;
@@ -45,6 +47,7 @@ struct AttachedMemories {
     std::shared_ptr<KbSource> kb;                // --kb: its status for the summary lines
     std::string retrieval;                       // the mode used, after the model's advice
     double min_relative_score = 0;               // the cut used, after the model's advice
+    uint32_t min_references = 0;                 // its floor, after the model's advice
     explicit operator bool() const { return source != nullptr; }
 };
 

@@ -21,6 +21,7 @@ kbv1::RetrieveRequest GrpcKbSource::retrieve_request(const Key& key, const BankI
     req.set_value_codebook_sha256(bank.value_sha);
     req.set_omit_texts(!options_.texts);
     req.set_min_relative_score(options_.min_relative_score);
+    req.set_min_references(options_.min_references);
     return req;
 }
 

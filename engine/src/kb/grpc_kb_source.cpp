@@ -235,7 +235,7 @@ std::string GrpcKbSource::describe() const {
     std::lock_guard<std::mutex> lock(mu_);
     return servers_named() + (addresses > urls_.size() ? " (" + std::to_string(addresses) + " addresses)" : "") + " (bank version " +
            std::to_string(bank_.version) + (codec_ ? ", compressed" : "") + " memories, " + mode + " retrieval" +
-           relative_cut_suffix(options_.min_relative_score) + ")";
+           relative_cut_suffix(options_.min_relative_score, options_.min_references) + ")";
 }
 
 void GrpcKbSource::warn(KbEvent event, const std::string& detail, const std::string& message) {
@@ -377,7 +377,9 @@ std::vector<RetrievedReference> GrpcKbSource::last_references(int32_t seq) const
 
 namespace mnemo {
 std::shared_ptr<KbSource> connect_kb(const KbSourceOptions& options, const MemoryFolderModel& model) {
-    check_min_relative_score(options.min_relative_score, "knowledge server " + (options.urls.empty() ? options.url : options.urls.front()));
+    const std::string server = "knowledge server " + (options.urls.empty() ? options.url : options.urls.front());
+    check_min_relative_score(options.min_relative_score, server);
+    check_min_references(options.min_references, server);
     return std::make_shared<detail::GrpcKbSource>(options, model);
 }
 

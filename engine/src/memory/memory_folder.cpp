@@ -332,6 +332,7 @@ struct FolderMemorySource::Impl {
     Folder folder;
     RetrievalMode mode = RetrievalMode::Vector;
     double min_relative_score = 0;
+    uint32_t min_references = 0;
     RecordsFile records;
     Bm25 bm25;
     std::unordered_map<uint32_t, std::shared_ptr<const ExplicitMemory>> cache;
@@ -340,13 +341,15 @@ struct FolderMemorySource::Impl {
 };
 
 FolderMemorySource::FolderMemorySource(const std::string& dir, const MemoryFolderModel& model, RetrievalMode mode,
-                                       double min_relative_score)
+                                       double min_relative_score, uint32_t min_references)
     : impl_(std::make_unique<Impl>()) {
     Impl& m = *impl_;
     check_min_relative_score(min_relative_score, "memory folder '" + dir + "'");
+    check_min_references(min_references, "memory folder '" + dir + "'");
     m.folder = open_folder(dir);
     m.mode = mode;
     m.min_relative_score = min_relative_score;
+    m.min_references = min_references;
     check_memory_model(m.folder.model, model, m.folder.codec.get(), m.where("manifest.json"));
     try {
         m.records = RecordsFile((fs::path(dir) / "records.bin").string());
@@ -372,7 +375,7 @@ const MemoryReference& FolderMemorySource::reference(uint32_t id) const {
 std::string FolderMemorySource::describe() const {
     return "memory folder '" + impl_->folder.dir + "' (" + std::to_string(impl_->folder.count) + (impl_->folder.codec ? " compressed" : "") +
            " memories, " + (impl_->mode == RetrievalMode::Vector ? "vector" : "BM25") + " retrieval" +
-           relative_cut_suffix(impl_->min_relative_score) + ")";
+           relative_cut_suffix(impl_->min_relative_score, impl_->min_references) + ")";
 }
 
 std::vector<std::pair<uint32_t, double>> FolderMemorySource::rank(const ChunkQuery& query, int32_t k) const {
@@ -400,7 +403,7 @@ std::vector<std::pair<uint32_t, double>> FolderMemorySource::rank(const ChunkQue
     // Best first; equal scores go to the lower id so every run picks the same memories.
     std::stable_sort(scored.begin(), scored.end(), [](const auto& a, const auto& b) { return a.second > b.second; });
     if (static_cast<int64_t>(scored.size()) > k) scored.resize(static_cast<size_t>(std::max(k, 0)));
-    scored.resize(count_near_best(scored, im.min_relative_score, [](const auto& s) { return s.second; }));
+    scored.resize(count_near_best(scored, im.min_relative_score, im.min_references, [](const auto& s) { return s.second; }));
     return scored;
 }
 

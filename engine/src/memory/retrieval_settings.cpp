@@ -18,10 +18,19 @@ void check_min_relative_score(double ratio, const std::string& what) {
                     std::to_string(ratio));
 }
 
-std::string relative_cut_suffix(double ratio) {
-    if (ratio <= 0) return "";
-    char buf[64];
-    std::snprintf(buf, sizeof buf, ", min relative score %g", ratio);
+void check_min_references(int64_t n, const std::string& what) {
+    if (n < 0 || n > kMaxMinReferences)
+        throw Error(what + ": the number of references the cut always keeps must be in [0, " + std::to_string(kMaxMinReferences) +
+                    "], got " + std::to_string(n));
+}
+
+std::string relative_cut_suffix(double ratio, uint32_t min_references) {
+    if (ratio <= 0) return "";  // no cut: the floor has nothing to hold up
+    char buf[96];
+    if (min_references > 0)
+        std::snprintf(buf, sizeof buf, ", min relative score %g, at least %u kept", ratio, min_references);
+    else
+        std::snprintf(buf, sizeof buf, ", min relative score %g", ratio);
     return buf;
 }
 
@@ -64,6 +73,15 @@ RetrievalAdvice recommended_retrieval(const std::string& model_dir) {
         a.min_relative_score = cut->as_double();
         check_min_relative_score(a.min_relative_score, where + ".min_relative_score");
         a.has_min_relative_score = true;
+    }
+    if (const json::Value* floor = r->find("min_references")) {
+        const char* expected = ".min_references must be a whole number in [0, 1000]";
+        if (!floor->is_number()) throw Error(where + expected);
+        const double n = floor->as_double();
+        if (!(n >= 0 && n <= static_cast<double>(kMaxMinReferences)) || n != std::floor(n))
+            throw Error(where + expected + ", got " + floor->dump());
+        a.min_references = static_cast<uint32_t>(n);
+        a.has_min_references = true;
     }
     return a;
 }

@@ -53,6 +53,7 @@ struct BankQuery {
     std::vector<std::string> sources;               // filter: source equals one of these (empty: any)
     std::string source_prefix;                      // filter: source starts with this (empty: any)
     double min_relative_score = 0;                  // drop hits below this fraction of the best (0: none)
+    uint32_t min_references = 0;                    // ... but never the best this many (count_near_best)
     // Asked every few thousand references while a retrieval passes over the bank; true stops it
     // with QueryStopped (the server's call ran past its deadline or was cancelled). Empty: never.
     std::function<bool()> should_stop;

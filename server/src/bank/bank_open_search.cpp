@@ -169,6 +169,7 @@ std::vector<BankHit> OpenBank::retrieve(const BankQuery& q) const {
     if (by_vector) check_query_vector(q, where);
     if (!by_vector && !by_tokens) throw Error(where + ": the query has neither a vector nor tokens");
     check_min_relative_score(q.min_relative_score, where);
+    check_min_references(q.min_references, where);
     const auto k = static_cast<size_t>(q.k);
     std::vector<BankHit> hits;
     if (by_vector && !by_tokens) {
@@ -180,7 +181,7 @@ std::vector<BankHit> OpenBank::retrieve(const BankQuery& q) const {
         const size_t depth = fusion_depth(q.k);
         hits = fuse_rankings(vector_ranking(q, depth), bm25_ranking(q, depth), k);
     }
-    hits.resize(count_near_best(hits, q.min_relative_score, [](const BankHit& h) { return h.score; }));
+    hits.resize(count_near_best(hits, q.min_relative_score, q.min_references, [](const BankHit& h) { return h.score; }));
     return hits;
 }
 

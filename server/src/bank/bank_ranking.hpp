@@ -9,7 +9,7 @@
 //   both:         d = fusion_depth(q.k);
 //                 hits = fuse_rankings(merge_rankings({shard.vector_ranking(q, d)...}, d),
 //                                      merge_rankings({shard.bm25_ranking(q, d)...}, d), q.k)
-//   then:         hits.resize(count_near_best(hits, q.min_relative_score, score))
+//   then:         hits.resize(count_near_best(hits, q.min_relative_score, q.min_references, score))
 //                 (mnemo/memory/retrieval_settings.hpp), as retrieve() cuts.
 // Exact, because every shard scores with the whole bank's statistics (BM25's N, average length
 // and document frequencies) and the same vector index quantizer, so a record's score does not

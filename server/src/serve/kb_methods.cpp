@@ -136,6 +136,7 @@ Status KbService::retrieve_into(CallIo& io, const Bank& bank, const v1::Retrieve
     q.sources.assign(req.filter().sources().begin(), req.filter().sources().end());
     q.source_prefix = req.filter().source_prefix();
     q.min_relative_score = req.min_relative_score();
+    q.min_references = req.min_references();
     // A retrieval passes over the whole bank: it stops when the call must (cap, deadline, cancel).
     q.should_stop = [&io] { return io.should_stop(); };
     std::vector<BankHit> hits;

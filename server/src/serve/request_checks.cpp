@@ -4,6 +4,7 @@
 
 #include "bank/bank.hpp"
 #include "mnemo/io/printable.hpp"
+#include "mnemo/memory/retrieval_settings.hpp"
 
 namespace mnemo::kb {
 namespace {
@@ -67,6 +68,9 @@ Status check_retrieve(const v1::RetrieveRequest& req, const BankShape& bank, con
     if (!std::isfinite(req.min_relative_score()) || req.min_relative_score() < 0 || req.min_relative_score() > 1)
         return Status(StatusCode::INVALID_ARGUMENT, "min_relative_score is " + std::to_string(req.min_relative_score()) +
                                                         "; it must be in [0, 1] (a fraction of the best hit's score; 0: no cut)");
+    if (req.min_references() > kMaxMinReferences)
+        return Status(StatusCode::INVALID_ARGUMENT, "min_references is " + std::to_string(req.min_references()) + "; it must be in [0, " +
+                                                        std::to_string(kMaxMinReferences) + "] (how many of the best hits the cut always keeps)");
     if (req.text().size() > ServeLimits::kMaxTextBytes)
         return Status(StatusCode::INVALID_ARGUMENT, "text has " + std::to_string(req.text().size()) + " bytes; this server takes at most " +
                                                         std::to_string(ServeLimits::kMaxTextBytes) + " (a chunk's text)");

@@ -104,7 +104,7 @@ Status fan_out_retrieve(CallIo& io, const Bank& bank, ShardPeers& peers, const B
         const std::string problem = read_shard_reply(a.reply.shard(), want, depth, bank, &parts[i + 1]);
         if (!problem.empty()) return unavailable("its node's answer is unusable: " + problem);
     }
-    *hits = merge_shard_rankings(parts, k, by_vector, by_tokens, q.min_relative_score);
+    *hits = merge_shard_rankings(parts, k, by_vector, by_tokens, q.min_relative_score, q.min_references);
     io.note().detail += "shards=" + std::to_string(self.shards) + " slowest_shard_ms=" + std::to_string(static_cast<long long>(slowest_ms)) + " ";
     return Status::OK;
 }

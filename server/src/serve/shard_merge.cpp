@@ -97,7 +97,7 @@ std::string read_shard_reply(const v1::ShardReply& reply, const ShardSpec& expec
 }
 
 std::vector<BankHit> merge_shard_rankings(const std::vector<ShardRankings>& shards, uint32_t k, bool by_vector, bool by_tokens,
-                                          double min_relative_score) {
+                                          double min_relative_score, uint32_t min_references) {
     const uint32_t depth = shard_depth(k, by_vector, by_tokens);
     std::vector<BankHit> hits;
     if (by_vector && !by_tokens) {
@@ -107,7 +107,7 @@ std::vector<BankHit> merge_shard_rankings(const std::vector<ShardRankings>& shar
     } else {
         hits = fuse_rankings(merged(shards, &ShardRankings::vector, depth), merged(shards, &ShardRankings::bm25, depth), k);
     }
-    hits.resize(count_near_best(hits, min_relative_score, [](const BankHit& h) { return h.score; }));
+    hits.resize(count_near_best(hits, min_relative_score, min_references, [](const BankHit& h) { return h.score; }));
     return hits;
 }
 

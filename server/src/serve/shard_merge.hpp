@@ -59,8 +59,8 @@ std::string read_shard_reply(const v1::ShardReply& reply, const ShardSpec& expec
 
 // The hits of an unsharded retrieval from every shard's rankings: each method's lists merged to
 // the global top `depth` (shard_depth), then one method's top k, or both fused by reciprocal rank
-// and cut to k, then the relative-score cut (BankQuery::min_relative_score).
+// and cut to k, then the relative-score cut (BankQuery::min_relative_score, min_references).
 std::vector<BankHit> merge_shard_rankings(const std::vector<ShardRankings>& shards, uint32_t k, bool by_vector, bool by_tokens,
-                                          double min_relative_score);
+                                          double min_relative_score, uint32_t min_references);
 
 }  // namespace mnemo::kb

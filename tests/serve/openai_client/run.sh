@@ -22,10 +22,9 @@ if ! cmp -s "$here/package-lock.json" "$work/node_modules/.installed-lock" 2>/de
 fi
 
 # A memory folder of the world's first twenty entities (sixty one-fact paragraphs), two held-out
-# ones among them: their answers can only come from it. (Not those two alone: in a folder of six
-# facts about two people, BM25's length normalisation puts "The birthplace of Quear Mousaim is
-# Thaimubort." below the default model's relative cut of 0.8 × the best hit, and the model answers
-# from its weights; assets/default-model/README.md, "Limits".)
+# ones among them: their answers can only come from it, and the look-alikes around them are what
+# the model's relative cut is for. (A folder of those two people's six facts alone is
+# CliAsk.AHandfulOfFactsIsNotCutAway: the cut's floor keeps it answerable.)
 awk 'BEGIN { RS = ""; ORS = "\n\n" } NR <= 60' "$src/assets/world/knowledge.txt" > "$work/corpus.txt"
 rm -rf "$work/memories"
 "$bin/mnemo" memorize --corpus "$work/corpus.txt" -o "$work/memories" > "$work/memorize.log" 2>&1 \

@@ -32,15 +32,17 @@ std::function<std::shared_ptr<MemorySource>(Session&)> compareMemorySource(const
         if (!session.reads_memories())
             throw Error("model '" + modelDir + "' (" + session.summary().model_type + ") does not read explicit memories");
         // The model's own cut (generation_config.json "mnemo_retrieval"), as the chat uses it.
-        const double cut = recommended_retrieval(modelDir).min_relative_score;
+        const RetrievalAdvice cut = recommended_retrieval(modelDir);
         if (m.kbUrl.isEmpty())
             return std::make_shared<FolderMemorySource>(utf8(m.folder), memory_folder_model(session),
-                                                        retrieval_mode_from_name(utf8(m.retrieval)), cut);
+                                                        retrieval_mode_from_name(utf8(m.retrieval)), cut.min_relative_score,
+                                                        cut.min_references);
         KbSourceOptions o;
         o.url = utf8(m.kbUrl);
         o.ca_file = utf8(m.kbCaFile);
         o.retrieval = kb_retrieval_from_name(utf8(m.retrieval));
-        o.min_relative_score = cut;
+        o.min_relative_score = cut.min_relative_score;
+        o.min_references = cut.min_references;
         o.connect_timeout_ms = o.call_timeout_ms = m.kbTimeoutMs;
         // An outage in the middle of a backend's run leaves some of its chunks without memories:
         // its figures and text are then not comparable, and the report says so.

@@ -103,9 +103,10 @@ void ModelWorker::load(quint64 id, LoadRequest request) {
             if (!session->reads_memories())
                 throw Error("memory folder '" + folder + "': model '" + dir + "' (" + session->summary().model_type +
                             ") does not read explicit memories");
+            const RetrievalAdvice advice = recommended_retrieval(dir);
             source = std::make_shared<FolderMemorySource>(folder, memory_folder_model(*session),
                                                           retrieval_mode_from_name(utf8(request.retrieval)),
-                                                          recommended_retrieval(dir).min_relative_score);
+                                                          advice.min_relative_score, advice.min_references);
             kb = {KbState::Folder, request.memoryFolder, QString::fromStdString(source->describe()), 0, 0};
         }
         // What each chunk retrieves is noted on the way through, for the references panel.
@@ -221,7 +222,9 @@ std::shared_ptr<KbSource> ModelWorker::connectKb(Session& session, const LoadReq
         o.ca_file = utf8(request.kbCaFile);
         o.retrieval = kb_retrieval_from_name(utf8(request.retrieval));
         // The model's own cut (generation_config.json "mnemo_retrieval"): the GUI has no control for it yet.
-        o.min_relative_score = recommended_retrieval(session.summary().model_dir).min_relative_score;
+        const RetrievalAdvice advice = recommended_retrieval(session.summary().model_dir);
+        o.min_relative_score = advice.min_relative_score;
+        o.min_references = advice.min_references;
         o.connect_timeout_ms = o.call_timeout_ms = request.kbTimeoutMs;
         // An outage, a recovery or a new bank while generating: called on the session's thread or
         // the prefetch worker, so it only queues a signal.

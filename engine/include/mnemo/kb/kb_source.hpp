@@ -64,9 +64,10 @@ struct KbSourceOptions {
     // PEM file of the roots that sign the server's certificate (grpcs://); empty: the system's.
     std::string ca_file;
     KbRetrieval retrieval = KbRetrieval::Vector;
-    // References scoring below this fraction of the chunk's best are left out (the server cuts;
-    // mnemo/memory/retrieval_settings.hpp). 0: none.
+    // References scoring below this fraction of the chunk's best are left out, but never the best
+    // min_references (the server cuts; count_near_best in mnemo/memory/retrieval_settings.hpp). 0: none.
     double min_relative_score = 0;
+    uint32_t min_references = 0;
     int32_t connect_timeout_ms = 2000;  // Info and the codebooks when connecting
     int32_t call_timeout_ms = 2000;     // every call while generating
     // A chunk's calls together, on every server it tries (failover) and for a changed bank; 0:

@@ -65,8 +65,10 @@ class MNEMO_API FolderMemorySource : public MemorySource {
 public:
     // Opens DIR and checks it against the model (fingerprint, model type, every shape);
     // errors name the folder, the file and the field. References scoring below
-    // min_relative_score times the chunk's best one are left out (mnemo/memory/retrieval_settings.hpp).
-    FolderMemorySource(const std::string& dir, const MemoryFolderModel& model, RetrievalMode mode, double min_relative_score = 0);
+    // min_relative_score times the chunk's best one are left out, but never the best
+    // min_references (count_near_best in mnemo/memory/retrieval_settings.hpp).
+    FolderMemorySource(const std::string& dir, const MemoryFolderModel& model, RetrievalMode mode, double min_relative_score = 0,
+                       uint32_t min_references = 0);
     ~FolderMemorySource() override;
 
     bool wants_vector() const override;
