@@ -336,7 +336,10 @@ TEST(CompareCli, ReadsAMemoryFolderOnEveryBackend) {
     ASSERT_TRUE(exited_with(run_mnemo("memorize --corpus " + mnemo::testing::shell_quote((dir / "facts.txt").string()) + " -o " +
                                       mnemo::testing::shell_quote((dir / "mem").string())),
                             0));
-    const std::string compare = "compare -p 'Where was Gream Zaicuv born?' -n 8 --backends cpu,cpu --retrieval bm25";
+    // The question in the model's chat template (compare feeds the prompt as it is): the default
+    // model answers a chat turn; a bare question it continues as it pleases.
+    const std::string compare = "compare -p '<|im_start|>user\nWhere was Gream Zaicuv born?<|im_end|>\n<|im_start|>assistant\n'"
+                                " -n 8 --backends cpu,cpu --retrieval bm25";
     const auto with = run_mnemo(compare + " --memories " + mnemo::testing::shell_quote((dir / "mem").string()));
     ASSERT_EQ(with.code, 0) << with.output;
     EXPECT_MENTIONS(with.output, "cpu text: \"");
