@@ -30,7 +30,7 @@ import json
 import os
 import random
 from dataclasses import dataclass, field
-from typing import Dict, List, Optional, Tuple
+from typing import Callable, Dict, List, Optional, Tuple
 
 from other_names import english_name, foreign_name
 
@@ -199,6 +199,16 @@ def _word(rng: random.Random, syllables: int) -> str:
             return w.capitalize()
 
 
+def _draw_value(rng: random.Random, source, entity_name: Callable[[str], str]) -> str:
+    """A value of a relation whose values come from `source` (RELATIONS): a year, an entity's name
+    (entity_name(kind): whom a relation may name is the caller's choice), or one of a closed set."""
+    if source == "year":
+        return str(rng.randint(1500, 1999))
+    if isinstance(source, str):
+        return entity_name(source)
+    return rng.choice(source)
+
+
 def _name(rng: random.Random, kind: str) -> Tuple[str, str]:
     if kind == "person":
         return _word(rng, rng.choice((1, 2))) + " " + _word(rng, 2), ""
@@ -248,13 +258,7 @@ class World:
         self._reserved: set = set()
         for e in self.entities:
             for rel, source in RELATIONS[e.kind]:
-                if source == "year":
-                    v = str(rng.randint(1500, 1999))
-                elif isinstance(source, str):
-                    v = rng.choice(train_of[source]).name
-                else:
-                    v = rng.choice(source)
-                e.facts[rel] = v
+                e.facts[rel] = _draw_value(rng, source, lambda k: rng.choice(train_of[k]).name)
         self._add_novel(random.Random(seed * 1000 + 27), used)
         # Every value a training text can state: the closed sets, years, training entities' names.
         self.known_values = {e.name for e in self.entities if e.split == "train"} | \
@@ -303,16 +307,13 @@ class World:
             if name.lower() not in self._names and name.lower() not in self._reserved:
                 break
         e = Entity(-1, kind, name, "fresh", object_kind=okind)
+
+        def entity_name(k: str) -> str:
+            if new_names > 0 and rng.random() < new_names:
+                return self.fresh(rng, k, foreign=foreign).name
+            return rng.choice(self._train_of[k]).name
         for rel, source in RELATIONS[kind]:
-            if source == "year":
-                e.facts[rel] = str(rng.randint(1500, 1999))
-            elif isinstance(source, str):
-                if new_names > 0 and rng.random() < new_names:
-                    e.facts[rel] = self.fresh(rng, source, foreign=foreign).name
-                else:
-                    e.facts[rel] = rng.choice(self._train_of[source]).name
-            else:
-                e.facts[rel] = rng.choice(source)
+            e.facts[rel] = _draw_value(rng, source, entity_name)
         return e
 
     def split(self, name: str) -> List[Entity]:
@@ -441,12 +442,8 @@ def write_reading_sets(world: World, out: str, rng: random.Random) -> None:
             new = Entity(e.id, e.kind, e.name, e.split, dict(e.facts), e.object_kind)
             for rel, source in RELATIONS[e.kind]:
                 while new.facts[rel] == e.facts[rel]:
-                    if source == "year":
-                        new.facts[rel] = str(rng.randint(1500, 1999))
-                    elif isinstance(source, str):
-                        new.facts[rel] = rng.choice([d for d in unseen_of[source] if d.id != e.id]).name
-                    else:
-                        new.facts[rel] = rng.choice(source)
+                    new.facts[rel] = _draw_value(rng, source,
+                                                 lambda k: rng.choice([d for d in unseen_of[k] if d.id != e.id]).name)
             fc.write(json.dumps({"id": f"e{e.id}", "title": e.name, "text": "\n\n".join(world.fact_sentences(new, rng)),
                                  "metadata": {"kind": e.kind, "split": e.split, "corrected": True}}) + "\n")
             for rel, q, a in world.questions(new)[::2]:
@@ -479,13 +476,8 @@ def write_new_names_set(world: World, out: str, rng: random.Random) -> None:
                 okind = rng.choice(OBJECT_KINDS) if kind == "object" else ""
                 e = Entity(-1, kind, unique(kind, okind), "new", object_kind=okind)
                 for rel, source in RELATIONS[kind]:
-                    if source == "year":
-                        e.facts[rel] = str(rng.randint(1500, 1999))
-                    elif isinstance(source, str):
-                        e.facts[rel] = unique(source)
-                        asked = rel
-                    else:
-                        e.facts[rel] = rng.choice(source)
+                    e.facts[rel] = _draw_value(rng, source, unique)
+                asked = [rel for rel, source in RELATIONS[kind] if isinstance(source, str) and source != "year"][-1]
                 fd.write(json.dumps({"id": f"n{n}", "title": world.display(e, True),
                                      "text": "\n\n".join(world.fact_sentences(e, rng)),
                                      "metadata": {"kind": kind, "split": "new"}}) + "\n")

@@ -74,12 +74,12 @@ RetrievalAdvice recommended_retrieval(const std::string& model_dir) {
         check_min_relative_score(a.min_relative_score, where + ".min_relative_score");
         a.has_min_relative_score = true;
     }
-    if (const json::Value* floor = r->find("min_references")) {
+    if (const json::Value* min_refs = r->find("min_references")) {
         const char* expected = ".min_references must be a whole number in [0, 1000]";
-        if (!floor->is_number()) throw Error(where + expected);
-        const double n = floor->as_double();
+        if (!min_refs->is_number()) throw Error(where + expected);
+        const double n = min_refs->as_double();
         if (!(n >= 0 && n <= static_cast<double>(kMaxMinReferences)) || n != std::floor(n))
-            throw Error(where + expected + ", got " + floor->dump());
+            throw Error(where + expected + ", got " + min_refs->dump());
         a.min_references = static_cast<uint32_t>(n);
         a.has_min_references = true;
     }
