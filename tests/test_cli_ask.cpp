@@ -94,6 +94,32 @@ TEST(CliAsk, AHandfulOfFactsIsNotCutAway) {
     fs::remove_all(dir);
 }
 
+TEST(CliAsk, AGroundedAnswerQuotesWhatItRead) {
+    // A birthplace of English make, which no training text has: the model copies its first pieces
+    // and completes them into a name of its world ("Stailin"); --grounded lets it write only what
+    // a reference says, and end only where a quoted word ends.
+    namespace fs = std::filesystem;
+    const fs::path dir = fs::temp_directory_path() / ("mnemo-ask-grounded-" + std::to_string(::getpid()));
+    fs::remove_all(dir);
+    fs::create_directories(dir);
+    {
+        std::ofstream corpus(dir / "facts.txt");
+        corpus << "Quear Mousaim was born in Staninminster.\n\nQuear Mousaim works as a weaver.\n\n"
+                  "The birth year of Quear Mousaim is 1793.\n";
+    }
+    ASSERT_TRUE(exited_with(run_mnemo("memorize --corpus " + shell_quote((dir / "facts.txt").string()) + " -o " +
+                                      shell_quote((dir / "mem").string())),
+                            0));
+    const std::string ask = "ask --memories " + shell_quote((dir / "mem").string()) + " -q 'Where was Quear Mousaim born?'";
+    const auto plain = run_mnemo(ask);
+    EXPECT_TRUE(exited_with(plain, 0, {"references read (3"}));
+    EXPECT_EQ(plain.output.find("A: Staninminster\n"), std::string::npos) << plain.output;
+    EXPECT_TRUE(exited_with(run_mnemo(ask + " --grounded"), 0, {"A: Staninminster\n", "references read (3"}));
+    fs::remove_all(dir);
+    // Nothing to quote without memories: a usage error, before the model loads.
+    EXPECT_TRUE(exited_with(run_mnemo("ask --grounded -q 'Where was Quear Mousaim born?'"), 2, {"--grounded", "--memories"}));
+}
+
 TEST(CliAsk, NeedsAQuestion) {
     EXPECT_TRUE(exited_with(run_mnemo("ask"), 2, {"missing -q/--question"}));
 }

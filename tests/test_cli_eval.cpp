@@ -262,6 +262,25 @@ TEST_F(EvalCli, MemoryFolderItemsMatchRunAndNameTheMemoriesRead) {
         ASSERT_TRUE(exited_with(r, 0, {"at least " + std::to_string(uncut) + " kept"}));
         EXPECT_EQ(mnemo::json::parse_file(report).find("min_references")->as_int(), static_cast<int64_t>(uncut));
         EXPECT_EQ(read_jsonl(items)[0].find("references")->dump(), lines[0].find("references")->dump());
+        // --grounded: each output is a quote of what its item read (the folder's paragraphs are
+        // pieces of the corpus), where this model's own completion is not; the report says so.
+        r = run_mnemo("eval -m " + shell_quote(model_) + " --questions " + shell_quote(questions) + " " + flags +
+                      " --grounded --max-tokens 8 --report " + shell_quote(report) + " --items " + shell_quote(items));
+        ASSERT_TRUE(exited_with(r, 0, {"memory folder"}));
+        EXPECT_TRUE(mnemo::json::parse_file(report).find("grounded")->as_bool());
+        std::ostringstream corpus_text;
+        corpus_text << std::ifstream(corpus).rdbuf();
+        const std::string text = corpus_text.str();
+        EXPECT_EQ(text.find(completion), std::string::npos) << "the ungrounded completion '" << completion << "' is a quote";
+        for (const auto& line : read_jsonl(items)) {
+            std::string out = line.find("output")->as_string();
+            out.erase(0, out.find_first_not_of(" \n"));
+            EXPECT_FALSE(out.empty()) << line.dump();
+            EXPECT_NE(text.find(out), std::string::npos) << "'" << out << "' quotes nothing of the corpus";
+        }
+        EXPECT_TRUE(exited_with(run_mnemo("eval -m " + shell_quote(model_) + " --questions " + shell_quote(questions) +
+                                          " --grounded"),
+                                2, {"--grounded", "--memories"}));
         r = run_mnemo("eval -m " + shell_quote(model_) + " --questions " + shell_quote(questions) + " " + flags +
                       " --min-references 1001");
         EXPECT_TRUE(exited_with(r, 2, {"--min-references"}));

@@ -7,6 +7,8 @@
 #   SETS="held_out unseen_names" bench/default_model/eval.sh build vulkan   # some sets only
 #   FEEDS="turns whole chunks" SETS=follow_up bench/default_model/eval.sh   # the retrieval rule of a
 #       conversation measured: mnemo eval --history-feed (docs/models/memory3.md)
+#   GROUNDED=1 bench/default_model/eval.sh build cpu OUT   # answers with the server quote what they
+#       read (mnemo eval --grounded, docs/cli.md); the rows without it are unchanged
 #
 # Sets (tools/train/world.py): held_out, train (entities' first wordings), unseen_names (answers
 # are names training never produced), held_out_wordings (wordings kept out of training; server
@@ -67,6 +69,15 @@ elif name == "corrected":
     old = {json.loads(l)["id"]: json.loads(l)["old"] for l in open("assets/world/questions-corrected.jsonl")}
     n = sum(1 for i in items if i["output"].strip().rstrip(".").lower() == old[i["id"]].lower())
     print(f"{'  (answered the old value)':<26} {mode:<6} {len(items):>6} {100 * n / max(1, len(items)):>8.1f}")
+    # The bank's half of a correction, apart from the model's reading: did the question's own
+    # document come back in its new version (and never the replaced one)?
+    def versions(i):
+        doc = i["id"].split(".", 1)[0]
+        return {r.get("doc_version") for r in i["references"] if r.get("doc_id") == doc}
+    new = sum(1 for i in items if any(v is not None and v >= 2 for v in versions(i)))
+    stale = sum(1 for i in items if 1 in versions(i))
+    print(f"{'  (read the new version)':<26} {mode:<6} {len(items):>6} {100 * new / max(1, len(items)):>8.1f}")
+    print(f"{'  (read the old version)':<26} {mode:<6} {len(items):>6} {100 * stale / max(1, len(items)):>8.1f}")
 else:
     line(name, items)
 PY
@@ -75,6 +86,7 @@ PY
 evaluate() {  # evaluate SET MODE QUESTIONS
   local flags=()
   [ "$2" = kb ] && flags=(--kb "$KB" --retrieval bm25)
+  [ "$2" = kb ] && [ "${GROUNDED:-0}" = 1 ] && flags+=(--grounded)
   "$BIN/mnemo" eval -m "$MODEL" --backend "$BACKEND" --questions "$3" --quiet \
       --report "$OUT/$1-$2.json" --items "$OUT/$1-$2.items.jsonl" "${flags[@]}" "${EXTRA_FEED[@]}" "${EXTRA[@]}" >/dev/null
 }

@@ -1,9 +1,12 @@
 // `mnemo ask`: put one question to the model the way `mnemo eval` does (through its chat template,
 // greedy, a short answer), print the answer, and say which explicit memories it read: the
 // quickest way to see a memory model answer from a knowledge server or a memory folder.
+#include <algorithm>
 #include <cstdio>
+#include <optional>
 
 #include "app/generate.hpp"
+#include "app/grounding.hpp"
 #include "commands.hpp"
 #include "common.hpp"
 #include "eval/question_format.hpp"
@@ -20,6 +23,7 @@ int cmd_ask(int argc, char** argv) {
     MemoryFlags memories;
     std::string question;
     int32_t max_tokens = 32;
+    bool grounded = false;
 
     app::ArgParser p("ask", "mnemo ask [-m DIR] [--kb URL... | --memories FOLDER] -q QUESTION",
                      "Ask the model one question (its chat template, greedy decoding, the answer ends at a\n"
@@ -27,10 +31,14 @@ int cmd_ask(int argc, char** argv) {
     add_model_flags(p, model);
     add_memory_flags(p, memories);
     p.int_opt("-n,--max-tokens", "N", "tokens the answer may have at most (default: 32)", &max_tokens, 1, 4096)
-        .string_opt("-q,--question", "TEXT", "the question (required)", &question);
+        .string_opt("-q,--question", "TEXT", "the question (required)", &question)
+        .flag("--grounded", "the answer may only quote the references read: a token that would not continue a quote of "
+                            "one is masked, and the answer ends only where a quoted word ends (needs memories)", &grounded);
     if (!p.parse(argc, argv, 2)) return 0;
     check_kb_flags(memories);  // a bad --kb list is said before the model loads
     if (question.empty()) throw app::UsageError("missing -q/--question TEXT");
+    if (grounded && memories.folder.empty() && memories.kb_urls.empty())
+        throw app::UsageError("--grounded quotes the references read: give --memories or --kb");
 
     const std::string dir = resolve_model_dir(model);
     const auto tok = open_tokenizer(dir);
@@ -50,9 +58,15 @@ int cmd_ask(int argc, char** argv) {
     app::GenerateRequest req(*session, *tok, sampler, fed, &interrupt_flag());
     req.max_tokens = max_tokens;
     req.stop_strings = format.stops();
+    std::optional<app::AnswerGrounding> grounding;
     app::GenerateResult r;
     try {
         req.first_logits = session->append(0, ids).data();
+        if (grounded) {  // quotes of what the question read
+            grounding.emplace(*tok, std::min(session->vocab_size(), tok->vocab_size()), format.stops());
+            grounding->set_references(app::reference_texts(recorder->peek(0)));
+            req.grounding = &*grounding;
+        }
         r = app::generate(req);
     } catch (const Cancelled&) {
         r.reason = app::StopReason::Cancelled;

@@ -5,10 +5,13 @@
 // at the end, so a failed run leaves no report behind.
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdio>
+#include <optional>
 
 #include "app/chat_cache.hpp"
 #include "app/generate.hpp"
+#include "app/grounding.hpp"
 #include "eval/eval_conversation.hpp"
 #include "app/measure.hpp"
 #include "commands.hpp"
@@ -35,6 +38,7 @@ const char* stop_name(app::StopReason r) {
         case app::StopReason::Limit: return "limit";
         case app::StopReason::ContextFull: return "context";
         case app::StopReason::Cancelled: return "cancelled";
+        case app::StopReason::QuoteEnded: return "quote_end";
     }
     return "unknown";
 }
@@ -48,6 +52,7 @@ int cmd_eval(int argc, char** argv) {
     int32_t max_tokens = 32;
     int32_t limit = 0;
     bool quiet = false;
+    bool grounded = false;
     std::string history_feed = "turns";
 
     app::ArgParser p("eval", "mnemo eval [-m DIR] --questions FILE.jsonl [options]",
@@ -64,11 +69,14 @@ int cmd_eval(int argc, char** argv) {
         .string_opt("--history-feed", "HOW", "how items' \"history\" turns are fed: turns (as mnemo chat feeds them, the default), "
                     "whole (the conversation as one prompt, its turns retrieval segments), chunks (one prompt in plain "
                     "64-token chunks that mix turns: what chats did before; for measuring the retrieval rule)", &history_feed)
+        .flag("--grounded", "answers may only quote the references read: a token that would not continue a quote of "
+                            "one is masked, and an answer ends only where a quoted word ends (needs memories)", &grounded)
         .flag("--quiet", "no progress lines on stderr", &quiet);
     add_memory_flags(p, memories);
     if (!p.parse(argc, argv, 2)) return 0;
     check_kb_flags(memories);  // a bad --kb list is said before the model loads
     if (questions.empty()) throw app::UsageError("missing --questions FILE.jsonl");
+    if (grounded && memories.folder.empty() && memories.kb_urls.empty()) throw app::UsageError("--grounded quotes the references read: give --memories or --kb");
     HistoryFeed feed = HistoryFeed::Turns;
     if (history_feed == "whole") feed = HistoryFeed::Whole;
     else if (history_feed == "chunks") feed = HistoryFeed::Chunks;
@@ -115,6 +123,13 @@ int cmd_eval(int argc, char** argv) {
     SamplingParams greedy;
     greedy.temperature = 0.0f;  // the most likely token: the same output on every run
     Sampler sampler(greedy);
+    // --grounded: a question's answer ends at its stop strings, a completion at end-of-sequence only.
+    std::optional<app::AnswerGrounding> grounding_question, grounding_completion;
+    if (grounded) {
+        const int32_t vocab = std::min(session->vocab_size(), tok->vocab_size());
+        grounding_question.emplace(*tok, vocab, format.stops());
+        grounding_completion.emplace(*tok, vocab, std::vector<std::string>{});
+    }
     std::vector<EvalOutcome> outcomes;
     outcomes.reserve(items.size());
     double generation_seconds = 0;
@@ -136,6 +151,11 @@ int cmd_eval(int argc, char** argv) {
                 req.first_logits = feed_conversation(*session, *tok, format.tmpl, conversation, item, recorder.get(),
                                                      questions + ": line " + std::to_string(item.line), feed);
                 fed = conversation.fed();
+            }
+            if (grounded) {  // what this item's prompt read, before its answer is generated
+                app::AnswerGrounding& g = item.is_question ? *grounding_question : *grounding_completion;
+                g.set_references(app::reference_texts(recorder->peek(0)));
+                req.grounding = &g;
             }
             r = app::generate(req);
         } catch (const Cancelled&) {
@@ -178,6 +198,7 @@ int cmd_eval(int argc, char** argv) {
     run.retrieval = attached.retrieval;  // empty without memories
     run.min_relative_score = attached.min_relative_score;
     run.min_references = attached.min_references;
+    run.grounded = grounded;
     run.max_tokens = max_tokens;
     run.seconds = app::now_seconds() - t0;
     run.generation_seconds = generation_seconds;

@@ -103,6 +103,7 @@ std::string eval_report_json(const EvalRun& run, const std::vector<EvalOutcome>&
     if (!run.retrieval.empty()) {
         w.key("min_relative_score").value(run.min_relative_score);
         w.key("min_references").value(static_cast<int64_t>(run.min_references));
+        w.key("grounded").value(run.grounded);
     }
     w.key("max_tokens").value(run.max_tokens);
     write_counts(w, tally_all(outcomes));

@@ -33,6 +33,7 @@ struct EvalRun {
     std::string retrieval;        // empty without memories
     double min_relative_score = 0;  // the relative score cut (0: none; only with memories)
     uint32_t min_references = 0;    // its floor (0: none)
+    bool grounded = false;          // --grounded: answers quote the references read
     int32_t max_tokens = 0;
     double seconds = 0;           // the whole evaluation, model loading excluded
     double generation_seconds = 0;

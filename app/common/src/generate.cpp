@@ -4,6 +4,7 @@
 #include <cmath>
 #include <string>
 
+#include "app/grounding.hpp"
 #include "app/measure.hpp"
 #include "mnemo/error.hpp"
 
@@ -35,6 +36,13 @@ GenerateResult generate(const GenerateRequest& r) {
         if (r.emit) r.emit(piece);
     };
 
+    const bool grounded = r.grounding != nullptr && r.grounding->active();
+    if (grounded && r.grounding->vocab() != vocab)
+        throw Error("grounded answers: the grounding was made for " + std::to_string(r.grounding->vocab()) +
+                    " token ids, this model samples from " + std::to_string(vocab));
+    std::vector<float> masked;  // the logits with what no reference says taken out (grounded)
+    std::string answer;         // the generated tokens' bytes (grounded)
+
     const double start = now_seconds();
     const float* logits = r.first_logits;
     int32_t first_piece = -1;  // the first generated token with text
@@ -47,9 +55,18 @@ GenerateResult generate(const GenerateRequest& r) {
             result.reason = StopReason::Limit;
             break;
         }
+        const float* from = logits;
+        if (grounded) {
+            masked.assign(logits, logits + vocab);
+            if (!r.grounding->restrict(masked.data(), answer)) {
+                result.reason = StopReason::QuoteEnded;
+                break;
+            }
+            from = masked.data();
+        }
         int32_t id = 0;
         try {
-            id = r.sampler->sample(logits, vocab, fed);
+            id = r.sampler->sample(from, vocab, fed);
         } catch (const NonFiniteLogits& e) {
             // Said once, here, for every program (CLI commands and the GUI): where it happened and
             // what it means; the caller's exit code or error view follows from the exception.
@@ -62,6 +79,7 @@ GenerateResult generate(const GenerateRequest& r) {
             break;
         }
         ++result.n_generated;
+        if (grounded) answer += r.grounding->piece(id);
         if (first_piece < 0 && !r.tokenizer->is_special(id)) first_piece = id;
         show(stops.push(decoder.push(id)));
         if (stops.stopped()) {

@@ -51,6 +51,12 @@ std::vector<RetrievedReference> RetrievalRecorder::take(int32_t seq) {
     return out;
 }
 
+const std::vector<RetrievedReference>& RetrievalRecorder::peek(int32_t seq) const {
+    static const std::vector<RetrievedReference> none;
+    const auto it = sequences_.find(seq);
+    return it == sequences_.end() ? none : it->second.references;
+}
+
 std::vector<RetrievedReference> distinct_references(const std::vector<RetrievedReference>& references) {
     std::vector<RetrievedReference> out;
     std::unordered_set<uint32_t> seen;

@@ -16,7 +16,11 @@
 
 namespace mnemo::app {
 
-enum class StopReason { Eos, StopString, Limit, ContextFull, Cancelled };
+class AnswerGrounding;
+
+// QuoteEnded: a grounded answer (AnswerGrounding) whose quote can go no further, from a model
+// with no end-of-sequence token or stop string to say so itself.
+enum class StopReason { Eos, StopString, Limit, ContextFull, Cancelled, QuoteEnded };
 
 struct GenerateResult {
     int32_t n_generated = 0;  // tokens sampled (the eos token is not counted)
@@ -50,6 +54,9 @@ struct GenerateRequest {
     int32_t max_tokens = -1;  // < 0: until the context is full
     const std::atomic<bool>* cancel;
     std::function<void(const std::string&)> emit;  // called with each piece of visible text
+    // Set: the answer may only quote these references (app/grounding.hpp; its vocab must be this
+    // loop's: min(session vocab, tokenizer vocab)). nullptr or no references: unconstrained.
+    const AnswerGrounding* grounding = nullptr;
 };
 
 GenerateResult generate(const GenerateRequest& r);

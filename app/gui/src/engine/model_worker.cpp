@@ -53,7 +53,8 @@ QString templateName(const ChatTemplate& t) {
 FinishReason finishReason(app::StopReason r) {
     switch (r) {
         case app::StopReason::Eos:
-        case app::StopReason::StopString: return FinishReason::EndOfTurn;
+        case app::StopReason::StopString:
+        case app::StopReason::QuoteEnded: return FinishReason::EndOfTurn;
         case app::StopReason::Limit: return FinishReason::Limit;
         case app::StopReason::ContextFull: return FinishReason::ContextFull;
         case app::StopReason::Cancelled: return FinishReason::Stopped;

@@ -32,6 +32,9 @@ public:
     // numbered from 1 in that span), each chunk's best first; forgets them. A chunk that got no
     // memories (a knowledge server that did not answer) adds none but still counts as a chunk.
     std::vector<RetrievedReference> take(int32_t seq);
+    // The same without forgetting them: what an answer about to be generated has read
+    // (app::AnswerGrounding quotes from these).
+    const std::vector<RetrievedReference>& peek(int32_t seq) const;
     // The knowledge server when that is the source (for its status), else nullptr.
     KbSource* kb() const { return kb_.get(); }
 

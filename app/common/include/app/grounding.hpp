@@ -1,0 +1,61 @@
+// Grounded answers (`--grounded` on `mnemo ask` and `mnemo eval`): the answer may only quote the
+// references it read. Before each token is sampled, every token that would not continue a quote
+// of one reference's text is masked out, and the answer may end only where a quote ends a word:
+// "Fyqua" cannot stop short of "Fyquaruv", and a name no reference holds cannot be written at
+// all. The model still chooses which quote and where it starts; the constraint only removes what
+// the memories do not say, as a grammar removes what a format does not allow (llama.cpp's GBNF).
+//
+// For short factual answers (a name, a year, a colour) from a memory model. It is off by default:
+// an answer in the model's own words (a sentence, a summary) cannot be a quote, and a question
+// that read no references is answered unconstrained (nothing to quote).
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "mnemo/memory/explicit_memory.hpp"
+#include "mnemo/tokenizer/tokenizer.hpp"
+
+namespace mnemo::app {
+
+class AnswerGrounding {
+public:
+    // `vocab`: the ids that can be sampled (generate()'s vocabulary). `stop_strings`: a token
+    // whose text starts with one of them ends the answer as an end-of-sequence token does.
+    AnswerGrounding(const Tokenizer& tokenizer, int32_t vocab, const std::vector<std::string>& stop_strings);
+
+    // The texts the answer may quote (each reference once is enough; empty texts are ignored).
+    void set_references(std::vector<std::string> texts);
+    bool active() const { return !references_.empty(); }
+
+    // Masks logits[vocab] in place for the next token after `answer` (the text generated so far,
+    // as the tokens' bytes). A masked logit becomes kMasked; when no token can continue any quote,
+    // only the end tokens stay. False when nothing stays at all (no quote goes on and the
+    // vocabulary has no end token, as in a completion model without stop strings): the answer
+    // is over (generate() stops with StopReason::QuoteEnded).
+    bool restrict(float* logits, const std::string& answer) const;
+
+    // The answer's bytes after `id` (the token's text; nothing for an end token).
+    std::string piece(int32_t id) const { return pieces_[static_cast<size_t>(id)]; }
+    bool ends(int32_t id) const { return is_end_[static_cast<size_t>(id)] != 0; }
+    int32_t vocab() const { return static_cast<int32_t>(pieces_.size()); }
+
+    static constexpr float kMasked = -1e30f;  // finite: the sampler refuses non-finite logits
+
+private:
+    struct Quote {  // where the answer so far is a quote: a reference, and the offset after it
+        size_t reference;
+        size_t end;
+    };
+    std::vector<Quote> quotes_of(const std::string& answer) const;
+
+    std::vector<std::string> pieces_;  // each id's bytes ("" for an end token)
+    std::vector<char> is_end_;         // eos ids, special tokens, stop-string starts
+    std::vector<std::string> references_;  // compared byte for byte: a quote keeps its case
+};
+
+// The texts of references a RetrievalRecorder noted (peek()), for set_references.
+std::vector<std::string> reference_texts(const std::vector<RetrievedReference>& references);
+
+}  // namespace mnemo::app

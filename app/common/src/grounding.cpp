@@ -1,0 +1,116 @@
+#include "app/grounding.hpp"
+
+#include <algorithm>
+
+namespace mnemo::app {
+
+namespace {
+
+bool is_space(char c) { return c == ' ' || c == '\n' || c == '\t' || c == '\r'; }
+
+// Letters and digits, and every byte of a UTF-8 sequence: "Zürich" is one word.
+bool is_word_char(char c) {
+    const auto u = static_cast<unsigned char>(c);
+    return (u >= '0' && u <= '9') || (u >= 'a' && u <= 'z') || (u >= 'A' && u <= 'Z') || u >= 0x80;
+}
+
+std::string without_leading_space(const std::string& s) {
+    size_t i = 0;
+    while (i < s.size() && is_space(s[i])) ++i;
+    return s.substr(i);
+}
+
+// A quote starts a word: the answer "ruv" is not a quote of "Fyquaruv".
+bool starts_word(const std::string& text, size_t at) {
+    return at < text.size() && !is_space(text[at]) && (at == 0 || !is_word_char(text[at - 1]));
+}
+
+bool ends_word(const std::string& text, size_t at) { return at == text.size() || !is_word_char(text[at]); }
+
+}  // namespace
+
+AnswerGrounding::AnswerGrounding(const Tokenizer& tokenizer, int32_t vocab, const std::vector<std::string>& stop_strings)
+    : pieces_(static_cast<size_t>(std::max(vocab, 0))), is_end_(pieces_.size(), 0) {
+    for (int32_t id : tokenizer.eos_ids)
+        if (id >= 0 && id < vocab) is_end_[static_cast<size_t>(id)] = 1;
+    if (tokenizer.eos_id && *tokenizer.eos_id >= 0 && *tokenizer.eos_id < vocab) is_end_[static_cast<size_t>(*tokenizer.eos_id)] = 1;
+    for (int32_t id = 0; id < vocab; ++id) {
+        const auto i = static_cast<size_t>(id);
+        if (tokenizer.is_special(id)) is_end_[i] = 1;
+        if (is_end_[i]) continue;
+        std::string bytes = tokenizer.token_bytes(id);
+        for (const std::string& stop : stop_strings)
+            if (!stop.empty() && bytes.compare(0, stop.size(), stop) == 0) is_end_[i] = 1;
+        if (!is_end_[i]) pieces_[i] = std::move(bytes);
+    }
+}
+
+void AnswerGrounding::set_references(std::vector<std::string> texts) {
+    references_.clear();
+    for (std::string& t : texts)
+        if (!t.empty()) references_.push_back(std::move(t));
+    std::sort(references_.begin(), references_.end());
+    references_.erase(std::unique(references_.begin(), references_.end()), references_.end());
+}
+
+std::vector<AnswerGrounding::Quote> AnswerGrounding::quotes_of(const std::string& answer) const {
+    std::vector<Quote> quotes;
+    for (size_t r = 0; r < references_.size(); ++r) {
+        const std::string& text = references_[r];
+        if (answer.empty()) {  // every word of every reference can begin the answer
+            for (size_t at = 0; at < text.size(); ++at)
+                if (starts_word(text, at)) quotes.push_back({r, at});
+            continue;
+        }
+        for (size_t at = text.find(answer); at != std::string::npos; at = text.find(answer, at + 1))
+            if (starts_word(text, at)) quotes.push_back({r, at + answer.size()});
+    }
+    return quotes;
+}
+
+bool AnswerGrounding::restrict(float* logits, const std::string& answer) const {
+    if (!active()) return true;
+    const std::string so_far = without_leading_space(answer);
+    const std::vector<Quote> quotes = quotes_of(so_far);
+    bool may_end = false;
+    if (!so_far.empty())
+        for (const Quote& q : quotes) may_end = may_end || ends_word(references_[q.reference], q.end);
+    bool any = false;
+    for (size_t id = 0; id < pieces_.size(); ++id) {
+        if (is_end_[id]) continue;  // decided below, once we know whether anything else is left
+        // The answer's first piece may bring the space a SentencePiece word starts with.
+        const std::string& bytes = pieces_[id];
+        const size_t skip = so_far.empty() ? bytes.find_first_not_of(" \n\t\r") : 0;
+        // A piece of spaces alone may open the answer, once (SentencePiece writes " 1793" as "▁" +
+        // digits); it quotes nothing yet, and the next piece must start a word.
+        bool quoted = answer.empty() && !bytes.empty() && skip == std::string::npos;
+        if (!bytes.empty() && skip != std::string::npos) {
+            const size_t n = bytes.size() - skip;
+            for (const Quote& q : quotes) {
+                if (references_[q.reference].compare(q.end, n, bytes, skip, n) == 0) {
+                    quoted = true;
+                    break;
+                }
+            }
+        }
+        if (quoted) any = true;
+        else logits[id] = kMasked;
+    }
+    const bool end_allowed = may_end || !any;  // never leave nothing to sample
+    bool has_end = false;
+    for (size_t id = 0; id < pieces_.size(); ++id) {
+        if (!is_end_[id]) continue;
+        has_end = true;
+        if (!end_allowed) logits[id] = kMasked;
+    }
+    return any || has_end;
+}
+
+std::vector<std::string> reference_texts(const std::vector<RetrievedReference>& references) {
+    std::vector<std::string> texts;
+    texts.reserve(references.size());
+    for (const RetrievedReference& r : references) texts.push_back(r.text);
+    return texts;
+}
+
+}  // namespace mnemo::app
