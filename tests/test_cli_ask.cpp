@@ -96,8 +96,8 @@ TEST(CliAsk, AHandfulOfFactsIsNotCutAway) {
 
 TEST(CliAsk, AGroundedAnswerQuotesWhatItRead) {
     // A birthplace of English make, which no training text has: the model copies its first pieces
-    // and completes them into a name of its world ("Stailin"); --grounded lets it write only what
-    // a reference says, and end only where a quoted word ends.
+    // and stops ("Stanin"; the stage-8 model completed them into a name of its world, "Stailin");
+    // --grounded lets it write only what a reference says, and end only where a quoted word ends.
     namespace fs = std::filesystem;
     const fs::path dir = fs::temp_directory_path() / ("mnemo-ask-grounded-" + std::to_string(::getpid()));
     fs::remove_all(dir);
@@ -115,6 +115,15 @@ TEST(CliAsk, AGroundedAnswerQuotesWhatItRead) {
     EXPECT_TRUE(exited_with(plain, 0, {"references read (3"}));
     EXPECT_EQ(plain.output.find("A: Staninminster\n"), std::string::npos) << plain.output;
     EXPECT_TRUE(exited_with(run_mnemo(ask + " --grounded"), 0, {"A: Staninminster\n", "references read (3"}));
+    // `mnemo chat --grounded`: each turn quotes what that turn read (the second turn's answer is
+    // in another reference than the first's).
+    {
+        std::ofstream turns(dir / "turns.txt");
+        turns << "Where was Quear Mousaim born?\nWhat does Quear Mousaim do for a living?\n";
+    }
+    const auto chat = run_mnemo("chat --temp 0 -n 16 --grounded --memories " + shell_quote((dir / "mem").string()),
+                                (dir / "turns.txt").string());
+    EXPECT_TRUE(exited_with(chat, 0, {"Staninminster\nweaver\n"}));
     fs::remove_all(dir);
     // Nothing to quote without memories: a usage error, before the model loads.
     EXPECT_TRUE(exited_with(run_mnemo("ask --grounded -q 'Where was Quear Mousaim born?'"), 2, {"--grounded", "--memories"}));

@@ -97,7 +97,8 @@ inline DefaultModel open_default_model(int32_t slots, bool memories, int32_t n_c
                                                            std::to_string(slots)))
                    .string();
     write_memory_folder(m.folder, model, written, references, /*replace=*/true);
-    auto source = std::make_shared<FolderMemorySource>(m.folder, model, RetrievalMode::BM25, 0.7);
+    // The default model's own retrieval advice (generation_config.json): cut 0.8, floor 3.
+    auto source = std::make_shared<FolderMemorySource>(m.folder, model, RetrievalMode::BM25, 0.8, 3);
     m.recorder = std::make_shared<RetrievalRecorder>(source);
     m.session->set_memory_source(m.recorder);
     return m;

@@ -424,20 +424,22 @@ TEST_F(ServeHttp, EightConcurrentStreamsEqualAlone) {
 }
 
 // The next turn of a conversation, with the answer as the client got it, prefills only what is new.
+// The follow-up is about another entity, as the default model's conversations are (its follow-up
+// set and its training: each turn about a different entity).
 TEST_F(ServeHttp, NextTurnReusesTheCache) {
     RunningServer s(*model_);
-    const std::vector<Question> qs = held_out_questions(3);
+    const std::vector<Question> qs = held_out_questions(4);
     const json::Value a = parse(http(s.port, "POST", "/v1/chat/completions", chat_body(qs[0].question, false)).body);
     const std::string answer = a.find_path("choices.0.message.content")->as_string();
     const std::string body = R"({"messages":[{"role":"user","content":)" + json::quote(qs[0].question) +
                              R"(},{"role":"assistant","content":)" + json::quote(answer) + R"(},{"role":"user","content":)" +
-                             json::quote(qs[2].question) + R"(}],"temperature":0,"max_tokens":24})";
+                             json::quote(qs[3].question) + R"(}],"temperature":0,"max_tokens":24})";
     const json::Value b = parse(http(s.port, "POST", "/v1/chat/completions", body).body);
     const int64_t prompt = b.find_path("usage.prompt_tokens")->as_int();
     const int64_t cached = b.find_path("usage.prompt_tokens_details.cached_tokens")->as_int();
     // Every token of the first exchange but the last one sampled (never fed) came from the cache.
     EXPECT_GE(cached, a.find_path("usage.total_tokens")->as_int() - 1) << "prompt " << prompt;
-    EXPECT_EQ(b.find_path("choices.0.message.content")->as_string(), qs[2].answer);
+    EXPECT_EQ(b.find_path("choices.0.message.content")->as_string(), qs[3].answer);
 }
 
 }  // namespace

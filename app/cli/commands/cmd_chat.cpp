@@ -9,9 +9,11 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <optional>
 
 #include "app/chat_cache.hpp"
 #include "app/generate.hpp"
+#include "app/grounding.hpp"
 #include "commands.hpp"
 #include "common.hpp"
 #include "generation/sampling_flags.hpp"
@@ -100,6 +102,7 @@ int cmd_chat(int argc, char** argv) {
     MemoryFlags memories;
     std::string system;
     int32_t n_predict = -1;
+    bool grounded = false;
 
     app::ArgParser p("chat", "mnemo chat [-m DIR] [--system TEXT] [options]",
                      "Chat with the model on stdin/stdout. Commands: /reset clears the conversation, /quit exits.\n"
@@ -107,11 +110,16 @@ int cmd_chat(int argc, char** argv) {
     add_model_flags(p, model);
     p.string_opt("--system", "TEXT", "system message at the start of the conversation", &system)
         .int_opt("-n,--n-predict", "N", "tokens per answer at most; -1 = until the context is full (default)",
-                 &n_predict, -1, 1 << 30);
+                 &n_predict, -1, 1 << 30)
+        .flag("--grounded", "each answer may only quote the references its turn read: a token that would not continue "
+                            "a quote of one is masked, and an answer ends only where a quoted word ends (needs memories)",
+              &grounded);
     add_sampling_flags(p, sampling);
     add_memory_flags(p, memories);
     if (!p.parse(argc, argv, 2)) return 0;
     check_kb_flags(memories);  // a bad --kb list is said before the model loads
+    if (grounded && memories.folder.empty() && memories.kb_urls.empty())
+        throw app::UsageError("--grounded quotes the references read: give --memories or --kb");
 
     const std::string dir = resolve_model_dir(model);
     const auto tok = open_tokenizer(dir);
@@ -120,6 +128,8 @@ int cmd_chat(int argc, char** argv) {
     if (!note.empty()) std::fprintf(stderr, "mnemo: %s\n", printable(note).c_str());
     const auto session = open_session(session_options(model, dir));
     const AttachedMemories source = attach_memories(*session, memories);  // every user turn is a prompt: its chunks retrieve
+    // --grounded: what each turn's prompt retrieved is noted, and its answer quotes it.
+    const std::shared_ptr<RetrievalRecorder> recorder = grounded ? record_retrieval(*session, source) : nullptr;
 
     std::vector<std::string> stops = tmpl.stop_strings;
     stops.insert(stops.end(), sampling.stops.begin(), sampling.stops.end());
@@ -128,6 +138,8 @@ int cmd_chat(int argc, char** argv) {
     std::atomic<bool>& interrupted = interrupt_flag();
     session->set_cancel_flag(&interrupted);
     Sampler sampler(sampling.resolved());
+    std::optional<app::AnswerGrounding> grounding;
+    if (grounded) grounding.emplace(*tok, std::min(session->vocab_size(), tok->vocab_size()), stops);
     Conversation conv(*session, *tok, tmpl, system);
     const bool interactive = isatty(STDIN_FILENO);
     std::fprintf(stderr, "mnemo chat: %s, template %s, context %d tokens. /reset, /quit, Ctrl-D to exit.\n",
@@ -179,8 +191,13 @@ int cmd_chat(int argc, char** argv) {
 
         app::GenerateResult r;
         try {
+            if (recorder) recorder->take(0);  // the turns before are not this answer's to quote
             const float* logits = conv.sync(target);
             app::GenerateRequest req(*session, *tok, sampler, conv.fed(), &interrupted);
+            if (grounding) {
+                grounding->set_references(app::reference_texts(recorder->peek(0)));
+                req.grounding = &*grounding;
+            }
             req.first_logits = logits;
             req.stop_strings = stops;
             req.max_tokens = n_predict;

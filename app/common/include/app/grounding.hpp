@@ -1,4 +1,4 @@
-// Grounded answers (`--grounded` on `mnemo ask` and `mnemo eval`): the answer may only quote the
+// Grounded answers (`--grounded` on `mnemo ask`, `chat` and `eval`): the answer may only quote the
 // references it read. Before each token is sampled, every token that would not continue a quote
 // of one reference's text is masked out, and the answer may end only where a quote ends a word:
 // "Fyqua" cannot stop short of "Fyquaruv", and a name no reference holds cannot be written at
