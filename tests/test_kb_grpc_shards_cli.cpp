@@ -208,9 +208,16 @@ TEST_F(KbGrpcShardsCli, NodesAskEachOtherOverTls) {
     }
     ASSERT_TRUE(s.ok()) << s.error_message() << "\n" << slurp(root_ / "n0.log");
     EXPECT_EQ(want.SerializeAsString(), got.SerializeAsString());
-    s = stub1->Retrieve(ctx(kReadToken).get(), q, &got);
-    EXPECT_EQ(s.error_code(), grpc::StatusCode::UNAVAILABLE) << s.error_message();
-    EXPECT_NE(s.error_message().find("shard 0/2"), std::string::npos) << s.error_message();
+    // n1 may have tried its peer before n0 listened (a loaded machine): its channel then reports
+    // that refused connection until gRPC's reconnect backoff tries again, so ask until the log
+    // gives the handshake as the reason (every answer meanwhile is UNAVAILABLE naming the shard).
+    for (int attempt = 0; attempt < 100; ++attempt) {
+        s = stub1->Retrieve(ctx(kReadToken).get(), q, &got);
+        EXPECT_EQ(s.error_code(), grpc::StatusCode::UNAVAILABLE) << s.error_message();
+        EXPECT_NE(s.error_message().find("shard 0/2"), std::string::npos) << s.error_message();
+        if (slurp(root_ / "n1.log").find("andshake") != std::string::npos) break;
+        std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    }
     n1.stop();
     EXPECT_NE(slurp(root_ / "n1.log").find("andshake"), std::string::npos) << "the log says why: " << slurp(root_ / "n1.log");
 }
