@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "app/generate.hpp"
 #include "mnemo/error.hpp"
 #include "mnemo/kb/kb_source.hpp"
 
@@ -40,7 +41,7 @@ BatchScheduler::BatchScheduler(Session& session, const Tokenizer& tokenizer, std
                                SchedulerOptions options, Metrics& metrics)
     : session_(session), tok_(tokenizer), recorder_(std::move(recorder)), options_(options), metrics_(metrics) {
     if (options_.prefill_chunk < 1) throw Error("the prefill piece must hold at least 1 token");
-    vocab_ = std::min(session.vocab_size(), tokenizer.vocab_size());
+    vocab_ = app::sampled_vocab(session, tokenizer);
     if (vocab_ <= 0) throw Error("the tokenizer has an empty vocabulary");
     if (session.reads_memories()) chunk_length_ = std::max(1, session.memory_spec().chunk_length);
     for (int32_t s = 0; s < session.n_seq(); ++s) {

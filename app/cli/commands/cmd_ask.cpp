@@ -1,7 +1,6 @@
 // `mnemo ask`: put one question to the model the way `mnemo eval` does (through its chat template,
 // greedy, a short answer), print the answer, and say which explicit memories it read: the
 // quickest way to see a memory model answer from a knowledge server or a memory folder.
-#include <algorithm>
 #include <cstdio>
 #include <optional>
 
@@ -31,14 +30,12 @@ int cmd_ask(int argc, char** argv) {
     add_model_flags(p, model);
     add_memory_flags(p, memories);
     p.int_opt("-n,--max-tokens", "N", "tokens the answer may have at most (default: 32)", &max_tokens, 1, 4096)
-        .string_opt("-q,--question", "TEXT", "the question (required)", &question)
-        .flag("--grounded", "the answer may only quote the references read: a token that would not continue a quote of "
-                            "one is masked, and the answer ends only where a quoted word ends (needs memories)", &grounded);
+        .string_opt("-q,--question", "TEXT", "the question (required)", &question);
+    add_grounded_flag(p, &grounded);
     if (!p.parse(argc, argv, 2)) return 0;
     check_kb_flags(memories);  // a bad --kb list is said before the model loads
     if (question.empty()) throw app::UsageError("missing -q/--question TEXT");
-    if (grounded && memories.folder.empty() && memories.kb_urls.empty())
-        throw app::UsageError("--grounded quotes the references read: give --memories or --kb");
+    check_grounded_flag(memories, grounded);
 
     const std::string dir = resolve_model_dir(model);
     const auto tok = open_tokenizer(dir);
@@ -63,7 +60,7 @@ int cmd_ask(int argc, char** argv) {
     try {
         req.first_logits = session->append(0, ids).data();
         if (grounded) {  // quotes of what the question read
-            grounding.emplace(*tok, std::min(session->vocab_size(), tok->vocab_size()), format.stops());
+            grounding.emplace(*tok, app::sampled_vocab(*session, *tok), format.stops());
             grounding->set_references(app::reference_texts(recorder->peek(0)));
             req.grounding = &*grounding;
         }

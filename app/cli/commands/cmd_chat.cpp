@@ -110,16 +110,13 @@ int cmd_chat(int argc, char** argv) {
     add_model_flags(p, model);
     p.string_opt("--system", "TEXT", "system message at the start of the conversation", &system)
         .int_opt("-n,--n-predict", "N", "tokens per answer at most; -1 = until the context is full (default)",
-                 &n_predict, -1, 1 << 30)
-        .flag("--grounded", "each answer may only quote the references its turn read: a token that would not continue "
-                            "a quote of one is masked, and an answer ends only where a quoted word ends (needs memories)",
-              &grounded);
+                 &n_predict, -1, 1 << 30);
+    add_grounded_flag(p, &grounded);
     add_sampling_flags(p, sampling);
     add_memory_flags(p, memories);
     if (!p.parse(argc, argv, 2)) return 0;
     check_kb_flags(memories);  // a bad --kb list is said before the model loads
-    if (grounded && memories.folder.empty() && memories.kb_urls.empty())
-        throw app::UsageError("--grounded quotes the references read: give --memories or --kb");
+    check_grounded_flag(memories, grounded);
 
     const std::string dir = resolve_model_dir(model);
     const auto tok = open_tokenizer(dir);
@@ -139,7 +136,7 @@ int cmd_chat(int argc, char** argv) {
     session->set_cancel_flag(&interrupted);
     Sampler sampler(sampling.resolved());
     std::optional<app::AnswerGrounding> grounding;
-    if (grounded) grounding.emplace(*tok, std::min(session->vocab_size(), tok->vocab_size()), stops);
+    if (grounded) grounding.emplace(*tok, app::sampled_vocab(*session, *tok), stops);
     Conversation conv(*session, *tok, tmpl, system);
     const bool interactive = isatty(STDIN_FILENO);
     std::fprintf(stderr, "mnemo chat: %s, template %s, context %d tokens. /reset, /quit, Ctrl-D to exit.\n",

@@ -5,7 +5,6 @@
 // at the end, so a failed run leaves no report behind.
 #include <unistd.h>
 
-#include <algorithm>
 #include <cstdio>
 #include <optional>
 
@@ -69,14 +68,13 @@ int cmd_eval(int argc, char** argv) {
         .string_opt("--history-feed", "HOW", "how items' \"history\" turns are fed: turns (as mnemo chat feeds them, the default), "
                     "whole (the conversation as one prompt, its turns retrieval segments), chunks (one prompt in plain "
                     "64-token chunks that mix turns: what chats did before; for measuring the retrieval rule)", &history_feed)
-        .flag("--grounded", "answers may only quote the references read: a token that would not continue a quote of "
-                            "one is masked, and an answer ends only where a quoted word ends (needs memories)", &grounded)
         .flag("--quiet", "no progress lines on stderr", &quiet);
+    add_grounded_flag(p, &grounded);
     add_memory_flags(p, memories);
     if (!p.parse(argc, argv, 2)) return 0;
     check_kb_flags(memories);  // a bad --kb list is said before the model loads
     if (questions.empty()) throw app::UsageError("missing --questions FILE.jsonl");
-    if (grounded && memories.folder.empty() && memories.kb_urls.empty()) throw app::UsageError("--grounded quotes the references read: give --memories or --kb");
+    check_grounded_flag(memories, grounded);
     HistoryFeed feed = HistoryFeed::Turns;
     if (history_feed == "whole") feed = HistoryFeed::Whole;
     else if (history_feed == "chunks") feed = HistoryFeed::Chunks;
@@ -126,7 +124,7 @@ int cmd_eval(int argc, char** argv) {
     // --grounded: a question's answer ends at its stop strings, a completion at end-of-sequence only.
     std::optional<app::AnswerGrounding> grounding_question, grounding_completion;
     if (grounded) {
-        const int32_t vocab = std::min(session->vocab_size(), tok->vocab_size());
+        const int32_t vocab = app::sampled_vocab(*session, *tok);
         grounding_question.emplace(*tok, vocab, format.stops());
         grounding_completion.emplace(*tok, vocab, std::vector<std::string>{});
     }

@@ -96,6 +96,18 @@ AttachedMemories attach_memories(Session& session, const MemoryFlags& f) {
     return out;
 }
 
+void add_grounded_flag(app::ArgParser& p, bool* grounded) {
+    p.flag("--grounded", "answers may only quote the references read (in a chat, those of their own turn): a token that "
+                         "would not continue a quote of one is masked, and an answer ends only where a quoted word ends "
+                         "(needs --memories or --kb)",
+           grounded);
+}
+
+void check_grounded_flag(const MemoryFlags& f, bool grounded) {
+    if (grounded && f.folder.empty() && f.kb_urls.empty())
+        throw app::UsageError("--grounded quotes the references read: give --memories or --kb");
+}
+
 std::shared_ptr<RetrievalRecorder> record_retrieval(Session& session, const AttachedMemories& attached) {
     if (!attached) return nullptr;
     auto recorder = std::make_shared<RetrievalRecorder>(attached.source);

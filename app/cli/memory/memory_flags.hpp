@@ -38,6 +38,12 @@ void add_memory_flags(app::ArgParser& p, MemoryFlags& f);
 // naming the URLs (attach_memories checks it too; a command says it before loading a model).
 void check_kb_flags(const MemoryFlags& f);
 
+// --grounded (`ask`, `chat`, `eval`; app/grounding.hpp): answers that only quote the references
+// read. check_grounded_flag: a usage error when it is given without --memories or --kb (nothing to
+// quote), said before the model loads.
+void add_grounded_flag(app::ArgParser& p, bool* grounded);
+void check_grounded_flag(const MemoryFlags& f, bool grounded);
+
 // The --kb URLs as one string, ", " between them (for a report: where the memories came from).
 std::string kb_location(const MemoryFlags& f);
 

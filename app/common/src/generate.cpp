@@ -25,9 +25,7 @@ GenerateResult generate(const GenerateRequest& r) {
     StreamDecoder decoder(*r.tokenizer, /*skip_special=*/true);
     StopMatcher stops(r.stop_strings);
     GenerateResult result;
-    // Models often pad their output layer beyond the tokenizer's vocabulary; ids past it have no
-    // text, so they are never sampled.
-    const int32_t vocab = std::min(session.vocab_size(), r.tokenizer->vocab_size());
+    const int32_t vocab = sampled_vocab(session, *r.tokenizer);
     if (vocab <= 0) throw Error("the tokenizer has an empty vocabulary");
 
     auto show = [&](const std::string& piece) {
@@ -112,6 +110,10 @@ GenerateResult generate(const GenerateRequest& r) {
     result.seconds = now_seconds() - start;
     result.history_text = history_text_of(*r.tokenizer, first_piece, result.text);
     return result;
+}
+
+int32_t sampled_vocab(const Session& session, const Tokenizer& tokenizer) {
+    return std::min(session.vocab_size(), tokenizer.vocab_size());
 }
 
 std::string history_text_of(const Tokenizer& tokenizer, int32_t first_piece, const std::string& text) {

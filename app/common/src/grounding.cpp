@@ -14,7 +14,7 @@ bool is_word_char(char c) {
     return (u >= '0' && u <= '9') || (u >= 'a' && u <= 'z') || (u >= 'A' && u <= 'Z') || u >= 0x80;
 }
 
-std::string without_leading_space(const std::string& s) {
+std::string_view without_leading_space(std::string_view s) {
     size_t i = 0;
     while (i < s.size() && is_space(s[i])) ++i;
     return s.substr(i);
@@ -43,6 +43,7 @@ AnswerGrounding::AnswerGrounding(const Tokenizer& tokenizer, int32_t vocab, cons
             if (!stop.empty() && bytes.compare(0, stop.size(), stop) == 0) is_end_[i] = 1;
         if (!is_end_[i]) pieces_[i] = std::move(bytes);
     }
+    has_end_ = std::find(is_end_.begin(), is_end_.end(), 1) != is_end_.end();
 }
 
 void AnswerGrounding::set_references(std::vector<std::string> texts) {
@@ -53,8 +54,9 @@ void AnswerGrounding::set_references(std::vector<std::string> texts) {
     references_.erase(std::unique(references_.begin(), references_.end()), references_.end());
 }
 
-std::vector<AnswerGrounding::Quote> AnswerGrounding::quotes_of(const std::string& answer) const {
-    std::vector<Quote> quotes;
+void AnswerGrounding::find_quotes(std::string_view answer) const {
+    std::vector<Quote>& quotes = quotes_;
+    quotes.clear();  // kept between tokens: no allocation once it has grown
     for (size_t r = 0; r < references_.size(); ++r) {
         const std::string& text = references_[r];
         if (answer.empty()) {  // every word of every reference can begin the answer
@@ -65,13 +67,13 @@ std::vector<AnswerGrounding::Quote> AnswerGrounding::quotes_of(const std::string
         for (size_t at = text.find(answer); at != std::string::npos; at = text.find(answer, at + 1))
             if (starts_word(text, at)) quotes.push_back({r, at + answer.size()});
     }
-    return quotes;
 }
 
 bool AnswerGrounding::restrict(float* logits, const std::string& answer) const {
     if (!active()) return true;
-    const std::string so_far = without_leading_space(answer);
-    const std::vector<Quote> quotes = quotes_of(so_far);
+    const std::string_view so_far = without_leading_space(answer);
+    find_quotes(so_far);
+    const std::vector<Quote>& quotes = quotes_;
     bool may_end = false;
     if (!so_far.empty())
         for (const Quote& q : quotes) may_end = may_end || ends_word(references_[q.reference], q.end);
@@ -97,13 +99,10 @@ bool AnswerGrounding::restrict(float* logits, const std::string& answer) const {
         else logits[id] = kMasked;
     }
     const bool end_allowed = may_end || !any;  // never leave nothing to sample
-    bool has_end = false;
-    for (size_t id = 0; id < pieces_.size(); ++id) {
-        if (!is_end_[id]) continue;
-        has_end = true;
-        if (!end_allowed) logits[id] = kMasked;
-    }
-    return any || has_end;
+    if (!end_allowed)
+        for (size_t id = 0; id < pieces_.size(); ++id)
+            if (is_end_[id]) logits[id] = kMasked;
+    return any || has_end_;
 }
 
 std::vector<std::string> reference_texts(const std::vector<RetrievedReference>& references) {

@@ -61,6 +61,10 @@ struct GenerateRequest {
 
 GenerateResult generate(const GenerateRequest& r);
 
+// The ids a token loop samples from: models often pad their output layer beyond the tokenizer's
+// vocabulary, and ids past it have no text.
+int32_t sampled_vocab(const Session& session, const Tokenizer& tokenizer);
+
 // GenerateResult::history_text of generated text whose first token with text is `first_piece`
 // (-1: none): `text` with the space a SentencePiece decode drops from a first piece put back.
 std::string history_text_of(const Tokenizer& tokenizer, int32_t first_piece, const std::string& text);

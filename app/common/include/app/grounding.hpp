@@ -12,6 +12,7 @@
 
 #include <cstdint>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "mnemo/memory/explicit_memory.hpp"
@@ -37,7 +38,7 @@ public:
     bool restrict(float* logits, const std::string& answer) const;
 
     // The answer's bytes after `id` (the token's text; nothing for an end token).
-    std::string piece(int32_t id) const { return pieces_[static_cast<size_t>(id)]; }
+    const std::string& piece(int32_t id) const { return pieces_[static_cast<size_t>(id)]; }
     bool ends(int32_t id) const { return is_end_[static_cast<size_t>(id)] != 0; }
     int32_t vocab() const { return static_cast<int32_t>(pieces_.size()); }
 
@@ -48,11 +49,14 @@ private:
         size_t reference;
         size_t end;
     };
-    std::vector<Quote> quotes_of(const std::string& answer) const;
+    // Every place the answer so far (without its leading spaces) quotes a reference, into quotes_.
+    void find_quotes(std::string_view answer) const;
 
     std::vector<std::string> pieces_;  // each id's bytes ("" for an end token)
     std::vector<char> is_end_;         // eos ids, special tokens, stop-string starts
+    bool has_end_ = false;             // any end token at all (else restrict() can say the answer is over)
     std::vector<std::string> references_;  // compared byte for byte: a quote keeps its case
+    mutable std::vector<Quote> quotes_;    // find_quotes()'s result, reused from token to token
 };
 
 // The texts of references a RetrievalRecorder noted (peek()), for set_references.
