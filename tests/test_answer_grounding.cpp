@@ -38,7 +38,8 @@ const std::vector<std::string> kPieces = {"</s>", "<|im_end|>", " Fy", "qua", "r
 class AnswerGroundingTest : public ::testing::Test {
 protected:
     AnswerGroundingTest() : tok(kPieces), grounding(tok, tok.vocab_size(), {"\n"}) {
-        grounding.set_references({"Poshuth Rokoun was born in Fyquaruv.", "The birth year of Poshuth Rokoun is 1793."});
+        grounding.set_references({"Poshuth Rokoun was born in Fyquaruv.", "The birth year of Poshuth Rokoun is 1793."},
+                                 "Where was Poshuth Rokoun born?");
     }
     // The pieces left sampleable after `answer`.
     std::set<std::string> allowed(const std::string& answer) {
@@ -76,6 +77,40 @@ TEST_F(AnswerGroundingTest, AnAnswerOffEveryQuoteCanOnlyEnd) {
     EXPECT_EQ(allowed(" Paris"), (std::set<std::string>{"</s>", "<|im_end|>", "\n"}));
 }
 
+TEST_F(AnswerGroundingTest, AnAnswerDoesNotRepeatTheQuestion) {
+    // "Who was born in Fyquaruv?" is not answered "Fyquaruv" (nor "in ..."): no quote starts at
+    // one of the question's words, whole words compared byte for byte ("fy" is not "Fy...").
+    grounding.set_references({"Poshuth Rokoun was born in Fyquaruv.", "The birth year of Poshuth Rokoun is 1793."},
+                             "Who was born in Fyquaruv?");
+    EXPECT_EQ(allowed(""), (std::set<std::string>{" ", "17"}));
+    EXPECT_EQ(allowed(" Fy"), (std::set<std::string>{"</s>", "<|im_end|>", "\n"}));  // quotes nothing
+    // A question word inside a quote is fine: only where the quote starts counts.
+    grounding.set_references({"Poshuth Rokoun was born in Fyquaruv."}, "Where was Poshuth born?");
+    EXPECT_EQ(allowed(" in"), (std::set<std::string>{" Fy", " ", "</s>", "<|im_end|>", "\n"}));
+    EXPECT_EQ(allowed("Rokoun was born in"), (std::set<std::string>{" Fy", " ", "</s>", "<|im_end|>", "\n"}));
+}
+
+TEST(AnswerGrounding, AQuoteDoesNotEndInsideAName) {
+    // "Lower" is not an answer where the reference says "Lower Tamholm": after a capitalized word,
+    // one space and another capitalized word, the name goes on; after a lowercase word it may end.
+    PieceTokenizer tok({"</s>", "<|im_end|>", " Lower", " Tam", "holm", " is", ".", " Edith"});
+    AnswerGrounding g(tok, tok.vocab_size(), {});
+    g.set_references({"The birthplace of Edith Thornfield is Lower Tamholm."}, "Where was Edith Thornfield born?");
+    const auto allowed = [&](const std::string& answer) {
+        std::vector<float> logits(8, 0.0f);
+        g.restrict(logits.data(), answer);
+        std::set<std::string> out;
+        for (size_t i = 0; i < logits.size(); ++i)
+            if (logits[i] == 0.0f) out.insert(tok.token_bytes(static_cast<int32_t>(i)));
+        return out;
+    };
+    EXPECT_EQ(allowed(" Lower"), (std::set<std::string>{" Tam"}));
+    EXPECT_EQ(allowed(" Lower Tamholm"), (std::set<std::string>{".", "</s>", "<|im_end|>"}));
+    EXPECT_EQ(allowed(" is"), (std::set<std::string>{" Lower", "</s>", "<|im_end|>"}));
+    // " Edith" repeats the question; "Tamholm" starts a word, so a quote may start there.
+    EXPECT_EQ(allowed(""), (std::set<std::string>{" Lower", " Tam", " is"}));
+}
+
 TEST(AnswerGrounding, WithoutAnEndTokenAQuoteThatCannotGoOnIsOver) {
     // A completion model with no end-of-sequence token and no stop strings: restrict() says the
     // answer is over when no piece continues the quote, rather than leaving every token masked.
@@ -88,7 +123,7 @@ TEST(AnswerGrounding, WithoutAnEndTokenAQuoteThatCannotGoOnIsOver) {
         bool is_special(int32_t) const override { return false; }
     } tok;
     AnswerGrounding g(tok, tok.vocab_size(), {});
-    g.set_references({"Explicit memories are sparse attention key-values."});
+    g.set_references({"Explicit memories are sparse attention key-values."}, "Explicit memories");
     std::vector<float> logits(4, 0.0f);
     EXPECT_TRUE(g.restrict(logits.data(), " are"));
     EXPECT_EQ(logits, (std::vector<float>{AnswerGrounding::kMasked, 0.0f, AnswerGrounding::kMasked, AnswerGrounding::kMasked}));
@@ -97,10 +132,10 @@ TEST(AnswerGrounding, WithoutAnEndTokenAQuoteThatCannotGoOnIsOver) {
 }
 
 TEST_F(AnswerGroundingTest, NoReferencesMeansNoConstraint) {
-    grounding.set_references({});
+    grounding.set_references({}, "Where was Poshuth Rokoun born?");
     EXPECT_FALSE(grounding.active());
     EXPECT_EQ(allowed(" Paris").size(), kPieces.size());
-    grounding.set_references({"", ""});  // a reference without text (a server not asked for texts)
+    grounding.set_references({"", ""}, "Where was Poshuth Rokoun born?");  // a reference without text (a server not asked for texts)
     EXPECT_FALSE(grounding.active());
 }
 

@@ -148,6 +148,7 @@ GenerationRequest generation(const Value& root, const RequestLimits& limits, boo
     g.stream = boolean(root, "stream", false);
     g.ignore_eos = boolean(root, "ignore_eos", false);
     if (g.ignore_eos && !g.max_tokens) throw bad_request("'ignore_eos' needs 'max_tokens'", "ignore_eos");
+    if (field(root, "grounded")) g.grounded = boolean(root, "grounded", false);
     if (const Value* so = field(root, "stream_options")) {
         if (!so->is_object()) throw wrong_type("stream_options", "an object", *so);
         if (!g.stream) throw bad_request("'stream_options' is only allowed with 'stream': true", "stream_options");

@@ -38,6 +38,8 @@ struct GenerationRequest {
     bool stream = false;
     bool include_usage = false;          // stream_options.include_usage
     bool ignore_eos = false;             // extension (llama-server's name): generate max_tokens, for benchmarks
+    std::optional<bool> grounded;        // extension: the answer only quotes the references its prompt
+                                         // read (app/grounding.hpp); absent: the server's --grounded
 };
 
 struct ChatRequest {

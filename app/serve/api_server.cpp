@@ -139,13 +139,20 @@ struct ApiServer::Routes {
         }
     }
 
-    std::shared_ptr<Job> generation_job(const GenerationRequest& g) const {
+    // `question`: what a grounded answer must not merely repeat (the last user message, the prompt).
+    std::shared_ptr<Job> generation_job(const GenerationRequest& g, std::string question) const {
         auto job = std::make_shared<Job>();
         job->sampling = g.sampling;
         if (!g.seeded) job->sampling.seed = random_seed();
         job->max_tokens = g.max_tokens.value_or(-1);
         job->top_logprobs = g.top_logprobs;
         job->ignore_eos = g.ignore_eos;
+        job->grounded = g.grounded.value_or(s.options_.grounded);
+        if (job->grounded && !s.model_.references_recorded)
+            throw bad_request("'grounded' answers quote the references their prompt read, and model '" + s.model_.id +
+                                  "' reads none here: start mnemo serve with --kb URL or --memories FOLDER",
+                              "grounded", "grounding_unsupported");
+        job->question = std::move(question);
         return job;
     }
 
@@ -217,7 +224,10 @@ struct ApiServer::Routes {
         const app::RenderedChat rendered = app::render_chat(s.model_.chat_template, *s.model_.tokenizer, messages);
         if (static_cast<int64_t>(rendered.tokens.size()) >= s.model_.n_ctx)
             throw context_exceeded(rendered.tokens.size(), s.model_.n_ctx, "the messages");
-        auto job = generation_job(r.gen);
+        std::string question;  // the last user message
+        for (const ChatMessage& m : r.messages)
+            if (m.role == "user") question = m.content;
+        auto job = generation_job(r.gen, std::move(question));
         job->prompt = rendered.tokens;
         job->segment_starts = rendered.turn_starts;
         job->stop = s.model_.chat_template.stop_strings;
@@ -235,7 +245,7 @@ struct ApiServer::Routes {
         }
         if (tokens.empty()) throw bad_request("'prompt' is empty and this tokenizer adds no BOS token to start from", "prompt");
         if (static_cast<int64_t>(tokens.size()) >= s.model_.n_ctx) throw context_exceeded(tokens.size(), s.model_.n_ctx, "the prompt's tokens");
-        auto job = generation_job(r.gen);
+        auto job = generation_job(r.gen, r.prompt);
         job->prompt = std::move(tokens);
         job->stop = r.gen.stop;
         answer(job, {new_response_id("cmpl-"), s.model_.id, unix_now(), false}, r.gen, r.echo ? r.prompt : std::string(), res);

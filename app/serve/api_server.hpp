@@ -34,6 +34,8 @@ struct ServerOptions {
     int keep_alive_s = 5;
     int http_threads = 0;                 // 0: slots + queue + 4
     int keepalive_comment_ms = 2000;      // ": keep-alive" on a stream that has nothing to send
+    bool grounded = false;                // --grounded: answers quote their references unless a
+                                          // request says "grounded": false
     RequestLimits limits;
 };
 
@@ -44,6 +46,8 @@ struct ServedModel {
     ChatTemplate chat_template;
     int32_t n_ctx = 0;
     bool reads_memories = false;          // answers carry references
+    bool references_recorded = false;     // the scheduler sees each prompt's references (a memory
+                                          // source is attached): answers can be grounded
     bool embeddings = false;              // /v1/embeddings answers
     int32_t embedding_max_tokens = 0;     // a text's tokens at most (the model's reference length)
     int64_t created = 0;

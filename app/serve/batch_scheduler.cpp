@@ -4,6 +4,7 @@
 #include <cmath>
 
 #include "app/generate.hpp"
+#include "app/grounding.hpp"
 #include "mnemo/error.hpp"
 #include "mnemo/kb/kb_source.hpp"
 
@@ -278,6 +279,11 @@ void BatchScheduler::prefilled(Slot& slot, const float* last_logits) {
     if (last_logits != nullptr) {
         slot.first_token = Clock::now();
         slot.phase = Slot::Phase::Generate;
+        if (slot.job->grounded && recorder_) {  // the references the whole prompt read, before its answer
+            auto grounding = std::make_unique<app::AnswerGrounding>(tok_, vocab_, slot.job->stop);
+            grounding->set_references(app::reference_texts(recorder_->peek(slot.seq)), slot.job->question);
+            slot.step->ground(std::move(grounding));
+        }
         take_token(slot, last_logits);
     }
 }

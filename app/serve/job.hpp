@@ -96,6 +96,10 @@ struct Job {
     int32_t max_tokens = -1;
     int32_t top_logprobs = -1;
     bool ignore_eos = false;
+    // Grounded (app/grounding.hpp): the answer quotes the references its prompt read, and not the
+    // words of `question` (the last user message, or the prompt).
+    bool grounded = false;
+    std::string question;
     // Embed: the texts, tokenized as references are.
     std::vector<std::vector<int32_t>> texts;
 

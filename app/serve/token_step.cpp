@@ -4,6 +4,7 @@
 #include <cmath>
 
 #include "app/generate.hpp"
+#include "mnemo/error.hpp"
 
 namespace mnemo::serve {
 
@@ -27,9 +28,25 @@ TokenStep::TokenStep(const Tokenizer& tok, const SamplingParams& sampling, std::
       vocab_(vocab),
       ignore_eos_(ignore_eos) {}
 
+void TokenStep::ground(std::unique_ptr<app::AnswerGrounding> grounding) {
+    if (grounding && grounding->vocab() != vocab_)
+        throw Error("grounded answers: the grounding was made for " + std::to_string(grounding->vocab()) +
+                    " token ids, this model samples from " + std::to_string(vocab_));
+    grounding_ = std::move(grounding);
+}
+
 StepResult TokenStep::step(const float* logits, const std::vector<int32_t>& history, bool room) {
     StepResult r;
-    const int32_t id = sampler_.sample(logits, vocab_, history);
+    const float* from = logits;
+    if (grounding_ && grounding_->active()) {
+        masked_.assign(logits, logits + vocab_);
+        if (!grounding_->restrict(masked_.data(), answer_)) {
+            r.finish = FinishReason::Stop;  // the quote can go no further
+            return r;
+        }
+        from = masked_.data();
+    }
+    const int32_t id = sampler_.sample(from, vocab_, history);
     r.token = id;
     const bool eos = (tok_.eos_id && *tok_.eos_id == id) ||
                      std::find(tok_.eos_ids.begin(), tok_.eos_ids.end(), id) != tok_.eos_ids.end();
@@ -38,6 +55,7 @@ StepResult TokenStep::step(const float* logits, const std::vector<int32_t>& hist
         return r;
     }
     ++generated_;
+    if (grounding_) answer_ += grounding_->piece(id);
     if (top_logprobs_ >= 0) r.logprob = logprob_of(logits, id);
     if (first_piece_ < 0 && !tok_.is_special(id)) first_piece_ = id;
     r.text = stops_.push(decoder_.push(id));

@@ -6,10 +6,12 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
 
+#include "app/grounding.hpp"
 #include "mnemo/session/sampling.hpp"
 #include "mnemo/tokenizer/tokenizer.hpp"
 
@@ -45,6 +47,11 @@ public:
     // penalty); `room` is false when the context has no position left to feed the token.
     // Throws NonFiniteLogits.
     StepResult step(const float* logits, const std::vector<int32_t>& history, bool room);
+    // From the next step on, sample only what continues a quote of the grounding's references
+    // (app::generate's order: the mask before the sampler; logprobs stay those of the raw
+    // logits). When no quote can go on and no end token is left, the answer stops ("stop").
+    void ground(std::unique_ptr<app::AnswerGrounding> grounding);
+
     // Text held back at the end (a partial character, the start of a stop string that never came).
     std::string finish_text();
 
@@ -68,6 +75,9 @@ private:
     int32_t first_piece_ = -1;
     std::string text_;
     std::vector<int32_t> order_;  // token ids ranked for top_logprobs, kept between tokens
+    std::unique_ptr<app::AnswerGrounding> grounding_;  // null: not grounded
+    std::vector<float> masked_;   // the logits with what no reference says taken out
+    std::string answer_;          // the generated tokens' bytes, as grounding reads them
 };
 
 }  // namespace mnemo::serve

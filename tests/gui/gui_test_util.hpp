@@ -6,6 +6,7 @@
 #include <QFile>
 #include <QJsonDocument>
 #include <QJsonObject>
+#include <QProcess>
 #include <QString>
 
 #include "mnemo/modules/registry.hpp"
@@ -48,6 +49,22 @@ inline bool copyDefaultModel(const QString& dir) {
     for (const QString& name : src.entryList(QDir::Files))
         if (!QFile::copy(src.filePath(name), dir + QLatin1Char('/') + name)) return false;
     return true;
+}
+
+// `mnemo memorize` (this build's) of `corpus`, paragraphs split by blank lines, written to
+// dir/facts.txt, into the memory folder dir/mem with the default model. Returns what went wrong,
+// "" when the folder is there.
+inline QString memorizeCorpus(const QString& dir, const QByteArray& corpus) {
+    QFile f(dir + QStringLiteral("/facts.txt"));
+    if (!f.open(QIODevice::WriteOnly) || f.write(corpus) != corpus.size()) return QStringLiteral("cannot write ") + f.fileName();
+    f.close();
+    QProcess memorize;
+    memorize.setProcessChannelMode(QProcess::MergedChannels);
+    memorize.start(QStringLiteral(MNEMO_BUILD_BIN "/mnemo"), {QStringLiteral("memorize"), QStringLiteral("--corpus"), f.fileName(),
+                                                              QStringLiteral("-o"), dir + QStringLiteral("/mem")});
+    if (!memorize.waitForFinished(60000)) return QStringLiteral("mnemo memorize did not finish: ") + memorize.errorString();
+    if (memorize.exitStatus() != QProcess::NormalExit || memorize.exitCode() != 0) return QString::fromUtf8(memorize.readAll());
+    return {};
 }
 
 }  // namespace mnemo::gui::test

@@ -23,7 +23,7 @@ void useSettings(AppSettings& s) {
     ModelSettings m;
     m.topK = 7;
     s.setModel(QStringLiteral("/models/a"), m);
-    s.setKbServer({QStringLiteral("grpc://127.0.0.1:1"), {}, {}});
+    s.setKbServer({QStringLiteral("grpc://127.0.0.1:1"), {}, {}, {}, {}});
 }
 
 }  // namespace
@@ -47,7 +47,8 @@ private Q_SLOTS:
     }
 
     // Issue 29: the seed (new for each answer, or fixed) and what to do with a conversation
-    // longer than the context are kept per model folder; a file from before them has the defaults.
+    // longer than the context are kept per model folder, and (issue 27) whether answers quote the
+    // memories read; a file from before them has the defaults.
     void keepsTheSeedAndTheContextOverflowChoice() {
         QTemporaryDir dir;
         const QString ini = dir.filePath(QStringLiteral("settings.ini"));
@@ -62,10 +63,12 @@ private Q_SLOTS:
             QCOMPARE(old->temperature, 0.5);
             QVERIFY(!old->fixedSeed);
             QVERIFY(!old->dropOldestTurns);
+            QVERIFY(!old->grounded);
             ModelSettings m;
             m.fixedSeed = true;
             m.seed = 4294967295LL;
             m.dropOldestTurns = true;
+            m.grounded = true;
             s.setModel(QStringLiteral("/models/a"), m);
         }
         const std::optional<ModelSettings> back = AppSettings(ini).model(QStringLiteral("/models/a"));
@@ -73,9 +76,11 @@ private Q_SLOTS:
         QVERIFY(back->fixedSeed);
         QCOMPARE(back->seed, 4294967295LL);
         QVERIFY(back->dropOldestTurns);
+        QVERIFY(back->grounded);
         QSettings raw(ini, QSettings::IniFormat);
         QCOMPARE(raw.value(QStringLiteral("model_%2Fmodels%2Fa/seed_mode")).toString(), QStringLiteral("fixed"));
         QCOMPARE(raw.value(QStringLiteral("model_%2Fmodels%2Fa/context_overflow")).toString(), QStringLiteral("drop_oldest"));
+        QCOMPARE(raw.value(QStringLiteral("model_%2Fmodels%2Fa/answers")).toString(), QStringLiteral("grounded"));
     }
 
     // The palette chosen in the settings outlives the run (app-wide, not per model); a value the

@@ -4,8 +4,6 @@
 // at the reference backend's end of turn, as the chat's answer does, and a comparison reads the
 // chat's memories: with a memory folder it gives the answer the chat gives.
 #include <QElapsedTimer>
-#include <QFile>
-#include <QProcess>
 #include <QSignalSpy>
 #include <QTemporaryDir>
 #include <QTest>
@@ -196,19 +194,10 @@ private Q_SLOTS:
     // in training, comes only from memories.
     void aComparisonReadsTheChatsMemories() {
         QTemporaryDir dir;
-        {
-            QFile corpus(dir.filePath(QStringLiteral("facts.txt")));
-            QVERIFY(corpus.open(QIODevice::WriteOnly));
-            corpus.write("The birthplace of Quear Mousaim is Thaimubort.\n\nBy trade Quear Mousaim is a baker.\n\n"
-                         "The birthplace of Gream Zaicuv is Chybraivisk.\n\nThe birth year of Quear Mousaim is 1793.\n");
-        }
-        QProcess memorize;
-        memorize.setProcessChannelMode(QProcess::MergedChannels);
-        memorize.start(QStringLiteral(MNEMO_BUILD_BIN "/mnemo"), {QStringLiteral("memorize"), QStringLiteral("--corpus"),
-                                                                  dir.filePath(QStringLiteral("facts.txt")), QStringLiteral("-o"),
-                                                                  dir.filePath(QStringLiteral("mem"))});
-        QVERIFY(memorize.waitForFinished(60000));
-        QVERIFY2(memorize.exitCode() == 0, memorize.readAll().constData());
+        const QString memorized = memorizeCorpus(dir.path(),
+                                                 "The birthplace of Quear Mousaim is Thaimubort.\n\nBy trade Quear Mousaim is a baker.\n\n"
+                                                 "The birthplace of Gream Zaicuv is Chybraivisk.\n\nThe birth year of Quear Mousaim is 1793.\n");
+        QVERIFY2(memorized.isEmpty(), qPrintable(memorized));
         const QString question = QStringLiteral("Where was Gream Zaicuv born?");
 
         ChatController chat(dir.filePath(QStringLiteral("conversations")));

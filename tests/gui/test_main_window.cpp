@@ -9,7 +9,6 @@
 #include <QClipboard>
 #include <QGuiApplication>
 #include <QPalette>
-#include <QProcess>
 #include <QQuickItem>
 #include <QQuickWindow>
 #include <QTemporaryDir>
@@ -99,18 +98,8 @@ private Q_SLOTS:
 
     void opensTheReferencesOfAnAnswer() {
         QTemporaryDir& dir = memories_;
-        {
-            QFile corpus(dir.filePath(QStringLiteral("facts.txt")));
-            QVERIFY(corpus.open(QIODevice::WriteOnly));
-            corpus.write("Tour Hujert was born in Zeajusy.\n\nThe Lelosk ring is amber.\n");
-        }
-        QProcess memorize;
-        memorize.setProcessChannelMode(QProcess::MergedChannels);
-        memorize.start(QStringLiteral(MNEMO_BUILD_BIN "/mnemo"),
-                       {QStringLiteral("memorize"), QStringLiteral("--corpus"), dir.filePath(QStringLiteral("facts.txt")),
-                        QStringLiteral("-o"), dir.filePath(QStringLiteral("mem"))});
-        QVERIFY(memorize.waitForFinished(60000));
-        QVERIFY2(memorize.exitCode() == 0, memorize.readAll().constData());
+        const QString memorized = memorizeCorpus(dir.path(), "Tour Hujert was born in Zeajusy.\n\nThe Lelosk ring is amber.\n");
+        QVERIFY2(memorized.isEmpty(), qPrintable(memorized));
 
         chat_->kb()->setProperty("retrieval", QStringLiteral("bm25"));
         chat_->kb()->useMemoryFolder(dir.filePath(QStringLiteral("mem")));

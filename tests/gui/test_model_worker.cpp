@@ -1,6 +1,5 @@
 // ModelWorker on its own thread, driven the way the GUI drives it: requests queued to the
 // worker's thread, tokens and results back by queued signals, stop through the atomic flag.
-#include <QProcess>
 #include <QElapsedTimer>
 #include <QTemporaryDir>
 #include <QTest>
@@ -40,6 +39,14 @@ SamplingSettings rambling() {
 LoadRequest modelAt(const QString& dir) {
     LoadRequest r;
     r.modelDir = dir;
+    return r;
+}
+
+// The default model reading, by BM25, the memory folder memorizeCorpus() made in `dir`.
+LoadRequest withMemoryFolder(const QTemporaryDir& dir) {
+    LoadRequest r = modelAt(defaultModelDir());
+    r.memoryFolder = dir.filePath(QStringLiteral("mem"));
+    r.retrieval = QStringLiteral("bm25");
     return r;
 }
 
@@ -370,24 +377,13 @@ private Q_SLOTS:
     void reportsTheMemoriesAnAnswerRead() {
         // A memory folder of two facts, made by `mnemo memorize` with the default model.
         QTemporaryDir dir;
-        {
-            QFile corpus(dir.filePath(QStringLiteral("facts.txt")));
-            QVERIFY(corpus.open(QIODevice::WriteOnly));
-            corpus.write("Tour Hujert was born in Zeajusy.\n\nThe Lelosk ring is amber.\n");
-        }
-        QProcess memorize;
-        memorize.setProcessChannelMode(QProcess::MergedChannels);
-        memorize.start(QStringLiteral(MNEMO_BUILD_BIN "/mnemo"),
-                       {QStringLiteral("memorize"), QStringLiteral("--corpus"), dir.filePath(QStringLiteral("facts.txt")),
-                        QStringLiteral("-o"), dir.filePath(QStringLiteral("mem"))});
-        QVERIFY(memorize.waitForFinished(60000));
-        QVERIFY2(memorize.exitCode() == 0, memorize.readAll().constData());
+        const QString memorized = memorizeCorpus(dir.path(),
+                                                 "Tour Hujert was born in Zeajusy.\n\nThe Lelosk ring is amber.\n");
+        QVERIFY2(memorized.isEmpty(), qPrintable(memorized));
 
         WorkerThread thread;
         ModelWorker* w = thread.worker();
-        LoadRequest r = modelAt(defaultModelDir());
-        r.memoryFolder = dir.filePath(QStringLiteral("mem"));
-        r.retrieval = QStringLiteral("bm25");
+        const LoadRequest r = withMemoryFolder(dir);
         const QList<QVariant> loaded = load(w, r, true);
         QVERIFY(!loaded.isEmpty());
         QVERIFY(loaded.at(1).value<ModelInfo>().memories.contains(QStringLiteral("memory folder")));
@@ -398,6 +394,34 @@ private Q_SLOTS:
         QCOMPARE(g.references.first().text, std::string("Tour Hujert was born in Zeajusy."));  // the memory folder's text
         QCOMPARE(g.references.first().chunk, 1);
         QVERIFY(!g.references.first().has_score);  // a memory folder reports no score
+    }
+
+    // The settings' "Answers: quoted from the memories read" (SamplingSettings::grounded), as
+    // `mnemo chat --grounded`: a birthplace of English make, which no training text has, is cut
+    // short by the model alone ("Stanin") and written whole when the answer may only quote its
+    // references; the next turn quotes what that turn read.
+    void aGroundedAnswerQuotesTheMemoriesRead() {
+        QTemporaryDir dir;
+        const QString memorized = memorizeCorpus(dir.path(),
+                                                 "Quear Mousaim was born in Staninminster.\n\nQuear Mousaim works as a weaver.\n\n"
+                                                 "The birth year of Quear Mousaim is 1793.\n");
+        QVERIFY2(memorized.isEmpty(), qPrintable(memorized));
+
+        WorkerThread thread;
+        ModelWorker* w = thread.worker();
+        const LoadRequest r = withMemoryFolder(dir);
+        QVERIFY(!load(w, r, true).isEmpty());
+        const QString question = QStringLiteral("Where was Quear Mousaim born?");
+        QVERIFY(generate(w, ask(question), greedy()).text != QStringLiteral("Staninminster"));
+        SamplingSettings grounded = greedy();
+        grounded.grounded = true;
+        const GenerationResult first = generate(w, ask(question), grounded);
+        QCOMPARE(first.text, QStringLiteral("Staninminster"));
+        QCOMPARE(first.reason, FinishReason::EndOfTurn);
+        QList<ChatTurn> turns = ask(question);
+        turns << ChatTurn{QStringLiteral("assistant"), first.historyText}
+              << ChatTurn{QStringLiteral("user"), QStringLiteral("What does Quear Mousaim do for a living?")};
+        QCOMPARE(generate(w, turns, grounded).text, QStringLiteral("weaver"));
     }
 };
 

@@ -188,6 +188,10 @@ private Q_SLOTS:
         QCOMPARE(m.size(), 4);
         QCOMPARE(m[2].toObject().value(QStringLiteral("role")).toString(), QStringLiteral("assistant"));
         QCOMPARE(m[3].toObject().value(QStringLiteral("content")).toString(), QStringLiteral("And his trade?"));
+        // mnemo serve's "grounded" extension only when asked: the server's own default rules otherwise.
+        QVERIFY(!o.contains(QStringLiteral("grounded")));
+        s.grounded = true;
+        QCOMPARE(QJsonDocument::fromJson(chatRequestBody({}, turns, s)).object().value(QStringLiteral("grounded")), QJsonValue(true));
         s.maxTokens = -1;  // until the context is full: no limit sent
         QVERIFY(!QJsonDocument::fromJson(chatRequestBody({}, turns, s)).object().contains(QStringLiteral("max_tokens")));
     }

@@ -62,7 +62,22 @@ inline std::vector<std::string> knowledge_paragraphs(const std::vector<std::stri
     return out;
 }
 
-inline DefaultModel open_default_model(int32_t slots, bool memories, int32_t n_ctx = 1024) {
+// The paragraphs about the first 24 held-out entities, and 40 others.
+inline std::vector<std::string> world_paragraphs() {
+    // The names of the first held-out entities: "Where was Quear Mousaim born?" -> "Quear Mousaim".
+    std::vector<std::string> names;
+    for (const Question& q : held_out_questions(24)) {
+        const std::string& s = q.question;
+        const size_t w = s.find(" was ") != std::string::npos ? s.find(" was ") + 5 : s.find(" does ") + 6;
+        const size_t e = s.find(s.find(" born") != std::string::npos ? " born" : " do ", w);
+        names.push_back(s.substr(w, e - w));
+    }
+    return knowledge_paragraphs(names, 40);
+}
+
+// `paragraphs`: the memory folder's texts (empty: the world's, as above).
+inline DefaultModel open_default_model(int32_t slots, bool memories, int32_t n_ctx = 1024,
+                                       std::vector<std::string> paragraphs = {}) {
     DefaultModel m;
     const std::string dir = default_model_dir();
     m.tok = load_tokenizer(dir);
@@ -76,15 +91,7 @@ inline DefaultModel open_default_model(int32_t slots, bool memories, int32_t n_c
     o.n_threads = 2;
     m.session = Session::open(o);
     if (!memories) return m;
-    // The names of the first held-out entities: "Where was Quear Mousaim born?" -> "Quear Mousaim".
-    std::vector<std::string> names;
-    for (const Question& q : held_out_questions(24)) {
-        const std::string& s = q.question;
-        const size_t w = s.find(" was ") != std::string::npos ? s.find(" was ") + 5 : s.find(" does ") + 6;
-        const size_t e = s.find(s.find(" born") != std::string::npos ? " born" : " do ", w);
-        names.push_back(s.substr(w, e - w));
-    }
-    const std::vector<std::string> paragraphs = knowledge_paragraphs(names, 40);
+    if (paragraphs.empty()) paragraphs = world_paragraphs();
     std::vector<std::vector<int32_t>> refs;
     std::vector<MemoryReference> references;
     for (const std::string& p : paragraphs) {
@@ -93,8 +100,9 @@ inline DefaultModel open_default_model(int32_t slots, bool memories, int32_t n_c
     }
     const std::vector<WrittenMemory> written = m.session->write_memories(refs);
     const MemoryFolderModel model = memory_folder_model(*m.session);
+    static int opened = 0;  // each model its own folder, when a test opens one beside the suite's
     m.folder = (std::filesystem::temp_directory_path() / ("mnemo-serve-test-" + std::to_string(::getpid()) + "-" +
-                                                           std::to_string(slots)))
+                                                           std::to_string(++opened)))
                    .string();
     write_memory_folder(m.folder, model, written, references, /*replace=*/true);
     // The default model's own retrieval advice (generation_config.json): cut 0.8, floor 3.

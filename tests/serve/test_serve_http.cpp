@@ -36,6 +36,7 @@ public:
         sm.chat_template = m.tmpl;
         sm.n_ctx = m.session->n_ctx();
         sm.reads_memories = m.session->reads_memories();
+        sm.references_recorded = m.recorder != nullptr;
         sm.embeddings = sm.reads_memories;
         sm.embedding_max_tokens = sm.embeddings ? m.session->memory_spec().reference_length : 0;
         o.port = 0;
@@ -440,6 +441,58 @@ TEST_F(ServeHttp, NextTurnReusesTheCache) {
     // Every token of the first exchange but the last one sampled (never fed) came from the cache.
     EXPECT_GE(cached, a.find_path("usage.total_tokens")->as_int() - 1) << "prompt " << prompt;
     EXPECT_EQ(b.find_path("choices.0.message.content")->as_string(), qs[3].answer);
+}
+
+// "grounded" (an extension field; `mnemo serve --grounded` makes it the default): the answer quotes
+// the references its prompt read, as `mnemo ask --grounded` does (CliAsk.AGroundedAnswerQuotesWhatItRead).
+// A birthplace of English make, which no training text has: the model alone copies its first
+// pieces and stops short; grounded, it writes the reference's name whole.
+TEST(ServeGrounded, AGroundedAnswerQuotesWhatItRead) {
+    DefaultModel m = open_default_model(2, /*memories=*/true, 1024,
+                                        {"Quear Mousaim was born in Staninminster.", "Quear Mousaim works as a weaver.",
+                                         "The birth year of Quear Mousaim is 1793."});
+    const std::string question = "Where was Quear Mousaim born?";
+    const auto content = [&](int port, const std::string& extra, bool stream = false) {
+        const HttpReply r = http(port, "POST", "/v1/chat/completions", chat_body(question, stream, extra));
+        EXPECT_EQ(r.status, 200) << r.body;
+        if (stream) return streamed_text(sse_data(r.body));
+        const json::Value* c = parse(r.body).find_path("choices.0.message.content");
+        return c ? c->as_string() : std::string("(no content) ") + r.body;
+    };
+    {
+        RunningServer s(m);
+        EXPECT_NE(content(s.port, ""), "Staninminster");
+        EXPECT_EQ(content(s.port, R"(,"grounded":true)"), "Staninminster");
+        EXPECT_EQ(content(s.port, R"(,"grounded":true)", /*stream=*/true), "Staninminster");
+        // A completion is grounded too: the prompt is its question.
+        const HttpReply r = http(s.port, "POST", "/v1/completions",
+                                 R"({"prompt":"Quear Mousaim was born in","temperature":0,"max_tokens":8,"grounded":true})");
+        ASSERT_EQ(r.status, 200) << r.body;
+        const std::string text = parse(r.body).find_path("choices.0.text")->as_string();
+        EXPECT_NE(std::string("Quear Mousaim was born in Staninminster. Quear Mousaim works as a weaver. "
+                              "The birth year of Quear Mousaim is 1793.")
+                      .find(text.substr(text.find_first_not_of(' '))),
+                  std::string::npos)
+            << "not a quote: '" << text << "'";
+        const HttpReply bad = http(s.port, "POST", "/v1/chat/completions", chat_body(question, false, R"(,"grounded":"yes")"));
+        EXPECT_EQ(bad.status, 400);
+        EXPECT_EQ(parse(bad.body).find_path("error.param")->as_string(), "grounded") << bad.body;
+    }
+    {
+        ServerOptions o;
+        o.grounded = true;  // mnemo serve --grounded: every answer, unless the request says otherwise
+        RunningServer s(m, o);
+        EXPECT_EQ(content(s.port, ""), "Staninminster");
+        EXPECT_NE(content(s.port, R"(,"grounded":false)"), "Staninminster");
+    }
+    std::filesystem::remove_all(m.folder);
+    // No references to quote (no memory source): refused by name, not answered unconstrained.
+    DefaultModel bare = open_default_model(1, /*memories=*/false);
+    RunningServer s(bare);
+    const HttpReply r = http(s.port, "POST", "/v1/chat/completions", chat_body(question, false, R"(,"grounded":true)"));
+    EXPECT_EQ(r.status, 400);
+    EXPECT_EQ(parse(r.body).find_path("error.param")->as_string(), "grounded") << r.body;
+    EXPECT_EQ(parse(r.body).find_path("error.code")->as_string(), "grounding_unsupported") << r.body;
 }
 
 }  // namespace

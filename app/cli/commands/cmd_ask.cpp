@@ -61,7 +61,7 @@ int cmd_ask(int argc, char** argv) {
         req.first_logits = session->append(0, ids).data();
         if (grounded) {  // quotes of what the question read
             grounding.emplace(*tok, app::sampled_vocab(*session, *tok), format.stops());
-            grounding->set_references(app::reference_texts(recorder->peek(0)));
+            grounding->set_references(app::reference_texts(recorder->peek(0)), question);
             req.grounding = &*grounding;
         }
         r = app::generate(req);

@@ -192,7 +192,7 @@ int cmd_chat(int argc, char** argv) {
             const float* logits = conv.sync(target);
             app::GenerateRequest req(*session, *tok, sampler, conv.fed(), &interrupted);
             if (grounding) {
-                grounding->set_references(app::reference_texts(recorder->peek(0)));
+                grounding->set_references(app::reference_texts(recorder->peek(0)), line);
                 req.grounding = &*grounding;
             }
             req.first_logits = logits;

@@ -152,7 +152,7 @@ int cmd_eval(int argc, char** argv) {
             }
             if (grounded) {  // what this item's prompt read, before its answer is generated
                 app::AnswerGrounding& g = item.is_question ? *grounding_question : *grounding_completion;
-                g.set_references(app::reference_texts(recorder->peek(0)));
+                g.set_references(app::reference_texts(recorder->peek(0)), item.text);
                 req.grounding = &g;
             }
             r = app::generate(req);

@@ -53,7 +53,7 @@ int cmd_serve(int argc, char** argv) {
     serve::SchedulerOptions scheduling;
     int32_t parallel = 4, port = 8080, queue = 64, max_body_mib = 8, timeout_s = 30, max_tokens = 1 << 20;
     std::string alias, key_file, new_key, tls_cert, tls_key;
-    bool plain_http = false;
+    bool plain_http = false, grounded = false;
     app::ArgParser p("serve", "mnemo serve [-m DIR|FILE.gguf] [--host H --port P] [--parallel N] [options]",
                      "Serve the model over the OpenAI HTTP API: /v1/chat/completions, /v1/completions (streaming or not),\n"
                      "/v1/models, /v1/embeddings, /health, /metrics. Requests share the device by continuous batching\n"
@@ -78,9 +78,15 @@ int cmd_serve(int argc, char** argv) {
                     &new_key)
         .string_opt("--tls-cert", "PEM", "serve HTTPS with this certificate (chain)", &tls_cert)
         .string_opt("--tls-key", "PEM", "and this private key", &tls_key)
-        .flag("--allow-plain-http", "off loopback, allow HTTP without TLS (behind a TLS-terminating proxy)", &plain_http);
+        .flag("--allow-plain-http", "off loopback, allow HTTP without TLS (behind a TLS-terminating proxy)", &plain_http)
+        .flag("--grounded", "answers quote the references their prompt read, as `mnemo ask --grounded`, unless a request "
+                            "says \"grounded\": false (a request may also ask for it with \"grounded\": true; needs "
+                            "--memories or --kb)",
+              &grounded);
     if (!p.parse(argc, argv, 2)) return 0;
     check_kb_flags(memories);  // a bad --kb list is said before the model loads
+    check_grounded_flag(memories, grounded);
+    server.grounded = grounded;
 
     if (!new_key.empty()) {
         if (key_file.empty()) throw app::UsageError("--new-api-key needs --api-key-file F (where its hash is stored)");
@@ -136,6 +142,7 @@ int cmd_serve(int argc, char** argv) {
     served.chat_template = tmpl;
     served.n_ctx = session->n_ctx();
     served.reads_memories = session->reads_memories();
+    served.references_recorded = recorder != nullptr;
     served.embeddings = session->reads_memories();
     if (served.embeddings) served.embedding_max_tokens = session->memory_spec().reference_length;
     served.created = static_cast<int64_t>(std::time(nullptr));

@@ -1,6 +1,7 @@
 #include "app/grounding.hpp"
 
 #include <algorithm>
+#include <functional>
 
 namespace mnemo::app {
 
@@ -27,6 +28,28 @@ bool starts_word(const std::string& text, size_t at) {
 
 bool ends_word(const std::string& text, size_t at) { return at == text.size() || !is_word_char(text[at]); }
 
+// The word starting at text[at] ("" when text[at] is not a word character).
+std::string_view word_at(std::string_view text, size_t at) {
+    size_t end = at;
+    while (end < text.size() && is_word_char(text[end])) ++end;
+    return text.substr(at, end - at);
+}
+
+bool is_upper(char c) { return c >= 'A' && c <= 'Z'; }
+
+size_t last_word_start(std::string_view s) {
+    size_t at = s.size();
+    while (at > 0 && is_word_char(s[at - 1])) --at;
+    return at < s.size() ? at : s.size() - 1;
+}
+
+// A capitalized word followed, after one space, by another: one name ("Upper Crowenminster",
+// "Thetol Union"), which a quote does not end inside. Latin capitals only: other scripts have
+// no case to tell a name by, and their names are never held back.
+bool name_goes_on(const std::string& text, size_t at) {
+    return at + 1 < text.size() && text[at] == ' ' && is_upper(text[at + 1]);
+}
+
 }  // namespace
 
 AnswerGrounding::AnswerGrounding(const Tokenizer& tokenizer, int32_t vocab, const std::vector<std::string>& stop_strings)
@@ -46,12 +69,23 @@ AnswerGrounding::AnswerGrounding(const Tokenizer& tokenizer, int32_t vocab, cons
     has_end_ = std::find(is_end_.begin(), is_end_.end(), 1) != is_end_.end();
 }
 
-void AnswerGrounding::set_references(std::vector<std::string> texts) {
+void AnswerGrounding::set_references(std::vector<std::string> texts, std::string_view question) {
+    question_words_.clear();
+    for (size_t at = 0; at < question.size(); ++at)
+        if (is_word_char(question[at]) && (at == 0 || !is_word_char(question[at - 1])))
+            question_words_.emplace_back(word_at(question, at));
+    std::sort(question_words_.begin(), question_words_.end());
+    question_words_.erase(std::unique(question_words_.begin(), question_words_.end()), question_words_.end());
     references_.clear();
     for (std::string& t : texts)
         if (!t.empty()) references_.push_back(std::move(t));
     std::sort(references_.begin(), references_.end());
     references_.erase(std::unique(references_.begin(), references_.end()), references_.end());
+}
+
+bool AnswerGrounding::repeats_question(const std::string& text, size_t at) const {
+    const std::string_view word = word_at(text, at);
+    return !word.empty() && std::binary_search(question_words_.begin(), question_words_.end(), word, std::less<>{});
 }
 
 void AnswerGrounding::find_quotes(std::string_view answer) const {
@@ -61,11 +95,11 @@ void AnswerGrounding::find_quotes(std::string_view answer) const {
         const std::string& text = references_[r];
         if (answer.empty()) {  // every word of every reference can begin the answer
             for (size_t at = 0; at < text.size(); ++at)
-                if (starts_word(text, at)) quotes.push_back({r, at});
+                if (starts_word(text, at) && !repeats_question(text, at)) quotes.push_back({r, at});
             continue;
         }
         for (size_t at = text.find(answer); at != std::string::npos; at = text.find(answer, at + 1))
-            if (starts_word(text, at)) quotes.push_back({r, at + answer.size()});
+            if (starts_word(text, at) && !repeats_question(text, at)) quotes.push_back({r, at + answer.size()});
     }
 }
 
@@ -75,8 +109,13 @@ bool AnswerGrounding::restrict(float* logits, const std::string& answer) const {
     find_quotes(so_far);
     const std::vector<Quote>& quotes = quotes_;
     bool may_end = false;
-    if (!so_far.empty())
-        for (const Quote& q : quotes) may_end = may_end || ends_word(references_[q.reference], q.end);
+    if (!so_far.empty()) {
+        const bool ends_capitalized = is_upper(so_far[last_word_start(so_far)]);
+        for (const Quote& q : quotes) {
+            const std::string& text = references_[q.reference];
+            may_end = may_end || (ends_word(text, q.end) && !(ends_capitalized && name_goes_on(text, q.end)));
+        }
+    }
     bool any = false;
     for (size_t id = 0; id < pieces_.size(); ++id) {
         if (is_end_[id]) continue;  // decided below, once we know whether anything else is left

@@ -155,6 +155,19 @@ Dialog {
             onActivated: index => chat.settings.dropOldestTurns = index === 1
         }
 
+        Label { text: "Answers" }
+        ComboBox {
+            objectName: "answersBox"
+            Layout.columnSpan: 2
+            Layout.fillWidth: true
+            model: ["In the model's words", "Quoted from the memories read"]
+            currentIndex: chat.settings.grounded ? 1 : 0
+            Accessible.name: "Answers: in the model's words, or quoted from the memories read"
+            ToolTip.visible: hovered
+            ToolTip.text: "Quoted: an answer may only quote the memories its question read, not repeat the question, and ends where a quoted word or name ends. For short factual answers; without memories the model answers in its own words"
+            onActivated: index => chat.settings.grounded = index === 1
+        }
+
         Label { text: "Threads" }
         SpinBox {
             objectName: "threadsBox"

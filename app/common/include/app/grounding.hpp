@@ -4,6 +4,12 @@
 // "Fyqua" cannot stop short of "Fyquaruv", and a name no reference holds cannot be written at
 // all. The model still chooses which quote and where it starts; the constraint only removes what
 // the memories do not say, as a grammar removes what a format does not allow (llama.cpp's GBNF).
+// Nor may a quote start at a word of the question: an answer tells what the question does not
+// already say ("Who made the Sumax harp?" is not answered "Sumax"; the reference that holds the
+// maker also holds the harp's name, and a quote of it is the commonest wrong grounded answer).
+// And a quote does not end inside a name: after a capitalized word, a capitalized word that
+// follows it after one space is part of the answer ("Upper" is not an answer where the
+// reference says "Upper Crowenminster"; Latin capitals only).
 //
 // For short factual answers (a name, a year, a colour) from a memory model. It is off by default:
 // an answer in the model's own words (a sentence, a summary) cannot be a quote, and a question
@@ -26,8 +32,9 @@ public:
     // whose text starts with one of them ends the answer as an end-of-sequence token does.
     AnswerGrounding(const Tokenizer& tokenizer, int32_t vocab, const std::vector<std::string>& stop_strings);
 
-    // The texts the answer may quote (each reference once is enough; empty texts are ignored).
-    void set_references(std::vector<std::string> texts);
+    // The texts the answer may quote (each reference once is enough; empty texts are ignored), and
+    // the question (or prompt) they answer: no quote starts at one of its words (byte for byte).
+    void set_references(std::vector<std::string> texts, std::string_view question);
     bool active() const { return !references_.empty(); }
 
     // Masks logits[vocab] in place for the next token after `answer` (the text generated so far,
@@ -55,7 +62,11 @@ private:
     std::vector<std::string> pieces_;  // each id's bytes ("" for an end token)
     std::vector<char> is_end_;         // eos ids, special tokens, stop-string starts
     bool has_end_ = false;             // any end token at all (else restrict() can say the answer is over)
+    // Whether the word starting at text[at] is one of the question's.
+    bool repeats_question(const std::string& text, size_t at) const;
+
     std::vector<std::string> references_;  // compared byte for byte: a quote keeps its case
+    std::vector<std::string> question_words_;  // sorted, unique
     mutable std::vector<Quote> quotes_;    // find_quotes()'s result, reused from token to token
 };
 

@@ -5,6 +5,7 @@
 #include <filesystem>
 
 #include "app/generate.hpp"
+#include "app/grounding.hpp"
 #include "engine/chat_tokens.hpp"
 #include "engine/context_fit.hpp"
 #include "plural.hpp"
@@ -60,6 +61,13 @@ FinishReason finishReason(app::StopReason r) {
         case app::StopReason::Cancelled: return FinishReason::Stopped;
     }
     return FinishReason::EndOfTurn;
+}
+
+// The question a grounded answer must not merely repeat: the last user message.
+std::string lastUserText(const QList<ChatTurn>& turns) {
+    for (auto t = turns.crbegin(); t != turns.crend(); ++t)
+        if (t->role == QLatin1String("user")) return utf8(t->text);
+    return {};
 }
 
 }  // namespace
@@ -149,6 +157,7 @@ void ModelWorker::load(quint64 id, LoadRequest request) {
         recorder_ = std::move(recorder);
         info_ = info;
         cache_ = std::make_unique<app::ChatCache>(*session_);
+        grounding_.reset();
         Q_EMIT loaded(id, info);
     } catch (const std::exception& e) {
         Q_EMIT loadFailed(id, QString::fromUtf8(e.what()), session_ != nullptr);
@@ -309,6 +318,13 @@ void ModelWorker::generate(quint64 id, QList<ChatTurn> turns, SamplingSettings s
             req.first_logits = logits;
             req.stop_strings = template_.stop_strings;
             req.max_tokens = settings.maxTokens;
+            if (settings.grounded && recorder_) {  // quotes of what this turn's message read
+                if (!grounding_)
+                    grounding_ = std::make_unique<app::AnswerGrounding>(*tokenizer_, app::sampled_vocab(*session_, *tokenizer_),
+                                                                        template_.stop_strings);
+                grounding_->set_references(app::reference_texts(recorder_->peek(0)), lastUserText(turns));
+                req.grounding = grounding_.get();
+            }
             req.emit = [&](const std::string& piece) {
                 if (first) {
                     result.firstTokenSeconds = static_cast<double>(clock.nsecsElapsed()) * 1e-9;

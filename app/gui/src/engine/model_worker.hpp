@@ -25,6 +25,9 @@
 
 namespace mnemo {
 class KbSource;
+namespace app {
+class AnswerGrounding;
+}
 class RetrievalRecorder;
 }  // namespace mnemo
 
@@ -74,6 +77,8 @@ private:
     std::shared_ptr<RetrievalRecorder> recorder_;  // in front of the memory source, if any
     ModelInfo info_;
     std::unique_ptr<app::ChatCache> cache_;  // the conversation in session_'s sequence 0
+    // Made at the model's first grounded answer (it holds every token's text), kept until the next load.
+    std::unique_ptr<app::AnswerGrounding> grounding_;
 
     RunCancellation cancellation_;  // the session's and the token loop's cancel flag
 };

@@ -74,6 +74,10 @@ struct SamplingSettings {
     // or the new prompt) until it fits with room for the answer; otherwise the answer fails and
     // says so. Only the local model: a server keeps its own context.
     bool dropOldestTurns = false;
+    // Answers may only quote the memories their question read, as `mnemo chat --grounded`
+    // (app/grounding.hpp): for short factual answers from a memory model. Without memories the
+    // answer is free; a server model is asked for it with the request's "grounded" field.
+    bool grounded = false;
 };
 
 struct ChatTurn {

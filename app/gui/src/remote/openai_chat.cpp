@@ -52,6 +52,9 @@ QByteArray chatRequestBody(const QString& model, const QList<ChatTurn>& turns, c
                      // QJsonValue holds numbers as doubles: the seed is cut to what a double keeps exactly.
                      {QStringLiteral("seed"), static_cast<qint64>(s.seed & ((quint64{1} << 53) - 1))}};
     if (s.maxTokens > 0) body.insert(QStringLiteral("max_tokens"), s.maxTokens);  // < 0: until the server's context is full
+    // mnemo serve's extension; sent only when asked, so that any other OpenAI server, which would
+    // ignore it, is not told something it cannot honour and a server's own --grounded still rules.
+    if (s.grounded) body.insert(QStringLiteral("grounded"), true);
     return QJsonDocument(body).toJson(QJsonDocument::Compact);
 }
 

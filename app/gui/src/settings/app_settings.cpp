@@ -78,6 +78,7 @@ std::optional<ModelSettings> AppSettings::model(const QString& modelDir) const {
     s.fixedSeed = ini_->value(QStringLiteral("seed_mode")).toString() == QLatin1String("fixed");
     s.seed = std::clamp<qint64>(ini_->value(QStringLiteral("seed"), s.seed).toLongLong(), 0, ModelSettings::kMaxSeed);
     s.dropOldestTurns = ini_->value(QStringLiteral("context_overflow")).toString() == QLatin1String("drop_oldest");
+    s.grounded = ini_->value(QStringLiteral("answers")).toString() == QLatin1String("grounded");
     ini_->endGroup();
     return s;
 }
@@ -96,6 +97,7 @@ void AppSettings::setModel(const QString& modelDir, const ModelSettings& s) {
     ini_->setValue(QStringLiteral("seed_mode"), s.fixedSeed ? QStringLiteral("fixed") : QStringLiteral("random"));
     ini_->setValue(QStringLiteral("seed"), s.seed);
     ini_->setValue(QStringLiteral("context_overflow"), s.dropOldestTurns ? QStringLiteral("drop_oldest") : QStringLiteral("stop"));
+    ini_->setValue(QStringLiteral("answers"), s.grounded ? QStringLiteral("grounded") : QStringLiteral("free"));
     ini_->endGroup();
     ini_->sync();
 }

@@ -29,6 +29,8 @@ struct ModelSettings {
     qint64 seed = 0;  // 0 .. kMaxSeed
     // A conversation longer than the context: drop its oldest messages, or stop with an error.
     bool dropOldestTurns = false;
+    // Answers quote the memories read (SamplingSettings::grounded), or are the model's own words.
+    bool grounded = false;
     // Seeds are 32-bit: what a user can type and read back, exact in JSON and in a QML number.
     static constexpr qint64 kMaxSeed = 0xFFFFFFFFLL;
 };

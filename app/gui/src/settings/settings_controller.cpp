@@ -30,6 +30,7 @@ SamplingSettings SettingsController::sampling() const {
     // conversations started the same second) never share a seed.
     s.seed = fixedSeed_ ? static_cast<quint64>(seed_) : QRandomGenerator::system()->generate();
     s.dropOldestTurns = dropOldestTurns_;
+    s.grounded = grounded_;
     return s;
 }
 
@@ -55,6 +56,7 @@ void SettingsController::readFor(const QString& modelDir) {
     fixedSeed_ = saved->fixedSeed;
     seed_ = saved->seed;
     dropOldestTurns_ = saved->dropOldestTurns;
+    grounded_ = saved->grounded;
     Q_EMIT changed();
     reading_ = false;
 }
@@ -62,7 +64,7 @@ void SettingsController::readFor(const QString& modelDir) {
 void SettingsController::write() {
     if (reading_ || modelDir_.isEmpty()) return;
     store_.setModel(modelDir_, {temperature_, topK_, topP_, minP_, repeatPenalty_, maxTokens_, contextLength_, threads_, fixedSeed_,
-                                seed_, dropOldestTurns_});
+                                seed_, dropOldestTurns_, grounded_});
 }
 
 }  // namespace mnemo::gui

@@ -30,6 +30,8 @@ class SettingsController : public QObject {
     Q_PROPERTY(qint64 seed READ seed WRITE setSeed NOTIFY changed)  // 0 .. 4294967295
     // When the conversation is longer than the context: drop the oldest messages, or stop.
     Q_PROPERTY(bool dropOldestTurns MEMBER dropOldestTurns_ NOTIFY changed)
+    // Answers that only quote the memories their question read (SamplingSettings::grounded).
+    Q_PROPERTY(bool grounded MEMBER grounded_ NOTIFY changed)
     // The window's palette, for the whole app (not per model): "system", "light" or "dark".
     Q_PROPERTY(QString appearance READ appearance WRITE setAppearance NOTIFY appearanceChanged)
 
@@ -73,6 +75,7 @@ private:
     bool fixedSeed_ = ModelSettings{}.fixedSeed;
     qint64 seed_ = ModelSettings{}.seed;
     bool dropOldestTurns_ = ModelSettings{}.dropOldestTurns;
+    bool grounded_ = ModelSettings{}.grounded;
     QString appearance_;
 };
 
