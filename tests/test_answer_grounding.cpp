@@ -80,19 +80,35 @@ TEST_F(AnswerGroundingTest, AnAnswerOffEveryQuoteCanOnlyEnd) {
 TEST_F(AnswerGroundingTest, AnAnswerDoesNotRepeatTheQuestion) {
     // "Who was born in Fyquaruv?" is not answered "Fyquaruv" (nor "in ..."): no quote starts at
     // one of the question's words, whole words compared byte for byte ("fy" is not "Fy...").
-    grounding.set_references({"Poshuth Rokoun was born in Fyquaruv.", "The birth year of Poshuth Rokoun is 1793."},
+    grounding.set_references({"Poshuth Rokoun was born in Fyquaruv.", "The birth year of Poshuth Rokoun of Fyquaruv is 1793."},
                              "Who was born in Fyquaruv?");
     EXPECT_EQ(allowed(""), (std::set<std::string>{" ", "17"}));
     EXPECT_EQ(allowed(" Fy"), (std::set<std::string>{"</s>", "<|im_end|>", "\n"}));  // quotes nothing
     // A question word inside a quote is fine: only where the quote starts counts.
-    grounding.set_references({"Poshuth Rokoun was born in Fyquaruv."}, "Where was Poshuth born?");
+    grounding.set_references({"Poshuth Rokoun was born in Fyquaruv."}, "Where was he born?");
     EXPECT_EQ(allowed(" in"), (std::set<std::string>{" Fy", " ", "</s>", "<|im_end|>", "\n"}));
-    EXPECT_EQ(allowed("Rokoun was born in"), (std::set<std::string>{" Fy", " ", "</s>", "<|im_end|>", "\n"}));
+    EXPECT_EQ(allowed("Poshuth Rokoun was born in"), (std::set<std::string>{" Fy", " ", "</s>", "<|im_end|>", "\n"}));
+}
+
+TEST_F(AnswerGroundingTest, QuotesComeFromTheReferencesAboutWhatWasAsked) {
+    // Two references read, one about the person asked for: only it is quoted ("17" for its 1793;
+    // "Fyquaruv" and "in" are in the other). When no reference names everything the question
+    // names, or the question names nothing (no capitalized word after its first), all are quoted.
+    const std::vector<std::string> refs = {"Poshuth Rokoun was born in Fyquaruv.", "The birth year of Quear Mousaim is 1793."};
+    grounding.set_references(refs, "When was Quear Mousaim born?");
+    EXPECT_EQ(allowed(""), (std::set<std::string>{" ", "17"}));
+    const std::set<std::string> all = {" Fy", " ", "17", " in", "Fyquaruv"};
+    grounding.set_references(refs, "When was Quear Kewiort born?");  // no reference names both
+    EXPECT_EQ(allowed(""), all);
+    grounding.set_references(refs, "when was quear mousaim born?");  // names nothing
+    EXPECT_EQ(allowed(""), all);
+    grounding.set_references(refs, "When was Quear born?");  // "Quear" whole, not "Quearx"
+    EXPECT_EQ(allowed(""), (std::set<std::string>{" ", "17"}));
 }
 
 TEST(AnswerGrounding, AQuoteDoesNotEndInsideAName) {
-    // "Lower" is not an answer where the reference says "Lower Tamholm": after a capitalized word,
-    // one space and another capitalized word, the name goes on; after a lowercase word it may end.
+    // "Lower" is not an answer where the reference says "Lower Tamholm", nor "Tamholm": a capitalized
+    // word, one space and another capitalized word are one name; after a lowercase word it may end.
     PieceTokenizer tok({"</s>", "<|im_end|>", " Lower", " Tam", "holm", " is", ".", " Edith"});
     AnswerGrounding g(tok, tok.vocab_size(), {});
     g.set_references({"The birthplace of Edith Thornfield is Lower Tamholm."}, "Where was Edith Thornfield born?");
@@ -105,10 +121,14 @@ TEST(AnswerGrounding, AQuoteDoesNotEndInsideAName) {
         return out;
     };
     EXPECT_EQ(allowed(" Lower"), (std::set<std::string>{" Tam"}));
+    EXPECT_EQ(allowed(" Tam"), (std::set<std::string>{"</s>", "<|im_end|>"}));  // nor does one start inside it
     EXPECT_EQ(allowed(" Lower Tamholm"), (std::set<std::string>{".", "</s>", "<|im_end|>"}));
     EXPECT_EQ(allowed(" is"), (std::set<std::string>{" Lower", "</s>", "<|im_end|>"}));
-    // " Edith" repeats the question; "Tamholm" starts a word, so a quote may start there.
-    EXPECT_EQ(allowed(""), (std::set<std::string>{" Lower", " Tam", " is"}));
+    // " Edith" repeats the question; "Tamholm" is the inside of a name.
+    EXPECT_EQ(allowed(""), (std::set<std::string>{" Lower", " is"}));
+    // After a full stop a capital starts a sentence: "Lower" there is a quote's start.
+    g.set_references({"Edith Thornfield was born in 1794. Lower Tamholm is her town."}, "Where was Edith Thornfield born?");
+    EXPECT_EQ(allowed(""), (std::set<std::string>{" Lower", " is"}));
 }
 
 TEST(AnswerGrounding, WithoutAnEndTokenAQuoteThatCannotGoOnIsOver) {

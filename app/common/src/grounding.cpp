@@ -50,6 +50,35 @@ bool name_goes_on(const std::string& text, size_t at) {
     return at + 1 < text.size() && text[at] == ' ' && is_upper(text[at + 1]);
 }
 
+// A capitalized word right after another and one space: the inside of a name ("Union" of
+// "Thetol Union"), where a quote does not start. After a full stop it is a new sentence.
+bool inside_name(const std::string& text, size_t at) {
+    if (at < 2 || text[at - 1] != ' ' || !is_upper(text[at])) return false;
+    size_t start = at - 1;
+    while (start > 0 && is_word_char(text[start - 1])) --start;
+    return start < at - 1 && is_upper(text[start]);
+}
+
+// What a question names: its capitalized words after the first ("Who made the Sumax harp?" ->
+// Sumax; "Where is Dipou Foundry based?" -> Dipou, Foundry). Latin capitals only.
+std::vector<std::string_view> names_in(std::string_view question) {
+    std::vector<std::string_view> names;
+    bool first = true;
+    for (size_t at = 0; at < question.size(); ++at) {
+        if (!is_word_char(question[at]) || (at > 0 && is_word_char(question[at - 1]))) continue;
+        if (!first && is_upper(question[at])) names.push_back(word_at(question, at));
+        first = false;
+    }
+    return names;
+}
+
+// Whether `word` is a whole word of `text`.
+bool holds_word(const std::string& text, std::string_view word) {
+    for (size_t at = text.find(word); at != std::string::npos; at = text.find(word, at + 1))
+        if (starts_word(text, at) && ends_word(text, at + word.size())) return true;
+    return false;
+}
+
 }  // namespace
 
 AnswerGrounding::AnswerGrounding(const Tokenizer& tokenizer, int32_t vocab, const std::vector<std::string>& stop_strings)
@@ -81,6 +110,13 @@ void AnswerGrounding::set_references(std::vector<std::string> texts, std::string
         if (!t.empty()) references_.push_back(std::move(t));
     std::sort(references_.begin(), references_.end());
     references_.erase(std::unique(references_.begin(), references_.end()), references_.end());
+    // The references about what was asked: those that name everything the question names.
+    const std::vector<std::string_view> names = names_in(question);
+    if (names.empty()) return;
+    std::vector<std::string> about;
+    for (const std::string& t : references_)
+        if (std::all_of(names.begin(), names.end(), [&](std::string_view n) { return holds_word(t, n); })) about.push_back(t);
+    if (!about.empty()) references_ = std::move(about);
 }
 
 bool AnswerGrounding::repeats_question(const std::string& text, size_t at) const {
@@ -95,11 +131,11 @@ void AnswerGrounding::find_quotes(std::string_view answer) const {
         const std::string& text = references_[r];
         if (answer.empty()) {  // every word of every reference can begin the answer
             for (size_t at = 0; at < text.size(); ++at)
-                if (starts_word(text, at) && !repeats_question(text, at)) quotes.push_back({r, at});
+                if (starts_word(text, at) && !repeats_question(text, at) && !inside_name(text, at)) quotes.push_back({r, at});
             continue;
         }
         for (size_t at = text.find(answer); at != std::string::npos; at = text.find(answer, at + 1))
-            if (starts_word(text, at) && !repeats_question(text, at)) quotes.push_back({r, at + answer.size()});
+            if (starts_word(text, at) && !repeats_question(text, at) && !inside_name(text, at)) quotes.push_back({r, at + answer.size()});
     }
 }
 

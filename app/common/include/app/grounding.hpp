@@ -7,9 +7,12 @@
 // Nor may a quote start at a word of the question: an answer tells what the question does not
 // already say ("Who made the Sumax harp?" is not answered "Sumax"; the reference that holds the
 // maker also holds the harp's name, and a quote of it is the commonest wrong grounded answer).
-// And a quote does not end inside a name: after a capitalized word, a capitalized word that
-// follows it after one space is part of the answer ("Upper" is not an answer where the
-// reference says "Upper Crowenminster"; Latin capitals only).
+// And a quote neither starts nor ends inside a name: a capitalized word and a capitalized word
+// that follows it after one space are one name ("Upper" is not an answer where the reference
+// says "Upper Crowenminster", nor "Union" where it says "Thetol Union"; Latin capitals only). And the quote comes from the
+// references about what was asked: when the question names something (its capitalized words
+// after the first: "Sumax" in "Who made the Sumax harp?") and some references name it all, only
+// those are quoted; the other references read (another harp's maker, another town's roofs) are not.
 //
 // For short factual answers (a name, a year, a colour) from a memory model. It is off by default:
 // an answer in the model's own words (a sentence, a summary) cannot be a quote, and a question
@@ -33,7 +36,8 @@ public:
     AnswerGrounding(const Tokenizer& tokenizer, int32_t vocab, const std::vector<std::string>& stop_strings);
 
     // The texts the answer may quote (each reference once is enough; empty texts are ignored), and
-    // the question (or prompt) they answer: no quote starts at one of its words (byte for byte).
+    // the question (or prompt) they answer: no quote starts at one of its words (byte for byte),
+    // and when some texts name everything the question names, only those are quoted.
     void set_references(std::vector<std::string> texts, std::string_view question);
     bool active() const { return !references_.empty(); }
 
