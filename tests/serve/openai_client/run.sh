@@ -31,6 +31,7 @@ rm -rf "$work/memories"
   || { cat "$work/memorize.log"; exit 1; }
 
 log=$work/serve.log
+: > "$log"  # there before the loop below reads it: the server's redirection happens in its own process, maybe later
 "$bin/mnemo" serve --port 0 --parallel 2 --memories "$work/memories" > "$log" 2>&1 &
 server=$!
 trap 'kill $server 2>/dev/null; wait $server 2>/dev/null || true' EXIT
