@@ -456,7 +456,8 @@ TEST(ServeGrounded, AGroundedAnswerQuotesWhatItRead) {
         const HttpReply r = http(port, "POST", "/v1/chat/completions", chat_body(question, stream, extra));
         EXPECT_EQ(r.status, 200) << r.body;
         if (stream) return streamed_text(sse_data(r.body));
-        const json::Value* c = parse(r.body).find_path("choices.0.message.content");
+        const json::Value v = parse(r.body);  // alive while its content is read
+        const json::Value* c = v.find_path("choices.0.message.content");
         return c ? c->as_string() : std::string("(no content) ") + r.body;
     };
     {
