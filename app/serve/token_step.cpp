@@ -4,7 +4,6 @@
 #include <cmath>
 
 #include "app/generate.hpp"
-#include "mnemo/error.hpp"
 
 namespace mnemo::serve {
 
@@ -29,22 +28,16 @@ TokenStep::TokenStep(const Tokenizer& tok, const SamplingParams& sampling, std::
       ignore_eos_(ignore_eos) {}
 
 void TokenStep::ground(std::unique_ptr<app::AnswerGrounding> grounding) {
-    if (grounding && grounding->vocab() != vocab_)
-        throw Error("grounded answers: the grounding was made for " + std::to_string(grounding->vocab()) +
-                    " token ids, this model samples from " + std::to_string(vocab_));
+    if (grounding) grounding->check_vocab(vocab_);
     grounding_ = std::move(grounding);
 }
 
 StepResult TokenStep::step(const float* logits, const std::vector<int32_t>& history, bool room) {
     StepResult r;
     const float* from = logits;
-    if (grounding_ && grounding_->active()) {
-        masked_.assign(logits, logits + vocab_);
-        if (!grounding_->restrict(masked_.data(), answer_)) {
-            r.finish = FinishReason::Stop;  // the quote can go no further
-            return r;
-        }
-        from = masked_.data();
+    if (grounding_ && grounding_->active() && (from = grounding_->masked(logits, answer_, masked_)) == nullptr) {
+        r.finish = FinishReason::Stop;  // the quote can go no further
+        return r;
     }
     const int32_t id = sampler_.sample(from, vocab_, history);
     r.token = id;

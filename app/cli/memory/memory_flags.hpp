@@ -39,8 +39,8 @@ void add_memory_flags(app::ArgParser& p, MemoryFlags& f);
 void check_kb_flags(const MemoryFlags& f);
 
 // --grounded (`ask`, `chat`, `eval`; app/grounding.hpp): answers that only quote the references
-// read. check_grounded_flag: a usage error when it is given without --memories or --kb (nothing to
-// quote), said before the model loads.
+// read. check_grounded_flag (also `serve`'s, whose flag says what it means there): a usage error
+// when it is given without --memories or --kb (nothing to quote), said before the model loads.
 void add_grounded_flag(app::ArgParser& p, bool* grounded);
 void check_grounded_flag(const MemoryFlags& f, bool grounded);
 

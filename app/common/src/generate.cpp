@@ -35,9 +35,7 @@ GenerateResult generate(const GenerateRequest& r) {
     };
 
     const bool grounded = r.grounding != nullptr && r.grounding->active();
-    if (grounded && r.grounding->vocab() != vocab)
-        throw Error("grounded answers: the grounding was made for " + std::to_string(r.grounding->vocab()) +
-                    " token ids, this model samples from " + std::to_string(vocab));
+    if (grounded) r.grounding->check_vocab(vocab);
     std::vector<float> masked;  // the logits with what no reference says taken out (grounded)
     std::string answer;         // the generated tokens' bytes (grounded)
 
@@ -54,13 +52,9 @@ GenerateResult generate(const GenerateRequest& r) {
             break;
         }
         const float* from = logits;
-        if (grounded) {
-            masked.assign(logits, logits + vocab);
-            if (!r.grounding->restrict(masked.data(), answer)) {
-                result.reason = StopReason::QuoteEnded;
-                break;
-            }
-            from = masked.data();
+        if (grounded && (from = r.grounding->masked(logits, answer, masked)) == nullptr) {
+            result.reason = StopReason::QuoteEnded;
+            break;
         }
         int32_t id = 0;
         try {

@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <functional>
 
+#include "mnemo/error.hpp"
+
 namespace mnemo::app {
 
 namespace {
@@ -178,6 +180,17 @@ bool AnswerGrounding::restrict(float* logits, const std::string& answer) const {
         for (size_t id = 0; id < pieces_.size(); ++id)
             if (is_end_[id]) logits[id] = kMasked;
     return any || has_end_;
+}
+
+const float* AnswerGrounding::masked(const float* logits, const std::string& answer, std::vector<float>& buffer) const {
+    buffer.assign(logits, logits + pieces_.size());
+    return restrict(buffer.data(), answer) ? buffer.data() : nullptr;
+}
+
+void AnswerGrounding::check_vocab(int32_t vocab) const {
+    if (vocab != this->vocab())
+        throw Error("grounded answers: the grounding was made for " + std::to_string(this->vocab()) +
+                    " token ids, this model samples from " + std::to_string(vocab));
 }
 
 std::vector<std::string> reference_texts(const std::vector<RetrievedReference>& references) {

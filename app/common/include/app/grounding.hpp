@@ -47,6 +47,11 @@ public:
     // vocabulary has no end token, as in a completion model without stop strings): the answer
     // is over (generate() stops with StopReason::QuoteEnded).
     bool restrict(float* logits, const std::string& answer) const;
+    // What a token loop samples from: `logits` (vocab() floats) copied into `buffer` and
+    // restricted; nullptr when the answer is over (restrict() false).
+    const float* masked(const float* logits, const std::string& answer, std::vector<float>& buffer) const;
+    // Throws mnemo::Error when this grounding was made for another vocabulary than `vocab` ids.
+    void check_vocab(int32_t vocab) const;
 
     // The answer's bytes after `id` (the token's text; nothing for an end token).
     const std::string& piece(int32_t id) const { return pieces_[static_cast<size_t>(id)]; }
