@@ -105,7 +105,7 @@ protected:
         std::vector<MemoryReference> meta;
         for (const auto& r : refs) {
             tokens.push_back(r.tokens);
-            meta.push_back({r.tokens, r.text});
+            meta.push_back({r.tokens, r.text, {}, {}, {}, r.title_tokens});  // the titles counted as the bank counts them
         }
         const kb::Bank& b = **bank_;
         auto kc = kb::VqCodec::from_codebook(b.codec().keys);
@@ -425,8 +425,10 @@ TEST_F(KbBank, AddMakesVersionTwoAndLeavesVersionOneAlone) {
     EXPECT_EQ(added.doc_id, "0");
     EXPECT_EQ(added.source, "extra/0");
     EXPECT_EQ(added.title, "0");
+    EXPECT_TRUE(added.title_tokens.empty()) << "an id standing in for a title is not counted by BM25";
     const kb::BankReference& named = v2->reference(static_cast<uint32_t>(v2->count() - 1));
     EXPECT_EQ(named.title, "Named one");
+    EXPECT_FALSE(named.title_tokens.empty()) << "a given title is counted by BM25";
     EXPECT_EQ(named.source, "more.jsonl");
     // Version 1's files are byte for byte what they were (CURRENT aside), and still name a bank.
     for (const auto& [name, bytes] : before) {
@@ -604,6 +606,8 @@ TEST(KbBankCorpus, JsonlAndFolderDocuments) {
     EXPECT_EQ(docs[0].title, "first line");
     EXPECT_EQ(docs[1].source, "sub/b.md");
     EXPECT_EQ(docs[1].title, "Heading here");
+    EXPECT_FALSE(docs[0].title_given);  // a plain text's first line: shown, not counted by BM25
+    EXPECT_TRUE(docs[1].title_given);   // a heading
     std::ofstream(dir / "c.jsonl") << "{\"id\": 7, \"text\": \"t\", \"metadata\": {\"k\": [1]}}\n\n{\"id\": \"x\", \"text\": \"u\", \"title\": \"T\", \"source\": \"s\"}\n";
     docs = app::read_corpus((dir / "c.jsonl").string());
     ASSERT_EQ(docs.size(), 2u);
@@ -612,6 +616,8 @@ TEST(KbBankCorpus, JsonlAndFolderDocuments) {
     EXPECT_EQ(docs[0].source, "c.jsonl");
     EXPECT_EQ(docs[0].metadata_json, "{\"k\":[1]}");
     EXPECT_EQ(docs[1].title, "T");
+    EXPECT_FALSE(docs[0].title_given);
+    EXPECT_TRUE(docs[1].title_given);
     std::ofstream(dir / "bad.jsonl") << "{\"id\": 1}\n";
     expect_error([&] { app::read_corpus((dir / "bad.jsonl").string()); }, {"bad.jsonl", "line 1", "text"});
     expect_error([&] { app::read_corpus((dir / "nothing").string()); }, {"does not exist"});

@@ -19,6 +19,7 @@
 #include "bank/sha256_hex.hpp"
 #include "fixtures/kb_corrected_bank.hpp"
 #include "mnemo/io/json.hpp"
+#include "mnemo/tokenizer/tokenizer.hpp"
 
 namespace fs = std::filesystem;
 using namespace mnemo;
@@ -26,6 +27,8 @@ using test::expect_error_with;
 using test::open_kb_bank;
 
 namespace {
+
+void rewrite_texts(const fs::path& dir, const std::string& t);
 
 class KbBankCorrect : public ::testing::Test {
 protected:
@@ -48,6 +51,18 @@ protected:
     static fs::path copy_base(const std::string& name) {
         test::copy_kb_bank(*root_ / "base", *root_ / name);
         return *root_ / name;
+    }
+    // A copy of the base whose first texts file has its first `find` made `replace`: opening it
+    // is an error mentioning every needle.
+    static void expect_texts_edit_refused(const std::string& name, const std::string& find, const std::string& replace,
+                                          const std::vector<std::string>& needles) {
+        const fs::path dir = copy_base(name);
+        std::string t = test::read_text(dir / "texts-000001-0000.jsonl");
+        const size_t at = t.find(find);
+        ASSERT_NE(at, std::string::npos) << find;
+        t.replace(at, find.size(), replace);
+        rewrite_texts(dir, t);
+        expect_error_with([&] { open_kb_bank(dir); }, needles);
     }
     // `mnemo-kb add BANK CORPUS` with these JSONL lines.
     static kb::BankBuildReport add(const fs::path& bank, const std::string& lines, const std::string& name = "more.jsonl") {
@@ -339,13 +354,32 @@ TEST_F(KbBankCorrect, DocumentVersionsOfOlderBanksAndBadOnes) {
     for (const auto& d : old_bank->documents().all()) EXPECT_EQ(d.version, 1u) << "from seg-000001's name";
     EXPECT_EQ(old_bank->reference(0).doc_version, 1u);
 
-    const fs::path dir = copy_base("bad-doc-version");
-    std::string t = test::read_text(dir / "texts-000001-0000.jsonl");
-    const size_t at = t.find("\"doc_version\":1");
-    ASSERT_NE(at, std::string::npos);
-    t.replace(at, 15, "\"doc_version\":7");
-    rewrite_texts(dir, t);
-    expect_error_with([&] { open_kb_bank(dir); }, {"texts-000001-0000.jsonl", "line 1", "'doc_version'", "[0, 1]"});
+    expect_texts_edit_refused("bad-doc-version", "\"doc_version\":1", "\"doc_version\":7",
+                              {"texts-000001-0000.jsonl", "line 1", "'doc_version'", "[0, 1]"});
+}
+
+// Each reference keeps its document's title tokenized (BM25 counts it: mnemo/memory/retrieval_terms.hpp);
+// a bank written before has none and opens, its references counted by their text alone; a bad list
+// is an error naming the file, the line and the field.
+TEST_F(KbBankCorrect, TitleTokensOfNewOlderAndBadBanks) {
+    const auto base = open_kb_bank(*root_ / "base");
+    const auto tok = load_tokenizer(test::model_dir("memory3-tiny-bpe"));
+    for (uint32_t id = 0; id < base->count(); ++id) {
+        ASSERT_FALSE(base->reference(id).title.empty());
+        EXPECT_EQ(base->reference(id).title_tokens, tok->encode(base->reference(id).title, false)) << "record " << id;
+    }
+
+    const fs::path older = copy_base("older-titles");
+    std::string lines = test::read_text(older / "texts-000001-0000.jsonl");
+    for (size_t at; (at = lines.find(",\"title_tokens\":[")) != std::string::npos;) lines.erase(at, lines.find(']', at) + 1 - at);
+    rewrite_texts(older, lines);
+    const auto old_bank = open_kb_bank(older);
+    const auto first_segment = static_cast<uint32_t>(std::count(lines.begin(), lines.end(), '\n'));
+    ASSERT_GT(first_segment, 0u);
+    for (uint32_t id = 0; id < first_segment; ++id) EXPECT_TRUE(old_bank->reference(id).title_tokens.empty()) << "record " << id;
+
+    expect_texts_edit_refused("bad-title-tokens", "\"title_tokens\":[", "\"title_tokens\":[-3,",
+                              {"texts-000001-0000.jsonl", "line 1", "'title_tokens' holds a non-token value"});
 }
 
 TEST_F(KbBankCorrect, RetiredRangesInTheManifestAreChecked) {

@@ -18,6 +18,7 @@
 #include "fixtures/kb_corrected_bank.hpp"
 #include "fixtures/kb_serve_harness.hpp"
 #include "mnemo/kb/kb_admin.hpp"
+#include "serve/add_documents_input.hpp"
 #include "serve/bank_editor.hpp"
 
 namespace {
@@ -129,6 +130,43 @@ std::shared_ptr<mnemo::Session>* KbAddDocuments::session_ = nullptr;
 
 const std::string kZebraText = "The zebra quartet played violins under the lighthouse.\n\nEvery violin was painted with zebra stripes.";
 const std::string kZebraFix = "The zebra quartet now plays cellos in the harbour.";
+
+// A title sent with a document is counted by BM25 (app::CorpusDocument::title_given) unless the
+// client says it guessed it (title_guessed: a plain text's first line, a file name) or sends none
+// (the doc_id stands in); title_guessed on a continuing message is refused like its other fields.
+TEST(KbAddDocumentsInput, ATitleIsCountedUnlessGuessedOrAbsent) {
+    ServeLimits limits;
+    AddDocumentsInput input(limits);
+    const auto message = [](const char* id, const char* title, bool guessed) {
+        v1::AddDocumentsRequest m;
+        m.set_doc_id(id);
+        m.set_title(title);
+        m.set_title_guessed(guessed);
+        m.set_text("Some text.");
+        return m;
+    };
+    ASSERT_TRUE(input.add(message("given", "Zebra quartet", false)).ok());
+    ASSERT_TRUE(input.add(message("guessed", "The zebra quartet played.", true)).ok());
+    ASSERT_TRUE(input.add(message("absent", "", false)).ok());
+    ASSERT_TRUE(input.finish().ok());
+    const std::vector<mnemo::app::CorpusDocument> docs = input.take();
+    ASSERT_EQ(docs.size(), 3u);
+    EXPECT_TRUE(docs[0].title_given);
+    EXPECT_FALSE(docs[1].title_given);
+    EXPECT_EQ(docs[1].title, "The zebra quartet played.");
+    EXPECT_FALSE(docs[2].title_given);
+    EXPECT_EQ(docs[2].title, "absent");
+
+    AddDocumentsInput bad(limits);
+    ASSERT_TRUE(bad.add(message("one", "One", false)).ok());
+    v1::AddDocumentsRequest more;
+    more.set_continued(true);
+    more.set_title_guessed(true);
+    more.set_text(" more");
+    const grpc::Status st = bad.add(more);
+    EXPECT_EQ(st.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+    EXPECT_NE(st.error_message().find("carries only text"), std::string::npos) << st.error_message();
+}
 
 TEST_F(KbAddDocuments, AddedDocumentIsRetrievedReplacedAndDeleted) {
     serve();

@@ -49,7 +49,8 @@ int cmd_export(int argc, char** argv) {
         const float* v = bank->vector(id);
         w.vector.assign(v, v + spec.retrieval_dim);
         memories.push_back(std::move(w));
-        refs.push_back({bank->reference(id).tokens, bank->reference(id).text, bank->reference(id).doc_id});
+        const BankReference& r = bank->reference(id);
+        refs.push_back({r.tokens, r.text, r.doc_id, r.title, r.source, r.title_tokens});
     }
     write_memory_folder(out, bank->model(), memories, refs, force, &bank->codec());
     std::fprintf(stderr, "export: bank '%s' version %llu (%llu memories) -> %s\n", bank_dir.c_str(),

@@ -49,7 +49,7 @@ int cmd_push(int argc, char** argv) {
 
     std::vector<KbAddDocument> docs;
     for (app::CorpusDocument& d : app::read_corpus(pos[1], corpus_options))
-        docs.push_back({std::move(d.doc_id), std::move(d.title), std::move(d.source), std::move(d.text)});
+        docs.push_back({std::move(d.doc_id), std::move(d.title), std::move(d.source), std::move(d.text), !d.title_given});
     std::fprintf(stderr, "mnemo-kb: pushing %zu documents to %s\n", docs.size(), c.url.c_str());
 
     struct sigaction sa {};

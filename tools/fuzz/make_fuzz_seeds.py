@@ -46,8 +46,9 @@ def raw_image(header_text, data_len):
 MF_DIR = os.path.join(ROOT, "tests", "fuzz", "corpus", "memory_folder")
 
 
-def memory_folder(n, n_valid=None, corrupt_crc=False, count=None, encoding="f32"):
-    """A small memory folder (1 memory layer, 1 kv head, 2 slots, head dim 4, retrieval dim 3)."""
+def memory_folder(n, n_valid=None, corrupt_crc=False, count=None, encoding="f32", titled=False):
+    """A small memory folder (1 memory layer, 1 kv head, 2 slots, head dim 4, retrieval dim 3);
+    titled: each reference with a title and its tokens (which BM25 counts with the text's)."""
     layers, heads, keep, dim, rdim = [0], 1, 2, 4, 3
     slots = len(layers) * heads * keep
     manifest = json.dumps({
@@ -66,7 +67,10 @@ def memory_folder(n, n_valid=None, corrupt_crc=False, count=None, encoding="f32"
         body += struct.pack(f"<{2 * slots * dim}f", *[0.25 * (i + j) for j in range(2 * slots * dim)])
         crc = zlib.crc32(body) ^ (1 if corrupt_crc else 0)
         records += struct.pack("<IIII", 0x4352334D, i, nv, crc) + body
-        refs += json.dumps({"id": i, "tokens": [5, 6 + i, 7], "text": f"reference {i}"}).encode() + b"\n"
+        ref = {"id": i, "tokens": [5, 6 + i, 7], "text": f"reference {i}"}
+        if titled:
+            ref.update({"title": f"document {i % 2}", "title_tokens": [8, 9 + i % 2]})
+        refs += json.dumps(ref).encode() + b"\n"
         vectors += struct.pack("<3f", 0.6, 0.8 if i == 0 else 0.0, 0.0 if i == 0 else 0.8)
     return struct.pack("<HHH", len(manifest), len(refs), len(vectors)) + manifest + refs + vectors + records
 
@@ -129,6 +133,7 @@ def main():
     mf = {
         "valid_two": memory_folder(2, n_valid=(4, 2)),
         "valid_empty": memory_folder(0),
+        "valid_titled": memory_folder(3, n_valid=(2, 1, 2), titled=True),
         "bad_crc": memory_folder(2, corrupt_crc=True),
         "bad_count": memory_folder(2, count=3),
         "bad_encoding": memory_folder(1, encoding="vq"),

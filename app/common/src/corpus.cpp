@@ -39,25 +39,7 @@ std::string trim(const std::string& s) {
     return s.substr(a, s.find_last_not_of(" \t\r") - a + 1);
 }
 
-// The first non-blank line, without Markdown heading marks; capped so a title stays a title.
-std::string title_of(const std::string& text, const std::string& fallback) {
-    std::istringstream in(text);
-    std::string line;
-    while (std::getline(in, line)) {
-        std::string t = trim(line);
-        if (t.empty()) continue;
-        const size_t hashes = t.find_first_not_of('#');
-        if (hashes != std::string::npos && hashes > 0 && t[hashes] == ' ') t = trim(t.substr(hashes));
-        if (t.empty()) continue;
-        if (t.size() > 200) {
-            size_t cut = 200;
-            while (cut > 0 && (static_cast<unsigned char>(t[cut]) & 0xC0) == 0x80) --cut;  // not inside a UTF-8 sequence
-            t = t.substr(0, cut);
-        }
-        return t;
-    }
-    return fallback;
-}
+
 
 std::vector<CorpusDocument> read_folder(const fs::path& dir, const CorpusOptions& options) {
     const std::string where = "corpus folder '" + printable(dir.string()) + "'";
@@ -88,7 +70,9 @@ std::vector<CorpusDocument> read_folder(const fs::path& dir, const CorpusOptions
             throw Error(where + ": '" + printable(d.source) + "' is a link to '" + printable(target.string()) +
                         "', outside the corpus folder; refused (give --follow-external-links to read files outside it)");
         d.text = read_file(target);
-        d.title = title_of(d.text, p.stem().string());
+        DocumentTitle title = title_of(d.text, p.stem().string());
+        d.title = std::move(title.text);
+        d.title_given = title.given;
         docs.push_back(std::move(d));
     }
     return docs;
@@ -124,6 +108,8 @@ std::vector<CorpusDocument> read_jsonl(const fs::path& file) {
         if (!text || !text->is_string()) throw Error(where + ": missing string 'text'");
         d.text = text->as_string();
         d.title = optional_string(v, "title", where, d.doc_id);
+        const json::Value* title = v.find("title");
+        d.title_given = title && title->is_string() && !title->as_string().empty();
         d.source = optional_string(v, "source", where, file.filename().string());
         if (const json::Value* m = v.find("metadata"); m && !m->is_null()) {
             if (!m->is_object()) throw Error(where + ": 'metadata' must be an object");
@@ -142,6 +128,26 @@ std::vector<CorpusDocument> read_jsonl(const fs::path& file) {
 
 }  // namespace
 
+DocumentTitle title_of(const std::string& text, const std::string& fallback) {
+    std::istringstream in(text);
+    std::string line;
+    while (std::getline(in, line)) {
+        std::string t = trim(line);
+        if (t.empty()) continue;
+        const size_t hashes = t.find_first_not_of('#');
+        const bool heading = hashes != std::string::npos && hashes > 0 && t[hashes] == ' ';
+        if (heading) t = trim(t.substr(hashes));
+        if (t.empty()) continue;
+        if (t.size() > 200) {
+            size_t cut = 200;
+            while (cut > 0 && (static_cast<unsigned char>(t[cut]) & 0xC0) == 0x80) --cut;  // not inside a UTF-8 sequence
+            t = t.substr(0, cut);
+        }
+        return {t, heading};
+    }
+    return {fallback, false};
+}
+
 std::vector<CorpusDocument> read_corpus(const std::string& path, const CorpusOptions& options) {
     std::error_code ec;
     if (fs::is_directory(path, ec)) return read_folder(path, options);
@@ -155,17 +161,20 @@ std::vector<CorpusReference> cut_references(const std::vector<CorpusDocument>& d
     if (reference_length < 1) throw Error("corpus: the model's reference_length is " + std::to_string(reference_length));
     const auto len = static_cast<size_t>(reference_length);
     std::vector<CorpusReference> out;
-    for (size_t d = 0; d < docs.size(); ++d)
+    for (size_t d = 0; d < docs.size(); ++d) {
+        const std::vector<int32_t> title = docs[d].title_given ? tok.encode(docs[d].title, /*parse_special=*/false) : std::vector<int32_t>{};
         for (const std::string& para : app::split_paragraphs(docs[d].text)) {
             const std::vector<int32_t> ids = tok.encode(para, /*parse_special=*/false);
             for (size_t i = 0; i < ids.size(); i += len) {
                 CorpusReference r;
                 r.document = d;
+                r.title_tokens = title;
                 r.tokens.assign(ids.begin() + static_cast<long>(i), ids.begin() + static_cast<long>(std::min(ids.size(), i + len)));
                 r.text = tok.decode(r.tokens, /*skip_special=*/false);
                 out.push_back(std::move(r));
             }
         }
+    }
     return out;
 }
 

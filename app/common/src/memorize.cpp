@@ -18,27 +18,6 @@ namespace {
 
 namespace fs = std::filesystem;
 
-// The first non-blank line without Markdown heading marks (as read_corpus titles a folder's files).
-std::string first_line_title(const std::string& text, const std::string& fallback) {
-    size_t at = 0;
-    while (at < text.size()) {
-        size_t end = text.find('\n', at);
-        if (end == std::string::npos) end = text.size();
-        std::string line = text.substr(at, end - at);
-        at = end + 1;
-        const size_t a = line.find_first_not_of(" \t\r#");
-        if (a == std::string::npos) continue;
-        line = line.substr(a, line.find_last_not_of(" \t\r") - a + 1);
-        if (line.size() > 200) {
-            size_t cut = 200;
-            while (cut > 0 && (static_cast<unsigned char>(line[cut]) & 0xC0) == 0x80) --cut;  // not inside a UTF-8 sequence
-            line.resize(cut);
-        }
-        return line;
-    }
-    return fallback;
-}
-
 std::string absolute_path(const fs::path& p) {
     std::error_code ec;
     const fs::path a = fs::absolute(p, ec);
@@ -58,7 +37,9 @@ std::vector<CorpusDocument> read_one(const std::string& path, const CorpusOption
     CorpusDocument d;
     d.text = read_file_capped(path, kMaxDocumentFileBytes, "corpus file");
     d.doc_id = p.filename().string();
-    d.title = first_line_title(d.text, p.stem().string());
+    DocumentTitle title = title_of(d.text, p.stem().string());
+    d.title = std::move(title.text);
+    d.title_given = title.given;
     d.source = absolute_path(p);
     return {std::move(d)};
 }
@@ -122,7 +103,7 @@ MemorizeResult memorize_documents(Session& session, const Tokenizer& tok, const 
     std::set<size_t> memorized;
     for (const CorpusReference& r : cut) {
         const CorpusDocument& d = documents[r.document];
-        meta.push_back({r.tokens, r.text, d.doc_id, d.title, d.source});
+        meta.push_back({r.tokens, r.text, d.doc_id, d.title, d.source, r.title_tokens});
         result.tokens += r.tokens.size();
         memorized.insert(r.document);
     }

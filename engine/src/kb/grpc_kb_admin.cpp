@@ -123,6 +123,7 @@ KbAddResult kb_add_documents(const KbAdminConnection& connection, const std::vec
                 if (offset == 0) {
                     m.set_doc_id(d.doc_id);
                     m.set_title(d.title);
+                    m.set_title_guessed(d.title_guessed);
                     m.set_source(d.source);
                     if (i == 0) m.set_total_documents(documents.size());
                 } else {

@@ -1,6 +1,7 @@
 // Memory folders (see mnemo/memory/memory_folder.hpp): writing them atomically, reading and checking
 // them, and retrieving from them by retrieval vector (cosine) or BM25 over reference tokens.
 #include "mnemo/memory/memory_folder.hpp"
+#include "mnemo/memory/retrieval_terms.hpp"
 
 #include <algorithm>
 #include <cmath>
@@ -59,8 +60,8 @@ void write_file(const fs::path& path, const std::string& bytes) {
     if (!f) throw Error("cannot write '" + path.string() + "'");
 }
 
-// The words BM25 counts: the reference's token ids (language-independent and already what the
-// model reads; no second tokenizer to keep in step).
+// The words BM25 counts: the reference's title and text token ids (language-independent and
+// already what the model reads; no second tokenizer to keep in step), as retrieval_terms() says.
 struct Bm25 {
     std::vector<std::unordered_map<int32_t, int32_t>> tf;
     std::unordered_map<int32_t, int32_t> df;
@@ -69,10 +70,11 @@ struct Bm25 {
 
     void build(const std::vector<MemoryReference>& refs) {
         for (const MemoryReference& r : refs) {
+            const std::vector<int32_t> terms = retrieval_terms(r.title_tokens, r.tokens);
             std::unordered_map<int32_t, int32_t> t;
-            for (int32_t id : r.tokens) ++t[id];
+            for (int32_t id : terms) ++t[id];
             for (const auto& [id, n] : t) ++df[id];
-            length.push_back(static_cast<int32_t>(r.tokens.size()));
+            length.push_back(static_cast<int32_t>(terms.size()));
             tf.push_back(std::move(t));
         }
         double total = 0;
@@ -139,6 +141,11 @@ void write_memory_folder(const std::string& dir, const MemoryFolderModel& model,
         if (!references[i].doc_id.empty()) line.emplace_back("doc_id", json::Value::make_string(references[i].doc_id));
         if (!references[i].title.empty()) line.emplace_back("title", json::Value::make_string(references[i].title));
         if (!references[i].source.empty()) line.emplace_back("source", json::Value::make_string(references[i].source));
+        if (!references[i].title_tokens.empty()) {
+            std::vector<json::Value> title;
+            for (int32_t t : references[i].title_tokens) title.push_back(num(t));
+            line.emplace_back("title_tokens", json::Value::make_array(std::move(title)));
+        }
         refs += json::Value::make_object(std::move(line)).dump() + "\n";
     }
     std::vector<std::pair<std::string, json::Value>> fields = {{"format", json::Value::make_string("mnemo-memories")},
@@ -295,6 +302,7 @@ Folder open_folder(const std::string& dir) {
         if (v.find("doc_id")) r.doc_id = string_member(v, "doc_id", lwhere);
         if (v.find("title")) r.title = string_member(v, "title", lwhere);
         if (v.find("source")) r.source = string_member(v, "source", lwhere);
+        if (v.find("title_tokens")) r.title_tokens = int_list(v, "title_tokens", lwhere);
         f.refs.push_back(std::move(r));
     }
     return f;

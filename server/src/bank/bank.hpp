@@ -44,6 +44,9 @@ struct BankReference {
     // written before document versions does not say (server/README.md, "Document versions").
     uint64_t doc_version = 0;
     std::vector<int32_t> tokens;  // the model's token ids of `text` (what BM25 counts)
+    // The title's token ids, which BM25 counts with `tokens` (mnemo/memory/retrieval_terms.hpp);
+    // empty in banks written before they were kept (their references are counted by text alone).
+    std::vector<int32_t> title_tokens;
 };
 
 struct BankQuery {

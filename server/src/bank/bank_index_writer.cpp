@@ -14,6 +14,7 @@
 #include "bm25_store.hpp"
 #include "mnemo/error.hpp"
 #include "mnemo/io/printable.hpp"
+#include "mnemo/memory/retrieval_terms.hpp"
 
 namespace mnemo::kb {
 namespace {
@@ -48,7 +49,8 @@ std::vector<float> segment_vectors(const BankStorage& st, const SegmentEntry& s,
     return v;
 }
 
-// Live records of some segments: ids ascending, their vectors, and (when asked) their tokens.
+// Live records of some segments: ids ascending, their vectors, and (when asked) the terms BM25
+// counts (title and text tokens).
 struct LiveRecords {
     std::vector<uint32_t> ids;
     std::vector<float> vectors;
@@ -65,7 +67,7 @@ void read_live(const BankStorage& st, const SegmentEntry& s, uint64_t version, s
         if (retired.contains(id)) continue;
         out.ids.push_back(id);
         out.vectors.insert(out.vectors.end(), v.begin() + static_cast<ptrdiff_t>(size_t{i} * dim), v.begin() + static_cast<ptrdiff_t>(size_t{i + 1} * dim));
-        if (with_tokens) out.tokens.push_back(std::move(refs[i].tokens));
+        if (with_tokens) out.tokens.push_back(retrieval_terms(refs[i].title_tokens, refs[i].tokens));
     }
 }
 

@@ -9,6 +9,7 @@
 #include "bm25_store.hpp"
 #include "mnemo/error.hpp"
 #include "mnemo/io/printable.hpp"
+#include "mnemo/memory/retrieval_terms.hpp"
 #include "mnemo/memory/retrieval_settings.hpp"
 #include "open_bank.hpp"
 
@@ -60,10 +61,10 @@ void OpenBank::load_indexes() {
 void OpenBank::load_bm25() {
     const auto in_index = [&](uint32_t id) { return in_shard(id); };
     if (!m_.index) {
-        // As every version was before stored indexes: from the live references' tokens.
+        // As every version was before stored indexes: from the live references' terms.
         Bm25Index whole;
         for (uint32_t id = 0; id < m_.count; ++id)
-            if (!retired_.contains(id)) whole.add(id, refs_[id].tokens);
+            if (!retired_.contains(id)) whole.add(id, retrieval_terms(refs_[id].title_tokens, refs_[id].tokens));
         whole.finish(static_cast<uint32_t>(m_.count));
         bm25_ = options_.shards > 1 ? whole.only_postings_of(in_index) : std::move(whole);
         return;

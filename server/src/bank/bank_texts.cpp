@@ -9,12 +9,12 @@
 namespace mnemo::kb {
 namespace {
 
-std::vector<int32_t> token_list(const json::Value& v, const std::string& where) {
-    if (!v.is_array()) throw Error(where + ": 'tokens' must be an array of integers");
+std::vector<int32_t> token_list(const json::Value& v, const char* key, const std::string& where) {
+    if (!v.is_array()) throw Error(where + ": '" + key + "' must be an array of integers");
     std::vector<int32_t> out;
     out.reserve(v.as_array().size());
     for (const json::Value& t : v.as_array()) {
-        if (!t.is_integer() || t.as_int() < 0 || t.as_int() > INT32_MAX) throw Error(where + ": 'tokens' holds a non-token value");
+        if (!t.is_integer() || t.as_int() < 0 || t.as_int() > INT32_MAX) throw Error(where + ": '" + key + "' holds a non-token value");
         out.push_back(static_cast<int32_t>(t.as_int()));
     }
     return out;
@@ -67,7 +67,8 @@ void read_segment_references(const BankStorage& st, const SegmentEntry& s, uint6
         r.doc_version = doc_version(v, segment_version, manifest_version, lw);
         const json::Value* tokens = v.find("tokens");
         if (!tokens) throw Error(lw + ": missing 'tokens'");
-        r.tokens = token_list(*tokens, lw);
+        r.tokens = token_list(*tokens, "tokens", lw);
+        if (const json::Value* title = v.find("title_tokens")) r.title_tokens = token_list(*title, "title_tokens", lw);
         out.push_back(std::move(r));
         ++id;
     }

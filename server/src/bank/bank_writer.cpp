@@ -28,6 +28,12 @@ std::string texts_line(uint32_t id, uint64_t version, const std::vector<int32_t>
                                                     {"source", Value::make_string(d.source)},
                                                     {"text", Value::make_string(text)},
                                                     {"tokens", Value::make_array(std::move(toks))}};
+    if (!d.title_tokens.empty()) {
+        std::vector<Value> title;
+        title.reserve(d.title_tokens.size());
+        for (int32_t t : d.title_tokens) title.push_back(num(t));
+        f.emplace_back("title_tokens", Value::make_array(std::move(title)));
+    }
     if (!d.metadata_json.empty()) f.emplace_back("metadata", json::parse(d.metadata_json, "metadata of '" + d.doc_id + "'"));
     return Value::make_object(std::move(f)).dump() + "\n";
 }

@@ -20,7 +20,8 @@ namespace mnemo::kb {
 
 struct BankDocumentRef {
     std::string doc_id, title, source;
-    std::string metadata_json;  // empty: none
+    std::string metadata_json;              // empty: none
+    std::vector<int32_t> title_tokens = {};  // the title tokenized (BM25 counts it with each reference)
 };
 
 struct BankVersionSpec {

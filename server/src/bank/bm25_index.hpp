@@ -1,4 +1,5 @@
-// BM25 over the references' token ids, as an inverted index. The scoring is exactly the memory
+// BM25 over the references' token ids (each reference's title and text tokens:
+// mnemo/memory/retrieval_terms.hpp), as an inverted index. The scoring is exactly the memory
 // folder's (engine/src/memory/memory_folder.cpp): Okapi BM25, k1 = 1.2, b = 0.75, Lucene's
 // non-negative idf log((N - df + 0.5) / (df + 0.5) + 1), each distinct query term counted once,
 // so a bank and a memory folder of the same references rank alike. The index makes a query cost

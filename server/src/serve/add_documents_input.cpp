@@ -66,8 +66,8 @@ Status AddDocumentsInput::add(const v1::AddDocumentsRequest& m) {
     if (m.continued()) {
         if (!open_) return invalid("a message with continued = true came before any document (the first message of a document has continued = false)");
         const size_t i = docs_.size() - 1;
-        if (!m.doc_id().empty() || !m.title().empty() || !m.source().empty())
-            return invalid(where(i) + ": a continuing message (continued = true) carries only text; doc_id, title and source go in the document's first message");
+        if (!m.doc_id().empty() || !m.title().empty() || !m.source().empty() || m.title_guessed())
+            return invalid(where(i) + ": a continuing message (continued = true) carries only text; doc_id, title, title_guessed and source go in the document's first message");
     } else {
         if (Status st = close_document(); !st.ok()) return st;
         const size_t i = docs_.size();
@@ -84,6 +84,7 @@ Status AddDocumentsInput::add(const v1::AddDocumentsRequest& m) {
         app::CorpusDocument d;
         d.doc_id = m.doc_id();
         d.title = m.title().empty() ? m.doc_id() : m.title();
+        d.title_given = !m.title().empty() && !m.title_guessed();
         d.source = m.source().empty() ? m.doc_id() : m.source();
         docs_.push_back(std::move(d));
         open_ = true;

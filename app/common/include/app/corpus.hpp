@@ -26,12 +26,29 @@ struct CorpusDocument {
     std::string source;
     std::string text;
     std::string metadata_json;  // the JSONL line's "metadata" object as JSON text, or empty
+    // The title was given as one (a JSONL line's "title", a Markdown "#" heading, an AddDocuments
+    // call's title): BM25 counts it with each reference (mnemo/memory/retrieval_terms.hpp). A
+    // title taken from a plain text's first line (a sentence as often as a heading: counted with
+    // every paragraph it would rank them all as that sentence), a file's name or an id is shown
+    // with the references, not counted.
+    bool title_given = false;
 };
+
+// A file's title: its first non-blank line without Markdown heading marks (given: it was a
+// heading), capped at 200 bytes so a title stays a title, else `fallback` (not given).
+struct DocumentTitle {
+    std::string text;
+    bool given = false;
+};
+DocumentTitle title_of(const std::string& text, const std::string& fallback);
 
 struct CorpusReference {
     size_t document = 0;          // index into the documents
     std::vector<int32_t> tokens;  // what the model memorizes and BM25 counts
     std::string text;             // the tokens decoded
+    // The document's title tokenized when it was given (CorpusDocument::title_given), else empty:
+    // BM25 counts them with `tokens` (mnemo/memory/retrieval_terms.hpp).
+    std::vector<int32_t> title_tokens;
 };
 
 struct CorpusOptions {

@@ -35,6 +35,7 @@ struct KbAdminConnection {
 // (shown with each reference), and its text (UTF-8; the server splits it into references).
 struct KbAddDocument {
     std::string doc_id, title, source, text;
+    bool title_guessed = false;  // a plain text's first line or a file name: shown, not counted by BM25
 };
 
 struct KbAddProgress {

@@ -12,10 +12,12 @@
 //   keys.mvqc, values.mvqc  (vq) the codebooks, canonical format (mnemo/memory/vq_codebook.hpp),
 //                      checked against the SHA-256 in the manifest
 //   vectors.f32       N x retrieval_dim f32: each reference's retrieval vector (unit length)
-//   references.jsonl  one {"id", "tokens", "text", "doc_id"?, "title"?, "source"?} per line (BM25
-//                      and display; doc_id: the document the reference is a piece of, what
-//                      `mnemo memorize --update` replaces; title and source: that document's, shown
-//                      with the reference; each absent when empty, and in folders written before it)
+//   references.jsonl  one {"id", "tokens", "text", "doc_id"?, "title"?, "source"?, "title_tokens"?}
+//                      per line (BM25 and display; doc_id: the document the reference is a piece
+//                      of, what `mnemo memorize --update` replaces; title and source: that
+//                      document's, shown with the reference; title_tokens: the title tokenized,
+//                      which BM25 counts with tokens (retrieval_terms.hpp); each absent when
+//                      empty, and in folders written before it)
 // Records have a fixed size so record i is read without an index; the per-record checksum
 // means a damaged record is reported, never decoded into garbage keys.
 #pragma once
@@ -38,6 +40,7 @@ struct MemoryReference {
     std::string doc_id = {};  // empty: none (the initializer keeps {tokens, text} warning-free)
     std::string title = {};   // the document's title and source (a file path, a URL); empty: none
     std::string source = {};
+    std::vector<int32_t> title_tokens = {};  // the title tokenized: BM25 counts them too (retrieval_terms.hpp); empty: none
 };
 
 // The facts of the model a session has loaded (throws unless it reads memories).

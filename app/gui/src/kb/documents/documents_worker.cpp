@@ -118,7 +118,7 @@ DocumentsOutcome DocumentsWorker::addServer(quint64 id, const DocumentsTarget& t
     Q_EMIT progress(id, {0, 0, 0, -1, QStringLiteral("reading")});
     std::vector<KbAddDocument> docs;
     for (app::CorpusDocument& d : readDocuments(paths, replaceDocId))
-        docs.push_back({std::move(d.doc_id), std::move(d.title), std::move(d.source), std::move(d.text)});
+        docs.push_back({std::move(d.doc_id), std::move(d.title), std::move(d.source), std::move(d.text), !d.title_given});
     const KbAdminConnection c = connectionOf(t);
     KbAddResult r;
     try {
