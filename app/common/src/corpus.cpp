@@ -39,8 +39,6 @@ std::string trim(const std::string& s) {
     return s.substr(a, s.find_last_not_of(" \t\r") - a + 1);
 }
 
-
-
 std::vector<CorpusDocument> read_folder(const fs::path& dir, const CorpusOptions& options) {
     const std::string where = "corpus folder '" + printable(dir.string()) + "'";
     std::error_code ec;

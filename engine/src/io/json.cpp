@@ -128,6 +128,13 @@ Value Value::make_string(std::string s) {
     return v;
 }
 
+Value Value::make_int_array(const std::vector<int32_t>& a) {
+    std::vector<Value> items;
+    items.reserve(a.size());
+    for (int32_t x : a) items.push_back(make_number(x, true, x));
+    return make_array(std::move(items));
+}
+
 Value Value::make_array(std::vector<Value> a) {
     Value v;
     v.type_ = Type::Array;

@@ -133,19 +133,13 @@ void write_memory_folder(const std::string& dir, const MemoryFolderModel& model,
                         " values, expected " + std::to_string(s.retrieval_dim));
         rec += encode_memory_record(memories[i].memory, static_cast<uint32_t>(i), s, codec);
         put_floats(vec, memories[i].vector);
-        std::vector<json::Value> toks;
-        for (int32_t t : references[i].tokens) toks.push_back(num(t));
         std::vector<std::pair<std::string, json::Value>> line = {{"id", num(static_cast<int64_t>(i))},
-                                                                 {"tokens", json::Value::make_array(std::move(toks))},
+                                                                 {"tokens", json::Value::make_int_array(references[i].tokens)},
                                                                  {"text", json::Value::make_string(references[i].text)}};
         if (!references[i].doc_id.empty()) line.emplace_back("doc_id", json::Value::make_string(references[i].doc_id));
         if (!references[i].title.empty()) line.emplace_back("title", json::Value::make_string(references[i].title));
         if (!references[i].source.empty()) line.emplace_back("source", json::Value::make_string(references[i].source));
-        if (!references[i].title_tokens.empty()) {
-            std::vector<json::Value> title;
-            for (int32_t t : references[i].title_tokens) title.push_back(num(t));
-            line.emplace_back("title_tokens", json::Value::make_array(std::move(title)));
-        }
+        if (!references[i].title_tokens.empty()) line.emplace_back("title_tokens", json::Value::make_int_array(references[i].title_tokens));
         refs += json::Value::make_object(std::move(line)).dump() + "\n";
     }
     std::vector<std::pair<std::string, json::Value>> fields = {{"format", json::Value::make_string("mnemo-memories")},

@@ -49,11 +49,6 @@ void copy_bytes(void* dst, const void* src, size_t n) {
     if (n) std::memcpy(dst, src, n);
 }
 
-json::Value ints(const std::vector<int32_t>& v) {
-    std::vector<json::Value> a;
-    for (int32_t x : v) a.push_back(json::Value::make_number(x, true, x));
-    return json::Value::make_array(std::move(a));
-}
 json::Value num(int64_t x) { return json::Value::make_number(static_cast<double>(x), true, x); }
 
 
@@ -161,12 +156,12 @@ json::Value memory_model_to_json(const MemoryFolderModel& m) {
     const MemorySpec& s = m.spec;
     return json::Value::make_object({{"model_type", json::Value::make_string(m.model_type)},
                                      {"fingerprint", json::Value::make_string(m.fingerprint)},
-                                     {"memory_layers", ints(s.memory_layers)},
+                                     {"memory_layers", json::Value::make_int_array(s.memory_layers)},
                                      {"kv_heads", num(s.kv_heads)},
                                      {"head_dim", num(s.head_dim)},
                                      {"value_dim", num(s.value_dim)},
                                      {"tokens_per_head", num(s.tokens_per_head)},
-                                     {"prefix_ids", ints(s.prefix_ids)},
+                                     {"prefix_ids", json::Value::make_int_array(s.prefix_ids)},
                                      {"retrieval_layer", num(s.retrieval_layer)},
                                      {"retrieval_dim", num(s.retrieval_dim)}});
 }

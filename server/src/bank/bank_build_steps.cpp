@@ -18,7 +18,7 @@ BuildCorpus cut_build_corpus(size_t count, const std::function<app::CorpusDocume
         app::CorpusDocument& doc = one[0];
         // One document at a time through the shared cutter: the same references it cuts from all.
         std::vector<app::CorpusReference> refs = app::cut_references(one, tok, reference_length);
-        std::vector<int32_t> title_tokens = refs.empty() ? std::vector<int32_t>{} : refs[0].title_tokens;
+        std::vector<int32_t> title_tokens = refs.empty() ? std::vector<int32_t>{} : std::move(refs[0].title_tokens);
         c.documents.push_back({std::move(doc.doc_id), std::move(doc.title), std::move(doc.source), std::move(doc.metadata_json), std::move(title_tokens)});
         c.has_text[d] = !refs.empty();
         for (app::CorpusReference& r : refs) {

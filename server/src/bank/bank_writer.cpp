@@ -18,22 +18,14 @@ std::string codebook_bytes(const VqCodebook& cb) {
 
 std::string texts_line(uint32_t id, uint64_t version, const std::vector<int32_t>& tokens, const std::string& text,
                        const BankDocumentRef& d) {
-    std::vector<Value> toks;
-    toks.reserve(tokens.size());
-    for (int32_t t : tokens) toks.push_back(num(t));
     std::vector<std::pair<std::string, Value>> f = {{"id", num(id)},
                                                     {"doc_id", Value::make_string(d.doc_id)},
                                                     {"doc_version", num(static_cast<int64_t>(version))},
                                                     {"title", Value::make_string(d.title)},
                                                     {"source", Value::make_string(d.source)},
                                                     {"text", Value::make_string(text)},
-                                                    {"tokens", Value::make_array(std::move(toks))}};
-    if (!d.title_tokens.empty()) {
-        std::vector<Value> title;
-        title.reserve(d.title_tokens.size());
-        for (int32_t t : d.title_tokens) title.push_back(num(t));
-        f.emplace_back("title_tokens", Value::make_array(std::move(title)));
-    }
+                                                    {"tokens", Value::make_int_array(tokens)}};
+    if (!d.title_tokens.empty()) f.emplace_back("title_tokens", Value::make_int_array(d.title_tokens));
     if (!d.metadata_json.empty()) f.emplace_back("metadata", json::parse(d.metadata_json, "metadata of '" + d.doc_id + "'"));
     return Value::make_object(std::move(f)).dump() + "\n";
 }

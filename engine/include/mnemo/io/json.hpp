@@ -51,6 +51,7 @@ public:
     static Value make_number(double d, bool is_int, int64_t i);
     static Value make_string(std::string s);
     static Value make_array(std::vector<Value> a);
+    static Value make_int_array(const std::vector<int32_t>& a);  // token ids, layer lists
     static Value make_object(std::vector<std::pair<std::string, Value>> o);
 
     // Compact serialisation (for tests and for messages).
