@@ -257,7 +257,9 @@ TEST_F(KbBank, RelativeScoreCutKeepsWhatAMemoryFolderKeeps) {
                 EXPECT_EQ(kept[i].id, want[i].first);
                 EXPECT_EQ(kept[i].id, full[i].id);
                 // Below the ratio only within the floor.
-                if (i >= floor) EXPECT_GE(kept[i].score, ratio * full[0].score);
+                if (i >= floor) {
+                    EXPECT_GE(kept[i].score, ratio * full[0].score);
+                }
                 if (kept[i].score < ratio * full[0].score) ++held_by_floor;
             }
             EXPECT_GE(kept.size(), std::min<size_t>(floor, full.size()));

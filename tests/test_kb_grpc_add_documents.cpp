@@ -36,7 +36,7 @@ protected:
         root_ = new fs::path(fs::temp_directory_path() / ("mnemo-kb-add-docs-" + std::to_string(::getpid())));
         fs::remove_all(*root_);
         std::string corpus;
-        for (int d = 0; d < 24; ++d) corpus += mnemo::test::kb_doc_line("d" + std::to_string(d), 700 + d);
+        for (int d = 0; d < 24; ++d) corpus += mnemo::test::kb_doc_line(std::string("d") + std::to_string(d), 700 + d);
         mnemo::test::write_text(*root_ / "corpus.jsonl", corpus);
         session_ = new std::shared_ptr<mnemo::Session>(mnemo::test::open_model(mnemo::test::model_dir("memory3-tiny-bpe"), 128));
         build_bank(**session_, mnemo::test::kb_small_build(*root_ / "base", (*root_ / "corpus.jsonl").string()));
@@ -187,6 +187,11 @@ TEST_F(KbAddDocuments, AddedDocumentIsRetrievedReplacedAndDeleted) {
     EXPECT_EQ(seen.back().references_done, seen.back().references_total);
     EXPECT_EQ(seen.back().references_total, r.references);
     EXPECT_EQ(seen.back().documents_sent, 1u);
+    // The server's notes on the version come with the result: this tiny codec, trained on the
+    // base's few records, reconstructs a new text markedly worse (server/README.md, "Codec fit").
+    ASSERT_EQ(r.notes.size(), 1u);
+    EXPECT_NE(r.notes[0].find(std::string("the codec reconstructs the ") + std::to_string(r.references) + " new records worse"), std::string::npos)
+        << r.notes[0];
 
     const std::vector<mnemo::KbDocumentInfo> docs = mnemo::kb_list_documents(admin(kReadToken));
     EXPECT_EQ(docs.size(), 25u);

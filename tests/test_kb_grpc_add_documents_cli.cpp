@@ -135,7 +135,7 @@ TEST_F(KbAddDocumentsCli, PushTeachesARunningServer) {
     EXPECT_NE(server.log().find("AddDocuments with model"), std::string::npos) << server.log();
 
     EXPECT_TRUE(exited_with(run_program("mnemo-kb", push(port, "read.token")), 1, {"PERMISSION_DENIED", "needs admin"}));
-    EXPECT_TRUE(exited_with(run_program("mnemo-kb", push(port, "admin.token")), 0, {"\"version\":2", "\"documents\":1", "memorizing"}));
+    EXPECT_TRUE(exited_with(run_program("mnemo-kb", push(port, "admin.token")), 0, {"\"version\":2", "\"documents\":1", "memorizing", "\"notes\":[\"the codec reconstructs"}));
     // Pushing the same file again replaces it.
     EXPECT_TRUE(exited_with(run_program("mnemo-kb", push(port, "admin.token")), 0, {"\"version\":3", "\"replaced_documents\":1"}));
 

@@ -95,8 +95,10 @@ added_bank() {  # added_bank NAME: serves a copy of the bank with assets/world/N
   # through `mnemo-kb add` (documents of existing ids replace them); KB points at it, main_kb at
   # the main bank
   cp -r "$BANK" "$tmp/bank-$1"
-  "$BIN/mnemo-kb" add "$tmp/bank-$1" "assets/world/$1.jsonl" -m "$MODEL" >/dev/null 2>"$tmp/add.log" ||
+  "$BIN/mnemo-kb" add "$tmp/bank-$1" "assets/world/$1.jsonl" -m "$MODEL" >"$tmp/add.out" 2>"$tmp/add.log" ||
     { cat "$tmp/add.log" >&2; exit 1; }
+  # Its notes (e.g. the codec fits these documents worse: server/README.md, "Codec fit") to stderr.
+  sed -n "s/^note: /$1: mnemo-kb add: /p" "$tmp/add.out" >&2
   main_kb=$KB
   serve "$tmp/bank-$1" "$1"
 }

@@ -106,6 +106,21 @@ std::string report_json(const std::string& bank, const BankBuildReport& r) {
             .key("total").value(r.total_seconds)
             .end_object()
         .key("notes").array(r.notes);
+    // The codec's reconstruction error on this run's new records, and on the records it was
+    // trained with (server/README.md, "Codec fit"); null for a bank built before it was recorded.
+    j.key("codec_error").begin_object()
+        .key("keys").value(r.codec_fit.keys.relative_sq())
+        .key("values").value(r.codec_fit.values.relative_sq())
+        .end_object();
+    j.key("codec_trained_error");
+    if (r.trained_fit)
+        j.begin_object()
+            .key("keys").value(r.trained_fit->keys)
+            .key("values").value(r.trained_fit->values)
+            .key("records").value(r.trained_fit->records)
+            .end_object();
+    else
+        j.null();
     // The stored retrieval index (server/README.md, "Retrieval index"); recall only for IVF.
     j.key("index").begin_object()
         .key("kind").value(r.index_kind)
@@ -135,8 +150,9 @@ int run_bank_command(int argc, char** argv, bool add) {
                          : "mnemo-kb build CORPUS -m MODEL_DIR -o BANK [options]",
                      add ? "Memorize CORPUS with the bank's model and codec and publish a new version of BANK holding its old "
                            "records and the new ones. A document whose id the bank already holds replaces it: the old "
-                           "document's records are retired in the new version. CORPUS: a folder of .txt/.md files or a "
-                           ".jsonl file (server/README.md)."
+                           "document's records are retired in the new version. Says how well the codec reconstructs the "
+                           "new memories, and notes when markedly worse than those it was trained on (a rebuild would serve "
+                           "them better). CORPUS: a folder of .txt/.md files or a .jsonl file (server/README.md)."
                          : "Memorize every reference of CORPUS with the model, train the VQ codec on the memories (or reuse "
                            "one with --codec-from), and publish a bank in BANK for `mnemo-kb serve`. CORPUS: a folder of "
                            ".txt/.md files or a .jsonl file (server/README.md). An interrupted build resumes from its "
@@ -236,6 +252,14 @@ int run_bank_command(int argc, char** argv, bool add) {
         std::printf("  codec %s / %s (%s); records %llu B vs %llu B f32 (%.2fx); %llu bytes written\n", r.key_factory.c_str(),
                     r.value_factory.c_str(), r.codec_trained ? "trained" : "reused", static_cast<unsigned long long>(r.record_bytes),
                     static_cast<unsigned long long>(r.record_bytes_f32), r.ratio(), static_cast<unsigned long long>(r.bytes_written));
+        std::printf("  codec error (relative, squared) of the new records: keys %.3g, values %.3g", r.codec_fit.keys.relative_sq(),
+                    r.codec_fit.values.relative_sq());
+        if (r.trained_fit && !r.codec_trained)
+            std::printf("; on the %llu records it was trained with: keys %.3g, values %.3g",
+                        static_cast<unsigned long long>(r.trained_fit->records), r.trained_fit->keys, r.trained_fit->values);
+        else if (!r.codec_trained)
+            std::printf("; the bank records none for its codec's training corpus (built before it was measured)");
+        std::printf("\n");
         if (r.codec_trained)
             std::printf("  codec %s on %llu of the corpus's %llu key/value vectors (sample of %llu)\n",
                         r.codec_resumed ? "read from the interrupted build's checkpoint, trained" : "trained",

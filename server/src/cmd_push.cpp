@@ -82,6 +82,7 @@ int cmd_push(int argc, char** argv) {
             .key("references").value(r.references)
             .key("replaced_documents").value(r.replaced_documents)
             .key("resumed_batches").value(r.resumed_batches)
+            .key("notes").array(r.notes)
             .end_object();
         std::printf("%s\n", j.str().c_str());
     } else {
@@ -89,6 +90,7 @@ int cmd_push(int argc, char** argv) {
                     static_cast<unsigned long long>(r.bank_version), static_cast<unsigned long long>(r.documents),
                     static_cast<unsigned long long>(r.replaced_documents), static_cast<unsigned long long>(r.references),
                     static_cast<unsigned long long>(r.resumed_batches));
+        for (const std::string& n : r.notes) std::printf("note: %s\n", n.c_str());
     }
     return 0;
 }

@@ -203,7 +203,7 @@ TrainedCodecs train_memory_codecs(const std::vector<WrittenMemory>& memories, co
 }
 
 std::vector<WrittenMemory> encode_memories(std::vector<WrittenMemory>&& memories, const MemorySpec& spec, const VqCodec& keys,
-                                           const VqCodec& values, const MemoryCodec& codec, int threads) {
+                                           const VqCodec& values, const MemoryCodec& codec, int threads, CodecFit* fit) {
     // OpenMP's thread count is per calling thread: a builder's encoding thread sets its own.
     if (threads > 0) omp_set_num_threads(threads);
     const Layout lay = layout_of(spec);
@@ -235,6 +235,18 @@ std::vector<WrittenMemory> encode_memories(std::vector<WrittenMemory>&& memories
         }
         const std::vector<uint8_t> kc = keys.encode(kx.data(), (last - first) * slots);
         const std::vector<uint8_t> vc = values.encode(vx.data(), (last - first) * slots);
+        if (fit) {  // the valid slots only: unused ones are zeros the codec never trained on
+            const std::vector<float> kd = keys.decode(kc.data(), (last - first) * slots);
+            const std::vector<float> vd = values.decode(vc.data(), (last - first) * slots);
+            for (size_t m = first; m < last; ++m) {
+                const size_t used = used_slots(memories[m].memory, lay), at = (m - first) * slots;
+                for (size_t h = 0; h < lay.heads; ++h) {
+                    const size_t s0 = at + h * lay.keep;
+                    add_reconstruction(fit->keys, kx.data() + s0 * dk, kd.data() + s0 * dk, used * dk);
+                    add_reconstruction(fit->values, vx.data() + s0 * dv, vd.data() + s0 * dv, used * dv);
+                }
+            }
+        }
         for (size_t m = first; m < last; ++m)
             out.push_back(compressed_memory(std::move(memories[m]), kc.data() + (m - first) * slots * keys.code_size(),
                                             vc.data() + (m - first) * slots * values.code_size(), slots, keys, values, codec));

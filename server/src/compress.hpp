@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "compress_metrics.hpp"
 #include "mnemo/memory/explicit_memory.hpp"
 #include "vq_codec.hpp"
 
@@ -78,10 +79,20 @@ TrainedCodecs train_memory_codecs(const std::vector<WrittenMemory>& memories, co
 TrainedCodecs make_memory_codecs(const MemorySpec& spec, const CompressOptions& o, CompressReport& r);
 void train_memory_codecs_on(TrainedCodecs& t, const float* keys, const float* values, size_t n, const CompressOptions& o,
                             CompressReport& r);
+// How well a codec reconstructs the memories it encoded: the valid slots' keys and values, each
+// summed as ErrorSum (relative squared error, what `compress` reports as reconstruction error).
+// A bank records it for the memories its codec was trained with, and `add` compares the memories
+// it encodes with that (bank_codec_fit.hpp).
+struct CodecFit {
+    ErrorSum keys, values;
+};
+
 // f32 memories as compressed ones (codes as VQ_DECODE words; id, n_valid, indices and the
 // retrieval vector moved over). Throws when a memory does not have the spec's shape. threads > 0:
-// FAISS's OpenMP threads on the calling thread (0 leaves them as they are).
+// FAISS's OpenMP threads on the calling thread (0 leaves them as they are). `fit`: when given,
+// the codes are decoded again and their reconstruction error added to it.
 std::vector<WrittenMemory> encode_memories(std::vector<WrittenMemory>&& memories, const MemorySpec& spec, const VqCodec& keys,
-                                           const VqCodec& values, const MemoryCodec& codec, int threads = 0);
+                                           const VqCodec& values, const MemoryCodec& codec, int threads = 0,
+                                           CodecFit* fit = nullptr);
 
 }  // namespace mnemo::kb

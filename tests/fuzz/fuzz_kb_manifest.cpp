@@ -1,8 +1,9 @@
 // Fuzz target: arbitrary bytes as a bank manifest (server/src/bank/bank_format.hpp), which a bank
 // folder handed over by someone else can hold. manifest_from_json must return a manifest or
 // throw mnemo::Error; an accepted one must hold what Bank::open relies on (segments contiguous
-// from 0 adding up to count; retired ranges sorted, disjoint, merged and inside [0, count)) and
-// survive manifest_to_json -> manifest_from_json unchanged.
+// from 0 adding up to count; retired ranges sorted, disjoint, merged and inside [0, count); a
+// codec fit's errors finite and >= 0) and survive manifest_to_json -> manifest_from_json unchanged.
+#include <cmath>
 #include <cstdint>
 #include <cstdlib>
 #include <string>
@@ -33,6 +34,9 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
         if (r.count == 0 || (i > 0 && r.first <= end) || uint64_t{r.first} + r.count > m.count) std::abort();
         end = uint64_t{r.first} + r.count;
     }
+    if (m.codec_fit && !(std::isfinite(m.codec_fit->keys) && m.codec_fit->keys >= 0 && std::isfinite(m.codec_fit->values) &&
+                         m.codec_fit->values >= 0))
+        std::abort();
     const std::string once = manifest_to_json(m);
     try {
         if (manifest_to_json(manifest_from_json(once, "again")) != once) std::abort();

@@ -154,6 +154,7 @@ KbAddResult kb_add_documents(const KbAdminConnection& connection, const std::vec
                 result.references = r.references();
                 result.replaced_documents = r.replaced_documents();
                 result.resumed_batches = r.resumed_batches();
+                result.notes.assign(r.notes().begin(), r.notes().end());
                 have_result = true;
             }
             notify(&reading);

@@ -19,6 +19,7 @@
 
 #include "bank.hpp"
 #include "bank_build_steps.hpp"
+#include "bank_codec_fit.hpp"
 #include "bank_documents.hpp"
 #include "bank_staging.hpp"
 #include "bank_writer.hpp"
@@ -113,6 +114,7 @@ BankBuildReport build_bank(Session& session, const BankBuildOptions& o) {
         codecs = reused_codecs(*bank);
         r.key_factory = base->key_factory;
         r.value_factory = base->value_factory;
+        r.trained_fit = base->codec_fit;
     } else {
         if (const auto cur = read_current_manifest(st); cur && !o.replace)
             throw Error(bank_where + " already has version " + std::to_string(cur->version) +
@@ -126,6 +128,7 @@ BankBuildReport build_bank(Session& session, const BankBuildOptions& o) {
             codecs = reused_codecs(*other);
             r.key_factory = m->key_factory;
             r.value_factory = m->value_factory;
+            r.trained_fit = m->codec_fit;
         } else {
             codecs = make_memory_codecs(spec, o.codec, cr);  // a bad factory fails here, before memorizing
             r.key_factory = cr.keys.factory;
@@ -206,7 +209,7 @@ BankBuildReport build_bank(Session& session, const BankBuildOptions& o) {
     double encode_seconds = 0;  // written by whichever thread encodes, one batch at a time
     auto encode_into = [&](BankVersionStream& stream, size_t b, std::vector<WrittenMemory>&& m) {
         const auto t0 = Clock::now();
-        append_encoded_batch(stream, codecs, spec, corpus, *tok, batches.range(b), std::move(m), o.codec.threads);
+        append_encoded_batch(stream, codecs, spec, corpus, *tok, batches.range(b), std::move(m), o.codec.threads, r.codec_fit);
         encode_seconds += since(t0);
     };
 
@@ -320,6 +323,14 @@ BankBuildReport build_bank(Session& session, const BankBuildOptions& o) {
         drop_segments();
         throw;
     }
+    // The codec's fit: measured now when this build trained it, else the one it came with (add:
+    // the stream keeps the base's; --codec-from: the other bank's), and compared with what was
+    // just encoded.
+    const CodecFitFigures encoded_fit = codec_fit_figures(r.codec_fit, r.references);
+    if (train) r.trained_fit = encoded_fit;
+    if (!o.add) stream->set_codec_fit(r.trained_fit);
+    if (!train && r.trained_fit)
+        if (std::optional<std::string> drift = codec_drift_note(*r.trained_fit, encoded_fit)) r.notes.push_back(std::move(*drift));
     r.peak_rss_before_publish_kib = peak_rss_kib();
     const auto t_publish = Clock::now();
     const WrittenVersion wv = stream->publish();

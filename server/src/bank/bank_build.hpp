@@ -89,6 +89,10 @@ struct BankBuildReport {
     uint64_t segments_written = 0;    // new segments
     uint64_t record_bytes = 0, record_bytes_f32 = 0;
     uint64_t bytes_written = 0;
+    CodecFit codec_fit;  // how well the codec reconstructs this run's new records (compress.hpp)
+    // What the codec had on the corpus it was trained on (this build's, or the bank's it came
+    // from): the manifest's fit; none for a codec of a bank built before fits were recorded.
+    std::optional<CodecFitFigures> trained_fit;
     // memorize: the memorizing pass (add, --codec-from: with the encoding that overlaps it);
     // train: the codec; write: encoding the checkpoints and writing the version after training
     // (add, --codec-from: what is left after memorizing, and publishing). encode: the time spent

@@ -69,8 +69,10 @@ std::vector<WrittenMemory> BatchMemories::get(size_t b, bool* from_checkpoint) {
 }
 
 void append_encoded_batch(BankVersionStream& stream, const TrainedCodecs& codecs, const MemorySpec& spec, const BuildCorpus& corpus,
-                          const Tokenizer& tok, BatchRange range, std::vector<WrittenMemory>&& memories, int threads) {
-    const std::vector<WrittenMemory> encoded = encode_memories(std::move(memories), spec, *codecs.keys, *codecs.values, codecs.codec, threads);
+                          const Tokenizer& tok, BatchRange range, std::vector<WrittenMemory>&& memories, int threads,
+                          CodecFit& fit) {
+    const std::vector<WrittenMemory> encoded =
+        encode_memories(std::move(memories), spec, *codecs.keys, *codecs.values, codecs.codec, threads, &fit);
     for (size_t i = 0; i < encoded.size(); ++i) {
         const BuildCorpus::Reference& ref = corpus.references[range.first + i];
         stream.add(encoded[i], ref.tokens, tok.decode(ref.tokens, /*skip_special=*/false), corpus.documents[ref.document]);

@@ -69,8 +69,10 @@ private:
 };
 
 // Encodes one batch's f32 memories (references range.first..) with `codecs` and appends them, in
-// order, to the version being written. threads > 0: FAISS's OpenMP threads on this thread.
+// order, to the version being written, adding how well the codec reconstructs them to `fit`.
+// threads > 0: FAISS's OpenMP threads on this thread.
 void append_encoded_batch(BankVersionStream& stream, const TrainedCodecs& codecs, const MemorySpec& spec, const BuildCorpus& corpus,
-                          const Tokenizer& tok, BatchRange range, std::vector<WrittenMemory>&& memories, int threads);
+                          const Tokenizer& tok, BatchRange range, std::vector<WrittenMemory>&& memories, int threads,
+                          CodecFit& fit);
 
 }  // namespace mnemo::kb

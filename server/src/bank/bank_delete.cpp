@@ -24,7 +24,8 @@ BankDeleteReport delete_documents(const std::shared_ptr<BankStorage>& storage, c
         if (!seen.insert(id).second) continue;
         const BankDocument* d = bank->documents().find(id);
         if (!d) {
-            missing.push_back("'" + printable(id, 200) + "'");
+            // Appended, not "'" + s + "'": GCC 12 warns falsely (-Wrestrict) on that form here.
+            missing.push_back(std::string("'").append(printable(id, 200)).append("'"));
             continue;
         }
         retire.insert(retire.end(), d->ids.begin(), d->ids.end());

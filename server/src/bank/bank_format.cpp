@@ -1,5 +1,6 @@
 #include "bank_format.hpp"
 
+#include <cmath>
 #include <cstring>
 #include <ctime>
 
@@ -39,6 +40,22 @@ std::string string_member(const Value& obj, const char* key, const std::string& 
     const Value& v = member(obj, key, where);
     if (!v.is_string()) throw Error(where + ": '" + key + "' must be a string");
     return v.as_string();
+}
+
+// A relative error: a finite number >= 0.
+double error_member(const Value& obj, const char* key, const std::string& where) {
+    const Value& v = member(obj, key, where);
+    if (!v.is_number() || !std::isfinite(v.as_double()) || v.as_double() < 0)
+        throw Error(where + ": '" + key + "' must be a finite number >= 0 (a relative squared error)");
+    return v.as_double();
+}
+
+CodecFitFigures codec_fit_from_json(const Value& v, const std::string& where) {
+    CodecFitFigures f;
+    f.keys = error_member(v, "keys", where);
+    f.values = error_member(v, "values", where);
+    f.records = uint_member(v, "records", where, 0xffffffffu);
+    return f;
 }
 
 bool is_sha256(const std::string& s) {
@@ -212,13 +229,18 @@ std::string manifest_to_json(const BankManifest& m) {
                                    {"bytes", num(static_cast<int64_t>(b.bytes))},
                                    {"factory", str(factory)}});
     };
+    std::vector<std::pair<std::string, Value>> codec = {{"keys", codec_side(m.keys_codebook, m.key_factory)},
+                                                        {"values", codec_side(m.values_codebook, m.value_factory)}};
+    if (m.codec_fit)
+        codec.emplace_back("fit", Value::make_object({{"keys", Value::make_number(m.codec_fit->keys, false, 0)},
+                                                      {"values", Value::make_number(m.codec_fit->values, false, 0)},
+                                                      {"records", num(static_cast<int64_t>(m.codec_fit->records))}}));
     std::vector<std::pair<std::string, Value>> fields = {{"format", str(kBankFormat)},
                                         {"format_version", num(m.retired.empty() ? kBankFormatVersion : kBankFormatRetired)},
                                         {"version", num(static_cast<int64_t>(m.version))},
                                         {"created", str(m.created)},
                                         {"model", memory_model_to_json(m.model)},
-                                        {"codec", Value::make_object({{"keys", codec_side(m.keys_codebook, m.key_factory)},
-                                                                      {"values", codec_side(m.values_codebook, m.value_factory)}})},
+                                        {"codec", Value::make_object(std::move(codec))},
                                         {"record_bytes", num(static_cast<int64_t>(m.record_bytes))},
                                         {"count", num(static_cast<int64_t>(m.count))},
                                         {"segments", Value::make_array(std::move(segs))},
@@ -251,6 +273,7 @@ BankManifest manifest_from_json(std::string_view text, const std::string& where)
     m.values_codebook = blob_from_json(codec, "values", where + ": codec");
     m.key_factory = string_member(member(codec, "keys", where + ": codec"), "factory", where + ": codec: keys");
     m.value_factory = string_member(member(codec, "values", where + ": codec"), "factory", where + ": codec: values");
+    if (codec.find("fit")) m.codec_fit = codec_fit_from_json(member(codec, "fit", where + ": codec"), where + ": codec: fit");
     m.record_bytes = uint_member(v, "record_bytes", where, uint64_t{1} << 40);
     if (m.record_bytes == 0) throw Error(where + ": record_bytes must be positive");
     m.count = uint_member(v, "count", where, 0xffffffffu);

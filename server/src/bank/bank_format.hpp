@@ -70,11 +70,22 @@ struct BankIndexEntry {
 constexpr const char* kIndexFlat = "flat";
 constexpr const char* kIndexIvfFlat = "ivf-flat";
 
+// How well the codec reconstructs the memories of the build that trained it: the relative squared
+// error of their keys and of their values (valid slots; compress.hpp's CodecFit) over `records`
+// memories. `add` compares the memories it encodes with it (bank_codec_fit.hpp). JSON: "codec":
+// {..., "fit": {"keys": e, "values": e, "records": N}}; absent in banks built before it (older
+// readers ignore it, so it needs no new format_version).
+struct CodecFitFigures {
+    double keys = 0, values = 0;
+    uint64_t records = 0;
+};
+
 struct BankManifest {
     uint64_t version = 0;
     std::string created;  // UTC, ISO 8601
     MemoryFolderModel model;
     std::string key_factory, value_factory;  // what trained the codec (information only)
+    std::optional<CodecFitFigures> codec_fit;
     BlobRef keys_codebook, values_codebook;
     uint64_t record_bytes = 0;
     uint64_t count = 0;

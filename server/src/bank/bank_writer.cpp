@@ -50,6 +50,7 @@ BankVersionStream::BankVersionStream(BankStorage& st, BankVersionSpec spec) : st
                         std::to_string(spec_.base->version) + "; run the command again");
         m.segments = spec_.base->segments;
         m.tokenizer = spec_.base->tokenizer;
+        m.codec_fit = spec_.base->codec_fit;
         m.count = spec_.base->count;
         if (spec_.base->record_bytes != m.record_bytes)
             throw Error(st.describe() + ": the base version's records are " + std::to_string(spec_.base->record_bytes) + " bytes, new ones " +

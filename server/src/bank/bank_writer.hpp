@@ -56,6 +56,10 @@ public:
     // them to the next attempt at this version, which replaces them).
     const std::vector<std::string>& segment_blobs() const { return segment_blobs_; }
 
+    // The codec's fit the manifest records (bank_format.hpp): a build sets what its codec trained
+    // on; by default it is the base version's (add), or none.
+    void set_codec_fit(const std::optional<CodecFitFigures>& fit) { manifest_.codec_fit = fit; }
+
     // The last segment, the manifest, then CURRENT. Throws when nothing was added.
     WrittenVersion publish();
 

@@ -107,6 +107,7 @@ Status KbService::add_documents(const v1::AddDocumentsRequest&, CallIo& io) {
         res->set_replaced_documents(r.replaced_documents);
         res->set_resumed_batches(r.resumed_batches);
         res->set_batches(r.batches);
+        for (const std::string& n : r.notes) res->add_notes(n);
         if (!io.send(p)) return io.state().ok() ? Status(StatusCode::CANCELLED, "the client went away before the result") : io.state();
         return Status::OK;
     }

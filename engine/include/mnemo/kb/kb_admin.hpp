@@ -54,6 +54,7 @@ struct KbAddResult {
     uint64_t references = 0;          // references memorized for them
     uint64_t replaced_documents = 0;  // documents whose doc_id was already in the bank
     uint64_t resumed_batches = 0;     // batches taken from an interrupted earlier call's checkpoints
+    std::vector<std::string> notes;   // the server's notes on the new version (e.g. its codec's fit)
 };
 
 struct KbDocumentInfo {

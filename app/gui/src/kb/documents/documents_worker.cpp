@@ -142,6 +142,7 @@ DocumentsOutcome DocumentsWorker::addServer(quint64 id, const DocumentsTarget& t
                            plural(static_cast<qint64>(r.references), "reference", "references"))
                       .arg(r.bank_version);
     if (r.replaced_documents > 0) out.message += QStringLiteral("; %1 replaced").arg(plural(static_cast<qint64>(r.replaced_documents), "document", "documents"));
+    for (const std::string& n : r.notes) out.message += QStringLiteral(". Note: ") + qs(n);
     out.documents = documentsOf(t);
     return out;
 }
