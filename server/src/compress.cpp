@@ -127,18 +127,23 @@ Encoded encode_all(const VqCodec& codec, const std::vector<WrittenMemory>& mems,
     return e;
 }
 
+// Adds one memory's reconstruction error to `sum`: its exact and decoded vectors (lay.slots() of
+// dim floats each, head-major), counting each head's `used` valid slots only; the unused ones are
+// zeros the codec never trained on.
+void add_valid_slots(ErrorSum& sum, const float* exact, const float* decoded, size_t used, const Layout& lay, size_t dim) {
+    for (size_t h = 0; h < lay.heads; ++h) {
+        const size_t at = (h * lay.keep) * dim;
+        add_reconstruction(sum, exact + at, decoded + at, used * dim);
+    }
+}
+
 // The reconstruction error over valid slots.
 double reconstruction_error(const std::vector<WrittenMemory>& mems, const Layout& lay, size_t dim, bool values,
                             const std::vector<float>& decoded) {
     ErrorSum sum;
-    for (size_t m = 0; m < mems.size(); ++m) {
-        const std::vector<float>& v = vectors_of(mems[m], values);
-        const size_t used = used_slots(mems[m].memory, lay);
-        for (size_t h = 0; h < lay.heads; ++h) {
-            const size_t at = (h * lay.keep) * dim;
-            add_reconstruction(sum, v.data() + at, decoded.data() + m * lay.slots() * dim + at, used * dim);
-        }
-    }
+    for (size_t m = 0; m < mems.size(); ++m)
+        add_valid_slots(sum, vectors_of(mems[m], values).data(), decoded.data() + m * lay.slots() * dim,
+                        used_slots(mems[m].memory, lay), lay, dim);
     return sum.relative_sq();
 }
 
@@ -235,16 +240,13 @@ std::vector<WrittenMemory> encode_memories(std::vector<WrittenMemory>&& memories
         }
         const std::vector<uint8_t> kc = keys.encode(kx.data(), (last - first) * slots);
         const std::vector<uint8_t> vc = values.encode(vx.data(), (last - first) * slots);
-        if (fit) {  // the valid slots only: unused ones are zeros the codec never trained on
+        if (fit) {
             const std::vector<float> kd = keys.decode(kc.data(), (last - first) * slots);
             const std::vector<float> vd = values.decode(vc.data(), (last - first) * slots);
             for (size_t m = first; m < last; ++m) {
                 const size_t used = used_slots(memories[m].memory, lay), at = (m - first) * slots;
-                for (size_t h = 0; h < lay.heads; ++h) {
-                    const size_t s0 = at + h * lay.keep;
-                    add_reconstruction(fit->keys, kx.data() + s0 * dk, kd.data() + s0 * dk, used * dk);
-                    add_reconstruction(fit->values, vx.data() + s0 * dv, vd.data() + s0 * dv, used * dv);
-                }
+                add_valid_slots(fit->keys, kx.data() + at * dk, kd.data() + at * dk, used, lay, dk);
+                add_valid_slots(fit->values, vx.data() + at * dv, vd.data() + at * dv, used, lay, dv);
             }
         }
         for (size_t m = first; m < last; ++m)
